@@ -1,0 +1,30 @@
+# `make run` and `make test` work on a fresh clone: both set up .venv first.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+BACKENDS := backends/vertex backends/ai_platform backends/azure_ml
+STAMP := $(VENV)/.omnidist-installed
+
+.PHONY: setup run test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e . $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
+	touch $(STAMP)
+
+run: setup
+	$(VENV)/bin/omnidist validate examples/job.yaml
+	for b in vertex ai_platform azure_ml; do echo "== $$b"; $(VENV)/bin/omnidist compile examples/job.yaml --backend $$b || exit $$?; done
+
+# pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.
+test: setup
+	$(PY) -m pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
+
+bench: setup
+	$(PY) bench/run.py
+
+clean:
+	rm -rf $(VENV) build *.egg-info

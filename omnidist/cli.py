@@ -1,0 +1,198 @@
+"""The ``omnidist`` command (SPEC §3).
+
+Every command runs inside :func:`main`, which turns omnidist's errors into a one-line
+message on stderr and the SPEC's exit code (2 invalid input, 3 cannot express, 1 failed);
+``--debug`` shows the traceback instead.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Optional
+
+import click
+
+from omnidist.errors import OmnidistError
+
+
+class _Group(click.Group):
+    """A command group that turns omnidist errors into messages and exit codes."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except OmnidistError as exc:
+            if ctx.meta.get("omnidist.debug"):
+                raise
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(exc.exit_code)
+        except KeyboardInterrupt:
+            click.echo("interrupted", err=True)
+            ctx.exit(130)
+        except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
+            raise
+        except Exception as exc:  # a bug in omnidist or a plugin: say so briefly, never a traceback
+            if ctx.meta.get("omnidist.debug"):
+                raise
+            click.echo(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback "
+                       "and report it)", err=True)
+            ctx.exit(1)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.version_option(package_name="omnidist", prog_name="omnidist")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """omnidist: one distributed training job for Vertex AI, AI Platform, Azure ML and your laptop."""
+    ctx.meta["omnidist.debug"] = debug
+
+
+backend_option = click.option("--backend", "-b", help="Target backend (overrides the profile's).")
+profile_option = click.option("--profile", "-p", help="Profile from omnidist.toml / config.toml.")
+
+
+def _table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
+    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@backend_option
+def validate(job_file: str, backend: Optional[str]) -> None:
+    """Load JOB_FILE and check it against every installed backend (or only --backend).
+
+    Exits 2 when the file itself is invalid; with --backend, exits with that backend's
+    verdict (3 when it cannot express the job).
+    """
+    from omnidist import api, registry
+
+    job = api.load(job_file)
+    api.check_backend_blocks(job)
+    names = [backend] if backend else [n for n in registry.installed()]
+    rows, worst = [], None
+    for name in names:
+        try:
+            api.compile(job, backend=name, profile=None)
+            rows.append((name, "ok"))
+        except OmnidistError as exc:
+            rows.append((name, str(exc).replace("\n", "; ")))
+            worst = worst or exc
+    click.echo(_table(rows, ("backend", "result")))
+    if backend and worst is not None:
+        sys.exit(worst.exit_code)
+
+
+@main.command("compile")
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@backend_option
+@profile_option
+@click.option("-o", "--output", type=click.Choice(["json", "yaml"]), help="Output format (default: the backend's).")
+@click.option("--notes/--no-notes", default=True, help="Print diagnostics on stderr.")
+def compile_(job_file: str, backend: Optional[str], profile: Optional[str], output: Optional[str], notes: bool) -> None:
+    """Build the backend's native request for JOB_FILE; no network."""
+    from omnidist import api
+
+    compiled = api.compile(job_file, backend=backend, profile=profile)
+    click.echo(compiled.render(output))
+    if notes:
+        for note in compiled.diagnostics:
+            click.echo(f"note: {note}", err=True)
+
+
+@main.command()
+def backends() -> None:
+    """List the installed backends, their versions and capabilities."""
+    from omnidist import registry
+
+    rows = []
+    for name in registry.installed():
+        try:
+            driver = registry.get(name)
+        except OmnidistError as exc:
+            rows.append((name, registry.distribution_version(name), f"broken: {exc}"))
+            continue
+        rows.append((name, registry.distribution_version(name), driver.capabilities.summary()))
+    missing = [n for n in registry.KNOWN_DISTRIBUTIONS if n not in registry.installed()]
+    click.echo(_table(rows, ("backend", "version", "capabilities")))
+    for name in missing:
+        click.echo(f"(not installed: {name} — pip install {registry.KNOWN_DISTRIBUTIONS[name]})")
+
+
+def _print_status(status: Any) -> None:
+    message = f" — {status.message}" if status.message else ""
+    click.echo(f"{status.state.value}{message}")
+
+
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@backend_option
+@profile_option
+@click.option("--wait", is_flag=True, help="Follow state changes and logs until the job ends.")
+@click.option("--poll", default=15.0, show_default=True, help="Seconds between status polls with --wait.")
+def submit(job_file: str, backend: Optional[str], profile: Optional[str], wait: bool, poll: float) -> None:
+    """Create JOB_FILE's job on the backend; prints the job id and console URL."""
+    from omnidist import api
+
+    handle = api.submit(job_file, backend=backend, profile=profile)
+    click.echo(handle.id)
+    if handle.url:
+        click.echo(handle.url)
+    if wait:
+        _follow(handle, poll)
+
+
+def _follow(handle: Any, poll: float) -> None:
+    from omnidist.backend import JobState
+
+    try:
+        final = handle.wait(poll_interval=poll, on_change=lambda s: click.echo(f"state: {s.state.value}", err=True))
+    except KeyboardInterrupt:
+        click.echo(f"stopped waiting; the job keeps running. Cancel it with: omnidist cancel {handle.id}"
+                   f" --backend {handle.backend}", err=True)
+        sys.exit(130)
+    _print_status(final)
+    if final.state is not JobState.SUCCEEDED:
+        sys.exit(1)
+
+
+@main.command()
+@click.argument("job_id")
+@backend_option
+@profile_option
+def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
+    """Print a submitted job's state."""
+    from omnidist import api
+
+    _print_status(api.attach(job_id, backend=backend, profile=profile).status())
+
+
+@main.command()
+@click.argument("job_id")
+@backend_option
+@profile_option
+@click.option("--follow", "-f", is_flag=True, help="Keep streaming until the job ends.")
+def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bool) -> None:
+    """Print a submitted job's logs."""
+    from omnidist import api
+
+    for line in api.attach(job_id, backend=backend, profile=profile).logs(follow=follow):
+        click.echo(line)
+
+
+@main.command()
+@click.argument("job_id")
+@backend_option
+@profile_option
+def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
+    """Cancel a submitted job (nothing happens if it already ended)."""
+    from omnidist import api
+
+    api.attach(job_id, backend=backend, profile=profile).cancel()
+    click.echo(f"cancel requested for {job_id}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

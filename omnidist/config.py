@@ -1,0 +1,195 @@
+"""Profiles and the backend switch (SPEC §2).
+
+The profile name comes from, first hit wins: the ``--profile`` flag / ``profile=`` argument,
+the session choice set by :func:`use` (notebooks), ``OMNIDIST_PROFILE``, then the ``default``
+key of the configuration files. Configuration files are, nearest first: ``omnidist.toml``
+(walking up from the current directory), ``[tool.omnidist]`` in the nearest
+``pyproject.toml``, and ``$XDG_CONFIG_HOME/omnidist/config.toml`` (``~/.config/…``).
+Profiles from all of them are available; a profile defined in a nearer file wins.
+
+The backend is ``--backend`` / ``backend=``, :func:`use`, ``OMNIDIST_BACKEND``, else the
+profile's, else ``local``. Settings precedence: the job's ``backends.<name>`` block > profile > defaults.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Optional
+
+import attrs
+
+from omnidist import serde
+from omnidist.errors import ConfigError, ValidationError
+from omnidist.job import DistributedJob
+
+DEFAULT_BACKEND = "local"
+
+_session: dict[str, Optional[str]] = {"profile": None, "backend": None}
+
+
+@attrs.frozen(kw_only=True)
+class Profile:
+    """A named backend with its account settings, and the file that defined it."""
+
+    name: str
+    backend: str
+    settings: dict[str, Any]
+    source: str
+
+
+@attrs.frozen(kw_only=True)
+class Target:
+    """Where a job goes: the backend's name and the profile that supplies its settings."""
+
+    backend: str
+    profile: Optional[Profile] = None
+
+
+def _read_toml(path: Path, table: Optional[str] = None) -> Optional[dict[str, Any]]:
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    if table:
+        data = data.get("tool", {}).get(table)
+    return data
+
+
+def _nearest(name: str, start: Path) -> Optional[Path]:
+    for folder in (start, *start.parents):
+        candidate = folder / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def config_files(cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> list[tuple[str, dict[str, Any]]]:
+    """The configuration sources that exist, nearest first, as ``(label, data)``."""
+    start = (cwd or Path.cwd()).resolve()
+    found: list[tuple[str, dict[str, Any]]] = []
+    toml = _nearest("omnidist.toml", start)
+    if toml:
+        found.append((str(toml), _read_toml(toml) or {}))
+    pyproject = start
+    while (pyproject := _nearest("pyproject.toml", pyproject)) is not None:
+        table = _read_toml(pyproject, "omnidist")
+        if table is not None:
+            found.append((f"{pyproject} [tool.omnidist]", table))
+            break
+        pyproject = pyproject.parent.parent
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".config")
+    user = Path(base) / "omnidist" / "config.toml"
+    if user.is_file():
+        found.append((str(user), _read_toml(user) or {}))
+    return found
+
+
+def _profiles(files: list[tuple[str, dict[str, Any]]]) -> dict[str, Profile]:
+    profiles: dict[str, Profile] = {}
+    for label, data in reversed(files):  # nearer files overwrite farther ones
+        table = data.get("profiles", {})
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{label}: profiles: expected a table of profiles")
+        for name, body in table.items():
+            if not isinstance(body, Mapping) or not isinstance(body.get("backend"), str):
+                raise ConfigError(
+                    f"{label}: profiles.{name}.backend: every profile names its backend, "
+                    f'e.g. backend = "vertex"'
+                )
+            settings = {k: v for k, v in body.items() if k != "backend"}
+            profiles[name] = Profile(name=name, backend=body["backend"], settings=settings, source=label)
+    return profiles
+
+
+def use(profile: Optional[str] = None, backend: Optional[str] = None) -> None:
+    """Set the profile and/or backend for the rest of this Python session (notebooks).
+
+    The session choice ranks just below an explicit ``profile=``/``backend=`` argument and
+    above ``OMNIDIST_PROFILE``/``OMNIDIST_BACKEND`` and the configuration files, the way
+    setting a variable in a notebook cell overrides the shell it was started from.
+    ``use()`` with no arguments clears it.
+    """
+    _session["profile"], _session["backend"] = profile, backend
+
+
+def resolve(
+    profile: Optional[str] = None,
+    backend: Optional[str] = None,
+    *,
+    cwd: Optional[Path] = None,
+    environ: Mapping[str, str] = os.environ,
+) -> Target:
+    """Decide the backend and profile per SPEC §2.
+
+    Raises:
+        ConfigError: a profile that no configuration file defines (with a suggestion).
+    """
+    files = config_files(cwd, environ)
+    profile_name = (
+        profile
+        or _session["profile"]
+        or environ.get("OMNIDIST_PROFILE")
+        or next((d["default"] for _, d in files if isinstance(d.get("default"), str)), None)
+    )
+    chosen: Optional[Profile] = None
+    if profile_name:
+        profiles = _profiles(files)
+        if profile_name not in profiles:
+            close = difflib.get_close_matches(profile_name, list(profiles), n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            where = ", ".join(label for label, _ in files) or "no configuration file was found"
+            raise ConfigError(
+                f"profile {profile_name!r} is not defined.{hint} Looked in: {where}. "
+                f"Define it as [profiles.{profile_name}] with a backend key in omnidist.toml."
+            )
+        chosen = profiles[profile_name]
+    name = (
+        backend
+        or _session["backend"]
+        or environ.get("OMNIDIST_BACKEND")
+        or (chosen.backend if chosen else DEFAULT_BACKEND)
+    )
+    return Target(backend=name, profile=chosen)
+
+
+def settings_for(
+    settings_type: type,
+    backend: str,
+    target: Target,
+    job: Optional[DistributedJob] = None,
+    overrides: Optional[Mapping[str, Any]] = None,
+) -> Any:
+    """Merge defaults < profile < the job's ``backends.<name>`` block < explicit overrides,
+    and structure the result into the backend's settings class.
+
+    Each layer is checked on its own first, so an unknown key is reported against the file
+    it came from (``omnidist.toml: profiles.gcp.regoin: unknown key; did you mean 'region'?``).
+    """
+    known = {a.name for a in attrs.fields(settings_type)}
+    layers: list[tuple[dict[str, Any], Optional[str], str]] = []
+    profile = target.profile
+    if profile is not None:
+        body = profile.settings
+        if profile.backend != backend:
+            # The backend was overridden: carry over what the other backend understands too
+            # (project, region between the Google backends), leave the rest.
+            body = {k: v for k, v in body.items() if k in known}
+        layers.append((body, profile.source, f"profiles.{profile.name}"))
+    if job is not None and backend in job.backends:
+        layers.append((job.backends[backend], job.source, f"backends.{backend}"))
+    if overrides:
+        layers.append((dict(overrides), None, "settings"))
+    merged: dict[str, Any] = {}
+    for body, source, path in layers:
+        serde.structure(body, settings_type, source=source, path=path)  # report where a bad key is
+        merged.update(body)
+    try:
+        return serde.structure(merged, settings_type)
+    except ValidationError as exc:  # a cross-layer problem: say which layers were merged
+        raise exc.with_source(" + ".join(s or p for _, s, p in layers) or None) from None

@@ -1,0 +1,190 @@
+"""The one exception tree of omnidist.
+
+Every error omnidist raises derives from :class:`OmnidistError`; each class carries the
+process exit code the CLI uses for it (SPEC §3)::
+
+    OmnidistError                      exit 1
+    ├── ValidationError (ValueError)   exit 2  bad job file, flag or native spec; names file + field path
+    ├── ConfigError                    exit 2  profiles / omnidist.toml problems
+    ├── BackendNotFoundError           exit 2  unknown or uninstalled backend
+    ├── UnsupportedFeatureError        exit 3  the target cannot express the job
+    ├── RuntimeEnvError (ValueError)   exit 2  a platform variable inside the container is malformed
+    └── BackendError                   exit 1  a call to a cloud failed (translated at the client boundary)
+        ├── TransientBackendError              429, 5xx, resets, timeouts: the only retried kind
+        ├── AuthenticationError                401 / missing credentials
+        ├── PermissionDeniedError              403
+        ├── NotFoundError                      404
+        ├── ConflictError                      409
+        ├── InvalidRequestError                400 / 422: the cloud rejected the request
+        └── JobFailedError                     a job ended in a failed state
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import attrs
+
+
+class OmnidistError(Exception):
+    """Base of every error omnidist raises."""
+
+    exit_code: int = 1
+
+
+@attrs.frozen
+class Problem:
+    """One thing wrong with an input: where (a dotted field path) and what, plus how to fix it."""
+
+    path: str
+    message: str
+
+    def prefixed(self, prefix: str) -> Problem:
+        """The same problem one level deeper: ``workers`` + ``replicas`` -> ``workers.replicas``."""
+        if not prefix:
+            return self
+        if not self.path:
+            return Problem(prefix, self.message)
+        sep = "" if self.path.startswith("[") else "."
+        return Problem(f"{prefix}{sep}{self.path}", self.message)
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.message}" if self.path else self.message
+
+
+class ValidationError(OmnidistError, ValueError):
+    """Invalid user input. ``str()`` is ``file: field.path: what is wrong (fix)`` per problem."""
+
+    exit_code = 2
+
+    def __init__(self, problems: Iterable[Problem] | str, *, source: str | None = None, path: str = ""):
+        if isinstance(problems, str):
+            problems = [Problem(path, problems)]
+        self.problems: tuple[Problem, ...] = tuple(problems)
+        self.source = source
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        prefix = f"{self.source}: " if self.source else ""
+        return "\n".join(prefix + str(p) for p in self.problems)
+
+    def with_source(self, source: str | None) -> ValidationError:
+        """A copy that names the file the input came from."""
+        return type(self)(self.problems, source=source)
+
+    def prefixed(self, prefix: str) -> ValidationError:
+        """A copy whose field paths sit under ``prefix``."""
+        return type(self)([p.prefixed(prefix) for p in self.problems], source=self.source)
+
+    def __str__(self) -> str:
+        return self._render()
+
+
+class ConfigError(OmnidistError):
+    """A profile or configuration file is missing, unknown or malformed."""
+
+    exit_code = 2
+
+
+class BackendNotFoundError(OmnidistError):
+    """The named backend is unknown, or its package is not installed."""
+
+    exit_code = 2
+
+
+class UnsupportedFeatureError(OmnidistError):
+    """The target backend cannot express a feature of the job.
+
+    Attributes:
+        feature: the job feature (``evaluators``, ``reduction_servers``, ``env``, ``accelerator H100``…).
+        backend: the backend's name.
+        hint: what to do instead.
+    """
+
+    exit_code = 3
+
+    def __init__(self, feature: str, backend: str, message: str, hint: str = ""):
+        self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
+        text = f"{backend} cannot express {feature}: {message}"
+        if hint:
+            text += f" {hint}"
+        super().__init__(text)
+
+
+class RuntimeEnvError(OmnidistError, ValueError):
+    """A platform environment variable inside the training container is malformed."""
+
+    exit_code = 2
+
+    def __init__(self, variable: str, message: str):
+        self.variable = variable
+        super().__init__(f"environment variable {variable}: {message}")
+
+
+class BackendError(OmnidistError):
+    """A call to a cloud service failed. ``status`` is the HTTP status when there was one."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, backend: str = "", status: int | None = None,
+                 retry_after: float | None = None):
+        self.backend, self.status, self.retry_after = backend, status, retry_after
+        prefix = f"{backend}: " if backend else ""
+        code = f" (HTTP {status})" if status else ""
+        super().__init__(f"{prefix}{message}{code}")
+
+
+class TransientBackendError(BackendError):
+    """A failure worth retrying: throttling, a server error, a dropped connection, a timeout."""
+
+
+class AuthenticationError(BackendError):
+    """Credentials are missing or were refused."""
+
+
+class PermissionDeniedError(BackendError):
+    """The credentials lack a permission."""
+
+
+class NotFoundError(BackendError):
+    """The job, project or workspace does not exist."""
+
+
+class ConflictError(BackendError):
+    """The resource already exists (a create that raced or was retried)."""
+
+
+class InvalidRequestError(BackendError):
+    """The cloud rejected the request as invalid."""
+
+
+class JobFailedError(BackendError):
+    """A job reached a failed terminal state."""
+
+
+_BY_STATUS: dict[int, type[BackendError]] = {
+    400: InvalidRequestError,
+    401: AuthenticationError,
+    403: PermissionDeniedError,
+    404: NotFoundError,
+    409: ConflictError,
+    422: InvalidRequestError,
+    408: TransientBackendError,
+    429: TransientBackendError,
+}
+
+
+def error_for_status(status: int | None) -> type[BackendError]:
+    """The exception class for an HTTP status: 5xx and 429 are transient, the rest are final."""
+    if status is None:
+        return BackendError
+    if status >= 500:
+        return TransientBackendError
+    return _BY_STATUS.get(status, BackendError)
+
+
+def join_problems(errors: Sequence[ValidationError]) -> ValidationError:
+    """Merge several validation errors into one that lists every problem."""
+    problems = [p for e in errors for p in e.problems]
+    source = next((e.source for e in errors if e.source), None)
+    return ValidationError(problems, source=source)

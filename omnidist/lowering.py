@@ -1,0 +1,111 @@
+"""IR -> IR steps every backend shares: inheritance, env merging, process counts.
+
+Backends compile from :class:`EffectiveRole` values, never from the raw :class:`Role`, so
+the inheritance rules below hold identically on every cloud:
+
+- every role's ``image``, ``command`` and ``args`` default to the job's;
+- workers and evaluators run the primary's program on the primary's hardware, so their
+  ``accelerator``, ``cpus``, ``memory_gb``, ``disk_gb`` (and image/command/args/env) default
+  to the primary's;
+- parameter servers and reduction servers inherit no hardware (they are CPU roles);
+- a role's ``env`` is merged over the job's (and, for workers/evaluators, the primary's).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Optional
+
+import attrs
+
+from omnidist.job import AUTO, Accelerator, DistributedJob, Role, RoleName
+
+_INHERITS_FROM_PRIMARY = frozenset({RoleName.WORKERS, RoleName.EVALUATORS})
+
+
+@attrs.frozen(kw_only=True)
+class EffectiveRole:
+    """A role with inheritance applied: what each of its replicas really gets.
+
+    ``replicas`` may still be ``"auto"`` for reduction servers; the backend sizes them.
+    """
+
+    name: RoleName
+    replicas: int | str
+    accelerator: Optional[Accelerator]
+    cpus: Optional[float]
+    memory_gb: Optional[float]
+    disk_gb: Optional[int]
+    image: Optional[str]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: dict[str, str]
+
+    @property
+    def gpus(self) -> int:
+        """Accelerators per replica (0 for CPU-only)."""
+        return self.accelerator.count if self.accelerator else 0
+
+    @property
+    def hardware(self) -> tuple:
+        """What decides the machine: two roles with equal hardware can share one machine type."""
+        return (self.accelerator, self.cpus, self.memory_gb, self.disk_gb)
+
+
+def _pick(*values):
+    return next((v for v in values if v is not None), None)
+
+
+def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[EffectiveRole]:
+    """The role with inheritance applied, or ``None`` when the job does not have it."""
+    name = RoleName(name)
+    role: Optional[Role] = job.role(name)
+    if role is None:
+        return None
+    base = job.primary if name in _INHERITS_FROM_PRIMARY else Role()
+    return EffectiveRole(
+        name=name,
+        replicas=role.replicas,
+        accelerator=_pick(role.accelerator, base.accelerator),
+        cpus=_pick(role.cpus, base.cpus),
+        memory_gb=_pick(role.memory_gb, base.memory_gb),
+        disk_gb=_pick(role.disk_gb, base.disk_gb),
+        image=_pick(role.image, base.image, job.image),
+        command=_pick(role.command, base.command, job.command or None) or (),
+        args=_pick(role.args, base.args, job.args or None) or (),
+        env={**job.env, **base.env, **role.env},
+    )
+
+
+def effective_roles(job: DistributedJob) -> Iterator[EffectiveRole]:
+    """Every role the job has with at least one replica (or ``auto``), in pool order."""
+    for name in RoleName:
+        role = effective_role(job, name)
+        if role is not None and (role.replicas == AUTO or role.replicas > 0):
+            yield role
+
+
+def replicas(job: DistributedJob, name: RoleName | str) -> int:
+    """How many replicas a role has (0 when absent; ``auto`` counts as 0 here)."""
+    role = job.role(name)
+    if role is None or role.replicas == AUTO:
+        return 0
+    return role.replicas
+
+
+def num_nodes(job: DistributedJob) -> int:
+    """The nodes that train together: the primary plus the workers."""
+    return 1 + replicas(job, RoleName.WORKERS)
+
+
+def processes_per_node(job: DistributedJob) -> int:
+    """``processes_per_node``, with ``auto`` = the primary's accelerator count, else 1."""
+    if job.processes_per_node != AUTO:
+        return job.processes_per_node
+    primary = job.primary.accelerator
+    return primary.count if primary else 1
+
+
+def has_gpus(role: Optional[EffectiveRole]) -> bool:
+    """True when the role exists and each replica has at least one accelerator."""
+    return role is not None and role.gpus > 0

@@ -1,0 +1,234 @@
+"""A tiny HTTP server on 127.0.0.1 (port chosen by the OS) that records every request,
+answers from routes a test registers, and can misbehave on purpose.
+
+Faults are queued per route and consumed one per matching request::
+
+    server.fail("POST", r"/customJobs", Fault.http(429, retry_after=0), Fault.drop_after_create())
+
+``drop_after_create`` runs the real handler (so the job exists) and then resets the
+connection without answering: the "ambiguous create" every client must survive.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import struct
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Optional
+from urllib.parse import parse_qs, urlsplit
+
+import attrs
+
+
+@attrs.frozen
+class Recorded:
+    """One request as the server saw it."""
+
+    method: str
+    path: str
+    query: dict[str, list[str]]
+    headers: dict[str, str]
+    body: Any
+
+
+@attrs.frozen
+class Response:
+    """What a route answers: status, JSON body (or text), extra headers."""
+
+    status: int = 200
+    body: Any = None
+    headers: dict[str, str] = attrs.field(factory=dict)
+
+
+@attrs.frozen
+class Fault:
+    """One injected misbehaviour."""
+
+    kind: str
+    status: int = 0
+    retry_after: Optional[float] = None
+    message: str = ""
+    delay: float = 0.0
+
+    @classmethod
+    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None) -> Fault:
+        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``)."""
+        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after)
+
+    @classmethod
+    def reset(cls) -> Fault:
+        """Reset the connection before handling the request."""
+        return cls("reset")
+
+    @classmethod
+    def drop_after_create(cls) -> Fault:
+        """Handle the request (side effects happen), then reset without answering."""
+        return cls("drop")
+
+    @classmethod
+    def slow(cls, seconds: float) -> Fault:
+        """Wait before answering normally (for client timeouts)."""
+        return cls("slow", delay=seconds)
+
+
+Handler = Callable[[Recorded, "re.Match[str]"], Response]
+
+_STATUS_NAMES = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED", 404: "NOT_FOUND",
+                 409: "ALREADY_EXISTS", 429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE"}
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """The error envelope Google and Azure APIs share the shape of (``error.code``/``message``)."""
+    return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
+
+
+class FakeServer:
+    """A local HTTP server for SDK round trips. Use as a context manager."""
+
+    def __init__(self) -> None:
+        self.requests: list[Recorded] = []
+        self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
+        self._faults: list[tuple[str, re.Pattern[str], list[Fault]]] = []
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        """The port the OS chose."""
+        return self._server.server_address[1]
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:PORT``"""
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> FakeServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def route(self, method: str, pattern: str, handler: Handler) -> None:
+        """Answer ``method`` requests whose path matches ``pattern`` (re.search) with ``handler``."""
+        self._routes.append((method.upper(), re.compile(pattern), handler))
+
+    def fail(self, method: str, pattern: str, *faults: Fault) -> None:
+        """Queue faults for the next matching requests, one each."""
+        with self._lock:
+            self._faults.append((method.upper(), re.compile(pattern), list(faults)))
+
+    def calls(self, method: str, pattern: str = "") -> list[Recorded]:
+        """The recorded requests with this method whose path matches ``pattern``."""
+        rx = re.compile(pattern)
+        return [r for r in self.requests if r.method == method.upper() and rx.search(r.path)]
+
+    def _next_fault(self, method: str, path: str) -> Optional[Fault]:
+        with self._lock:
+            for m, rx, queue in self._faults:
+                if m == method and rx.search(path) and queue:
+                    return queue.pop(0)
+        return None
+
+    def _handle(self, method: str, handler: BaseHTTPRequestHandler) -> None:
+        parts = urlsplit(handler.path)
+        length = int(handler.headers.get("Content-Length") or 0)
+        raw = handler.rfile.read(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = raw.decode("utf-8", "replace")
+        record = Recorded(method, parts.path, parse_qs(parts.query), dict(handler.headers.items()), body)
+        with self._lock:
+            self.requests.append(record)
+        fault = self._next_fault(method, parts.path)
+        if fault and fault.kind == "reset":
+            _reset(handler)
+            return
+        if fault and fault.kind == "status":
+            headers = {} if fault.retry_after is None else {"Retry-After": str(int(fault.retry_after))}
+            _send(handler, Response(fault.status, error_body(fault.status, fault.message), headers))
+            return
+        if fault and fault.kind == "slow":
+            time.sleep(fault.delay)
+        response = self._dispatch(record)
+        if fault and fault.kind == "drop":
+            _reset(handler)
+            return
+        _send(handler, response)
+
+    def _dispatch(self, record: Recorded) -> Response:
+        for method, rx, fn in self._routes:
+            match = rx.search(record.path)
+            if method == record.method and match:
+                try:
+                    return fn(record, match)
+                except Exception as exc:  # a bug in a test's handler: answer 500 and say why
+                    return Response(500, error_body(500, f"fake server handler failed: {exc!r}"))
+        return Response(404, error_body(404, f"no route for {record.method} {record.path}"))
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:
+                server._handle("GET", self)
+
+            def do_POST(self) -> None:
+                server._handle("POST", self)
+
+            def do_PUT(self) -> None:
+                server._handle("PUT", self)
+
+            def do_PATCH(self) -> None:
+                server._handle("PATCH", self)
+
+            def do_DELETE(self) -> None:
+                server._handle("DELETE", self)
+
+        return _Handler
+
+
+def _send(handler: BaseHTTPRequestHandler, response: Response) -> None:
+    if isinstance(response.body, (dict, list)):
+        payload, ctype = json.dumps(response.body).encode(), "application/json"
+    elif response.body is None:
+        payload, ctype = b"", "application/json"
+    else:
+        payload, ctype = str(response.body).encode(), "text/plain"
+    handler.send_response(response.status)
+    handler.send_header("Content-Type", ctype)
+    handler.send_header("Content-Length", str(len(payload)))
+    for key, value in response.headers.items():
+        handler.send_header(key, value)
+    handler.end_headers()
+    handler.wfile.write(payload)
+    handler.wfile.flush()
+
+
+def _reset(handler: BaseHTTPRequestHandler) -> None:
+    # SO_LINGER with a zero timeout makes close() send RST: the client sees a reset
+    # connection, not a clean end of stream.
+    sock = handler.connection
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    except OSError:
+        pass
+    handler.close_connection = True
+    try:
+        sock.close()
+    except OSError:
+        pass
