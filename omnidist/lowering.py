@@ -109,3 +109,33 @@ def processes_per_node(job: DistributedJob) -> int:
 def has_gpus(role: Optional[EffectiveRole]) -> bool:
     """True when the role exists and each replica has at least one accelerator."""
     return role is not None and role.gpus > 0
+
+
+def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role: bool = True) -> dict[str, str]:
+    """The ``OMNIDIST_*`` variables (see :mod:`omnidist.runtime.hints`) for one role.
+
+    Args:
+        job: the job being compiled.
+        role: the role whose replicas get these variables.
+        per_role: False on platforms where every node shares one environment (Azure ML);
+            then no ``OMNIDIST_ROLE`` is set.
+    """
+    from omnidist.runtime import hints
+
+    env = {
+        hints.JOB_NAME: job.name,
+        hints.FRAMEWORK: job.framework.value,
+        hints.PROCESSES_PER_NODE: str(processes_per_node(job)),
+    }
+    if per_role and role is not None:
+        env[hints.ROLE] = role.singular
+    if replicas(job, RoleName.PARAMETER_SERVERS):
+        env[hints.POOL2_ROLE] = RoleName.PARAMETER_SERVERS.singular
+    elif job.reduction_servers is not None and job.reduction_servers.replicas != 0:
+        env[hints.POOL2_ROLE] = RoleName.REDUCTION_SERVERS.singular
+    return env
+
+
+def env_with_hints(role: EffectiveRole, job: DistributedJob, per_role: bool = True) -> dict[str, str]:
+    """The role's environment with the runtime hints added underneath (user values win)."""
+    return {**runtime_hints(job, role.name, per_role), **role.env}
