@@ -7,8 +7,9 @@ Quick start::
     job = omnidist.load("job.yaml")
     print(omnidist.compile(job, backend="vertex"))
 
-Importing this package loads no cloud SDK, torch or TensorFlow, and defers even YAML,
-cattrs and entry-point discovery until a call needs them (PEP 562 lazy attributes).
+Importing this package loads no cloud SDK, torch or TensorFlow, and defers even attrs,
+YAML, cattrs and entry-point discovery until a name is used (PEP 562 lazy attributes), so
+``omnidist.runtime`` stays standard-library-only inside training containers.
 """
 
 from __future__ import annotations
@@ -16,11 +17,20 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from omnidist.backend import CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
-from omnidist.errors import OmnidistError
-from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role, RoleName
-
 _LAZY = {
+    "Accelerator": "omnidist.job",
+    "CompiledJob": "omnidist.backend",
+    "DistributedJob": "omnidist.job",
+    "Framework": "omnidist.job",
+    "Interconnect": "omnidist.job",
+    "JobHandle": "omnidist.backend",
+    "JobState": "omnidist.backend",
+    "JobStatus": "omnidist.backend",
+    "Note": "omnidist.backend",
+    "NoteKind": "omnidist.backend",
+    "OmnidistError": "omnidist.errors",
+    "Role": "omnidist.job",
+    "RoleName": "omnidist.job",
     "attach": "omnidist.api",
     "compile": "omnidist.api",
     "import_native": "omnidist.api",
@@ -29,22 +39,7 @@ _LAZY = {
     "use": "omnidist.config",
 }
 
-__all__ = [
-    "Accelerator",
-    "CompiledJob",
-    "DistributedJob",
-    "Framework",
-    "Interconnect",
-    "JobHandle",
-    "JobState",
-    "JobStatus",
-    "Note",
-    "NoteKind",
-    "OmnidistError",
-    "Role",
-    "RoleName",
-    *sorted(_LAZY),
-]
+__all__ = sorted(_LAZY)
 
 __version__ = "0.1.0"
 

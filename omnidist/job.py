@@ -63,6 +63,24 @@ _SINGULAR = {
 }
 
 
+def choice(enum_cls: type[enum.Enum], field: str):
+    """An attrs converter to ``enum_cls`` (case-insensitive) whose error names ``field``,
+    the allowed values and the closest one."""
+    import difflib
+
+    def convert(value: Any) -> enum.Enum:
+        if isinstance(value, enum_cls):
+            return value
+        allowed = [m.value for m in enum_cls]
+        if isinstance(value, str) and value.lower() in allowed:
+            return enum_cls(value.lower())
+        close = difflib.get_close_matches(str(value).lower(), allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValidationError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=field)
+
+    return convert
+
+
 def _fail(attribute: attrs.Attribute, message: str) -> None:
     raise ValidationError(message, path=attribute.name)
 
@@ -198,7 +216,7 @@ class DistributedJob:
     """
 
     name: str = attrs.field()
-    framework: Framework = attrs.field(converter=Framework)
+    framework: Framework = attrs.field(converter=choice(Framework, "framework"))
     image: Optional[str] = None
     command: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _to_argv(v) or ())
     args: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _to_argv(v) or ())
@@ -209,7 +227,7 @@ class DistributedJob:
     evaluators: Optional[Role] = None
     reduction_servers: Optional[Role] = None
     processes_per_node: Replicas = attrs.field(default=AUTO)
-    interconnect: Interconnect = attrs.field(default=Interconnect.ANY, converter=Interconnect)
+    interconnect: Interconnect = attrs.field(default=Interconnect.ANY, converter=choice(Interconnect, "interconnect"))
     spot: bool = False
     timeout: Optional[int] = attrs.field(default=None, validator=_positive)
     """Seconds; written in job files with an s/m/h/d suffix."""

@@ -156,6 +156,9 @@ _converter.register_structure_hook(bool, _structure_bool)
 _converter.register_structure_hook_func(
     lambda t: isinstance(t, type) and issubclass(t, enum.Enum), _structure_enum
 )
+# str-valued enums would otherwise dispatch to the str hook (singledispatch sees str first).
+for _enum in (Framework, Interconnect):
+    _converter.register_structure_hook(_enum, _structure_enum)
 def _register_exact(type_: Any, hook: Any) -> None:
     # Generic aliases (tuple[str, ...], dict[str, str]) are not classes, so they are matched
     # by equality instead of singledispatch.
@@ -193,7 +196,6 @@ _converter.register_structure_hook(
 
 _converter.register_unstructure_hook(Accelerator, lambda a: f"{a.type}:{a.count}")
 _converter.register_unstructure_hook(tuple, list)
-# str-valued enums would otherwise dispatch to str's pass-through hook.
 for _enum in (Framework, Interconnect):
     _converter.register_unstructure_hook(_enum, lambda e: e.value)
 _converter.register_unstructure_hook(

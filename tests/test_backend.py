@@ -1,0 +1,58 @@
+"""Values crossing the backend contract (omnidist/backend.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
+from omnidist.job import RoleName
+
+
+def test_compiled_job_renders_in_its_format_and_filters_notes():
+    notes = [Note(kind="defaulted", field="primary", message="picked n1"), Note(kind=NoteKind.HINT, field="x", message="y")]
+    compiled = CompiledJob(backend="b", request={"b": 1, "a": [1, 2]}, diagnostics=notes, format="yaml")
+    assert str(compiled).splitlines()[0] == "b: 1"
+    assert json.loads(compiled.render("json")) == {"b": 1, "a": [1, 2]}
+    assert compiled.notes("hint") == (notes[1],)
+    assert str(notes[0]) == "[defaulted] primary: picked n1"
+
+
+class _Scripted(Backend):
+    """A backend whose job goes through a fixed list of states, one per status call."""
+
+    name = "scripted"
+    capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
+    settings_type = object
+
+    def __init__(self, states):
+        self.states = list(states)
+
+    def compile(self, job, settings): raise NotImplementedError
+    def import_native(self, request): raise NotImplementedError
+    def submit(self, compiled, settings): raise NotImplementedError
+    def logs(self, job_id, settings, follow=False): return iter(())
+    def cancel(self, job_id, settings): pass
+
+    def status(self, job_id, settings):
+        return JobStatus(state=self.states.pop(0) if len(self.states) > 1 else self.states[0])
+
+
+def test_wait_polls_until_terminal_and_reports_changes():
+    driver = _Scripted(["queued", "queued", "running", "running", "succeeded"])
+    seen, sleeps = [], []
+    final = JobHandle(backend="scripted", id="1", driver=driver).wait(poll_interval=2, on_change=seen.append, sleep=sleeps.append)
+    assert final.state is JobState.SUCCEEDED
+    assert [s.state.value for s in seen] == ["queued", "running", "succeeded"]
+    assert sleeps == [2, 2, 2, 2]
+
+
+def test_wait_gives_up_after_its_timeout_without_cancelling():
+    driver = _Scripted(["running"])
+    with pytest.raises(TimeoutError, match="still running"):
+        JobHandle(backend="scripted", id="1", driver=driver).wait(poll_interval=0, timeout=0.01, sleep=lambda s: None)
+
+
+def test_terminal_states():
+    assert {s for s in JobState if s.terminal} == {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}

@@ -1,0 +1,62 @@
+"""The fake cloud server the client tests rely on (omnidist/testing/fakeserver.py)."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from omnidist.testing import FakeServer, Fault, Response
+
+
+def _post(url, body):
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=5) as response:
+        return response.status, json.loads(response.read() or b"null")
+
+
+@pytest.fixture
+def server():
+    created = []
+    with FakeServer() as fake:
+        fake.created = created
+        fake.route("POST", r"^/jobs$", lambda req, m: (created.append(req.body), Response(200, {"id": len(created)}))[1])
+        yield fake
+
+
+def test_routes_answer_and_requests_are_recorded(server):
+    assert server.url.startswith("http://127.0.0.1:") and server.port > 0
+    assert _post(server.url + "/jobs", {"a": 1}) == (200, {"id": 1})
+    assert server.calls("POST", "/jobs")[0].body == {"a": 1}
+
+
+def test_injected_status_carries_retry_after_and_an_error_body(server):
+    server.fail("POST", "/jobs", Fault.http(429, "slow down", retry_after=3))
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _post(server.url + "/jobs", {})
+    assert info.value.code == 429 and info.value.headers["Retry-After"] == "3"
+    assert json.loads(info.value.read())["error"]["message"] == "slow down"
+    assert server.created == [] and _post(server.url + "/jobs", {})[0] == 200
+
+
+def test_drop_after_create_runs_the_handler_then_resets(server):
+    server.fail("POST", "/jobs", Fault.drop_after_create())
+    with pytest.raises((ConnectionError, urllib.error.URLError, OSError)):
+        _post(server.url + "/jobs", {"n": 1})
+    assert server.created == [{"n": 1}]
+
+
+def test_reset_happens_before_the_handler(server):
+    server.fail("POST", "/jobs", Fault.reset())
+    with pytest.raises((ConnectionError, urllib.error.URLError, OSError)):
+        _post(server.url + "/jobs", {})
+    assert server.created == []
+
+
+def test_unknown_routes_are_404(server):
+    with pytest.raises(urllib.error.HTTPError) as info:
+        _post(server.url + "/other", {})
+    assert info.value.code == 404

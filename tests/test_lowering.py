@@ -1,0 +1,53 @@
+"""Inheritance, env merging and process counts (omnidist/lowering.py)."""
+
+from __future__ import annotations
+
+from omnidist import lowering
+from omnidist.job import Accelerator, DistributedJob, Role, RoleName
+
+
+def _job(**kw):
+    base = dict(name="j", framework="pytorch", image="img:1", command=["python", "t.py"], args=["--a"],
+                env={"A": "job", "B": "job"}, primary=Role(accelerator=Accelerator(type="V100", count=4), cpus=16,
+                                                            env={"B": "primary"}))
+    base.update(kw)
+    return DistributedJob(**base)
+
+
+def test_workers_and_evaluators_inherit_the_primary():
+    job = _job(workers=Role(replicas=3), evaluators=Role(replicas=1, image="eval:1"))
+    workers = lowering.effective_role(job, "workers")
+    assert (workers.replicas, workers.accelerator, workers.cpus, workers.image) == (3, job.primary.accelerator, 16, "img:1")
+    assert workers.env == {"A": "job", "B": "primary"}
+    evaluators = lowering.effective_role(job, RoleName.EVALUATORS)
+    assert evaluators.image == "eval:1" and evaluators.gpus == 4
+
+
+def test_parameter_servers_inherit_only_the_program():
+    job = _job(parameter_servers=Role(replicas=2, cpus=8, env={"A": "ps"}))
+    ps = lowering.effective_role(job, "parameter_servers")
+    assert ps.accelerator is None and ps.cpus == 8 and ps.command == ("python", "t.py")
+    assert ps.env == {"A": "ps", "B": "job"}
+
+
+def test_effective_roles_skip_absent_and_empty_roles_but_keep_auto():
+    job = _job(workers=Role(replicas=0), reduction_servers=Role(replicas="auto"))
+    assert [r.name for r in lowering.effective_roles(job)] == [RoleName.PRIMARY, RoleName.REDUCTION_SERVERS]
+    assert lowering.num_nodes(job) == 1
+
+
+def test_processes_per_node_auto_is_the_accelerator_count():
+    assert lowering.processes_per_node(_job()) == 4
+    assert lowering.processes_per_node(_job(primary=Role())) == 1
+    assert lowering.processes_per_node(_job(processes_per_node=2)) == 2
+
+
+def test_runtime_hints_name_the_role_and_pool2():
+    job = _job(workers=Role(replicas=1), reduction_servers=Role(replicas=2))
+    env = lowering.env_with_hints(lowering.effective_role(job, "workers"), job)
+    assert env["OMNIDIST_ROLE"] == "worker"
+    assert env["OMNIDIST_POOL2_ROLE"] == "reduction_server"
+    assert env["OMNIDIST_PROCESSES_PER_NODE"] == "4"
+    assert "OMNIDIST_ROLE" not in lowering.runtime_hints(job, RoleName.PRIMARY, per_role=False)
+    user = _job(env={"OMNIDIST_JOB_NAME": "mine"})
+    assert lowering.env_with_hints(lowering.effective_role(user, "primary"), user)["OMNIDIST_JOB_NAME"] == "mine"

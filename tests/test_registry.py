@@ -1,0 +1,71 @@
+"""Entry-point discovery, suggestions, install hints, the contract check (omnidist/registry.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from omnidist import api, registry
+from omnidist.errors import BackendNotFoundError
+
+PLUGINS = Path(__file__).parent / "plugins"
+
+
+@pytest.fixture
+def plugin_site(tmp_path, monkeypatch):
+    """A site directory holding a real distribution that registers backends by entry point."""
+    info = tmp_path / "omnidist_testplugin-1.2.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: omnidist-testplugin\nVersion: 1.2.3\n")
+    (info / "entry_points.txt").write_text(
+        "[omnidist.backends]\n"
+        "echo = omnidist_testplugin:EchoBackend\n"
+        "misnamed = omnidist_testplugin:Misnamed\n"
+        "notabackend = omnidist_testplugin:NotABackend\n"
+        "missing = omnidist_testplugin_gone:Backend\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.syspath_prepend(str(PLUGINS))
+    registry.get.cache_clear()
+    yield
+    registry.get.cache_clear()
+
+
+def test_a_plugin_is_discovered_and_loaded_lazily(plugin_site):
+    assert "echo" in registry.installed()
+    assert registry.distribution_version("echo") == "1.2.3"
+    backend = registry.get("echo")
+    assert backend.name == "echo" and registry.get("echo") is backend
+
+
+def test_compile_goes_through_the_plugin_with_its_settings(plugin_site, isolated):
+    compiled = api.compile({"name": "j", "framework": "custom", "primary": {}, "backends": {"echo": {"greeting": "hi"}}},
+                           backend="echo")
+    assert compiled.request == {"name": "j", "greeting": "hi"}
+
+
+def test_unknown_backend_suggests_the_closest_name():
+    with pytest.raises(BackendNotFoundError, match=r"Unknown backend 'vertx'\. Did you mean 'vertex'\?"):
+        registry.get("vertx")
+
+
+def test_known_but_missing_backend_gives_the_install_line(monkeypatch):
+    monkeypatch.setattr(registry, "KNOWN_DISTRIBUTIONS", {**registry.KNOWN_DISTRIBUTIONS, "sagemaker": "omnidist-sagemaker"})
+    with pytest.raises(BackendNotFoundError, match=r"pip install omnidist-sagemaker"):
+        registry.get("sagemaker")
+
+
+@pytest.mark.parametrize("name, message", [
+    ("misnamed", "its name is 'something-else', but the entry point is 'misnamed'"),
+    ("notabackend", "does not name a Backend subclass"),
+    ("missing", "failed to load 'omnidist_testplugin_gone:Backend'"),
+])
+def test_broken_plugins_fail_with_a_message(plugin_site, name, message):
+    with pytest.raises(BackendNotFoundError, match=message):
+        registry.get(name)
+
+
+def test_unknown_backend_block_in_a_job_is_rejected(isolated):
+    with pytest.raises(Exception, match=r"backends\.vertx: no backend is called 'vertx'; did you mean 'vertex'\?"):
+        api.check_backend_blocks(api.as_job({"name": "j", "framework": "custom", "primary": {}, "backends": {"vertx": {}}}))

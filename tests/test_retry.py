@@ -1,0 +1,57 @@
+"""The retry policy (omnidist/retry.py): transient only, bounded, jittered, Retry-After."""
+
+from __future__ import annotations
+
+import pytest
+
+from omnidist import retry
+from omnidist.errors import InvalidRequestError, TransientBackendError
+
+
+def _flaky(failures):
+    calls = []
+
+    def fn():
+        calls.append(1)
+        if failures:
+            raise failures.pop(0)
+        return "ok"
+
+    return fn, calls
+
+
+def test_transient_errors_are_retried_until_success():
+    sleeps = []
+    fn, calls = _flaky([TransientBackendError("busy", status=503), TransientBackendError("slow down", status=429)])
+    assert retry.call(fn, sleep=sleeps.append) == "ok"
+    assert len(calls) == 3 and len(sleeps) == 2
+    assert all(0 <= s <= retry.DEFAULT_POLICY.max_wait for s in sleeps)
+
+
+def test_retry_after_is_honoured_and_capped():
+    sleeps = []
+    fn, _ = _flaky([TransientBackendError("x", status=429, retry_after=3), TransientBackendError("x", status=429, retry_after=999)])
+    retry.call(fn, sleep=sleeps.append)
+    assert sleeps == [3.0, retry.DEFAULT_POLICY.max_wait]
+
+
+def test_final_errors_fail_fast():
+    fn, calls = _flaky([InvalidRequestError("bad field", status=400)])
+    with pytest.raises(InvalidRequestError, match="bad field"):
+        retry.call(fn, sleep=lambda s: None)
+    assert len(calls) == 1
+
+
+def test_attempts_are_bounded_and_the_last_error_is_raised():
+    policy = retry.RetryPolicy(attempts=3)
+    fn, calls = _flaky([TransientBackendError(f"try {i}", status=503) for i in range(10)])
+    with pytest.raises(TransientBackendError, match="try 2"):
+        retry.call(fn, policy, sleep=lambda s: None)
+    assert len(calls) == 3
+
+
+def test_parse_retry_after():
+    assert retry.parse_retry_after("7") == 7.0
+    assert retry.parse_retry_after(None) is None
+    assert retry.parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
+    assert retry.parse_retry_after("soon") is None
