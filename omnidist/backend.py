@@ -85,6 +85,14 @@ class CompiledJob:
     def __str__(self) -> str:
         return self.render()
 
+    def __repr__(self) -> str:
+        return f"CompiledJob(backend={self.backend!r}, {len(self.diagnostics)} notes)"
+
+    def _repr_html_(self) -> str:
+        from omnidist import display
+
+        return display.compiled_html(self)
+
     def notes(self, *kinds: NoteKind | str) -> tuple[Note, ...]:
         """The diagnostics of the given kinds (all when none is given)."""
         wanted = {NoteKind(k) for k in kinds}
@@ -137,6 +145,12 @@ class Backend(ABC):
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
         """Turn a native request into a portable job. Pure."""
 
+    def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
+        """Like :meth:`import_native`, plus notes on what was inferred, approximated or
+        dropped while importing (migration reports them). Backends override it when their
+        importer has something to say; the default has nothing to add."""
+        return self.import_native(request), ()
+
     @abstractmethod
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
         """Create the job on the cloud."""
@@ -167,6 +181,7 @@ class JobHandle:
     url: str = ""
     settings: Any = attrs.field(default=None, eq=False, repr=False)
     driver: Optional[Backend] = attrs.field(default=None, eq=False, repr=False)
+    _seen: dict = attrs.field(factory=dict, eq=False, repr=False, alias="_seen")
 
     def _backend(self) -> Backend:
         if self.driver is not None:
@@ -175,9 +190,16 @@ class JobHandle:
 
         return registry.get(self.backend)
 
+    @property
+    def last_status(self) -> Optional[JobStatus]:
+        """The status seen by the latest :meth:`status` or :meth:`wait` call (no network)."""
+        return self._seen.get("status")
+
     def status(self) -> JobStatus:
-        """The job's current state."""
-        return self._backend().status(self.id, self.settings)
+        """The job's current state (asks the backend)."""
+        status = self._backend().status(self.id, self.settings)
+        self._seen["status"] = status
+        return status
 
     def logs(self, follow: bool = False) -> Iterator[str]:
         """The job's log lines."""
@@ -187,34 +209,65 @@ class JobHandle:
         """Cancel the job (no-op once it has ended)."""
         self._backend().cancel(self.id, self.settings)
 
+    def cancel_hint(self) -> str:
+        """How to cancel this job from Python and from the shell."""
+        return (f"handle.cancel(), or: omnidist cancel {self.id} --backend {self.backend}")
+
     def wait(
         self,
-        poll_interval: float = 15.0,
+        poll_interval: Optional[float] = None,
         timeout: Optional[float] = None,
         on_change: Optional[Callable[[JobStatus], None]] = None,
         sleep: Callable[[float], None] = time.sleep,
+        progress: bool = False,
+        stream_logs: bool = False,
     ) -> JobStatus:
         """Poll until the job ends and return its final status.
 
+        Ctrl-C stops waiting (the job keeps running), prints how to cancel it, and returns
+        the last status seen.
+
         Args:
-            poll_interval: seconds between polls.
+            poll_interval: seconds between polls (default: the backend setting
+                ``poll_interval_s`` when it has one, else 15).
             timeout: give up waiting (the job keeps running) after this many seconds.
             on_change: called with each new status as the state changes.
             sleep: injectable for tests.
+            progress: show a tqdm progress line (notebook-aware) with the state and elapsed time.
+            stream_logs: print the job's log lines as they arrive (through tqdm, so they do
+                not break the progress line).
 
         Raises:
             TimeoutError: when ``timeout`` passes first.
         """
+        from omnidist import progress as progress_ui
+
+        if poll_interval is None:
+            poll_interval = float(getattr(self.settings, "poll_interval_s", None) or 15.0)
+        ui = progress_ui.WaitProgress(self, enabled=progress, stream_logs=stream_logs)
         deadline = None if timeout is None else time.monotonic() + timeout
         last: Optional[JobState] = None
-        while True:
-            status = self.status()
-            if status.state != last:
-                last = status.state
-                if on_change:
-                    on_change(status)
-            if status.state.terminal:
-                return status
-            if deadline is not None and time.monotonic() >= deadline:
-                raise TimeoutError(f"job {self.id} still {status.state.value} after {timeout}s")
-            sleep(poll_interval)
+        status: Optional[JobStatus] = None
+        try:
+            with ui:
+                while True:
+                    status = self.status()
+                    ui.update(status)
+                    if status.state != last:
+                        last = status.state
+                        if on_change:
+                            on_change(status)
+                    if status.state.terminal:
+                        return status
+                    if deadline is not None and time.monotonic() >= deadline:
+                        raise TimeoutError(f"job {self.id} still {status.state.value} after {timeout}s; "
+                                           "it keeps running")
+                    sleep(poll_interval)
+        except KeyboardInterrupt:
+            progress_ui.say(f"stopped waiting; job {self.id} keeps running. To cancel it: {self.cancel_hint()}")
+            return status if status is not None else JobStatus(state=JobState.UNKNOWN)
+
+    def _repr_html_(self) -> str:
+        from omnidist import display
+
+        return display.handle_html(self)

@@ -131,8 +131,8 @@ def _print_status(status: Any) -> None:
 @backend_option
 @profile_option
 @click.option("--wait", is_flag=True, help="Follow state changes and logs until the job ends.")
-@click.option("--poll", default=15.0, show_default=True, help="Seconds between status polls with --wait.")
-def submit(job_file: str, backend: Optional[str], profile: Optional[str], wait: bool, poll: float) -> None:
+@click.option("--poll", type=float, default=None, help="Seconds between status polls with --wait (default: the backend's).")
+def submit(job_file: str, backend: Optional[str], profile: Optional[str], wait: bool, poll: Optional[float]) -> None:
     """Create JOB_FILE's job on the backend; prints the job id and console URL."""
     from omnidist import api
 
@@ -144,16 +144,15 @@ def submit(job_file: str, backend: Optional[str], profile: Optional[str], wait: 
         _follow(handle, poll)
 
 
-def _follow(handle: Any, poll: float) -> None:
+def _follow(handle: Any, poll: Optional[float]) -> None:
+    """Show state changes (and logs) until the job ends; exit 1 unless it succeeded."""
     from omnidist.backend import JobState
 
-    try:
-        final = handle.wait(poll_interval=poll, on_change=lambda s: click.echo(f"state: {s.state.value}", err=True))
-    except KeyboardInterrupt:
-        click.echo(f"stopped waiting; the job keeps running. Cancel it with: omnidist cancel {handle.id}"
-                   f" --backend {handle.backend}", err=True)
-        sys.exit(130)
+    final = handle.wait(poll_interval=poll, progress=sys.stderr.isatty(), stream_logs=True,
+                        on_change=lambda s: click.echo(f"state: {s.state.value}", err=True))
     _print_status(final)
+    if not final.state.terminal:  # Ctrl-C: wait() already said how to cancel
+        sys.exit(130)
     if final.state is not JobState.SUCCEEDED:
         sys.exit(1)
 

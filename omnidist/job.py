@@ -204,7 +204,7 @@ def _role_auto_only_for_reducers(job: DistributedJob) -> None:
         )
 
 
-@attrs.frozen(kw_only=True)
+@attrs.frozen(kw_only=True, repr=False)
 class DistributedJob:
     """One distributed training job, portable across backends (SPEC §1).
 
@@ -253,6 +253,16 @@ class DistributedJob:
 
     def __attrs_post_init__(self) -> None:
         _role_auto_only_for_reducers(self)
+
+    def __repr__(self) -> str:
+        from omnidist import display
+
+        return display.short_job_repr(self)
+
+    def _repr_html_(self) -> str:
+        from omnidist import display
+
+        return display.job_html(self)
 
     def role(self, name: RoleName | str) -> Optional[Role]:
         """The role as written (``None`` when absent)."""

@@ -56,3 +56,32 @@ def test_wait_gives_up_after_its_timeout_without_cancelling():
 
 def test_terminal_states():
     assert {s for s in JobState if s.terminal} == {JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED}
+
+
+def test_wait_with_progress_and_ctrl_c_stops_waiting_without_cancelling(capsys):
+    driver = _Scripted(["running"])
+    cancelled = []
+    driver.cancel = lambda job_id, settings: cancelled.append(job_id)
+
+    def interrupt(seconds):
+        raise KeyboardInterrupt
+
+    handle = JobHandle(backend="scripted", id="42", driver=driver)
+    final = handle.wait(poll_interval=1, sleep=interrupt, progress=True)
+    assert final.state is JobState.RUNNING and cancelled == []
+    err = capsys.readouterr().err
+    assert "job 42 keeps running" in err and "omnidist cancel 42 --backend scripted" in err
+    assert handle.last_status == final
+
+
+def test_wait_streams_logs():
+    class _Logged(_Scripted):
+        def logs(self, job_id, settings, follow=False):
+            yield "epoch 1 loss 0.9"
+
+    import io, contextlib
+    buffer = io.StringIO()
+    with contextlib.redirect_stderr(buffer):
+        JobHandle(backend="s", id="1", driver=_Logged(["running", "succeeded"])).wait(
+            poll_interval=0, sleep=lambda s: __import__("time").sleep(0.05), stream_logs=True)
+    assert "epoch 1 loss 0.9" in buffer.getvalue()

@@ -1,0 +1,142 @@
+"""How omnidist's values look to people: short reprs, HTML tables for notebooks, and the
+masking of secret-looking environment values in every display and log line.
+
+Masking never touches a request that is sent or printed as the request (``str(compiled)``,
+``omnidist compile``): only displays (``_repr_html_``, notes, logs, reports).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+MASK = "••••••"
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+
+
+def is_secret(name: str) -> bool:
+    """True for variable names that usually hold credentials."""
+    return bool(SECRET_NAME.search(name))
+
+
+def mask_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with secret-looking values replaced by a mask."""
+    return {k: (MASK if is_secret(k) and v else v) for k, v in env.items()}
+
+
+def mask_request(value: Any) -> Any:
+    """A copy of a native request with secret-looking env values masked, whatever the shape:
+    ``{"name": K, "value": V}`` entries (Vertex), ``{K: V}`` mappings (Azure ML) and
+    ``"K=V"`` argv items (the legacy ``env`` wrapper)."""
+    if isinstance(value, Mapping):
+        if set(value) >= {"name", "value"} and isinstance(value.get("name"), str) and is_secret(value["name"]):
+            return {**value, "value": MASK}
+        return {k: (MASK if isinstance(k, str) and is_secret(k) and isinstance(v, str) else mask_request(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_request(v) for v in value]
+    if isinstance(value, str):
+        match = _ASSIGNMENT.match(value)
+        if match and is_secret(match[1]):
+            return f"{match[1]}={MASK}"
+    return value
+
+
+def mask_text(line: str, secrets: Iterable[str]) -> str:
+    """``line`` with every occurrence of the given secret values masked (for log lines)."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            line = line.replace(secret, MASK)
+    return line
+
+
+def table(rows: Iterable[Iterable[Any]], header: Iterable[str], caption: str = "") -> str:
+    """An HTML table with every cell escaped."""
+    head = "".join(f"<th style='text-align:left'>{html.escape(str(h))}</th>" for h in header)
+    body = "".join(
+        "<tr>" + "".join(f"<td style='text-align:left'>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows
+    )
+    cap = f"<caption style='text-align:left'><b>{html.escape(caption)}</b></caption>" if caption else ""
+    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _cell(value: Any) -> str:
+    if value is None or value == "" or value == ():
+        return "<span style='color:#888'>—</span>"
+    if isinstance(value, Raw):
+        return str(value)
+    return html.escape(str(value))
+
+
+class Raw(str):
+    """Cell content that is already HTML."""
+
+
+def pre(text: str) -> str:
+    """Preformatted, escaped text."""
+    return f"<pre style='max-height:30em;overflow:auto'>{html.escape(text)}</pre>"
+
+
+def link(url: str, text: str = "") -> Raw:
+    """A link that opens in a new tab."""
+    return Raw(f"<a href='{html.escape(url, quote=True)}' target='_blank'>{html.escape(text or url)}</a>")
+
+
+# --- per-value renderers (called from the values' _repr_html_) -----------------------------------
+
+def job_html(job: Any) -> str:
+    """Roles × replicas × accelerator × machine, then the program and environment."""
+    from omnidist import lowering
+
+    rows = []
+    for role in lowering.effective_roles(job):
+        machines = ", ".join(
+            f"{backend}: {block['machine_types'][role.name.value]}"
+            for backend, block in sorted(job.backends.items())
+            if isinstance(block.get("machine_types"), Mapping) and role.name.value in block["machine_types"]
+        )
+        rows.append((role.name.value, role.replicas, role.accelerator, role.cpus, role.memory_gb,
+                     machines or "chosen per backend", role.image))
+    summary = table(rows, ("role", "replicas", "accelerator", "cpus", "memory GB", "machine", "image"),
+                    caption=f"{job.name} ({job.framework.value})")
+    program = table(
+        [("command", " ".join(job.command)), ("args", " ".join(job.args)),
+         ("env", ", ".join(f"{k}={v}" for k, v in mask_env(job.env).items())),
+         ("processes per node", job.processes_per_node), ("interconnect", job.interconnect.value),
+         ("spot", job.spot), ("timeout (s)", job.timeout), ("labels", job.labels or None)],
+        ("field", "value"),
+    )
+    return summary + program
+
+
+def compiled_html(compiled: Any) -> str:
+    """The request (secrets masked) and its diagnostics."""
+    from omnidist import serde
+
+    shown = mask_request(compiled.request)
+    text = serde.dump_yaml(shown) if compiled.format == "yaml" else serde.dump_json(shown)
+    notes = table([(n.kind.value, n.field, n.message) for n in compiled.diagnostics], ("note", "field", "message"),
+                  caption="diagnostics") if compiled.diagnostics else "<p>no diagnostics</p>"
+    return f"<p><b>{html.escape(compiled.backend)}</b> request</p>{pre(text)}{notes}"
+
+
+def handle_html(handle: Any) -> str:
+    """Backend, id, last known state and the console link."""
+    status = handle.last_status
+    state = f"{status.state.value}" + (f" — {status.message}" if status and status.message else "") if status else "not polled yet (call .status())"
+    return table([("backend", handle.backend), ("id", handle.id), ("state", state),
+                  ("console", link(handle.url) if handle.url else None)], ("", ""))
+
+
+def short_job_repr(job: Any) -> str:
+    """``DistributedJob('name', pytorch, primary×1 V100:8, workers×4)``"""
+    from omnidist import lowering
+
+    roles = ", ".join(
+        f"{r.name.value}×{r.replicas}" + (f" {r.accelerator}" if r.accelerator else "")
+        for r in lowering.effective_roles(job)
+    )
+    return f"DistributedJob({job.name!r}, {job.framework.value}, {roles})"

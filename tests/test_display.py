@@ -1,0 +1,57 @@
+"""Displays: short reprs, notebook HTML, secret masking (omnidist/display.py)."""
+
+from __future__ import annotations
+
+from omnidist import display
+from omnidist.backend import CompiledJob, JobHandle, JobState, JobStatus, Note
+from omnidist.job import DistributedJob, Role
+
+
+def _job():
+    return DistributedJob(
+        name="vision", framework="pytorch", image="img:1", command="python t.py",
+        env={"WANDB_API_KEY": "abc123secret", "NCCL_DEBUG": "INFO"},
+        workers=Role(replicas=3),
+        backends={"vertex": {"machine_types": {"workers": "n1-highmem-96"}}},
+    )
+
+
+def test_short_repr():
+    assert repr(_job()) == "DistributedJob('vision', pytorch, primary×1, workers×3)"
+
+
+def test_job_html_lists_roles_machines_and_masks_secrets():
+    html = _job()._repr_html_()
+    assert "<table>" in html and "workers" in html and "vertex: n1-highmem-96" in html
+    assert "abc123secret" not in html and display.MASK in html and "NCCL_DEBUG=INFO" in html
+
+
+def test_compiled_html_masks_every_env_shape_but_the_request_keeps_values():
+    request = {
+        "pools": [{"env": [{"name": "DB_PASSWORD", "value": "hunter22"}, {"name": "A", "value": "1"}]}],
+        "environment_variables": {"HF_TOKEN": "tok-999", "B": "2"},
+        "containerCommand": ["env", "MY_SECRET=s3cr3t", "C=3", "python"],
+    }
+    compiled = CompiledJob(backend="x", request=request, diagnostics=[Note(kind="hint", field="f", message="m")])
+    html = compiled._repr_html_()
+    for secret in ("hunter22", "tok-999", "s3cr3t"):
+        assert secret not in html
+        assert secret in str(compiled)  # the request itself is never altered
+    assert "C=3" in html and "hint" in html
+    assert repr(compiled) == "CompiledJob(backend='x', 1 notes)"
+
+
+def test_mask_text_for_log_lines():
+    assert display.mask_text("token is abc123secret!", ["abc123secret"]) == f"token is {display.MASK}!"
+
+
+def test_handle_html_shows_state_and_console_link():
+    handle = JobHandle(backend="vertex", id="projects/p/jobs/1", url="https://console/x?a=<b>")
+    assert "not polled yet" in handle._repr_html_()
+    handle._seen["status"] = JobStatus(state=JobState.RUNNING, message="2/3 replicas")
+    html = handle._repr_html_()
+    assert "running — 2/3 replicas" in html and "href='https://console/x?a=&lt;b&gt;'" in html
+
+
+def test_escaping():
+    assert "&lt;script&gt;" in display.table([("<script>",)], ("x",))
