@@ -35,6 +35,7 @@ _LAZY = {
     "compile": "omnidist.api",
     "import_native": "omnidist.api",
     "load": "omnidist.api",
+    "migrate": "omnidist.migrate",
     "submit": "omnidist.api",
     "use": "omnidist.config",
 }

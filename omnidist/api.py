@@ -121,21 +121,21 @@ def attach(
 
 def import_native(
     native: Union[Mapping[str, Any], str, "os.PathLike[str]"],
-    backend: str,
+    backend: Optional[str] = None,
+    *,
+    framework: Optional[str] = None,
 ) -> DistributedJob:
     """Turn a backend's native request (a mapping, or a YAML/JSON file) into a portable job.
+
+    Args:
+        native: the native spec, or the path of a file holding it.
+        backend: the spec's backend; detected from the content when omitted.
+        framework: set the framework instead of inferring it (a native spec rarely says).
 
     Raises:
         ValidationError: the native spec is malformed (naming the field path).
         UnsupportedFeatureError: it uses something the portable format cannot hold.
     """
-    source = None
-    if not isinstance(native, Mapping):
-        source = str(native)
-        native = serde.read_document(native)
-        if not isinstance(native, Mapping):
-            raise ValidationError("a native job spec is a mapping of keys", source=source)
-    try:
-        return registry.get(backend).import_native(native)
-    except ValidationError as exc:
-        raise (exc if exc.source else exc.with_source(source)) from None
+    from omnidist import migrate
+
+    return migrate.import_job(native, backend, framework)[0]

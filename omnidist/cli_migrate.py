@@ -1,0 +1,55 @@
+"""``omnidist import`` and ``omnidist migrate`` (SPEC §3), registered on the main group."""
+
+from __future__ import annotations
+
+import json
+from typing import Optional
+
+import click
+
+BACKENDS = click.Choice(["vertex", "ai_platform", "azure_ml"])
+FRAMEWORKS = click.Choice(["pytorch", "tensorflow", "horovod", "deepspeed", "custom"])
+
+
+@click.command("import")
+@click.argument("native_file", type=click.Path(dir_okay=False))
+@click.option("--from", "source", type=BACKENDS, help="The spec's backend (detected from the content when omitted).")
+@click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
+def import_command(native_file: str, source: Optional[str], framework: Optional[str]) -> None:
+    """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML."""
+    from omnidist import migrate
+
+    job, source, entries = migrate.import_job(native_file, source, framework)
+    click.echo(migrate.job_yaml_with_comments(job, entries, source, native_file), nl=False)
+
+
+@click.command("migrate")
+@click.argument("native_file", type=click.Path(dir_okay=False))
+@click.option("--from", "source", type=BACKENDS, help="The spec's backend (detected from the content when omitted).")
+@click.option("--to", "target", type=BACKENDS, required=True, help="The backend to compile for.")
+@click.option("--strict", is_flag=True, help="Exit 3 if anything would be dropped or change meaning.")
+@click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Format of the fidelity report on stderr.")
+@click.option("--profile", "-p", help="Profile supplying the target's settings.")
+def migrate_command(native_file: str, source: Optional[str], target: str, strict: bool, framework: Optional[str],
+                    output: str, profile: Optional[str]) -> None:
+    """Import NATIVE_FILE and compile it for another backend.
+
+    Prints the target's native request on stdout and a fidelity report on stderr: what
+    mapped exactly, what was inferred or approximated, what was dropped.
+    """
+    from omnidist import migrate
+
+    def show(report: "migrate.MigrationReport") -> None:
+        text = json.dumps(report.to_dict(), indent=2) if output == "json" else str(report)
+        click.echo(text, err=True)
+
+    try:
+        compiled, report = migrate.migrate(native_file, source, target, strict=strict, framework=framework,
+                                           profile=profile)
+    except migrate.StrictMigrationError as exc:
+        show(exc.report)
+        raise
+    click.echo(compiled.render())
+    show(report)

@@ -1,0 +1,110 @@
+"""The contract every installed backend keeps (DESIGN: the shared conformance suite).
+
+Parametrized over the installed backends, so a new plugin gets these checks for free.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from omnidist import api, registry
+from omnidist.backend import CompiledJob, Note
+from omnidist.errors import OmnidistError, ValidationError
+from omnidist.job import DistributedJob
+from omnidist.testing import strategies
+
+BACKENDS = registry.installed()
+CLOUD = [b for b in BACKENDS if b != "local"]
+
+SIMPLE = {"name": "conformance", "framework": "pytorch", "image": "us-docker.pkg.dev/p/r/t:1",
+          "command": ["python", "train.py"], "primary": {"accelerator": "V100:1"}, "workers": {"replicas": 1}}
+
+
+@pytest.fixture(autouse=True)
+def _no_profiles(isolated):
+    """No omnidist.toml or user config leaks into these checks."""
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_plugin_keeps_the_contract(name):
+    driver = registry.get(name)
+    assert driver.name == name
+    assert attrs.has(driver.settings_type)
+    driver.settings_type()  # every setting has a default
+    assert driver.output_format in ("json", "yaml")
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+def test_compile_is_deterministic_plain_data(name):
+    first = api.compile(SIMPLE, backend=name)
+    second = api.compile(SIMPLE, backend=name)
+    assert isinstance(first, CompiledJob) and first.backend == name
+    assert first.request == second.request
+    assert json.loads(json.dumps(first.request)) == first.request
+    assert all(isinstance(n, Note) for n in first.diagnostics)
+    assert str(first) == first.render(driver_format := registry.get(name).output_format) and driver_format
+
+
+@pytest.mark.parametrize("name", CLOUD)
+def test_compile_imports_no_cloud_sdk(name, tmp_path):
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps(SIMPLE))
+    probe = (
+        "import json, sys; before = set(sys.modules); import omnidist; "
+        f"omnidist.compile({str(job)!r}, backend={name!r}); "
+        "print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
+    heavy = [m for m in json.loads(out.stdout)
+             if m.split(".")[0] in ("google", "googleapiclient", "azure", "torch", "tensorflow", "grpc", "marshmallow")]
+    assert heavy == []
+
+
+@pytest.mark.parametrize("name", CLOUD)
+def test_unknown_setting_is_reported_with_its_path(name):
+    job = {**SIMPLE, "backends": {name: {"no_such_setting": 1}}}
+    with pytest.raises(ValidationError, match=rf"backends\.{name}\.no_such_setting: unknown key"):
+        api.compile(job, backend=name)
+
+
+@pytest.mark.parametrize("name", CLOUD)
+def test_import_of_own_output_compiles_back_to_the_same_request(name):
+    compiled = api.compile(SIMPLE, backend=name)
+    again = registry.get(name).import_native(compiled.request)
+    assert isinstance(again, DistributedJob)
+    assert api.compile(again, backend=name).request == compiled.request
+
+
+@pytest.mark.parametrize("name", CLOUD)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(job=strategies.jobs())
+def test_any_valid_job_compiles_or_fails_with_an_omnidist_error(name, job):
+    try:
+        api.compile(job, backend=name)
+    except OmnidistError:
+        pass
+
+
+@pytest.mark.parametrize("name", CLOUD)
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(native=st.recursive(
+    st.none() | st.booleans() | st.integers(-5, 10**6) | st.text(max_size=12),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.sampled_from(
+        ["jobSpec", "workerPoolSpecs", "machineSpec", "replicaCount", "containerSpec", "imageUri", "trainingInput",
+         "masterType", "masterConfig", "workerCount", "type", "command", "resources", "instance_count",
+         "distribution", "environment", "displayName", "name", "args", "env"]), children, max_size=5),
+    max_leaves=25))
+def test_import_of_garbage_fails_with_an_omnidist_error(name, native):
+    if not isinstance(native, dict):
+        native = {"value": native}
+    try:
+        registry.get(name).import_native(native)
+    except OmnidistError:
+        pass
