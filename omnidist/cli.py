@@ -80,6 +80,9 @@ def validate(job_file: str, backend: Optional[str]) -> None:
         except OmnidistError as exc:
             rows.append((name, str(exc).replace("\n", "; ")))
             worst = worst or exc
+        except Exception as exc:  # a broken plugin is that backend's verdict, not the whole table's
+            rows.append((name, f"internal error in the backend: {type(exc).__name__}: {exc}"))
+            worst = worst or OmnidistError(str(exc))
     click.echo(_table(rows, ("backend", "result")))
     if backend and worst is not None:
         sys.exit(worst.exit_code)

@@ -92,7 +92,7 @@ def get(name: str) -> Backend:
         raise _unknown(name)
     try:
         cls = ep.load()
-    except (ImportError, AttributeError) as exc:
+    except Exception as exc:  # a plugin that fails to import must not take the CLI down
         dist = KNOWN_DISTRIBUTIONS.get(name, ep.value.split(":")[0])
         raise BackendNotFoundError(
             f"backend {name!r} failed to load {ep.value!r} ({exc}); reinstall it with `pip install {dist}`"
