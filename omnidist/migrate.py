@@ -215,20 +215,44 @@ def _drop(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
     return None
 
 
+def _without_machine(job: DistributedJob, target: str, exc: ValidationError) -> Optional[tuple[DistributedJob, str, str]]:
+    """When the target rejects a machine type carried from the source, drop it so the target
+    picks one for the role's accelerator; returns the new job, the role and the machine."""
+    prefix = f"backends.{target}.machine_types."
+    for problem in exc.problems:
+        if problem.path.startswith(prefix):
+            role = problem.path[len(prefix):].split(".")[0]
+            machines = dict(job.backends.get(target, {}).get("machine_types", {}))
+            if role in machines:
+                machine = machines.pop(role)
+                block = {**job.backends[target], "machine_types": machines}
+                return attrs.evolve(job, backends={**job.backends, target: block}), role, machine
+    return None
+
+
 def compile_dropping(job: DistributedJob, target: str, strict: bool, profile: Optional[str] = None,
                      settings: Optional[Mapping[str, Any]] = None) -> tuple[CompiledJob, list[ReportEntry]]:
-    """Compile for ``target``; without ``strict``, drop whole roles the target refuses and say so."""
-    dropped: list[ReportEntry] = []
-    for _ in DROPPABLE_FEATURES + ("",):
+    """Compile for ``target``. A carried machine type the target does not offer is replaced by
+    the target's own pick for the same accelerator; without ``strict``, whole roles the target
+    refuses are dropped. Each such step is reported."""
+    entries: list[ReportEntry] = []
+    for _ in range(len(DROPPABLE_FEATURES) + len(RoleName) + 1):
         try:
-            return api.compile(job, backend=target, profile=profile, settings=settings), dropped
+            return api.compile(job, backend=target, profile=profile, settings=settings), entries
         except UnsupportedFeatureError as exc:
             smaller = None if strict else _drop(job, exc.feature)
             if smaller is None:
                 raise
-            dropped.append(ReportEntry(fidelity="dropped", field=exc.feature, message=f"{exc.message} {exc.hint}".strip()))
+            entries.append(ReportEntry(fidelity="dropped", field=exc.feature, message=f"{exc.message} {exc.hint}".strip()))
             job = smaller
-    raise AssertionError("unreachable: every droppable role was tried")  # pragma: no cover
+        except ValidationError as exc:
+            fixed = _without_machine(job, target, exc)
+            if fixed is None:
+                raise
+            job, role, machine = fixed
+            entries.append(ReportEntry(fidelity="approximated", field=role,
+                                       message=f"{target} does not offer machine {machine!r}; it picks one for the same accelerator"))
+    raise AssertionError("unreachable: every droppable part was tried")  # pragma: no cover
 
 
 def _role_entries(job: DistributedJob, compiled: CompiledJob) -> list[ReportEntry]:

@@ -1,1 +1,10 @@
-"""Placeholder until the backend lands."""
+"""omnidist backend for legacy AI Platform Training (``ml.googleapis.com/v1``; shut down 2025-01-31).
+
+Importing this package loads no Google SDK: the client is imported when a job is submitted.
+``import_with_notes(request) -> (job, notes)`` is the importer with its fidelity notes (for migrate).
+"""
+
+from omnidist_ai_platform.backend import AIPlatformBackend, AIPlatformSettings
+from omnidist_ai_platform.importer import import_with_notes
+
+__all__ = ["AIPlatformBackend", "AIPlatformSettings", "import_with_notes"]

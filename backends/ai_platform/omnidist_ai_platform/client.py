@@ -1,0 +1,156 @@
+"""The ``ml v1`` client: googleapiclient with its bundled discovery document, imported lazily.
+
+Every call runs once per attempt (``execute(num_retries=0)``: the SDK's own retries are off) under
+:mod:`omnidist.retry`; SDK and transport exceptions become omnidist errors here, at the boundary,
+carrying the server's message. A create is made safe to retry by its client-chosen ``jobId``: a
+409 on a retried attempt means an earlier attempt created the job, so the client fetches it.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import socket
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
+
+from omnidist import retry
+from omnidist.errors import (
+    AuthenticationError, BackendError, ConfigError, ConflictError, TransientBackendError, error_for_status,
+)
+
+from omnidist_ai_platform.backend import NAME, AIPlatformSettings, status_of
+
+SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+
+
+def policy(settings: AIPlatformSettings) -> retry.RetryPolicy:
+    """The retry policy from the settings' retry knobs."""
+    return retry.RetryPolicy(attempts=settings.retry_attempts, deadline=settings.retry_deadline_s,
+                             initial_wait=settings.retry_initial_wait_s, max_wait=settings.retry_max_wait_s)
+
+
+def credentials(settings: AIPlatformSettings) -> Any:
+    """google.auth credentials: the default chain, or anonymous (local and compatible endpoints)."""
+    if settings.credentials == "anonymous":
+        from google.auth.credentials import AnonymousCredentials
+
+        return AnonymousCredentials()
+    import google.auth
+    from google.auth.exceptions import DefaultCredentialsError
+
+    try:
+        found, _ = google.auth.default(scopes=list(SCOPES))
+    except DefaultCredentialsError as exc:
+        raise AuthenticationError(f"no Google credentials found ({exc}); run `gcloud auth "
+                                  "application-default login` or set credentials = \"anonymous\" for a "
+                                  "local endpoint", backend=NAME) from exc
+    return found
+
+
+def jobs(settings: AIPlatformSettings) -> Any:
+    """The ``projects.jobs`` collection of a discovery client built offline from the bundled document."""
+    import httplib2
+    from google_auth_httplib2 import AuthorizedHttp
+    from googleapiclient.discovery import build
+
+    options = {"api_endpoint": settings.api_endpoint} if settings.api_endpoint else None
+    # build() would make an Http with a 60 s timeout; ours honours http_timeout_s.
+    authorized = AuthorizedHttp(credentials(settings), http=httplib2.Http(timeout=settings.http_timeout_s))
+    service = build("ml", "v1", static_discovery=True, http=authorized, client_options=options,
+                    cache_discovery=False)
+    return service.projects().jobs()
+
+
+def _message(exc: Any) -> str:
+    """The server's message from a googleapiclient ``HttpError`` (JSON ``error.message``), else its reason."""
+    try:
+        body = json.loads(exc.content.decode("utf-8") if isinstance(exc.content, bytes) else exc.content)
+        return str(body["error"]["message"])
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return str(getattr(exc, "reason", "") or exc)
+
+
+def execute(request: Any) -> dict[str, Any]:
+    """Run one request once, translating every SDK/transport failure into omnidist's tree."""
+    import httplib2
+    from google.auth import exceptions as auth_errors
+    from googleapiclient.errors import HttpError
+
+    try:
+        return request.execute(num_retries=0) or {}
+    except HttpError as exc:
+        status = exc.resp.status
+        after = retry.parse_retry_after(exc.resp.get("retry-after"))
+        raise error_for_status(status)(_message(exc), backend=NAME, status=status, retry_after=after) from exc
+    except (ConnectionError, TimeoutError, socket.timeout, http.client.HTTPException) as exc:
+        raise TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME) from exc
+    except auth_errors.TransportError as exc:
+        raise TransientBackendError(f"credentials transport failed ({exc})", backend=NAME) from exc
+    except auth_errors.GoogleAuthError as exc:
+        raise AuthenticationError(f"credentials were refused ({exc})", backend=NAME) from exc
+    except (httplib2.HttpLib2Error, OSError) as exc:  # DNS failures, bad URLs: not worth retrying
+        raise BackendError(f"cannot reach the endpoint ({type(exc).__name__}: {exc})", backend=NAME) from exc
+
+
+def _project(settings: AIPlatformSettings) -> str:
+    if not settings.project:
+        raise ConfigError("backends.ai_platform.project: required to submit or follow jobs; set project "
+                          "in the profile (omnidist.toml) or the job's backends.ai_platform block")
+    return settings.project
+
+
+def job_name(job_id: str, settings: AIPlatformSettings) -> str:
+    """``projects/{project}/jobs/{id}`` (a full name passes through)."""
+    return job_id if job_id.startswith("projects/") else f"projects/{_project(settings)}/jobs/{job_id}"
+
+
+def create(body: Mapping[str, Any], settings: AIPlatformSettings, *, pinned: bool,
+           sleep: Optional[Callable[[float], None]] = None) -> dict[str, Any]:
+    """Create the job; retried on transient errors with the same ``jobId``, never twice.
+
+    Raises:
+        ConflictError: the very first attempt found the ``jobId`` taken.
+    """
+    parent = f"projects/{_project(settings)}"
+    collection = jobs(settings)
+    attempts = 0
+
+    def attempt() -> dict[str, Any]:
+        nonlocal attempts
+        attempts += 1
+        try:
+            return execute(collection.create(parent=parent, body=dict(body)))
+        except ConflictError as exc:
+            if attempts == 1:
+                hint = ("pick another backends.ai_platform.job_id, or drop it to get a unique suffix"
+                        if pinned else "submit again for a new suffix")
+                raise ConflictError(f"a job with id {body['jobId']!r} already exists in project "
+                                    f"{settings.project} ({exc}); {hint}", backend=NAME, status=409) from exc
+            # An earlier attempt reached the server before its answer was lost: the job is ours.
+            return execute(collection.get(name=f"{parent}/jobs/{body['jobId']}"))
+
+    return retry.call(attempt, policy(settings), sleep)
+
+
+Sleep = Optional[Callable[[float], None]]
+
+
+def get(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) -> dict[str, Any]:
+    """The native ``Job`` resource."""
+    collection = jobs(settings)
+    name = job_name(job_id, settings)
+    return retry.call(lambda: execute(collection.get(name=name)), policy(settings), sleep)
+
+
+def cancel(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) -> None:
+    """Cancel the job unless it already ended (then nothing happens)."""
+    collection = jobs(settings)
+    name = job_name(job_id, settings)
+
+    def attempt() -> None:
+        if status_of(execute(collection.get(name=name))).state.terminal:
+            return
+        execute(collection.cancel(name=name, body={}))
+
+    retry.call(attempt, policy(settings), sleep)

@@ -1,0 +1,265 @@
+"""Portable job -> the body of ``projects.jobs.create`` (pure: no network, no SDK).
+
+One function per IR part: :func:`machine_for` (hardware), :func:`replica_config` (what a replica
+runs), :func:`pool_to_native` (a role's ``<prefix>Type/Count/Config``), :func:`reducers_to_native`
+(the Reduction Server in the parameter-server slot), :func:`job_to_native` (the rest).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import attrs
+
+from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
+from omnidist.lowering import EffectiveRole, effective_roles, has_gpus
+
+from omnidist_ai_platform import catalog
+from omnidist_ai_platform.backend import NAME, REDUCER_IMAGE, ROLE_PREFIXES, AIPlatformSettings
+
+_SETTINGS_PATH = f"backends.{NAME}"
+
+REDUCER_HINTS: dict[Framework, str] = {
+    Framework.HOROVOD: "set HOROVOD_FUSION_THRESHOLD=134217728 for the Reduction Server",
+    Framework.PYTORCH: "use DistributedDataParallel(bucket_cap_mb=64) (default 25) with the Reduction Server",
+}
+"""Framework -> tuning advice the Reduction Server documentation gives."""
+
+
+@attrs.frozen(kw_only=True)
+class _Context:
+    """What every per-role function needs: the job, settings, the master's image, and the notes."""
+
+    job: DistributedJob
+    settings: AIPlatformSettings
+    roles: dict[RoleName, EffectiveRole]
+    notes: list[Note]
+
+    @property
+    def master_image(self) -> Optional[str]:
+        return self.roles[RoleName.PRIMARY].image
+
+
+def derive_job_id(name: str) -> str:
+    """``cassava-resnet`` -> ``cassava_resnet``: legacy ids take letters, digits and ``_``."""
+    return name.replace("-", "_")
+
+
+def unsupported(feature: str, message: str, hint: str) -> UnsupportedFeatureError:
+    """An :class:`UnsupportedFeatureError` for this backend."""
+    return UnsupportedFeatureError(feature, NAME, message, hint)
+
+
+def refuse_accelerator(role: EffectiveRole) -> None:
+    """Exit 3 for an accelerator legacy AI Platform never had."""
+    kind = role.accelerator.type if role.accelerator else None
+    if kind and kind not in catalog.ACCELERATOR_TYPES:
+        raise unsupported(
+            f"accelerator {kind}", f"legacy AI Platform Training never offered {kind} "
+            f"(its GPUs: {', '.join(sorted(catalog.ACCELERATOR_TYPES))}; A100 means 40 GB).",
+            "Compile for Vertex AI instead: --backend vertex.")
+
+
+def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = None) -> catalog.Machine:
+    """The role's machine: the one named in settings (checked), else the smallest catalog fit."""
+    kind, count = (role.accelerator.type, role.gpus) if role.accelerator else (None, 0)
+    named = ctx.settings.machine_types.get(role.name.value)
+    if named:
+        path = f"{_SETTINGS_PATH}.machine_types.{role.name.value}"
+        found = catalog.machine(named)
+        problem = catalog.pairing_problem(found, kind, count)
+        if problem is None and (found.vcpus < (role.cpus or 0) or found.memory_gb < (role.memory_gb or 0)):
+            problem = (f"{named} has {found.vcpus} vCPUs and {found.memory_gb} GB, but {role.name.value} "
+                       f"asks for {role.cpus or 0:g} vCPUs and {role.memory_gb or 0:g} GB")
+        if problem:
+            raise ValidationError(f"{problem}; pick another machine type or drop it to let omnidist choose",
+                                  path=path)
+        return found
+    why = "is the smallest legacy machine that fits" + (f" {count} x {kind}" if kind else "")
+    if default and role.cpus is None and role.memory_gb is None and kind is None:
+        found, why = catalog.MACHINES[default], "is the machine the samples recommend for this role"
+    else:
+        found = catalog.smallest_fit(kind, count, role.cpus, role.memory_gb)
+    if found is None:
+        want = f"{count} x {kind}, " if kind else ""
+        raise ValidationError(
+            f"no legacy machine has {want}{role.cpus or 0:g} vCPUs and {role.memory_gb or 0:g} GB; "
+            "ask for less or name a machine in backends.ai_platform.machine_types", path=role.name.value)
+    ctx.notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{role.name.value}.machine_type",
+                          message=f"{found.name} ({found.vcpus} vCPUs, {found.memory_gb:g} GB) {why}"))
+    if kind and found.family == "n1" and found.vcpus < 4 * count:
+        ctx.notes.append(Note(kind=NoteKind.HINT, field=f"{role.name.value}.cpus",
+                              message=f"{found.vcpus} vCPUs feed {count} x {kind}; set cpus for data loading "
+                                      "and the full network bandwidth"))
+    return found
+
+
+def wrapped_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
+    """The role's command, prefixed with ``env K=V …`` when it has environment variables
+    (legacy has no env field)."""
+    if not role.env:
+        return role.command
+    if not role.command:
+        raise unsupported(
+            "env", f"{role.name.value} sets {', '.join(sorted(role.env))}, but legacy AI Platform has no "
+            "environment variables and there is no command to prefix with `env K=V …`.",
+            "Give the job a command (e.g. command: [python, -m, trainer.task]) or bake the variables "
+            "into the image.")
+    ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{role.name.value}.env",
+                          message="passed by prefixing containerCommand with `env K=V …` "
+                                  "(no env field in legacy)"))
+    return ("env", *(f"{key}={value}" for key, value in sorted(role.env.items())), *role.command)
+
+
+def replica_config(role: EffectiveRole, ctx: _Context, machine: Optional[catalog.Machine]) -> dict[str, Any]:
+    """``ReplicaConfig``: accelerator (not for deprecated names, whose GPUs are built in), image
+    (omitted when equal to the master's), command, args, disk."""
+    config: dict[str, Any] = {}
+    if role.accelerator and machine and machine.name not in catalog.LEGACY_MACHINE_NAMES:
+        native_type = catalog.ACCELERATOR_TYPES[role.accelerator.type]
+        config["acceleratorConfig"] = {"count": role.gpus, "type": native_type}
+    if not ctx.settings.package_mode:
+        if role.name is RoleName.PRIMARY or role.image != ctx.master_image:
+            config["imageUri"] = role.image
+        command = wrapped_command(role, ctx)
+        if command:
+            config["containerCommand"] = list(command)
+        if role.args:
+            config["containerArgs"] = list(role.args)
+    if role.disk_gb:
+        config["diskConfig"] = {"bootDiskSizeGb": role.disk_gb}
+    return config
+
+
+def pool_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
+    """``<prefix>Type``, ``<prefix>Count`` (not for the master) and ``<prefix>Config`` of one role."""
+    refuse_accelerator(role)
+    prefix = ROLE_PREFIXES[role.name]
+    machine = machine_for(role, ctx)
+    native: dict[str, Any] = {f"{prefix}Type": machine.name}
+    if role.name is not RoleName.PRIMARY:
+        native[f"{prefix}Count"] = role.replicas
+    config = replica_config(role, ctx, machine)
+    if config:
+        native[f"{prefix}Config"] = config
+    return native
+
+
+def reducers_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
+    """The Reduction Server: reducers in the parameter-server slot with the legacy image."""
+    if RoleName.PARAMETER_SERVERS in ctx.roles:
+        raise unsupported("reduction_servers", "reducers take the parameter-server slot, and the job also "
+                          "has parameter servers.", "Keep either parameter_servers or reduction_servers.")
+    workers = ctx.roles.get(RoleName.WORKERS)
+    if not (has_gpus(ctx.roles[RoleName.PRIMARY]) and has_gpus(workers)):
+        raise unsupported("reduction_servers", "the Reduction Server speeds up all-reduce between GPU "
+                          "workers, and this job has no GPU workers.",
+                          "Add workers with accelerators, or drop reduction_servers.")
+    if role.accelerator:
+        raise ValidationError("reducers run on CPU machines; remove the accelerator",
+                              path="reduction_servers.accelerator")
+    machine = machine_for(role, ctx, default=catalog.REDUCER_MACHINE)
+    count = role.replicas
+    if count == AUTO:
+        nodes = [ctx.roles[RoleName.PRIMARY]] + [workers] * workers.replicas
+        egress = [catalog.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator.type, n.gpus)
+                  for n in nodes]
+        count = catalog.reducers_needed(egress, machine.egress_gbps)
+        ctx.notes.append(Note(kind=NoteKind.DEFAULTED, field="reduction_servers.replicas",
+                              message=f"auto: {count} = ceil({sum(egress)} Gbps of primary + workers / "
+                                      f"{machine.egress_gbps} Gbps per {machine.name})"))
+    ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field="reduction_servers",
+                          message=f"placed in the parameter-server slot with {REDUCER_IMAGE} and "
+                                  "useChiefInTfConfig: true, as a public sample does "
+                                  "(unconfirmed beyond it)"))
+    if ctx.job.framework in REDUCER_HINTS:
+        ctx.notes.append(Note(kind=NoteKind.HINT, field="reduction_servers",
+                              message=REDUCER_HINTS[ctx.job.framework]))
+    image = (ctx.job.reduction_servers.image if ctx.job.reduction_servers else None) or REDUCER_IMAGE
+    return {"parameterServerType": machine.name, "parameterServerCount": count,
+            "parameterServerConfig": {"imageUri": image}}
+
+
+def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[RoleName, EffectiveRole],
+              notes: list[Note]) -> None:
+    """Job-wide rules: what legacy cannot express, and the container/package and tier choices."""
+    if job.spot:
+        raise unsupported("spot", "legacy AI Platform Training had no preemptible capacity for training.",
+                          "Set spot: false, or use --backend vertex.")
+    if job.interconnect is Interconnect.INFINIBAND:
+        raise unsupported("interconnect infiniband", "Google Cloud machines have no InfiniBand.",
+                          "Set interconnect: any, or use --backend azure_ml.")
+    if job.processes_per_node != AUTO:
+        notes.append(Note(kind=NoteKind.DROPPED, field="processes_per_node",
+                          message="legacy has no field for it; start that many processes in your command"))
+    primary = roles[RoleName.PRIMARY]
+    if settings.package_mode:
+        if not (settings.python_module and settings.package_uris):
+            raise ValidationError("a Python-package job needs both python_module and package_uris",
+                                  path=f"{_SETTINGS_PATH}.python_module")
+        trainers = [r for r in roles.values() if r.name is not RoleName.REDUCTION_SERVERS]
+        if any(r.image or r.command for r in trainers):
+            raise ValidationError(
+                "runtime_version/python_module jobs run Google's runtime image with your package: remove "
+                "the job's image and command, or remove the python settings to run the container",
+                path=_SETTINGS_PATH)
+        if any(r.env for r in trainers):
+            raise unsupported("env", "a Python-package job has no command to prefix with `env K=V …`, and "
+                              "legacy AI Platform has no environment variables.",
+                              "Set them in your Python code instead.")
+        if len({r.args for r in trainers}) > 1:
+            raise ValidationError("a Python-package job passes one args list to every replica; give roles "
+                                  "no own args", path="args")
+    elif not primary.image:
+        raise ValidationError("legacy AI Platform needs a container image (image:), or a Python package "
+                              "(backends.ai_platform.python_module + package_uris)", path="image")
+    if settings.scale_tier != "CUSTOM" and (
+            len(roles) > 1 or primary.hardware != (None, None, None, None) or settings.machine_types):
+        raise ValidationError(f"{settings.scale_tier} fixes the cluster; use CUSTOM (the default) for jobs "
+                              "with workers, parameter servers, evaluators, accelerators or machine sizes",
+                              path=f"{_SETTINGS_PATH}.scale_tier")
+
+
+def training_input(ctx: _Context) -> dict[str, Any]:
+    """``trainingInput``: the pools, then the job-wide fields, in the API's order."""
+    settings, roles = ctx.settings, ctx.roles
+    native: dict[str, Any] = {"scaleTier": settings.scale_tier, "region": settings.region}
+    if settings.scale_tier == "CUSTOM":
+        for role in roles.values():
+            native.update(reducers_to_native(role, ctx) if role.name is RoleName.REDUCTION_SERVERS
+                          else pool_to_native(role, ctx))
+    else:
+        refuse_accelerator(roles[RoleName.PRIMARY])
+        config = replica_config(roles[RoleName.PRIMARY], ctx, None)
+        if config:
+            native["masterConfig"] = config
+    if settings.use_chief_in_tf_config or RoleName.REDUCTION_SERVERS in roles:
+        native["useChiefInTfConfig"] = True
+    optional = {"runtimeVersion": settings.runtime_version, "pythonVersion": settings.python_version,
+                "pythonModule": settings.python_module, "packageUris": list(settings.package_uris) or None}
+    native.update({k: v for k, v in optional.items() if v})
+    if settings.package_mode and roles[RoleName.PRIMARY].args:
+        native["args"] = list(roles[RoleName.PRIMARY].args)
+    if settings.job_dir:
+        native["jobDir"] = settings.job_dir
+    if ctx.job.timeout:
+        native["scheduling"] = {"maxRunningTime": f"{ctx.job.timeout}s"}
+    tail = {"serviceAccount": settings.service_account, "network": settings.network,
+            "enableWebAccess": settings.enable_web_access or None}
+    native.update({k: v for k, v in tail.items() if v})
+    return native
+
+
+def compile_job(job: DistributedJob, settings: AIPlatformSettings) -> CompiledJob:
+    """Build the create body ``{"jobId", "labels", "trainingInput"}`` for ``job``."""
+    roles = {role.name: role for role in effective_roles(job)}
+    notes: list[Note] = []
+    check_job(job, settings, roles, notes)
+    ctx = _Context(job=job, settings=settings, roles=roles, notes=notes)
+    body: dict[str, Any] = {"jobId": settings.job_id or derive_job_id(job.name)}
+    if job.labels:
+        body["labels"] = dict(job.labels)
+    body["trainingInput"] = training_input(ctx)
+    return CompiledJob(backend=NAME, request=body, diagnostics=tuple(notes), format="json", job=job)

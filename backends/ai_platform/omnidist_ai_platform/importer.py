@@ -1,0 +1,418 @@
+"""A legacy create body (or a ``trainingInput`` config file) -> a portable job (pure).
+
+The native spec is first read into frozen attrs models through omnidist's one converter, so a
+typo or a wrong type is a :class:`~omnidist.errors.ValidationError` naming its field path
+(``trainingInput.workerConfig.imageUri``). Then one small function per part turns it into the IR.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import attrs
+
+from omnidist import serde
+from omnidist.backend import Note, NoteKind
+from omnidist.errors import ValidationError
+from omnidist.job import NAME_PATTERN, Accelerator, DistributedJob, Framework, Role, RoleName
+
+from omnidist_ai_platform import catalog
+from omnidist_ai_platform.backend import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
+from omnidist_ai_platform.compiler import derive_job_id, unsupported
+
+ACCELERATOR_ENUM: tuple[str, ...] = tuple(sorted(
+    {"ACCELERATOR_TYPE_UNSPECIFIED", *catalog.PORTABLE_ACCELERATORS, *catalog.NATIVE_ONLY_ACCELERATORS}))
+"""Every ``acceleratorConfig.type`` the ml v1 API defines (a test checks it against the discovery doc)."""
+
+
+_ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+_DURATION = re.compile(r"^(\d+)(?:\.(\d{1,9}))?s$")
+
+
+def _int64(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:
+    # int64 travels as a JSON string or number; the converter turned numbers into strings.
+    if value is not None and not re.fullmatch(r"\d+", value):
+        raise ValidationError(f"expected a whole number >= 0, got {value!r}", path=attribute.name)
+
+
+def _argv(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    if isinstance(value, str):
+        raise ValidationError("expected a list of strings, got one string", path=attribute.name)
+
+
+def _enum(choices: tuple[str, ...]) -> Any:
+    def check(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:
+        if value is not None and value not in choices:
+            raise ValidationError(f"{value!r} is not one of {', '.join(choices)}", path=attribute.name)
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class NativeAccelerator:
+    """``AcceleratorConfig``."""
+
+    count: Optional[str] = attrs.field(default=None, validator=_int64)
+    type: Optional[str] = attrs.field(default=None, validator=_enum(ACCELERATOR_ENUM))
+
+
+@attrs.frozen(kw_only=True)
+class NativeDisk:
+    """``DiskConfig``."""
+
+    bootDiskSizeGb: Optional[int] = None  # noqa: N815 - the API's spelling
+    bootDiskType: Optional[str] = None  # noqa: N815
+
+
+@attrs.frozen(kw_only=True)
+class NativeReplica:
+    """``ReplicaConfig``."""
+
+    acceleratorConfig: Optional[NativeAccelerator] = None  # noqa: N815
+    containerArgs: Optional[tuple[str, ...]] = attrs.field(default=None, validator=_argv)  # noqa: N815
+    containerCommand: Optional[tuple[str, ...]] = attrs.field(default=None, validator=_argv)  # noqa: N815
+    diskConfig: Optional[NativeDisk] = None  # noqa: N815
+    imageUri: Optional[str] = None  # noqa: N815
+    tpuTfVersion: Optional[str] = None  # noqa: N815
+
+
+@attrs.frozen(kw_only=True)
+class NativeScheduling:
+    """``Scheduling``."""
+
+    maxRunningTime: Optional[str] = None  # noqa: N815
+    maxWaitTime: Optional[str] = None  # noqa: N815
+    priority: Optional[int] = None
+
+
+@attrs.frozen(kw_only=True)
+class NativeTrainingInput:
+    """``TrainingInput`` (every field the ml v1 API defines)."""
+
+    args: Optional[tuple[str, ...]] = attrs.field(default=None, validator=_argv)
+    enableWebAccess: Optional[bool] = None  # noqa: N815
+    encryptionConfig: Optional[dict[str, Any]] = None  # noqa: N815
+    evaluatorConfig: Optional[NativeReplica] = None  # noqa: N815
+    evaluatorCount: Optional[str] = attrs.field(default=None, validator=_int64)  # noqa: N815
+    evaluatorType: Optional[str] = None  # noqa: N815
+    hyperparameters: Optional[dict[str, Any]] = None
+    jobDir: Optional[str] = None  # noqa: N815
+    masterConfig: Optional[NativeReplica] = None  # noqa: N815
+    masterType: Optional[str] = None  # noqa: N815
+    network: Optional[str] = None
+    packageUris: Optional[tuple[str, ...]] = attrs.field(default=None, validator=_argv)  # noqa: N815
+    parameterServerConfig: Optional[NativeReplica] = None  # noqa: N815
+    parameterServerCount: Optional[str] = attrs.field(default=None, validator=_int64)  # noqa: N815
+    parameterServerType: Optional[str] = None  # noqa: N815
+    pythonModule: Optional[str] = None  # noqa: N815
+    pythonVersion: Optional[str] = None  # noqa: N815
+    region: Optional[str] = None
+    runtimeVersion: Optional[str] = None  # noqa: N815
+    scaleTier: Optional[str] = attrs.field(default=None, validator=_enum(SCALE_TIERS))  # noqa: N815
+    scheduling: Optional[NativeScheduling] = None
+    serviceAccount: Optional[str] = None  # noqa: N815
+    useChiefInTfConfig: Optional[bool] = None  # noqa: N815
+    workerConfig: Optional[NativeReplica] = None  # noqa: N815
+    workerCount: Optional[str] = attrs.field(default=None, validator=_int64)  # noqa: N815
+    workerType: Optional[str] = None  # noqa: N815
+
+
+@attrs.frozen(kw_only=True)
+class NativeJob:
+    """``Job``: the create body, or what ``jobs.get`` returns (its output-only fields are ignored)."""
+
+    jobId: Optional[str] = None  # noqa: N815
+    labels: dict[str, str] = attrs.field(factory=dict)
+    trainingInput: Optional[NativeTrainingInput] = None  # noqa: N815
+    predictionInput: Optional[dict[str, Any]] = None  # noqa: N815
+    createTime: Any = None  # noqa: N815
+    endTime: Any = None  # noqa: N815
+    errorMessage: Any = None  # noqa: N815
+    etag: Any = None
+    jobPosition: Any = None  # noqa: N815
+    predictionOutput: Any = None  # noqa: N815
+    startTime: Any = None  # noqa: N815
+    state: Any = None
+    trainingOutput: Any = None  # noqa: N815
+
+
+@attrs.frozen(kw_only=True)
+class NativePool:
+    """One role as the native spec gives it, resolved: machine, count, what each replica runs."""
+
+    role: RoleName
+    machine_type: Optional[str]
+    machine: Optional[catalog.Machine]
+    replicas: int
+    accelerator: Optional[Accelerator]
+    image: Optional[str]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: dict[str, str]
+    disk_gb: Optional[int]
+
+
+def parse(request: Mapping[str, Any]) -> NativeJob:
+    """Read a create body, a ``{trainingInput: …}`` config, or a bare ``TrainingInput`` mapping."""
+    if not isinstance(request, Mapping):
+        raise ValidationError("a legacy job spec is a mapping with a trainingInput key")
+    fields = {a.name for a in attrs.fields(NativeTrainingInput)}
+    bare = request.keys() & fields and not request.keys() & {"jobId", "labels"}
+    if "trainingInput" not in request and bare:
+        request = {"trainingInput": request}
+    native = serde.structure(request, NativeJob)
+    if native.predictionInput is not None:
+        raise unsupported("predictionInput", "this is a batch prediction job, not a training job.",
+                          "Import training jobs only.")
+    if native.trainingInput is None:
+        raise ValidationError("required: a training job has a trainingInput", path="trainingInput")
+    return native
+
+
+def refuse_unportable(ti: NativeTrainingInput) -> None:
+    """Exit 3 for what the portable job cannot hold."""
+    if ti.hyperparameters is not None:
+        raise unsupported("hyperparameters", "hyperparameter tuning is not part of the portable job format.",
+                          "Remove trainingInput.hyperparameters and tune with Vertex AI tuning jobs.")
+    if ti.encryptionConfig is not None:
+        raise unsupported("encryptionConfig", "customer-managed encryption keys are not part of the portable "
+                          "job format.", "Remove trainingInput.encryptionConfig; set the key on the target.")
+    if ti.scaleTier not in (None, "BASIC", "CUSTOM"):
+        raise unsupported(f"scaleTier {ti.scaleTier}", "the tier hides its machines and replica counts.",
+                          "Rewrite the file with scaleTier: CUSTOM and explicit machine types.")
+
+
+def unwrap_env(command: Optional[tuple[str, ...]]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """``env A=1 B=2 cmd…`` -> (``cmd…``, ``{A: 1, B: 2}``): the compiler's env workaround, undone."""
+    command = tuple(command or ())
+    if len(command) < 3 or command[0] != "env":
+        return command, {}
+    env: dict[str, str] = {}
+    rest = command[1:]
+    while rest and (match := _ENV_ASSIGNMENT.match(rest[0])):
+        env[match[1]] = match[2]
+        rest = rest[1:]
+    return (rest, env) if env and rest else (command, {})
+
+
+def native_accelerator(config: NativeReplica, machine: Optional[catalog.Machine],
+                       path: str) -> Optional[Accelerator]:
+    """The replica's GPUs: an explicit ``acceleratorConfig`` wins; else the machine's built-in ones."""
+    given = config.acceleratorConfig
+    kind, count = (given.type, int(given.count or 1)) if given and given.type not in (
+        None, "ACCELERATOR_TYPE_UNSPECIFIED") else (None, 0)
+    if kind is None and machine is not None and machine.builtin_accelerator:
+        kind, count = machine.builtin_accelerator, machine.builtin_count
+        kind = next((n for n, p in catalog.PORTABLE_ACCELERATORS.items() if p == kind), kind)
+    if kind is None or count == 0:
+        return None
+    if kind in catalog.NATIVE_ONLY_ACCELERATORS:
+        why = catalog.NATIVE_ONLY_ACCELERATORS[kind]
+        raise unsupported(f"accelerator {kind}", f"{path} uses {kind}: {why}.", "")
+    return Accelerator(type=catalog.PORTABLE_ACCELERATORS[kind], count=count)
+
+
+def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -> Optional[NativePool]:
+    """One role's ``<prefix>Type/Count/Config``, resolved against the catalog; ``None`` when absent."""
+    prefix = ROLE_PREFIXES[role]
+    type_name = getattr(ti, f"{prefix}Type")
+    config: NativeReplica = getattr(ti, f"{prefix}Config") or NativeReplica()
+    replicas = 1 if role is RoleName.PRIMARY else int(getattr(ti, f"{prefix}Count") or 0)
+    if replicas == 0:
+        return None
+    path = f"trainingInput.{prefix}Type"
+    machine = catalog.machine(type_name) if type_name else None
+    if type_name and machine is None:
+        raise ValidationError(f"{type_name!r} is not a machine type legacy AI Platform accepted"
+                              f"{catalog.suggest(type_name)}", path=path)
+    custom = (ti.scaleTier or "CUSTOM") == "CUSTOM"
+    if type_name is None and custom and (role is not RoleName.PRIMARY or ti.scaleTier):
+        raise ValidationError(f"required with scaleTier CUSTOM when {prefix} replicas are asked for",
+                              path=path)
+    if config.tpuTfVersion:
+        raise unsupported("tpuTfVersion", "TPUs are not part of the portable job format.",
+                          "Rewrite the job for GPUs.")
+    disk = config.diskConfig
+    if disk and disk.bootDiskType not in (None, "pd-ssd"):
+        notes.append(Note(kind=NoteKind.DROPPED, field=f"{role.value}.disk",
+                          message=f"bootDiskType {disk.bootDiskType} (portable jobs give only the size)"))
+    command, env = unwrap_env(config.containerCommand)
+    return NativePool(
+        role=role, machine_type=type_name, machine=machine, replicas=replicas,
+        accelerator=native_accelerator(config, machine, f"trainingInput.{prefix}Config.acceleratorConfig"),
+        image=config.imageUri, command=command, env=env, disk_gb=disk.bootDiskSizeGb if disk else None,
+        args=config.containerArgs if config.containerArgs is not None else tuple(ti.args or ()))
+
+
+def _differs(value: Any, base: Any) -> Any:
+    return None if value == base else value
+
+
+def pool_to_role(pool: NativePool, master: NativePool, base_env: dict[str, str],
+                 inherits_hardware: bool) -> Role:
+    """A role whose fields are set only where they differ from what it inherits: the master's
+    program (image/command/args, as natively), and for workers/evaluators also its hardware."""
+    if inherits_hardware and master.accelerator and not pool.accelerator:
+        raise unsupported(f"{pool.role.value} without accelerators",
+                          f"{pool.role.value} run on CPUs while the master has GPUs, and portable "
+                          "workers/evaluators inherit the primary's accelerator.",
+                          "Give them the master's accelerator, or move them to parameter_servers.")
+    missing = sorted(k for k in base_env if k not in pool.env)
+    if missing:
+        raise unsupported("env", f"{pool.role.value} lack {', '.join(missing)}, which they would inherit in "
+                          "the portable format.", "Set the same variables on every replica.")
+    base = master if inherits_hardware else attrs.evolve(master, machine=None, accelerator=None, disk_gb=None)
+    vcpus, memory = (pool.machine.vcpus, pool.machine.memory_gb) if pool.machine else (None, None)
+    return Role(
+        replicas=pool.replicas,
+        accelerator=_differs(pool.accelerator, base.accelerator),
+        cpus=_differs(vcpus, base.machine.vcpus if base.machine else None),
+        memory_gb=_differs(memory, base.machine.memory_gb if base.machine else None),
+        disk_gb=_differs(pool.disk_gb, base.disk_gb),
+        image=_differs(pool.image or master.image, master.image),
+        command=_differs(pool.command, master.command),
+        args=_differs(pool.args, master.args),
+        env={k: v for k, v in pool.env.items() if base_env.get(k) != v},
+    )
+
+
+def reducers_to_role(pool: NativePool) -> Role:
+    """A parameter-server slot holding the Reduction Server image -> ``reduction_servers``."""
+    return Role(replicas=pool.replicas, cpus=pool.machine.vcpus if pool.machine else None,
+                memory_gb=pool.machine.memory_gb if pool.machine else None,
+                image=None if pool.image == REDUCER_IMAGE else pool.image)
+
+
+def name_from_job_id(job_id: Optional[str], notes: list[Note]) -> tuple[str, Optional[str]]:
+    """The portable name for a ``jobId``, and the id to pin when the name does not give it back."""
+    if not job_id:
+        notes.append(Note(kind=NoteKind.DEFAULTED, field="name",
+                          message="the file has no jobId (gcloud takes it on the command line); "
+                                  "named imported-job"))
+        return "imported-job", None
+    name = re.sub(r"[^a-z0-9-]", "-", job_id.lower().replace("_", "-")).lstrip("-0123456789")[:63]
+    if not NAME_PATTERN.match(name):
+        name = "imported-job"
+    return name, (None if derive_job_id(name) == job_id else job_id)
+
+
+def parse_timeout(value: Optional[str]) -> Optional[int]:
+    """``"7200s"`` -> 7200 (fractions round up); ``None`` passes through."""
+    if value is None:
+        return None
+    match = _DURATION.match(value)
+    if not match:
+        raise ValidationError(f"{value!r} is not a duration such as '7200s'",
+                              path="trainingInput.scheduling.maxRunningTime")
+    return int(match[1]) + (1 if match[2] and int(match[2]) else 0)
+
+
+def backend_block(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
+                  pinned: Optional[str]) -> dict[str, Any]:
+    """The ``backends.ai_platform`` settings that make compiling the job give this spec back."""
+    block: dict[str, Any] = {
+        "region": ti.region, "job_id": pinned,
+        "scale_tier": ti.scaleTier if ti.scaleTier not in (None, "CUSTOM") else None,
+        "machine_types": {r.value: p.machine_type for r, p in pools.items() if p.machine_type} or None,
+        "runtime_version": ti.runtimeVersion, "python_version": ti.pythonVersion,
+        "python_module": ti.pythonModule, "package_uris": list(ti.packageUris) if ti.packageUris else None,
+        "job_dir": ti.jobDir, "service_account": ti.serviceAccount, "network": ti.network,
+        "enable_web_access": ti.enableWebAccess or None,
+        "use_chief_in_tf_config": (ti.useChiefInTfConfig and RoleName.REDUCTION_SERVERS not in pools) or None,
+    }
+    return {k: v for k, v in block.items() if v is not None}
+
+
+def split_env(pools: dict[RoleName, NativePool]) -> tuple[dict[str, str], dict[str, str]]:
+    """(job env, primary env): the master's variables go job-wide when every replica has them."""
+    master_env = pools[RoleName.PRIMARY].env
+    trainers = [p for r, p in pools.items() if r is not RoleName.REDUCTION_SERVERS]
+    if all(p.env.items() >= master_env.items() for p in trainers):
+        return master_env, {}
+    return {}, master_env
+
+
+def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framework: Framework) -> list[Note]:
+    """What the importer could not carry exactly, or the user must add before compiling elsewhere."""
+    notes = [Note(kind=NoteKind.HINT, field="framework",
+                  message="runtimeVersion jobs run Google's TensorFlow runtime images; imported as "
+                          "tensorflow")
+             ] if framework is Framework.TENSORFLOW else []
+    package = bool(ti.runtimeVersion or ti.pythonModule or ti.packageUris)
+    if package:
+        notes.append(Note(kind=NoteKind.HINT, field="image", message=(
+            f"a Python-package job (runtime {ti.runtimeVersion or 'default'}, module {ti.pythonModule}) "
+            "keeps its settings in backends.ai_platform; compiling for another cloud needs an image: set "
+            "image: to a "
+            f"training container with the package installed and command: [python, -m, {ti.pythonModule}]")))
+    elif not pools[RoleName.PRIMARY].image:
+        notes.append(Note(kind=NoteKind.HINT, field="image",
+                          message="no masterConfig.imageUri (gcloud takes --master-image-uri); set image: "
+                                  "before compiling"))
+    if ti.args and not package:
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="args",
+                          message="trainingInput.args became the job's args; omnidist compiles them as each "
+                                  "replica's containerArgs (the same arguments to the entrypoint)"))
+    if ti.scaleTier is None and ti.masterType:
+        notes.append(Note(kind=NoteKind.DEFAULTED, field=f"backends.ai_platform.scale_tier",
+                          message="no scaleTier; CUSTOM assumed because masterType is set"))
+    scheduling = ti.scheduling or NativeScheduling()
+    for key in ("maxWaitTime", "priority"):
+        if getattr(scheduling, key) is not None:
+            notes.append(Note(kind=NoteKind.DROPPED, field="timeout",
+                              message=f"scheduling.{key} has no portable equivalent"))
+    return notes
+
+
+def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
+    """Turn a legacy spec into a portable job, with notes on what did not carry over exactly.
+
+    Args:
+        request: the body of ``projects.jobs.create`` (``{jobId, labels, trainingInput}``), a
+            ``gcloud … --config`` file's content (``{trainingInput: …}``), or a bare ``TrainingInput``.
+
+    Returns:
+        The job, and the notes (``migrate`` reports them).
+
+    Raises:
+        ValidationError: malformed input, naming the field path.
+        UnsupportedFeatureError: something the portable format cannot hold (K80, TPUs, tuning…).
+    """
+    native = parse(request)
+    ti = native.trainingInput
+    refuse_unportable(ti)
+    notes: list[Note] = []
+    pools = {role: pool for role in (RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS,
+                                     RoleName.EVALUATORS) if (pool := native_to_pool(ti, role, notes))}
+    servers = pools.get(RoleName.PARAMETER_SERVERS)
+    if servers and servers.image and "reductionserver" in servers.image.rsplit("/", 1)[-1]:
+        pools[RoleName.REDUCTION_SERVERS] = attrs.evolve(pools.pop(RoleName.PARAMETER_SERVERS),
+                                                         role=RoleName.REDUCTION_SERVERS)
+    master = pools[RoleName.PRIMARY]
+    job_env, primary_env = split_env(pools)
+    roles: dict[str, Role] = {}
+    for role, pool in pools.items():
+        if role is RoleName.REDUCTION_SERVERS:
+            roles[role.value] = reducers_to_role(pool)
+        elif role is not RoleName.PRIMARY:
+            inherits = role in (RoleName.WORKERS, RoleName.EVALUATORS)
+            base_env = {**job_env, **primary_env} if inherits else job_env
+            roles[role.value] = pool_to_role(pool, master, base_env, inherits)
+    name, pinned = name_from_job_id(native.jobId, notes)
+    # Legacy specs do not name the framework: custom unless a TF runtime version says so
+    # (omnidist.migrate infers it from images and roles, and reports that).
+    framework = Framework.TENSORFLOW if ti.runtimeVersion else Framework.CUSTOM
+    notes += job_notes(ti, pools, framework)
+    block = backend_block(ti, pools, pinned)
+    if ti.scaleTier is None and not ti.masterType:
+        block["scale_tier"] = "BASIC"  # the API's default tier
+    job = DistributedJob(
+        name=name, framework=framework, image=master.image, command=master.command, args=master.args,
+        env=job_env,
+        primary=Role(accelerator=master.accelerator, cpus=master.machine.vcpus if master.machine else None,
+                     memory_gb=master.machine.memory_gb if master.machine else None, disk_gb=master.disk_gb,
+                     env=primary_env),
+        timeout=parse_timeout((ti.scheduling or NativeScheduling()).maxRunningTime),
+        labels=native.labels, backends={"ai_platform": block} if block else {}, **roles)
+    return job, tuple(notes)

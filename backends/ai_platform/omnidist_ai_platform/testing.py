@@ -1,0 +1,158 @@
+"""Test helpers: the ``ml v1`` schema check and a fake ``projects.jobs`` service.
+
+- :func:`schema_problems` walks a value against the discovery document that
+  google-api-python-client bundles (``$ref``, ``properties``, ``additionalProperties``, ``items``,
+  scalar types, ``int64`` and enums), so a compiled body can hold only what the API defines.
+- :class:`FakeMLService` serves ``create``/``get``/``cancel`` from a job store on
+  :class:`omnidist.testing.FakeServer`: 409 for a taken ``jobId``, 400 with the API's wording for
+  fields the schema does not define, and states that advance on every ``get`` so ``wait`` ends.
+
+Reads the discovery JSON file without importing the SDK.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any, Optional
+
+from omnidist.testing.fakeserver import FakeServer, Recorded, Response, error_body
+
+JOB_SCHEMA = "GoogleCloudMlV1__Job"
+
+
+@functools.lru_cache(maxsize=1)
+def discovery_document() -> dict[str, Any]:
+    """The ``ml v1`` discovery document shipped inside googleapiclient."""
+    spec = importlib.util.find_spec("googleapiclient")
+    if spec is None or not spec.submodule_search_locations:
+        raise RuntimeError("google-api-python-client is not installed")
+    path = Path(list(spec.submodule_search_locations)[0]) / "discovery_cache" / "documents" / "ml.v1.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def schema(name: str) -> dict[str, Any]:
+    """One schema of the document by name (``GoogleCloudMlV1__TrainingInput``)."""
+    return discovery_document()["schemas"][name]
+
+
+def _scalar_problem(value: Any, spec: dict[str, Any]) -> Optional[str]:
+    kind, fmt = spec.get("type"), spec.get("format")
+    if kind == "string" and fmt in ("int64", "uint64"):
+        ok = (isinstance(value, int) and not isinstance(value, bool)) or (
+            isinstance(value, str) and re.fullmatch(r"-?\d+", value) is not None)
+        return None if ok else f"expected an int64 (number or string of digits), got {value!r}"
+    checks = {"string": lambda v: isinstance(v, str), "boolean": lambda v: isinstance(v, bool),
+              "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+              "number": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool),
+              "any": lambda v: True}
+    if kind in checks and not checks[kind](value):
+        return f"expected {kind}, got {value!r}"
+    if "enum" in spec and value not in spec["enum"]:
+        return f"{value!r} is not one of {', '.join(spec['enum'])}"
+    return None
+
+
+def schema_problems(value: Any, spec: Any = JOB_SCHEMA, path: str = "") -> list[str]:
+    """Every place where ``value`` is not what the discovery document allows (empty when valid)."""
+    doc = discovery_document()
+    if isinstance(spec, str):
+        spec = {"$ref": spec}
+    name = spec.get("$ref", "")
+    if name:
+        spec = doc["schemas"][name]
+    if spec.get("type") == "object" or "properties" in spec:
+        if not isinstance(value, dict):
+            return [f"{path or '<root>'}: expected an object, got {value!r}"]
+        props, extra = spec.get("properties"), spec.get("additionalProperties")
+        problems: list[str] = []
+        for key, item in value.items():
+            where = f"{path}.{key}" if path else key
+            if props is not None and key in props:
+                problems += schema_problems(item, props[key], where)
+            elif extra is not None:
+                problems += schema_problems(item, extra, where)
+            else:
+                problems.append(f"{where}: not a field of {name or spec.get('id', 'this object')}")
+        return problems
+    if spec.get("type") == "array":
+        if not isinstance(value, list):
+            return [f"{path}: expected a list, got {value!r}"]
+        items = spec.get("items", {})
+        return [p for i, item in enumerate(value) for p in schema_problems(item, items, f"{path}[{i}]")]
+    problem = _scalar_problem(value, spec)
+    return [f"{path}: {problem}"] if problem else []
+
+
+_JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+ADVANCE: dict[str, str] = {"CANCELLING": "CANCELLED", "PREPARING": "RUNNING", "QUEUED": "PREPARING"}
+"""State -> the next one, one step per ``get`` (RUNNING then goes to the job's final state)."""
+
+
+class FakeMLService:
+    """``projects.jobs`` create/get/cancel backed by a dict, on a :class:`FakeServer`.
+
+    Args:
+        server: the started server to add the routes to.
+        final_state: where RUNNING jobs go on the next ``get`` (``None`` keeps them running).
+    """
+
+    def __init__(self, server: FakeServer, final_state: Optional[str] = "SUCCEEDED") -> None:
+        self.server, self.final_state = server, final_state
+        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        server.route("POST", r"^/v1/projects/([^/]+)/jobs$", self._create)
+        server.route("GET", r"^/v1/projects/([^/]+)/jobs/([^/:]+)$", self._get)
+        server.route("POST", r"^/v1/projects/([^/]+)/jobs/([^/:]+):cancel$", self._cancel)
+
+    def reset(self, final_state: Optional[str] = "SUCCEEDED") -> None:
+        """Forget every job (to share one server between tests)."""
+        with self._lock:
+            self.jobs.clear()
+            self.final_state = final_state
+
+    def _create(self, request: Recorded, match: re.Match[str]) -> Response:
+        body = request.body if isinstance(request.body, dict) else {}
+        problems = schema_problems(body)
+        if problems:
+            return Response(400, error_body(400, "Invalid JSON payload received. " + "; ".join(problems)))
+        job_id = body.get("jobId", "")
+        if not _JOB_ID.match(job_id):
+            return Response(400, error_body(400, f"Field: job.job_id Error: invalid job id {job_id!r}"))
+        with self._lock:
+            key = (match[1], job_id)
+            if key in self.jobs:
+                return Response(409, error_body(409, f"Field: job.job_id Error: A job with this id already "
+                                                     f"exists: {job_id}"))
+            self.jobs[key] = {**body, "state": "QUEUED", "createTime": "2025-01-01T00:00:00Z", "etag": "e1"}
+            return Response(200, dict(self.jobs[key]))
+
+    def _get(self, request: Recorded, match: re.Match[str]) -> Response:
+        with self._lock:
+            job = self.jobs.get((match[1], match[2]))
+            if job is None:
+                return Response(404, error_body(404, f"Field: name Error: The job projects/{match[1]}/jobs/"
+                                                     f"{match[2]} was not found."))
+            state = job["state"]
+            if state in ADVANCE:
+                job["state"] = ADVANCE[state]
+            elif state == "RUNNING" and self.final_state:
+                job["state"] = self.final_state
+                if self.final_state == "FAILED":
+                    job["errorMessage"] = "The replica master 0 exited with a non-zero status of 1."
+            return Response(200, dict(job, state=state))
+
+    def _cancel(self, request: Recorded, match: re.Match[str]) -> Response:
+        with self._lock:
+            job = self.jobs.get((match[1], match[2]))
+            if job is None:
+                message = f"The job projects/{match[1]}/jobs/{match[2]} was not found."
+                return Response(404, error_body(404, message))
+            if job["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+                return Response(400, error_body(400, f"Cannot cancel a job in state {job['state']}."))
+            job["state"] = "CANCELLING"
+            return Response(200, {})

@@ -1,0 +1,143 @@
+"""The real discovery client (googleapiclient, bundled ml v1 document) against a local fake service."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+
+import omnidist
+from omnidist.backend import JobState
+from omnidist.errors import (
+    ConfigError, ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError,
+    TransientBackendError,
+)
+from omnidist.testing.fakeserver import Fault
+from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
+
+JOB = {"name": "mnist-ddp", "framework": "pytorch", "image": "gcr.io/p/t:1", "command": ["python", "t.py"],
+       "env": {"NCCL_DEBUG": "INFO"}, "primary": {"accelerator": "T4:1"}, "workers": {"replicas": 2}}
+CREATE = r"/v1/projects/proj/jobs$"
+
+
+def compiled(**settings):
+    return omnidist.compile(JOB, backend="ai_platform", settings=settings)
+
+
+def test_create_get_cancel_through_the_discovery_client(backend, settings, service, server):
+    service.final_state = None  # keep it running so cancel has something to do
+    handle = backend.submit(compiled(), settings)
+    assert handle.id == "mnist_ddp_s1"
+    assert handle.url == "https://console.cloud.google.com/ai-platform/jobs/mnist_ddp_s1?project=proj"
+    (create,) = server.calls("POST", CREATE)
+    assert create.body["jobId"] == "mnist_ddp_s1"
+    assert create.body["trainingInput"]["masterConfig"]["containerCommand"][:2] == ["env", "NCCL_DEBUG=INFO"]
+    assert create.query == {"alt": ["json"]}
+    assert handle.status().state is JobState.QUEUED
+    assert handle.status().state is JobState.PENDING  # PREPARING
+    handle.cancel()
+    assert server.calls("POST", r"/jobs/mnist_ddp_s1:cancel$")
+    assert handle.wait(poll_interval=0, sleep=lambda s: None).state is JobState.CANCELLED
+
+
+def test_wait_ends_and_logs_say_where_the_lines_are(backend, settings, service):
+    handle = backend.submit(compiled(), settings)
+    seen = []
+    final = handle.wait(poll_interval=0, sleep=lambda s: None, on_change=lambda s: seen.append(s.native_state))
+    assert final.state is JobState.SUCCEEDED and seen == ["QUEUED", "PREPARING", "RUNNING", "SUCCEEDED"]
+    lines = list(handle.logs())
+    assert "console.cloud.google.com" in lines[0] and "Cloud Logging" in lines[0]
+    assert lines[1] == "job state: SUCCEEDED"
+
+
+def test_failed_job_carries_the_error_message(backend, settings, service):
+    service.final_state = "FAILED"
+    handle = backend.submit(compiled(), settings)
+    final = handle.wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and "non-zero status" in final.message
+
+
+def test_cancel_of_a_finished_job_is_a_no_op(backend, settings, service, server):
+    handle = backend.submit(compiled(), settings)
+    handle.wait(poll_interval=0, sleep=lambda s: None)
+    handle.cancel()
+    assert not server.calls("POST", r":cancel$")
+
+
+@pytest.mark.parametrize("faults", [
+    [Fault.http(429, "slow down", retry_after=2)],
+    [Fault.http(503)],
+    [Fault.reset()],
+    [Fault.drop_after_create()],
+    [Fault.http(503), Fault.drop_after_create(), Fault.reset()],
+])
+def test_retries_end_in_exactly_one_job(backend, settings, service, server, sleeps, faults):
+    server.fail("POST", CREATE, *faults)
+    handle = backend.submit(compiled(), settings)
+    assert handle.id == "mnist_ddp_s1"
+    assert list(service.jobs) == [("proj", "mnist_ddp_s1")]
+    posts = server.calls("POST", CREATE)
+    assert len(posts) == len(faults) + 1 and {p.body["jobId"] for p in posts} == {"mnist_ddp_s1"}
+    assert len(sleeps) == len(faults)
+
+
+def test_retry_after_is_honoured(backend, settings, service, server, sleeps):
+    server.fail("POST", CREATE, Fault.http(429, "slow down", retry_after=2))
+    backend.submit(compiled(), attrs.evolve(settings, retry_max_wait_s=10))
+    assert sleeps == [2.0]
+
+
+def test_dropped_response_then_409_fetches_the_existing_job(backend, settings, service, server):
+    server.fail("POST", CREATE, Fault.drop_after_create())
+    handle = backend.submit(compiled(), settings)
+    assert len(service.jobs) == 1
+    assert server.calls("GET", r"/jobs/mnist_ddp_s1$")  # the 409 led to a get, not a second job
+
+
+def test_first_attempt_409_with_a_pinned_id_is_a_conflict(backend, settings, service):
+    pinned = attrs.evolve(settings, job_id="taken")
+    backend.submit(compiled(job_id="taken"), pinned)
+    with pytest.raises(ConflictError) as err:
+        backend.submit(compiled(job_id="taken"), pinned)
+    assert "'taken' already exists" in str(err.value) and "job_id" in str(err.value)
+    assert len(service.jobs) == 1
+
+
+@pytest.mark.parametrize(("status", "error"), [(400, InvalidRequestError), (403, PermissionDeniedError),
+                                               (404, NotFoundError)])
+def test_final_errors_fail_fast_with_the_servers_message(backend, settings, service, server, sleeps, status, error):
+    server.fail("POST", CREATE, Fault.http(status, f"Field: job.training_input Error: nope {status}"))
+    with pytest.raises(error) as err:
+        backend.submit(compiled(), settings)
+    assert f"nope {status}" in str(err.value) and err.value.status == status
+    assert len(server.calls("POST", CREATE)) == 1 and sleeps == []
+
+
+def test_fake_rejects_fields_the_schema_does_not_define(backend, settings, service):
+    bad = attrs.evolve(compiled(), request={"jobId": "x", "trainingInput": {"masterEnv": {"A": "1"}}})
+    with pytest.raises(InvalidRequestError, match="trainingInput.masterEnv"):
+        AIPlatformBackend(suffix=lambda: "1").submit(bad, settings)
+
+
+def test_transient_errors_give_up_after_the_policy(backend, settings, service, server, sleeps):
+    server.fail("GET", r"/jobs/", *[Fault.http(503, "backend down")] * 3)
+    with pytest.raises(TransientBackendError, match="backend down"):
+        backend.status("anything", attrs.evolve(settings, retry_attempts=3))
+    assert len(sleeps) == 2
+
+
+def test_unknown_job_and_unreachable_endpoint(backend, settings, service):
+    with pytest.raises(NotFoundError, match="was not found"):
+        backend.status("nope", settings)
+    dead = attrs.evolve(settings, api_endpoint="http://127.0.0.1:1", retry_attempts=2)
+    with pytest.raises(TransientBackendError, match="connection failed"):
+        backend.status("x", dead)
+
+
+def test_project_is_required_to_talk_to_the_service(backend, server):
+    with pytest.raises(ConfigError, match="project"):
+        backend.status("x", AIPlatformSettings(api_endpoint=server.url, credentials="anonymous"))
+
+
+def test_status_accepts_a_full_resource_name(backend, settings, service):
+    handle = backend.submit(compiled(), settings)
+    assert backend.status(f"projects/proj/jobs/{handle.id}", settings).state is JobState.QUEUED

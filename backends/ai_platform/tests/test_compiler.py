@@ -1,0 +1,211 @@
+"""compile: golden bodies, the ml v1 schema on every body, machines, env, Reduction Server, refusals."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+import omnidist
+from omnidist.backend import NoteKind
+from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.job import DistributedJob
+from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
+from omnidist_ai_platform.testing import schema_problems
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def compile_checked(job: dict | DistributedJob, **settings) -> omnidist.CompiledJob:
+    """Compile and insist that the body has only what the ml v1 discovery document defines."""
+    job = job if isinstance(job, DistributedJob) else DistributedJob.from_dict(job)
+    compiled = AIPlatformBackend().compile(job, AIPlatformSettings(**settings))
+    assert schema_problems(compiled.request) == []
+    json.dumps(compiled.request)  # JSON-ready
+    return compiled
+
+
+def base(**extra) -> dict:
+    return {"name": "demo-job", "framework": "pytorch", "image": "gcr.io/p/t:1", "command": ["python", "train.py"],
+            "primary": {}, **extra}
+
+
+def test_golden_cassava_matches_snapshot():
+    compiled = omnidist.compile(GOLDEN / "cassava.yaml", backend="ai_platform")
+    assert schema_problems(compiled.request) == []
+    assert compiled.request == json.loads((GOLDEN / "cassava.json").read_text())
+
+
+def test_golden_documentation_example_compiles_to_the_documented_body():
+    job = omnidist.load(GOLDEN / "doc_example.yaml")
+    compiled = compile_checked(job, **job.backends["ai_platform"])
+    assert compiled.request == json.loads((GOLDEN / "doc_example.json").read_text())
+    assert compiled.diagnostics == ()  # every machine was named: nothing defaulted
+
+
+def test_compile_is_deterministic_and_job_id_is_derived():
+    a, b = compile_checked(base()), compile_checked(base())
+    assert a.request == b.request
+    assert a.request["jobId"] == "demo_job"
+    assert compile_checked(base(), job_id="Pinned_1").request["jobId"] == "Pinned_1"
+
+
+def test_images_omitted_when_equal_to_master_and_kept_when_different():
+    ti = compile_checked(base(workers={"replicas": 2}, parameter_servers={"replicas": 1, "image": "gcr.io/p/ps:1"})
+                         ).request["trainingInput"]
+    assert ti["masterConfig"]["imageUri"] == "gcr.io/p/t:1"
+    assert "imageUri" not in ti["workerConfig"]
+    assert ti["parameterServerConfig"]["imageUri"] == "gcr.io/p/ps:1"
+    assert ti["workerCount"] == 2 and ti["parameterServerCount"] == 1
+
+
+def test_job_wide_fields_and_enums():
+    job = base(timeout="2h", labels={"team": "vision"}, primary={"accelerator": "T4:2", "disk_gb": 200})
+    compiled = compile_checked(job, region="europe-west4", service_account="sa@p.iam.gserviceaccount.com",
+                               network="projects/1/global/networks/n", job_dir="gs://b/out",
+                               use_chief_in_tf_config=True, enable_web_access=True)
+    ti = compiled.request["trainingInput"]
+    assert compiled.request["labels"] == {"team": "vision"}
+    assert ti["region"] == "europe-west4" and ti["scaleTier"] == "CUSTOM"
+    assert ti["masterConfig"]["acceleratorConfig"] == {"count": 2, "type": "NVIDIA_TESLA_T4"}
+    assert ti["masterConfig"]["diskConfig"] == {"bootDiskSizeGb": 200}
+    assert ti["scheduling"] == {"maxRunningTime": "7200s"}
+    assert ti["useChiefInTfConfig"] is True and ti["enableWebAccess"] is True
+    assert ti["serviceAccount"].startswith("sa@") and ti["jobDir"] == "gs://b/out" and ti["network"]
+
+
+@pytest.mark.parametrize(("accelerator", "cpus", "machine"), [
+    (None, None, "n1-highmem-2"),
+    (None, 10, "n1-highcpu-16"),
+    ("V100:8", 96, "n1-highcpu-96"),
+    ("V100:1", None, "n1-highmem-2"),
+    ("A100:1", None, "a2-highgpu-1g"),
+    ("A100:8", None, "a2-highgpu-8g"),
+    ("P4:4", 40, "n1-highcpu-64"),
+])
+def test_smallest_fitting_machine_is_chosen_and_noted(accelerator, cpus, machine):
+    primary = {k: v for k, v in {"accelerator": accelerator, "cpus": cpus}.items() if v is not None}
+    compiled = compile_checked(base(primary=primary))
+    assert compiled.request["trainingInput"]["masterType"] == machine
+    note = next(n for n in compiled.diagnostics if n.field == "primary.machine_type")
+    assert note.kind is NoteKind.DEFAULTED and machine in note.message
+
+
+@pytest.mark.parametrize(("machine", "accelerator", "fragment"), [
+    ("a2-highgpu-1g", "V100:1", "exactly 1 x A100"),
+    ("n1-standard-8", "A100:1", "a2-highgpu"),
+    ("n1-highmem-96", "V100:1", "at most 12 vCPUs"),
+    ("n1-standard-8", "T4:8", "counts of 1, 2, 4"),
+])
+def test_named_machine_that_cannot_take_the_accelerator_is_rejected(machine, accelerator, fragment):
+    with pytest.raises(ValidationError) as err:
+        compile_checked(base(primary={"accelerator": accelerator}), machine_types={"primary": machine})
+    assert "backends.ai_platform.machine_types.primary" in str(err.value) and fragment in str(err.value)
+
+
+@pytest.mark.parametrize("accelerator", ["A100-80GB", "L4", "H100", "H100-MEGA", "H200", "B200"])
+def test_accelerators_legacy_never_had_exit_3_and_suggest_vertex(accelerator):
+    with pytest.raises(UnsupportedFeatureError) as err:
+        compile_checked(base(primary={"accelerator": f"{accelerator}:1"}))
+    assert err.value.exit_code == 3 and accelerator in err.value.feature and "--backend vertex" in str(err.value)
+
+
+def test_env_is_wrapped_into_the_command_and_noted():
+    compiled = compile_checked(base(env={"B": "2", "A": "x y"}, workers={"replicas": 1, "env": {"C": "3"}}))
+    ti = compiled.request["trainingInput"]
+    assert ti["masterConfig"]["containerCommand"] == ["env", "A=x y", "B=2", "python", "train.py"]
+    assert ti["workerConfig"]["containerCommand"] == ["env", "A=x y", "B=2", "C=3", "python", "train.py"]
+    assert {n.field for n in compiled.notes(NoteKind.APPROXIMATED)} == {"primary.env", "workers.env"}
+    assert not any(k.startswith("OMNIDIST_") for k in json.dumps(compiled.request).split('"'))
+
+
+def test_env_without_a_command_is_refused():
+    with pytest.raises(UnsupportedFeatureError) as err:
+        compile_checked({"name": "a", "framework": "custom", "image": "i", "env": {"A": "1"}, "primary": {}})
+    assert err.value.feature == "env" and "command" in str(err.value)
+
+
+def test_reduction_server_in_the_parameter_server_slot_with_auto_sizing():
+    job = base(primary={"accelerator": "A100:8"}, workers={"replicas": 7}, reduction_servers={"replicas": "auto"})
+    compiled = compile_checked(job)
+    ti = compiled.request["trainingInput"]
+    assert ti["parameterServerType"] == "n1-highcpu-16"
+    assert ti["parameterServerCount"] == 25  # 8 x a2-highgpu-8g at 100 Gbps / 32 Gbps
+    assert ti["parameterServerConfig"] == {"imageUri": "gcr.io/cloud-ml-service-private/reductionserver:latest"}
+    assert ti["useChiefInTfConfig"] is True
+    assert any("unconfirmed" in n.message for n in compiled.notes(NoteKind.APPROXIMATED))
+    assert any("bucket_cap_mb" in n.message for n in compiled.notes(NoteKind.HINT))
+
+
+@pytest.mark.parametrize(("job", "fragment"), [
+    (base(primary={"accelerator": "V100:1"}, workers={"replicas": 1}, parameter_servers={"replicas": 1},
+          reduction_servers={"replicas": 2}), "parameter servers"),
+    (base(workers={"replicas": 2}, reduction_servers={"replicas": 2}), "no GPU workers"),
+    (base(primary={"accelerator": "V100:1"}, reduction_servers={"replicas": 2}), "no GPU workers"),
+])
+def test_reduction_server_refusals(job, fragment):
+    with pytest.raises(UnsupportedFeatureError) as err:
+        compile_checked(job)
+    assert err.value.feature == "reduction_servers" and fragment in str(err.value)
+
+
+@pytest.mark.parametrize(("extra", "feature"), [({"spot": True}, "spot"),
+                                                ({"interconnect": "infiniband"}, "interconnect infiniband")])
+def test_unexpressible_job_features(extra, feature):
+    with pytest.raises(UnsupportedFeatureError) as err:
+        compile_checked(base(**extra))
+    assert err.value.feature == feature
+
+
+def test_python_package_job_uses_runtime_fields_and_trainingInput_args():
+    job = {"name": "census", "framework": "tensorflow", "args": ["--steps", "100"], "primary": {},
+           "workers": {"replicas": 2}}
+    compiled = compile_checked(job, runtime_version="2.11", python_version="3.7", python_module="trainer.task",
+                               package_uris=["gs://b/trainer-0.1.tar.gz"])
+    ti = compiled.request["trainingInput"]
+    assert ti["runtimeVersion"] == "2.11" and ti["pythonModule"] == "trainer.task"
+    assert ti["packageUris"] == ["gs://b/trainer-0.1.tar.gz"] and ti["args"] == ["--steps", "100"]
+    assert "masterConfig" not in ti and "workerConfig" not in ti
+
+
+def test_python_package_job_rejects_an_image_and_env():
+    with pytest.raises(ValidationError, match="backends.ai_platform"):
+        compile_checked(base(), python_module="m", package_uris=["gs://b/p.tar.gz"])
+    with pytest.raises(UnsupportedFeatureError):
+        compile_checked({"name": "a", "framework": "custom", "env": {"A": "1"}, "primary": {}},
+                        python_module="m", package_uris=["gs://b/p.tar.gz"])
+
+
+def test_container_job_without_image_names_the_field():
+    with pytest.raises(ValidationError) as err:
+        compile_checked({"name": "a", "framework": "custom", "primary": {}})
+    assert err.value.problems[0].path == "image"
+
+
+def test_non_custom_tier_only_for_a_single_plain_replica():
+    assert compile_checked(base(), scale_tier="BASIC").request["trainingInput"]["scaleTier"] == "BASIC"
+    with pytest.raises(ValidationError, match="scale_tier"):
+        compile_checked(base(workers={"replicas": 1}), scale_tier="BASIC")
+
+
+def test_deprecated_machine_names_carry_their_gpus_without_acceleratorConfig():
+    ti = compile_checked(base(primary={"accelerator": "V100:4"}), machine_types={"primary": "complex_model_m_v100"}
+                         ).request["trainingInput"]
+    assert ti["masterType"] == "complex_model_m_v100" and "acceleratorConfig" not in ti["masterConfig"]
+
+
+@pytest.mark.parametrize(("block", "path"), [
+    ({"machine_types": {"workrs": "n1-standard-4"}}, "backends.ai_platform.machine_types.workrs"),
+    ({"machine_types": {"workers": "n1-standrd-4"}}, "backends.ai_platform.machine_types.workers"),
+    ({"job_id": "1bad"}, "backends.ai_platform.job_id"),
+    ({"scale_tier": "HUGE"}, "backends.ai_platform.scale_tier"),
+    ({"credentials": "mine"}, "backends.ai_platform.credentials"),
+    ({"regoin": "x"}, "backends.ai_platform.regoin"),
+])
+def test_bad_settings_name_their_path(block, path):
+    with pytest.raises(ValidationError) as err:
+        omnidist.compile(base(backends={"ai_platform": block}), backend="ai_platform")
+    assert path in str(err.value)
+    if "standrd" in str(block):
+        assert "did you mean 'n1-standard-4'" in str(err.value)
