@@ -1,1 +1,9 @@
-"""Placeholder until the backend lands."""
+"""omnidist backend for Vertex AI CustomJobs (worker pools, per-role machines, Reduction Server).
+
+Importing this package loads no Google SDK: :mod:`omnidist_vertex.client` imports
+``google.cloud.aiplatform_v1`` only when a job is submitted or followed.
+"""
+
+from omnidist_vertex.backend import VertexBackend, VertexSettings
+
+__all__ = ["VertexBackend", "VertexSettings"]

@@ -1,0 +1,445 @@
+"""Portable job -> Vertex AI CustomJob REST body. Pure: no network, no SDK import.
+
+One function per part: :func:`place` (role -> machine), :func:`reducer_count` (``auto``),
+:func:`pool_to_native` (role -> ``WorkerPoolSpec``), :func:`scheduling_to_native`,
+:func:`spec_extras` (settings -> ``CustomJobSpec`` fields). The output is the REST form:
+camelCase keys, enum names, int64 (``replicaCount``) as JSON strings, as the API returns it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from typing import Any, Optional
+
+import attrs
+
+from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
+from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, has_gpus
+from omnidist.runtime import hints
+from omnidist_vertex import catalog
+from omnidist_vertex.backend import ACCELERATOR_TYPES, POOL_INDEX, VertexSettings, reduction_server_image
+
+BACKEND = "vertex"
+TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
+MAX_ENV = 100
+_LABEL_KEY = re.compile(r"^[\w][\w-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
+
+
+@attrs.frozen(kw_only=True)
+class Placement:
+    """Where a role's replicas run: the machine type and (when the catalog knows it) its egress."""
+
+    machine_type: str
+    egress_gbps: Optional[float]
+
+
+def _machine_path(role: RoleName) -> str:
+    return f"backends.vertex.machine_types.{role.value}"
+
+
+# --- machines -----------------------------------------------------------------------------------
+
+
+def _demands_rdma(job: DistributedJob, role: EffectiveRole) -> bool:
+    return job.interconnect is Interconnect.INFINIBAND and role.name in TRAINING_ROLES
+
+
+def _refuse_infiniband(role: EffectiveRole, why: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(
+        "interconnect: infiniband",
+        BACKEND,
+        f"Google Cloud has no InfiniBand; the closest is GPUDirect RDMA, which only a3-ultragpu-8g (8×H200) "
+        f"and a4-highgpu-8g (8×B200) have, and {role.name.value} {why}.",
+        "Use accelerator H200:8 or B200:8 for RDMA, or set interconnect: any.",
+    )
+
+
+def _check_named(name: str, role: EffectiveRole, job: DistributedJob) -> catalog.Machine | None:
+    """Validate a machine the job names for ``role``; ``None`` for a CPU machine outside the catalog."""
+    path = _machine_path(role.name)
+    machine = catalog.machine(name)
+    wanted = role.accelerator
+    if machine is None:
+        family = name.split("-", 1)[0]
+        if family in catalog.GPU_FAMILIES or family == "n1":
+            close = difflib.get_close_matches(name, list(catalog.BY_NAME), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValidationError(f"unknown machine type {name!r}{hint}", path=path)
+        if wanted is not None:
+            raise ValidationError(
+                f"omnidist does not know which GPUs {name} can take; for {wanted} use one of: "
+                f"{', '.join(catalog.machines_for(wanted.type))}",
+                path=path,
+            )
+        if _demands_rdma(job, role):
+            raise _refuse_infiniband(role, f"runs on {name}")
+        return None
+    if machine.accelerator is not None:
+        if wanted is None or (wanted.type, wanted.count) != (machine.accelerator, machine.gpus):
+            asked = f"{wanted.count}×{wanted.type}" if wanted else "no accelerator"
+            raise ValidationError(
+                f"{name} comes with {machine.gpus}×{machine.accelerator}, "
+                f"but {role.name.value} asks for {asked}; "
+                f"set accelerator: {machine.accelerator}:{machine.gpus} or name another machine",
+                path=path,
+            )
+    elif wanted is not None:
+        rule = catalog.N1_GPUS.get(wanted.type)
+        if rule is None:
+            raise ValidationError(
+                f"N1 machines cannot take {wanted.type}; "
+                f"it comes on: {', '.join(catalog.machines_for(wanted.type))}",
+                path=path,
+            )
+        if wanted.count not in rule.caps:
+            raise ValidationError(
+                f"{name} can take {wanted.type} in counts "
+                f"{', '.join(map(str, rule.counts))}, not {wanted.count}",
+                path=path,
+            )
+        max_vcpus, max_memory = rule.caps[wanted.count]
+        if machine.vcpus > max_vcpus or machine.memory_gb > max_memory:
+            raise ValidationError(
+                f"{name} ({machine.vcpus} vCPUs, {machine.memory_gb:g} GB) is "
+                f"too big for {wanted.count}×{wanted.type}: "
+                f"N1 allows at most {max_vcpus} vCPUs and {max_memory:g} GB with that many "
+                f"(allowed counts: {', '.join(map(str, rule.counts))})",
+                path=path,
+            )
+    if role.cpus is not None and role.cpus > machine.vcpus:
+        raise ValidationError(
+            f"{name} has {machine.vcpus} vCPUs, but {role.name.value} asks for cpus: {role.cpus:g}", path=path
+        )
+    if role.memory_gb is not None and role.memory_gb > machine.memory_gb:
+        raise ValidationError(
+            f"{name} has {machine.memory_gb:g} GB, but {role.name.value} asks for "
+            f"memory_gb: {role.memory_gb:g}",
+            path=path,
+        )
+    if _demands_rdma(job, role) and not machine.rdma:
+        raise _refuse_infiniband(role, f"runs on {name}")
+    return machine
+
+
+def _pick(role: EffectiveRole, job: DistributedJob) -> catalog.Machine:
+    """The smallest catalog machine that fits the role."""
+    wanted = role.accelerator
+    if wanted is None and role.cpus is None and role.memory_gb is None:
+        default = (
+            catalog.REDUCER_MACHINE
+            if role.name is RoleName.REDUCTION_SERVERS
+            else catalog.DEFAULT_CPU_MACHINE
+        )
+        found = [catalog.BY_NAME[default]]
+    else:
+        found = list(catalog.candidates(wanted.type if wanted else None, wanted.count if wanted else 0))
+    if wanted is not None and not found:
+        raise ValidationError(
+            f"Vertex offers {wanted.type} as: {', '.join(catalog.machines_for(wanted.type))}; "
+            f"{wanted.count} per replica is not one of them",
+            path=f"{role.name.value}.accelerator",
+        )
+    # N1 hosts take any vCPU count up to a cap: give each GPU a few cores to feed it. Memory
+    # left open gets the standard ratio, so `cpus: 4` means n1-standard-4, not n1-highcpu-4.
+    cpus = (
+        role.cpus
+        if role.cpus is not None
+        else (_n1_default_vcpus(wanted.type, wanted.count) if wanted else 0)
+    )
+    memory = role.memory_gb if role.memory_gb is not None else cpus * catalog.N1_MEMORY_PER_VCPU["standard"]
+    found = [m for m in found if m.family != "n1" or (cpus <= m.vcpus and memory <= m.memory_gb)]
+    found = [m for m in found if (role.cpus or 0) <= m.vcpus and (role.memory_gb or 0) <= m.memory_gb]
+    if _demands_rdma(job, role):
+        if not any(m.rdma for m in found):
+            raise _refuse_infiniband(role, f"asks for {wanted or 'no accelerator'}")
+        found = [m for m in found if m.rdma]
+    if not found:
+        asked = ", ".join(f"{k}: {v:g}" for k, v in (("cpus", role.cpus), ("memory_gb", role.memory_gb)) if v)
+        raise ValidationError(
+            f"no Vertex machine{' with ' + str(wanted) if wanted else ''} has {asked}; lower them or name a "
+            f"machine in {_machine_path(role.name)}",
+            path=role.name.value,
+        )
+    return found[0]
+
+
+def _n1_default_vcpus(accelerator: str, count: int) -> int:
+    cap = catalog.N1_GPUS[accelerator].caps[count][0] if accelerator in catalog.N1_GPUS else 0
+    return min(catalog.N1_GPU_VCPUS_PER_GPU * count, cap)
+
+
+def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> Placement:
+    """The machine for ``role``: the one the settings name (validated) or the smallest that fits."""
+    named = settings.machine_types.get(role.name.value)
+    if role.name is RoleName.REDUCTION_SERVERS and role.accelerator is not None:
+        raise ValidationError(
+            "reduction servers run without GPUs; remove the accelerator", path="reduction_servers.accelerator"
+        )
+    if named:
+        machine = _check_named(named, role, job)
+    else:
+        machine = _pick(role, job)
+        notes.append(
+            Note(
+                kind=NoteKind.DEFAULTED,
+                field=_machine_path(role.name),
+                message=f"picked {machine.name} ({_describe(machine, role)}); name a machine here to choose",
+            )
+        )
+    if machine is None:
+        return Placement(machine_type=named, egress_gbps=None)
+    if _demands_rdma(job, role):
+        notes.append(
+            Note(
+                kind=NoteKind.APPROXIMATED,
+                field="interconnect",
+                message=f"{role.name.value} on {machine.name}: GPUDirect RDMA over RoCE, not InfiniBand",
+            )
+        )
+    wanted = role.accelerator
+    egress = catalog.egress_gbps(machine, wanted.type if wanted else None, wanted.count if wanted else 0)
+    return Placement(machine_type=machine.name, egress_gbps=egress)
+
+
+def _describe(machine: catalog.Machine, role: EffectiveRole) -> str:
+    gpus = f", {role.accelerator.count}×{role.accelerator.type}" if role.accelerator else ""
+    return f"{machine.vcpus} vCPUs, {machine.memory_gb:g} GB{gpus}"
+
+
+# --- Reduction Server ----------------------------------------------------------------------------
+
+
+def check_reducers(job: DistributedJob, roles: dict[RoleName, EffectiveRole], notes: list[Note]) -> None:
+    """Refuse what Vertex's Reduction Server cannot do, and note how to tune it."""
+    if RoleName.REDUCTION_SERVERS not in roles:
+        return
+    if RoleName.PARAMETER_SERVERS in roles:
+        raise UnsupportedFeatureError(
+            "reduction_servers",
+            BACKEND,
+            "parameter servers and the Reduction Server both live in "
+            "worker pool 2, so a job has one or the other.",
+            "Drop parameter_servers (all-reduce training) or reduction_servers (parameter-server training).",
+        )
+    if not any(has_gpus(roles.get(r)) for r in TRAINING_ROLES):
+        raise ValidationError(
+            "the Reduction Server speeds up NCCL all-reduce between GPU workers, and this job has none; "
+            "add GPU workers or remove reduction_servers",
+            path="reduction_servers",
+        )
+    if RoleName.WORKERS not in roles:
+        notes.append(
+            Note(
+                kind=NoteKind.HINT,
+                field="reduction_servers",
+                message="with a single training node there is no all-reduce across the network for the "
+                "reducers to speed up; add workers or drop reduction_servers",
+            )
+        )
+    if job.framework is Framework.CUSTOM:
+        notes.append(
+            Note(
+                kind=NoteKind.HINT,
+                field="framework",
+                message="framework custom keeps its reducers: the image must all-reduce through NCCL >= 2.7 "
+                "with the google-reduction-server plugin (apt install google-reduction-server)",
+            )
+        )
+    else:
+        notes.append(
+            Note(
+                kind=NoteKind.HINT,
+                field="image",
+                message="pools 0 and 1 need Vertex prebuilt TensorFlow >= "
+                "2.3 / PyTorch >= 1.4 containers, or "
+                "NCCL >= 2.7 with the google-reduction-server package",
+            )
+        )
+    notes.append(
+        Note(
+            kind=NoteKind.HINT,
+            field="reduction_servers",
+            message="the Reduction Server works best with large messages: PyTorch DDP bucket_cap_mb=64 "
+            "(default 25); Horovod HOROVOD_FUSION_THRESHOLD=134217728",
+        )
+    )
+
+
+def reducer_count(
+    role: EffectiveRole,
+    placements: dict[RoleName, Placement],
+    roles: dict[RoleName, EffectiveRole],
+    notes: list[Note],
+) -> int:
+    """``replicas: auto`` = ceil(Σ egress of primary + workers / egress of one reducer)."""
+    if role.replicas != AUTO:
+        return role.replicas
+    trainers = [r for r in TRAINING_ROLES if r in roles]
+    unknown = [
+        placements[r].machine_type for r in (*trainers, role.name) if placements[r].egress_gbps is None
+    ]
+    if unknown:
+        raise ValidationError(
+            f"cannot size 'auto': the egress bandwidth of {', '.join(unknown)} is not in omnidist's catalog; "
+            "give a number of reducers",
+            path="reduction_servers.replicas",
+        )
+    total = sum(_count(roles[r]) * placements[r].egress_gbps for r in trainers)
+    each = placements[role.name].egress_gbps
+    count = math.ceil(total / each)
+    terms = " + ".join(f"{_count(roles[r])}×{placements[r].egress_gbps:g}" for r in trainers)
+    notes.append(
+        Note(
+            kind=NoteKind.DEFAULTED,
+            field="reduction_servers.replicas",
+            message=f"auto = ceil(({terms} Gbps) / {each:g} Gbps per {placements[role.name].machine_type}) "
+            f"= {count}",
+        )
+    )
+    return count
+
+
+def _count(role: EffectiveRole) -> int:
+    return 1 if role.name is RoleName.PRIMARY else int(role.replicas)
+
+
+# --- pools and the job spec ------------------------------------------------------------------------
+
+
+def container_to_native(role: EffectiveRole, job: DistributedJob, settings: VertexSettings) -> dict[str, Any]:
+    """``containerSpec``: image, command, args and the env (runtime hints underneath the user's)."""
+    if role.name is RoleName.REDUCTION_SERVERS:
+        own = job.reduction_servers
+        image = own.image or settings.reduction_server_image or reduction_server_image(settings.region)
+        command, args = own.command or (), own.args or ()
+    else:
+        image, command, args = role.image, role.command, role.args
+    if not image:
+        raise ValidationError(
+            "Vertex runs containers: set image (for the job or this role)", path=f"{role.name.value}.image"
+        )
+    env = env_with_hints(role, job)
+    # Hints first, then the user's variables by name: a stable order that survives an import
+    # (which may regroup variables between the job and its roles).
+    env = {**{k: env[k] for k in hints.ALL if k in env}, **dict(sorted(env.items()))}
+    if len(env) > MAX_ENV:
+        raise ValidationError(
+            f"Vertex takes at most {MAX_ENV} variables per pool, got {len(env)} "
+            "(with omnidist's runtime hints)",
+            path=f"{role.name.value}.env",
+        )
+    spec: dict[str, Any] = {"imageUri": image}
+    if command:
+        spec["command"] = list(command)
+    if args:
+        spec["args"] = list(args)
+    # An empty value is left out, as the API itself prints it (proto3 drops empty strings).
+    spec["env"] = [{"name": k, "value": v} if v else {"name": k} for k, v in env.items()]
+    return spec
+
+
+def pool_to_native(
+    role: EffectiveRole, replicas: int, placement: Placement, job: DistributedJob, settings: VertexSettings
+) -> dict[str, Any]:
+    """One ``WorkerPoolSpec``."""
+    machine: dict[str, Any] = {"machineType": placement.machine_type}
+    if role.accelerator is not None:
+        machine["acceleratorType"] = ACCELERATOR_TYPES[role.accelerator.type]
+        machine["acceleratorCount"] = role.accelerator.count
+    pool: dict[str, Any] = {
+        "machineSpec": machine,
+        "replicaCount": str(replicas),
+        "containerSpec": container_to_native(role, job, settings),
+    }
+    disk: dict[str, Any] = {}
+    if settings.boot_disk_type:
+        disk["bootDiskType"] = settings.boot_disk_type
+    if role.disk_gb is not None:
+        disk["bootDiskSizeGb"] = role.disk_gb
+    if disk:
+        pool["diskSpec"] = disk
+    return pool
+
+
+def scheduling_to_native(job: DistributedJob, settings: VertexSettings) -> dict[str, Any]:
+    """``scheduling``: timeout as ``"<seconds>s"``, SPOT capacity, restart on worker restart."""
+    scheduling: dict[str, Any] = {}
+    if job.timeout is not None:
+        scheduling["timeout"] = f"{job.timeout}s"
+    if settings.restart_job_on_worker_restart:
+        scheduling["restartJobOnWorkerRestart"] = True
+    if job.spot:
+        scheduling["strategy"] = "SPOT"
+    return scheduling
+
+
+def spec_extras(settings: VertexSettings) -> dict[str, Any]:
+    """The ``CustomJobSpec`` fields that come from the backend settings."""
+    if settings.tensorboard and not settings.service_account:
+        raise ValidationError(
+            "Vertex needs service_account when tensorboard is set", path="backends.vertex.service_account"
+        )
+    extras: dict[str, Any] = {}
+    if settings.service_account:
+        extras["serviceAccount"] = settings.service_account
+    if settings.network:
+        extras["network"] = settings.network
+    if settings.base_output_dir:
+        extras["baseOutputDirectory"] = {"outputUriPrefix": settings.base_output_dir}
+    if settings.enable_web_access:
+        extras["enableWebAccess"] = True
+    if settings.tensorboard:
+        extras["tensorboard"] = settings.tensorboard
+    if settings.persistent_resource_id:
+        extras["persistentResourceId"] = settings.persistent_resource_id
+    return extras
+
+
+def check_labels(labels: dict[str, str]) -> None:
+    """Google Cloud label rules: lowercase keys/values of letters, digits, ``_``, ``-``; ≤ 63 chars."""
+    for key, value in labels.items():
+        if not _LABEL_KEY.match(key) or key != key.lower() or not key[0].isalpha():
+            raise ValidationError(
+                "label keys start with a lowercase letter, then up to 62 lowercase letters, "
+                "digits, '_' or '-'",
+                path=f"labels.{key}",
+            )
+        if not _LABEL_VALUE.match(value) or value != value.lower():
+            raise ValidationError(
+                "label values are up to 63 lowercase letters, digits, '_' or '-'", path=f"labels.{key}"
+            )
+
+
+def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
+    """The CustomJob for ``job``, with diagnostics."""
+    notes: list[Note] = []
+    check_labels(job.labels)
+    roles = {r.name: r for r in effective_roles(job)}
+    check_reducers(job, roles, notes)
+    placements = {name: place(role, job, settings, notes) for name, role in roles.items()}
+    pools: list[dict[str, Any]] = [{}, {}, {}, {}]
+    for name, role in roles.items():
+        replicas = (
+            reducer_count(role, placements, roles, notes)
+            if name is RoleName.REDUCTION_SERVERS
+            else _count(role)
+        )
+        pools[POOL_INDEX[name]] = pool_to_native(role, replicas, placements[name], job, settings)
+    while pools and not pools[-1]:
+        pools.pop()  # skipped pools in the middle stay as {}; trailing ones go
+    spec: dict[str, Any] = {"workerPoolSpecs": pools}
+    scheduling = scheduling_to_native(job, settings)
+    if scheduling:
+        spec["scheduling"] = scheduling
+    spec.update(spec_extras(settings))
+    request: dict[str, Any] = {"displayName": job.name, "jobSpec": spec}
+    if job.labels:
+        request["labels"] = dict(job.labels)
+    if settings.kms_key_name:
+        request["encryptionSpec"] = {"kmsKeyName": settings.kms_key_name}
+    return CompiledJob(backend=BACKEND, request=request, diagnostics=notes, format="json", job=job)

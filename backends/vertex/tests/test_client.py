@@ -1,0 +1,189 @@
+"""The real aiplatform_v1 JobServiceClient (REST) against a fake Vertex service started here:
+create, get, list, cancel; faults; error mapping."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+from omnidist_vertex import VertexBackend, VertexSettings
+
+from omnidist.backend import JobState
+from omnidist.errors import (
+    ConfigError,
+    InvalidRequestError,
+    NotFoundError,
+    PermissionDeniedError,
+    TransientBackendError,
+    ValidationError,
+)
+from omnidist.job import DistributedJob
+from omnidist.testing.fakeserver import Fault
+
+JOB = DistributedJob.from_dict(
+    {
+        "name": "demo",
+        "framework": "pytorch",
+        "image": "gcr.io/p/t:1",
+        "command": "python train.py",
+        "primary": {"accelerator": "V100:8"},
+        "workers": {"replicas": 2},
+        "reduction_servers": {"replicas": "auto"},
+        "labels": {"team": "vision"},
+    }
+)
+CREATE = r"/customJobs$"
+
+
+class Sleeps(list):
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+@pytest.fixture
+def sleeps():
+    return Sleeps()
+
+
+@pytest.fixture
+def driver(sleeps):
+    ids = (f"req-{i}" for i in itertools.count(1))
+    return VertexBackend(request_id=lambda: next(ids), sleep=sleeps)
+
+
+def conf(vertex, **extra) -> VertexSettings:
+    return VertexSettings(
+        project="p", region="us-central1", api_endpoint=vertex.url, credentials="anonymous", **extra
+    )
+
+
+def submit(driver, vertex, **extra):
+    settings = conf(vertex, **extra)
+    return driver.submit(driver.compile(JOB, settings), settings)
+
+
+def test_submit_status_wait(driver, vertex, valid):
+    handle = submit(driver, vertex)
+    assert handle.id == "projects/p/locations/us-central1/customJobs/1000"
+    assert handle.url == (
+        "https://console.cloud.google.com/agent-platform/locations/us-central1/training/1000?project=p"
+    )
+    (create,) = vertex.server.calls("POST", CREATE)
+    assert create.path == "/v1/projects/p/locations/us-central1/customJobs"
+    body = create.body
+    assert body["labels"] == {"team": "vision", "omnidist-request-id": "req-1"}
+    pools = body["jobSpec"]["workerPoolSpecs"]
+    assert pools[0]["machineSpec"]["acceleratorType"] == 3  # REST sends enum numbers
+    assert [p["replicaCount"] for p in pools] == ["1", "2", "10"]  # ceil(3 × 100 / 32)
+    compiled = driver.compile(JOB, conf(vertex))
+    assert body["displayName"] == compiled.request["displayName"]
+    seen = []
+    final = handle.wait(poll_interval=0, on_change=seen.append, sleep=lambda s: None)
+    assert final.state is JobState.SUCCEEDED and final.native_state == "JOB_STATE_SUCCEEDED"
+    assert [s.state for s in seen] == [
+        JobState.QUEUED,
+        JobState.PENDING,
+        JobState.RUNNING,
+        JobState.SUCCEEDED,
+    ]
+
+
+def test_failed_job_carries_the_message(driver, vertex):
+    vertex.final, vertex.error_message = "JOB_STATE_FAILED", "replica workerpool1-0 exited with code 1"
+    final = submit(driver, vertex).wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and "exited with code 1" in final.message
+
+
+def test_cancel_running_and_finished(driver, vertex):
+    vertex.hold = True
+    handle = submit(driver, vertex)
+    for _ in range(3):
+        handle.status()
+    assert handle.status().state is JobState.RUNNING
+    handle.cancel()
+    assert len(vertex.server.calls("POST", r":cancel$")) == 1
+    assert handle.status().state is JobState.CANCELLING
+    assert handle.status().state is JobState.CANCELLED
+    handle.cancel()  # finished: a no-op, no second cancel call
+    assert len(vertex.server.calls("POST", r":cancel$")) == 1
+
+
+def test_bare_number_completed_from_settings(driver, vertex):
+    handle = submit(driver, vertex)
+    assert driver.status("1000", conf(vertex)).state is JobState.QUEUED
+    with pytest.raises(ValidationError):
+        driver.status("1000", VertexSettings(api_endpoint=vertex.url, credentials="anonymous"))
+    with pytest.raises(NotFoundError, match="not found"):
+        driver.status(handle.id.replace("1000", "999"), conf(vertex))
+
+
+@pytest.mark.parametrize("fault", [Fault.http(503), Fault.reset(), Fault.http(500, "backend error")])
+def test_transient_failures_retried_once_created(driver, vertex, fault, sleeps):
+    vertex.server.fail("POST", CREATE, fault)
+    handle = submit(driver, vertex)
+    assert len(vertex.jobs) == 1 and handle.id in vertex.jobs
+    assert len(vertex.server.calls("POST", CREATE)) == 2
+    assert len(sleeps) == 1 and 0 <= sleeps[0] <= 20
+
+
+def test_429_honours_retry_after(driver, vertex, sleeps):
+    vertex.server.fail("POST", CREATE, Fault.http(429, "quota exceeded", retry_after=7))
+    submit(driver, vertex)
+    assert sleeps == [7.0] and len(vertex.jobs) == 1
+
+
+def test_response_dropped_after_creation_makes_one_job(driver, vertex):
+    vertex.server.fail("POST", CREATE, Fault.drop_after_create())
+    handle = submit(driver, vertex)
+    assert len(vertex.jobs) == 1 and handle.id == next(iter(vertex.jobs))
+    assert len(vertex.server.calls("POST", CREATE)) == 1  # found by its label, not created again
+    (lookup,) = vertex.server.calls("GET", CREATE)
+    assert lookup.query["filter"] == ['labels.omnidist-request-id="req-1"']
+
+
+def test_lookup_ignores_other_requests_jobs(driver, vertex):
+    submit(driver, vertex)  # req-1
+    vertex.server.fail("POST", CREATE, Fault.http(503))
+    handle = submit(driver, vertex)  # req-2: nothing found, created on the retry
+    assert len(vertex.jobs) == 2 and vertex.jobs[handle.id]["labels"]["omnidist-request-id"] == "req-2"
+
+
+@pytest.mark.parametrize(
+    "status, error", [(400, InvalidRequestError), (403, PermissionDeniedError), (404, NotFoundError)]
+)
+def test_client_errors_fail_fast_with_the_server_message(driver, vertex, status, error, sleeps):
+    vertex.server.fail("POST", CREATE, Fault.http(status, 'Accelerator "NVIDIA_TESLA_V100" is not supported'))
+    with pytest.raises(error) as err:
+        submit(driver, vertex)
+    assert err.value.status == status and 'Accelerator "NVIDIA_TESLA_V100" is not supported' in str(err.value)
+    assert "http://" not in str(err.value)  # the server's message, not the SDK's URL dump
+    assert len(vertex.server.calls("POST", CREATE)) == 1 and not sleeps and not vertex.jobs
+    assert isinstance(err.value.__cause__, Exception)
+
+
+def test_attempts_are_bounded(driver, vertex, sleeps):
+    vertex.server.fail("POST", CREATE, *[Fault.http(503, "still down")] * 10)
+    with pytest.raises(TransientBackendError, match="still down"):
+        submit(driver, vertex, max_attempts=3)
+    assert len(vertex.server.calls("POST", CREATE)) == 3 and len(sleeps) == 2 and not vertex.jobs
+
+
+def test_transient_failures_on_status_are_retried(driver, vertex):
+    handle = submit(driver, vertex)
+    vertex.server.fail("GET", r"/customJobs/\d+$", Fault.http(503), Fault.reset())
+    assert handle.status().state is JobState.QUEUED
+
+
+def test_submit_needs_a_project(driver, vertex):
+    settings = VertexSettings(api_endpoint=vertex.url, credentials="anonymous")
+    with pytest.raises(ConfigError, match="project"):
+        driver.submit(driver.compile(JOB, settings), settings)
+    assert not vertex.server.requests
+
+
+def test_logs_without_cloud_logging(driver, vertex):
+    handle = submit(driver, vertex)
+    lines = list(handle.logs())
+    assert lines[0] == f"console: {handle.url}" and "google-cloud-logging" in lines[1]
+    followed = list(driver.logs(handle.id, conf(vertex, poll_interval_s=0.01), follow=True))
+    assert followed[2:] == ["state: queued", "state: pending", "state: running", "state: succeeded"]
