@@ -183,6 +183,20 @@ def _structure_blocks(value: Any, _: type) -> dict[str, dict[str, Any]]:
 
 
 _register_exact(dict[str, dict[str, Any]], _structure_blocks)
+def _attrs_structure_factory(cls: type) -> Any:
+    # Every attrs class (settings blocks, native-spec models) says "expected a mapping" for a
+    # non-mapping instead of failing inside the generated code.
+    structure_fields = make_dict_structure_fn(cls, _converter, _cattrs_forbid_extra_keys=True)
+
+    def hook(value: Any, _: type) -> Any:
+        if not isinstance(value, Mapping):
+            raise ValueError(f"expected a mapping, got {_kind(value)}")
+        return structure_fields(value, cls)
+
+    return hook
+
+
+_converter.register_structure_hook_factory(attrs.has, _attrs_structure_factory)
 _structure_accelerator_mapping = make_dict_structure_fn(Accelerator, _converter, _cattrs_forbid_extra_keys=True)
 _converter.register_structure_hook(Accelerator, _structure_accelerator)
 _converter.register_structure_hook(

@@ -1,0 +1,230 @@
+"""The Azure ML backend: its settings, the tables where Azure differs, and the glue.
+
+Compiling and importing live in :mod:`.compiler` and :mod:`.importer` (pure); talking to
+Azure lives in :mod:`.client` (``azure-ai-ml``, imported lazily).
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Optional
+
+import attrs
+
+from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
+from omnidist.errors import ValidationError
+from omnidist.job import DistributedJob, Framework, RoleName
+
+from omnidist_azure_ml import catalog
+
+NAME = "azure_ml"
+
+FRAMEWORK_DISTRIBUTIONS: dict[Framework, str] = {
+    Framework.CUSTOM: "pytorch",
+    Framework.DEEPSPEED: "pytorch",
+    Framework.HOROVOD: "mpi",
+    Framework.PYTORCH: "pytorch",
+    Framework.TENSORFLOW: "tensorflow",
+}
+"""Portable framework -> Azure ``distribution.type`` (custom: see LAUNCHES_OWN_PROCESSES)."""
+
+DISTRIBUTION_FRAMEWORKS: dict[str, Framework] = {
+    kind: min((f for f, k in FRAMEWORK_DISTRIBUTIONS.items() if k == kind), key=lambda f: f.value != kind)
+    for kind in sorted(set(FRAMEWORK_DISTRIBUTIONS.values()))
+}
+"""Azure ``distribution.type`` -> framework: derived, preferring the framework of the same name."""
+
+LAUNCHES_OWN_PROCESSES: frozenset[Framework] = frozenset({Framework.CUSTOM})
+"""Frameworks whose command starts its own per-node processes, so Azure starts one per node
+(``process_count_per_instance: 1``) and only wires MASTER_ADDR/NODE_RANK/WORLD_SIZE."""
+
+PARAMETER_SERVERS_ADD_NODES = False
+"""Whether TensorFlow parameter servers get nodes of their own on top of the workers.
+
+*Unconfirmed* (PLATFORMS.md): Azure's documented example runs ``worker_count: 2,
+parameter_server_count: 1`` on ``instance_count: 2``, so omnidist keeps
+``instance_count == worker_count`` and lets Azure place the parameter servers. Flip this
+entry if Azure turns out to need ``instance_count = worker_count + parameter_server_count``.
+"""
+
+STATES: dict[str, JobState] = {
+    "CancelRequested": JobState.CANCELLING,
+    "Canceled": JobState.CANCELLED,
+    "Completed": JobState.SUCCEEDED,
+    "Failed": JobState.FAILED,
+    "Finalizing": JobState.RUNNING,
+    "NotResponding": JobState.UNKNOWN,
+    "NotStarted": JobState.QUEUED,
+    "Null": JobState.UNKNOWN,
+    "Paused": JobState.PAUSED,
+    "Preparing": JobState.PENDING,
+    "Provisioning": JobState.PENDING,
+    "Queued": JobState.QUEUED,
+    "Running": JobState.RUNNING,
+    "Starting": JobState.PENDING,
+    "Unknown": JobState.UNKNOWN,
+}
+"""Azure ML job status -> portable state."""
+
+JOB_TIERS: tuple[str, ...] = ("basic", "premium", "spot", "standard")
+"""Values of ``queue_settings.job_tier``."""
+
+PRIORITIES: tuple[str, ...] = ("high", "low", "medium")
+"""Values of ``queue_settings.priority``."""
+
+CREDENTIALS: tuple[str, ...] = ("anonymous", "default")
+"""``default``: azure-identity's DefaultAzureCredential; ``anonymous``: a static fake token (local endpoints)."""
+
+UNSUPPORTED_NATIVE_KEYS: dict[str, str] = {
+    "identity": "run under the compute's identity, or submit this job with az ml directly",
+    "outputs": "write outputs to a path your command names (e.g. ./outputs, which Azure uploads)",
+    "resources.locations": "pick the region through the workspace",
+    "resources.max_instance_count": "give a fixed node count with workers.replicas",
+    "resources.properties": "set the compute's properties on the cluster itself",
+    "services": "open interactive services (SSH, Jupyter) from the Azure ML studio",
+}
+"""Command-job keys the portable job cannot hold -> what to do instead (import refuses them)."""
+
+_SHM = re.compile(r"^\d+[bkmgBKMG]?$")
+
+
+def _choice(values: tuple[str, ...]) -> Callable[[Any, attrs.Attribute, Any], None]:
+    def check(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:
+        if value is not None and value.lower() not in values:
+            raise ValidationError(f"{value!r} is not one of {', '.join(values)}", path=attribute.name)
+
+    return check
+
+
+def _shm(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:
+    if value is not None and not _SHM.match(value):
+        raise ValidationError(f"{value!r} is not a size; write a number with b, k, m or g, e.g. 16g",
+                              path=attribute.name)
+
+
+def _at_least(minimum: float) -> Callable[[Any, attrs.Attribute, Any], None]:
+    def check(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+        if value < minimum:
+            raise ValidationError(f"must be >= {minimum}, got {value}", path=attribute.name)
+
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class AzureMLSettings:
+    """Profile keys and ``backends.azure_ml`` keys (every one documented in docs/backends/azure_ml.md)."""
+
+    subscription_id: Optional[str] = None
+    resource_group: Optional[str] = None
+    workspace: Optional[str] = None
+    compute: Optional[str] = None
+    """Compute cluster name; omitted -> serverless compute sized by ``resources.instance_type``."""
+    instance_type: Optional[str] = None
+    """VM SKU; omitted -> picked from the catalog by accelerator, cpus, memory and interconnect."""
+    environment: Optional[str] = None
+    """A registered/curated environment (``azureml:name:version``), used instead of the job's image."""
+    shm_size: Optional[str] = attrs.field(default=None, validator=_shm)
+    docker_args: Optional[str] = None
+    experiment_name: Optional[str] = None
+    job_tier: Optional[str] = attrs.field(default=None, validator=_choice(JOB_TIERS))
+    priority: Optional[str] = attrs.field(default=None, validator=_choice(PRIORITIES))
+    code: Optional[str] = None
+    """Local folder (or URI) Azure uploads as the working directory of the command."""
+    inputs: dict[str, Any] = attrs.field(factory=dict)
+    """Job inputs, passed through as written (referenced as ``${{inputs.NAME}}`` in the command)."""
+    credential: str = attrs.field(default="default", validator=_choice(CREDENTIALS))
+    endpoint: Optional[str] = None
+    """Resource-manager base URL override (tests, local endpoints, sovereign clouds)."""
+    max_attempts: int = attrs.field(default=5, validator=_at_least(1))
+    retry_deadline_s: float = attrs.field(default=120.0, validator=_at_least(0))
+    poll_interval_s: float = attrs.field(default=15.0, validator=_at_least(0))
+
+
+def _random_suffix() -> str:
+    return uuid.uuid4().hex[:8]
+
+
+class AzureMLBackend(Backend):
+    """Azure ML command jobs: PyTorch / DeepSpeed / Horovod (MPI) / TensorFlow distribution on
+    one homogeneous set of nodes, with InfiniBand SKUs for multi-node GPU training.
+
+    Args:
+        suffix: makes the per-submit job-name suffix (``<job-name>-<suffix>``); injectable for tests.
+        sleep: used between retries and polls; injectable for tests.
+    """
+
+    name = NAME
+    output_format = "yaml"
+    settings_type = AzureMLSettings
+    capabilities = Capabilities(
+        roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS}),
+        accelerators=frozenset(catalog.offered_accelerators()),
+        spot=True,
+        infiniband=True,
+        per_role_machines=False,
+        env=True,
+        reduction_server=False,
+    )
+
+    def __init__(self, *, suffix: Callable[[], str] = _random_suffix,
+                 sleep: Optional[Callable[[float], None]] = None) -> None:
+        self._suffix = suffix
+        self._sleep = sleep
+
+    def compile(self, job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
+        """The command job YAML (as a dict) for ``job``; pure."""
+        from omnidist_azure_ml import compiler
+
+        return compiler.compile_job(job, settings)
+
+    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
+        """A portable job from a command job YAML (as parsed); pure."""
+        return self.import_with_notes(request)[0]
+
+    def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
+        """The portable job plus what was inferred (GPUs from the SKU), approximated or dropped."""
+        from omnidist_azure_ml import importer
+
+        return importer.import_command_job(request)
+
+    def submit(self, compiled: CompiledJob, settings: AzureMLSettings) -> JobHandle:
+        """PUT the job under ``<display_name>-<suffix>``, one name per submit, reused on retry."""
+        from omnidist_azure_ml import client
+
+        name = f"{compiled.request.get('display_name', 'omnidist')}-{self._suffix()}"
+        origin = compiled.job.source if compiled.job is not None else None
+        url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep)
+        return JobHandle(backend=self.name, id=name, url=url or self.console_url(name, settings),
+                         settings=settings, driver=self)
+
+    def status(self, job_id: str, settings: AzureMLSettings) -> JobStatus:
+        """The job's status, mapped through :data:`STATES`."""
+        from omnidist_azure_ml import client
+
+        return client.status(job_id, settings, sleep=self._sleep)
+
+    def logs(self, job_id: str, settings: AzureMLSettings, follow: bool = False) -> Iterator[str]:
+        """The studio URL and the job's state transitions (see the doc page for why not the log files)."""
+        from omnidist_azure_ml import client
+
+        return client.logs(job_id, settings, follow=follow, sleep=self._sleep)
+
+    def cancel(self, job_id: str, settings: AzureMLSettings) -> None:
+        """Request cancellation; a no-op once the job has ended."""
+        from omnidist_azure_ml import client
+
+        client.cancel(job_id, settings, sleep=self._sleep)
+
+    def console_url(self, job_id: str, settings: AzureMLSettings) -> str:
+        """The Azure ML studio page of the job (built locally, no network)."""
+        if not (settings.subscription_id and settings.resource_group and settings.workspace):
+            return ""
+        return (f"https://ml.azure.com/runs/{job_id}?wsid=/subscriptions/{settings.subscription_id}"
+                f"/resourcegroups/{settings.resource_group}/workspaces/{settings.workspace}")
+
+
+def native_state(state: str) -> JobState:
+    """The portable state for an Azure status (``UNKNOWN`` for a status omnidist has not seen)."""
+    return STATES.get(state, JobState.UNKNOWN)

@@ -1,0 +1,215 @@
+"""Azure ML through ``azure.ai.ml.MLClient``: submit, status, logs, cancel.
+
+The SDK is imported inside these functions only (it costs 1-2 s). Its own retries are
+turned off (``retry_total=0``) so every attempt is omnidist's: SDK exceptions are translated
+here into omnidist's tree and only :class:`~omnidist.errors.TransientBackendError` is retried,
+under :mod:`omnidist.retry`. A create is a PUT by job name, and the name is fixed once per
+submit, so a retried create cannot make a second job; a retry first looks the name up.
+
+``settings.endpoint`` points every management call at another resource manager (a sovereign
+cloud, or the local fake server in tests) through the SDK's ``cloud``/``cloud_metadata``
+(verified with azure-ai-ml 1.35.2; the SDK registers the cloud in a process-wide table and
+sets ``AZUREML_CURRENT_CLOUD`` for the process).
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, Optional, TypeVar
+
+from omnidist import retry, serde
+from omnidist.backend import JobStatus
+from omnidist.errors import (
+    BackendError, ConfigError, InvalidRequestError, NotFoundError, OmnidistError, TransientBackendError,
+    error_for_status,
+)
+
+from omnidist_azure_ml.backend import NAME, AzureMLSettings, native_state
+
+T = TypeVar("T")
+Sleep = Optional[Callable[[float], None]]
+
+PUBLIC_CLOUD: dict[str, str] = {
+    "active_directory": "https://login.microsoftonline.com/",
+    "aml_resource_id": "https://ml.azure.com/",
+    "azure_portal": "https://portal.azure.com/",
+    "registry_discovery_endpoint": "https://eastus.api.azureml.ms/",
+    "resource_manager": "https://management.azure.com/",
+    "storage_endpoint": "core.windows.net",
+}
+"""Azure public cloud endpoints; ``settings.endpoint`` replaces ``resource_manager``."""
+
+
+class StaticTokenCredential:
+    """A credential that hands out one fake bearer token (``credential = "anonymous"``), for
+    local endpoints that check no token."""
+
+    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
+        """A token valid for an hour."""
+        from azure.core.credentials import AccessToken
+
+        return AccessToken("omnidist-anonymous", int(time.time()) + 3600)
+
+
+def credential(settings: AzureMLSettings) -> Any:
+    """azure-identity's default chain, or the static fake token."""
+    if settings.credential == "anonymous":
+        return StaticTokenCredential()
+    from azure.identity import DefaultAzureCredential
+
+    return DefaultAzureCredential()
+
+
+def ml_client(settings: AzureMLSettings) -> Any:
+    """An ``MLClient`` for the configured workspace, with the SDK's retries off.
+
+    Raises:
+        ConfigError: subscription_id, resource_group or workspace is missing.
+    """
+    missing = [k for k in ("subscription_id", "resource_group", "workspace") if not getattr(settings, k)]
+    if missing:
+        raise ConfigError(f"{NAME} needs {', '.join(missing)}: set them in the profile (omnidist.toml) or in "
+                          f"the job's backends.{NAME} block")
+    from azure.ai.ml import MLClient
+
+    # The SDK logs an "experimental field" warning for queue_settings on every load; it is
+    # not the user's concern and would clutter `omnidist submit`.
+    logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
+    kwargs: dict[str, Any] = {"retry_total": 0, "enable_telemetry": False, "show_progress": False}
+    if settings.endpoint:
+        base = settings.endpoint.rstrip("/") + "/"
+        # The SDK keeps clouds in a process-wide table keyed by name: one name per endpoint.
+        kwargs["cloud"] = f"omnidist-{base}"
+        kwargs["cloud_metadata"] = {**PUBLIC_CLOUD, "resource_manager": base}
+    return MLClient(credential(settings), settings.subscription_id, settings.resource_group,
+                    settings.workspace, **kwargs)
+
+
+def translate(exc: BaseException) -> OmnidistError:
+    """The omnidist error for an SDK/transport exception, with the service's message."""
+    from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+
+    if isinstance(exc, OmnidistError):
+        return exc
+    if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
+        return TransientBackendError(f"connection failed: {exc}", backend=NAME)
+    if isinstance(exc, HttpResponseError):
+        status = exc.status_code
+        error = getattr(exc, "error", None)
+        message = getattr(error, "message", None) or exc.message or str(exc)
+        headers = exc.response.headers if exc.response is not None else {}
+        return error_for_status(status)(message, backend=NAME, status=status,
+                                        retry_after=retry.parse_retry_after(headers.get("Retry-After")))
+    if _is_validation(exc):
+        return InvalidRequestError(f"the Azure ML SDK rejected the job: {exc}", backend=NAME)
+    return BackendError(f"{type(exc).__name__}: {exc}", backend=NAME)
+
+
+def _is_validation(exc: BaseException) -> bool:
+    from azure.ai.ml.exceptions import ValidationException
+    from marshmallow import ValidationError as SchemaError
+
+    return isinstance(exc, (ValidationException, SchemaError))
+
+
+def _call(fn: Callable[[], T], settings: AzureMLSettings, sleep: Sleep) -> T:
+    """``fn`` with SDK errors translated, retried on transient ones under the settings' policy."""
+    def guarded() -> T:
+        try:
+            return fn()
+        except Exception as exc:  # noqa: BLE001 - translated at the boundary, never swallowed
+            raise translate(exc) from exc
+
+    policy = retry.RetryPolicy(attempts=settings.max_attempts, deadline=settings.retry_deadline_s)
+    return retry.call(guarded, policy, sleep)
+
+
+def _find(client: Any, name: str) -> Any:
+    try:
+        return client.jobs.get(name)
+    except Exception as exc:  # noqa: BLE001
+        error = translate(exc)
+        if isinstance(error, NotFoundError):
+            return None
+        raise error from exc
+
+
+def submit(request: Mapping[str, Any], settings: AzureMLSettings, *, name: str, source: Optional[str] = None,
+           sleep: Sleep = None) -> str:
+    """Create the command job ``request`` as ``name``; returns its studio URL.
+
+    The YAML goes through ``azure.ai.ml.load_job`` (the SDK's own schema checks) and
+    ``jobs.create_or_update`` (which registers an inline image environment, then PUTs the job).
+    """
+    from azure.ai.ml import load_job
+
+    client = ml_client(settings)
+    text = serde.dump_yaml({**request, "name": name})
+    origin = os.path.dirname(os.path.abspath(source)) if source else os.getcwd()
+    attempts = {"count": 0}
+
+    def create() -> Any:
+        attempts["count"] += 1
+        if attempts["count"] > 1:  # the last PUT may have landed before its answer was lost
+            existing = _find(client, name)
+            if existing is not None:
+                return existing
+        job = load_job(io.StringIO(text), relative_origin=origin)
+        return client.jobs.create_or_update(job)
+
+    created = _call(create, settings, sleep)
+    return created.studio_url or ""
+
+
+def _state_name(job: Any) -> str:
+    state = job.status
+    return str(getattr(state, "value", state) or "Unknown")
+
+
+def status(name: str, settings: AzureMLSettings, *, sleep: Sleep = None) -> JobStatus:
+    """The job's status through ``jobs.get``."""
+    client = ml_client(settings)
+    job = _call(lambda: client.jobs.get(name), settings, sleep)
+    return _status_of(job)
+
+
+def _status_of(job: Any) -> JobStatus:
+    native = _state_name(job)
+    return JobStatus(state=native_state(native), native_state=native)
+
+
+def logs(name: str, settings: AzureMLSettings, *, follow: bool = False, sleep: Sleep = None) -> Iterator[str]:
+    """The job's studio URL, then its state transitions (until it ends when ``follow``).
+
+    ``jobs.stream`` prints log files fetched from the workspace's run-history and blob storage
+    services to stdout; omnidist reports the states through the management API instead and
+    points at the studio page for the log files.
+    """
+    client = ml_client(settings)
+    job = _call(lambda: client.jobs.get(name), settings, sleep)
+    yield f"{name}: logs at {job.studio_url or 'the Azure ML studio'}"
+    last = None
+    wait = sleep if sleep is not None else time.sleep
+    while True:
+        current = _status_of(job)
+        if current.native_state != last:
+            last = current.native_state
+            yield f"{name}: {current.native_state} ({current.state.value})"
+        if not follow or current.state.terminal:
+            return
+        wait(settings.poll_interval_s)
+        job = _call(lambda: client.jobs.get(name), settings, sleep)
+
+
+def cancel(name: str, settings: AzureMLSettings, *, sleep: Sleep = None) -> None:
+    """Request cancellation (``POST …/jobs/{name}/cancel``); a no-op on an ended job."""
+    client = ml_client(settings)
+    job = _call(lambda: client.jobs.get(name), settings, sleep)
+    if _status_of(job).state.terminal:
+        return
+    # polling=False: the request is accepted at once; status() shows CancelRequested -> Canceled.
+    _call(lambda: client.jobs.begin_cancel(name, polling=False), settings, sleep)

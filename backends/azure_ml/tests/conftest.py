@@ -1,0 +1,176 @@
+"""A local Azure ML management API for the real ``MLClient``, and helpers shared by the tests.
+
+The fake implements exactly the routes ``jobs.create_or_update`` / ``get`` / ``begin_cancel``
+call: PUT an (anonymous) environment version, PUT / GET a job by name, POST cancel. Jobs keep
+real state: a PUT of an existing name returns the stored job (Azure's PUT is idempotent), GETs
+walk the job through a scripted status timeline, cancel moves it to CancelRequested/Canceled.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from omnidist.testing import FakeServer
+from omnidist.testing.fakeserver import Recorded, Response
+
+from omnidist_azure_ml import AzureMLSettings
+
+WORKSPACE = (r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
+             r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)")
+TERMINAL = {"Completed", "Failed", "Canceled"}
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def _arm_error(status: int, code: str, message: str) -> Response:
+    return Response(status, {"error": {"code": code, "message": message}})
+
+
+class FakeAzureML:
+    """The fake service's state and routes."""
+
+    def __init__(self, server: FakeServer):
+        self.server = server
+        self.jobs: dict[str, dict[str, Any]] = {}
+        self.environments: dict[str, dict[str, Any]] = {}
+        self.timeline = ["NotStarted", "Queued", "Running", "Completed"]
+        self._lock = threading.Lock()
+        server.route("PUT", WORKSPACE + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$", self.put_environment)
+        server.route("PUT", WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.put_job)
+        server.route("GET", WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.get_job)
+        server.route("POST", WORKSPACE + r"/jobs/(?P<name>[^/]+)/cancel$", self.cancel_job)
+
+    def put_environment(self, rec: Recorded, m: re.Match) -> Response:
+        body = {"id": rec.path, "name": m["ver"], "properties": rec.body["properties"],
+                "type": "Microsoft.MachineLearningServices/workspaces/environments/versions"}
+        self.environments[f"{m['env']}:{m['ver']}"] = body
+        return Response(200, body)
+
+    def put_job(self, rec: Recorded, m: re.Match) -> Response:
+        props = (rec.body or {}).get("properties", {})
+        if props.get("jobType") != "Command" or not props.get("command"):
+            return _arm_error(400, "UserError", "properties.jobType must be Command with a command")
+        with self._lock:
+            if m["name"] in self.jobs:  # PUT by name: the same job, not a second one
+                return Response(200, self._public(m["name"]))
+            props = {**props, "status": self.timeline[0], "services": {"Studio": {
+                "jobServiceType": "Studio", "endpoint": f"https://ml.azure.com/runs/{m['name']}?wsid=fake"}}}
+            self.jobs[m["name"]] = {"id": rec.path, "name": m["name"], "properties": props,
+                                    "type": "Microsoft.MachineLearningServices/workspaces/jobs",
+                                    "_timeline": list(self.timeline[1:])}
+        return Response(201, self._public(m["name"]))
+
+    def get_job(self, rec: Recorded, m: re.Match) -> Response:
+        with self._lock:
+            job = self.jobs.get(m["name"])
+            if job is None:
+                return _arm_error(404, "UserError", f"Job {m['name']} not found")
+            if job["_timeline"]:
+                job["properties"]["status"] = job["_timeline"].pop(0)
+        return Response(200, self._public(m["name"]))
+
+    def cancel_job(self, rec: Recorded, m: re.Match) -> Response:
+        with self._lock:
+            job = self.jobs.get(m["name"])
+            if job is None:
+                return _arm_error(404, "UserError", f"Job {m['name']} not found")
+            if job["properties"]["status"] in TERMINAL:
+                return _arm_error(400, "UserError", f"Job {m['name']} is already {job['properties']['status']}")
+            job["properties"]["status"] = "CancelRequested"
+            job["_timeline"] = ["Canceled"]
+        return Response(202, None, {"Location": f"{self.server.url}/operationResults/cancel-{m['name']}"})
+
+    def _public(self, name: str) -> dict[str, Any]:
+        return {k: v for k, v in self.jobs[name].items() if not k.startswith("_")}
+
+
+@pytest.fixture
+def azure():
+    """A running fake Azure ML service."""
+    with FakeServer() as server:
+        yield FakeAzureML(server)
+
+
+@pytest.fixture
+def settings(azure) -> AzureMLSettings:
+    """Settings that point the real MLClient at the fake, with fast retries."""
+    return AzureMLSettings(subscription_id="sub-1", resource_group="rg-1", workspace="ws-1", credential="anonymous",
+                           endpoint=azure.server.url, max_attempts=4, retry_deadline_s=30, poll_interval_s=0)
+
+
+@pytest.fixture
+def to_rest(tmp_path):
+    """Load a compiled job with ``azure.ai.ml.load_job`` (the SDK's own schemas) and return the
+    properties of its REST body (``_to_rest_object()``); an inline environment, which the SDK
+    registers only at submit time, is shown as ``{"image": …}``."""
+    from azure.ai.ml import load_job
+
+    from omnidist import serde
+
+    counter = iter(range(10**6))
+
+    def convert(request: dict[str, Any]) -> dict[str, Any]:
+        path = tmp_path / f"job-{next(counter)}.yml"
+        path.write_text(serde.dump_yaml(request))
+        rest = load_job(path)._to_job()._to_rest_object().as_dict()["properties"]
+        env = rest.get("environmentId")
+        if not isinstance(env, str):
+            rest["environmentId"] = {"image": env.image}
+        return rest
+
+    return convert
+
+
+def compile_job(data: dict[str, Any], **overrides: Any):
+    """Compile a job (plain data, its ``backends.azure_ml`` block honoured) without profiles."""
+    from omnidist import config, serde
+
+    from omnidist_azure_ml import AzureMLBackend
+
+    job = serde.job_from_dict(data)
+    resolved = config.settings_for(AzureMLSettings, "azure_ml", config.Target(backend="azure_ml"), job, overrides)
+    return AzureMLBackend().compile(job, resolved)
+
+
+def check_with_sdk(request: dict[str, Any], rest: dict[str, Any]) -> None:
+    """Assert that the fields omnidist wrote survive the SDK's load and REST conversion."""
+    resources = request["resources"]
+    assert rest["jobType"] == "Command" and rest["command"] == request["command"]
+    assert rest["displayName"] == request["display_name"] and rest["experimentName"] == request["experiment_name"]
+    assert rest["resources"]["instanceCount"] == resources["instance_count"]
+    assert rest["resources"].get("instanceType") == resources.get("instance_type")
+    assert rest["resources"].get("shmSize") == resources.get("shm_size")
+    assert rest["environmentVariables"] == request.get("environment_variables", {})
+    assert rest["tags"] == request.get("tags", {})
+    dist, native = request["distribution"], rest["distribution"]
+    assert native["distributionType"].lower() == dist["type"]
+    assert native.get("processCountPerInstance") == dist.get("process_count_per_instance")
+    assert native.get("workerCount") == dist.get("worker_count")
+    assert native.get("parameterServerCount") == dist.get("parameter_server_count")
+    assert ("limits" in rest) == ("limits" in request)
+    tier = request.get("queue_settings", {}).get("job_tier")
+    assert (rest.get("queueSettings") or {}).get("jobTier", "").lower() == (tier or "")
+    env = request["environment"]
+    assert rest["environmentId"] == (env if isinstance(env, dict) else env.removeprefix("azureml:"))
+
+
+@pytest.fixture
+def compile_(to_rest):
+    """:func:`compile_job`, with every compiled job loaded by ``azure.ai.ml.load_job``, turned
+    into its REST body and checked field by field (:func:`check_with_sdk`)."""
+    def compile_and_check(data: dict[str, Any], **overrides: Any):
+        compiled = compile_job(data, **overrides)
+        check_with_sdk(compiled.request, to_rest(compiled.request))
+        return compiled
+
+    return compile_and_check
+
+
+@pytest.fixture
+def sdk_check(to_rest):
+    """Check one compiled request against the SDK (for tests that compile by other means)."""
+    return lambda request: check_with_sdk(request, to_rest(request))

@@ -1,0 +1,247 @@
+"""Import: command job YAML -> portable job, including the seed page's examples, and round trips."""
+
+from __future__ import annotations
+
+import attrs
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from omnidist import serde
+from omnidist.backend import NoteKind
+from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
+from omnidist.job import Accelerator, Framework, Interconnect, Role
+from omnidist.testing import strategies
+
+from omnidist_azure_ml import AzureMLBackend, catalog
+
+BACKEND = AzureMLBackend()
+
+# The seed page's PyTorch example (Python SDK `command(...)`), written as the job file
+# `az ml job create --file` takes.
+SEED_PYTORCH = """
+$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json
+code: ./src
+command: >-
+  python train.py --data-dir ${{inputs.cifar}} --epochs ${{inputs.epoch}} --batch-size ${{inputs.batchsize}}
+  --workers ${{inputs.workers}} --learning-rate ${{inputs.lr}} --momentum ${{inputs.momen}}
+  --print-freq ${{inputs.prtfreq}} --model-dir ${{inputs.output}}
+inputs:
+  cifar:
+    type: uri_folder
+    path: azureml:azureml_stoic_cartoon_wgb3lgvgky_output_data_cifar:1
+  epoch: 10
+  batchsize: 64
+  workers: 2
+  lr: 0.01
+  momen: 0.9
+  prtfreq: 200
+  output: ./outputs
+environment: azureml:AzureML-pytorch-1.9-ubuntu18.04-py37-cuda11-gpu:6
+compute: azureml:gpu-cluster
+resources:
+  instance_count: 2
+distribution:
+  type: PyTorch
+  process_count_per_instance: 1
+"""
+
+# The seed page's TensorFlow example, including its stray `added_property`.
+SEED_TENSORFLOW = """
+type: command
+code: ./src
+command: python main.py --epochs ${{inputs.epochs}} --model-dir ${{inputs.model_dir}}
+inputs:
+  epochs: 1
+  model_dir: outputs/keras-model
+environment: azureml:AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest
+compute: azureml:cpu-cluster
+resources:
+  instance_count: 2
+distribution:
+  type: tensorflow
+  parameter_server_count: 1
+  worker_count: 2
+  added_property: 7
+display_name: tensorflow-mnist-distributed-example
+experiment_name: tensorflow-mnist-distributed-example
+description: Train a basic neural network with TensorFlow on the MNIST dataset, distributed via TensorFlow.
+"""
+
+
+def load(text: str):
+    return BACKEND.import_with_notes(serde.parse_yaml(text))
+
+
+def test_seed_pytorch_example():
+    job, notes = load(SEED_PYTORCH)
+    assert job.framework is Framework.PYTORCH
+    assert job.workers.replicas == 1 and job.primary.accelerator is None
+    assert job.command[:4] == ("python", "train.py", "--data-dir", "${{inputs.cifar}}")
+    block = job.backends["azure_ml"]
+    assert block["compute"] == "gpu-cluster"
+    assert block["environment"] == "azureml:AzureML-pytorch-1.9-ubuntu18.04-py37-cuda11-gpu:6"
+    assert block["code"] == "./src" and block["inputs"]["epoch"] == 10
+    assert job.image is None and job.name == "azure-ml-job"
+    assert {n.field for n in notes} >= {"name", "primary.accelerator"}
+
+
+def test_seed_tensorflow_example(tmp_path, to_rest):
+    job, notes = load(SEED_TENSORFLOW)
+    assert job.framework is Framework.TENSORFLOW
+    assert job.name == "tensorflow-mnist-distributed-example"
+    assert job.workers.replicas == 1 and job.parameter_servers.replicas == 1
+    assert job.backends["azure_ml"]["environment"] == "azureml:AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"
+    assert [n.field for n in notes if n.kind is NoteKind.DROPPED] == ["distribution.added_property"]
+    compiled = BACKEND.compile(job, BACKEND.settings_type(**job.backends["azure_ml"]))
+    assert compiled.request["distribution"] == {"type": "tensorflow", "worker_count": 2, "parameter_server_count": 1}
+    (tmp_path / "src").mkdir()
+    assert to_rest(compiled.request)["distribution"]["distributionType"] == "TensorFlow"
+
+
+@pytest.mark.parametrize("kind, framework", [("PyTorch", "pytorch"), ("MPI", "horovod"), ("mpi", "horovod"),
+                                             ("TensorFlow", "tensorflow"), ("pytorch", "pytorch")])
+def test_distribution_and_job_type_are_case_insensitive(kind, framework):
+    job, _ = load(f"type: Command\ncommand: python t.py\nenvironment: {{image: x.example/t:1}}\n"
+                  f"resources: {{instance_count: 3, instance_type: Standard_ND96isr_H100_v5}}\n"
+                  f"distribution: {{type: {kind}, process_count_per_instance: 8}}\n")
+    assert job.framework.value == framework
+    assert job.image == "x.example/t:1"
+    assert job.primary.accelerator == Accelerator(type="H100", count=8)
+    assert job.workers.replicas == 2 and job.interconnect is Interconnect.INFINIBAND
+    assert job.processes_per_node == "auto"
+
+
+def test_no_distribution_is_custom_and_unknown_skus_stay_in_the_block():
+    job, _ = load("command: bash run.sh\nenvironment: {image: x.example/t:1}\n"
+                  "resources: {instance_type: Standard_Z9, shm_size: 8g, docker_args: --ipc=host}\n"
+                  "limits: {timeout: 3600}\nqueue_settings: {job_tier: Spot, priority: low}\ntags: {a: b}\n")
+    assert job.framework is Framework.CUSTOM and job.workers is None
+    assert job.spot and job.timeout == 3600 and job.labels == {"a": "b"}
+    assert job.backends["azure_ml"] == {"instance_type": "Standard_Z9", "shm_size": "8g", "docker_args": "--ipc=host",
+                                        "priority": "low"}
+
+
+def test_hints_and_infiniband_defaults_are_stripped_but_user_values_kept():
+    job, _ = load("command: python t.py\nenvironment: {image: x.example/t:1}\n"
+                  "resources: {instance_count: 2, instance_type: Standard_ND96asr_v4}\n"
+                  "distribution: {type: pytorch, process_count_per_instance: 8}\n"
+                  "environment_variables: {OMNIDIST_FRAMEWORK: deepspeed, OMNIDIST_JOB_NAME: x, NCCL_IB_PCI_RELAXED_ORDERING: '1',"
+                  " NCCL_TOPO_FILE: /opt/microsoft/ndv4-topo.xml, NCCL_SOCKET_IFNAME: ib0, MINE: '2'}\n")
+    assert job.framework is Framework.DEEPSPEED  # the hint says which pytorch-distribution framework
+    assert job.env == {"NCCL_SOCKET_IFNAME": "ib0", "MINE": "2"}
+
+
+def test_shell_commands_are_kept_whole():
+    job, notes = load("command: cd src && python t.py --out $AZUREML_OUTPUT\nenvironment: {image: x.example/t:1}\n")
+    assert job.command == ("bash", "-c", "cd src && python t.py --out $AZUREML_OUTPUT")
+    assert [n.field for n in notes if n.kind is NoteKind.APPROXIMATED] == ["command"]
+    plain, _ = load("command: python t.py --name 'two words' '&'\nenvironment: {image: x.example/t:1}\n")
+    assert plain.command == ("python", "t.py", "--name", "two words", "&")
+
+
+@pytest.mark.parametrize("text, feature", [
+    ("command: x\noutputs: {model: {type: uri_folder}}\n", "outputs"),
+    ("command: x\nservices: {ssh: {type: ssh}}\n", "services"),
+    ("command: x\nidentity: {type: managed}\n", "identity"),
+    ("command: x\nresources: {locations: [westus]}\n", "resources.locations"),
+    ("command: x\nenvironment: {image: a, conda_file: env.yml}\n", "environment.conda_file"),
+    ("type: pipeline\njobs: {}\n", "job type 'pipeline'"),
+    ("command: x\ndistribution: {type: ray}\n", "distribution type 'ray'"),
+])
+def test_unsupported_native_features(text, feature):
+    with pytest.raises(UnsupportedFeatureError) as info:
+        load(text)
+    assert info.value.feature == feature and info.value.hint
+
+
+@pytest.mark.parametrize("text, path", [
+    ("environment: {image: a}\n", "command"),
+    ("command: x\nresources: {instance_count: two}\n", "resources.instance_count"),
+    ("command: x\nresources: {instance_count: 0}\n", "resources.instance_count"),
+    ("command: x\nresources: {gpus: 4}\n", "resources.gpus"),
+    ("command: x\nlimits: {timeout: soon}\n", "limits.timeout"),
+    ("command: x\ndistribution: {type: pytorch, process_count_per_instance: -1}\n", "distribution.process_count_per_instance"),
+    ("command: x\ndistribution: {type: tensorflow, worker_count: 4}\nresources: {instance_count: 2}\n", "resources.instance_count"),
+    ("command: x\nenvironment: {name: only}\n", "environment.image"),
+    ("command: x\nenvironment: [a]\n", "environment"),
+    ("command: \"python 'unclosed\"\n", "command"),
+    ("command: x\nenvironment_variables: {A: [1]}\n", "environment_variables.A"),
+    ("command: x\nresources: []\n", "resources"),
+])
+def test_malformed_native_input_names_the_path(text, path):
+    with pytest.raises(ValidationError) as info:
+        load(text)
+    assert any(p.path == path for p in info.value.problems), str(info.value)
+
+
+def test_not_a_mapping():
+    with pytest.raises(ValidationError):
+        BACKEND.import_native(["command"])
+
+
+# --- round trips --------------------------------------------------------------------------------
+
+offered = [a for a in catalog.offered_accelerators()]
+primaries = st.builds(
+    Role, replicas=st.just(1),
+    accelerator=st.none() | strategies.accelerators_of(offered, (1, 2, 4, 8)),
+    cpus=st.none() | st.sampled_from([2, 8, 16]), memory_gb=st.none() | st.sampled_from([8, 64]),
+    image=st.none() | strategies.images, command=st.none() | strategies.argv, args=st.none() | strategies.argv,
+    env=strategies.envs,
+)
+blocks = st.fixed_dictionaries({}, optional={
+    "compute": strategies.names,
+    "environment": st.sampled_from(["azureml:acpt-pytorch:3", "azureml:AzureML-tf-2.4@latest"]),
+    "instance_type": st.sampled_from([s.name for s in catalog.SKUS]),
+    "shm_size": st.sampled_from(["8g", "64g"]),
+    "docker_args": st.just("--ipc=host"),
+    "experiment_name": strategies.names,
+    "job_tier": st.sampled_from(["basic", "standard", "premium"]),
+    "priority": st.sampled_from(["low", "medium", "high"]),
+}).map(lambda block: {"azure_ml": block} if block else {})
+expressible = strategies.jobs(
+    primary=primaries,
+    workers=st.none() | st.builds(Role, replicas=st.integers(0, 4)),
+    parameter_servers=st.none() | st.builds(Role, replicas=st.integers(1, 2)),
+    evaluators=st.none(), reduction_servers=st.none(), backends=blocks,
+).map(lambda job: attrs.evolve(
+    job,
+    parameter_servers=job.parameter_servers if job.framework is Framework.TENSORFLOW else None,
+    command=job.command or job.primary.command or ("python", "train.py"),
+    image=job.image or job.primary.image or ("x.example/t:1" if "environment" not in job.backends.get("azure_ml", {})
+                                             else None),
+    backends={"azure_ml": {k: v for k, v in job.backends.get("azure_ml", {}).items()
+                           if not (job.spot and k == "job_tier")}},
+))
+
+
+def _compile(job):
+    return BACKEND.compile(job, BACKEND.settings_type(**job.backends.get("azure_ml", {})))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=list(HealthCheck))
+@given(job=expressible)
+def test_compile_import_compile_is_stable(job, sdk_check):
+    try:
+        first = _compile(job)
+    except OmnidistError:
+        assume(False)
+    sdk_check(first.request)
+    native = serde.parse_yaml(str(first))  # through the YAML text a user would keep
+    again = BACKEND.import_native(native)
+    assert _compile(again).request == first.request
+
+
+def test_round_trip_of_each_framework(sdk_check):
+    for framework in Framework:
+        data = {"name": "rt", "framework": framework.value, "image": "x.example/t:1", "command": ["python", "t.py"],
+                "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 1}, "processes_per_node": 4}
+        if framework is Framework.TENSORFLOW:
+            data["parameter_servers"] = {"replicas": 2}
+        job = serde.job_from_dict(data)
+        first = _compile(job)
+        sdk_check(first.request)
+        again = BACKEND.import_native(first.request)
+        assert again.framework is framework and again.processes_per_node == 4
+        assert _compile(again).request == first.request
