@@ -16,8 +16,7 @@ $(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACK
 	touch $(STAMP)
 
 run: setup
-	$(VENV)/bin/omnidist validate examples/job.yaml
-	for b in vertex ai_platform azure_ml; do echo "== $$b"; $(VENV)/bin/omnidist compile examples/job.yaml --backend $$b || exit $$?; done
+	$(VENV)/bin/omnidist run examples/ddp/job.yaml
 
 # pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.
 test: setup

@@ -196,5 +196,74 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
     click.echo(f"cancel requested for {job_id}")
 
 
+@main.command()
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option("--emulate", type=click.Choice(["vertex", "ai_platform", "azure_ml", "none"]),
+              help="Platform environment to give the replicas (default: the local backend's setting, vertex).")
+@profile_option
+def run(job_file: str, emulate: Optional[str], profile: Optional[str]) -> None:
+    """Run JOB_FILE on this machine: one process per replica, output prefixed [primary-0], [worker-0]…
+
+    Exits with the first failing replica's exit code (130 after Ctrl-C).
+    """
+    from omnidist import api
+
+    job, driver, settings = api.prepare(job_file, backend="local", profile=profile,
+                                        settings={"emulate": emulate} if emulate else None)
+    result = driver.run(job, settings)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+def env() -> None:
+    """Print this process's runtime context (inside a training container) as JSON."""
+    import json
+
+    from omnidist import runtime
+
+    click.echo(json.dumps(runtime.context().to_dict(), indent=2))
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--nproc-per-node", type=int, help="Processes on this node (default: the context's processes_per_node).")
+@click.option("--dry-run", is_flag=True, help="Print the command instead of running it.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def launch(nproc_per_node: Optional[int], dry_run: bool, command: tuple[str, ...]) -> None:
+    """Start this node's processes with torchrun, wired from the platform: omnidist launch -- train.py ARGS…
+
+    Training nodes run `python -m torch.distributed.run --nnodes … --node_rank … --master_addr …
+    --master_port … --nproc_per_node … COMMAND`; other roles run COMMAND directly. The
+    command replaces this process (exec), so signals reach it unchanged.
+    """
+    import os
+    import shlex
+
+    from omnidist import runtime
+    from omnidist.runtime.launch import launch_argv
+
+    argv = launch_argv(runtime.context(), command, nproc_per_node)
+    if dry_run:
+        click.echo(shlex.join(argv))
+        return
+    click.echo(f"omnidist launch: {shlex.join(argv)}", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        os.execvp(argv[0], argv)
+    except OSError as exc:
+        click.echo(f"error: cannot run {argv[0]}: {exc}", err=True)
+        sys.exit(127)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
+
+
+def _register_migration_commands() -> None:
+    from omnidist.cli_migrate import import_command, migrate_command
+
+    main.add_command(import_command)
+    main.add_command(migrate_command)
+
+
+_register_migration_commands()

@@ -25,11 +25,10 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
-
-class OmnidistError(Exception):
-    """Base of every error omnidist raises."""
-
-    exit_code: int = 1
+# The base class and the runtime's error are defined in a standard-library-only module so
+# that ``omnidist.runtime`` (which runs inside training containers) can raise them without
+# importing attrs; they are re-exported here, as part of the one tree above.
+from omnidist.runtime.errors import OmnidistError, RuntimeEnvError  # noqa: F401 - re-exported
 
 
 @attrs.frozen
@@ -109,16 +108,6 @@ class UnsupportedFeatureError(OmnidistError):
         if hint:
             text += f" {hint}"
         super().__init__(text)
-
-
-class RuntimeEnvError(OmnidistError, ValueError):
-    """A platform environment variable inside the training container is malformed."""
-
-    exit_code = 2
-
-    def __init__(self, variable: str, message: str):
-        self.variable = variable
-        super().__init__(f"environment variable {variable}: {message}")
 
 
 class BackendError(OmnidistError):

@@ -1,0 +1,261 @@
+"""The ``local`` backend: every replica of a job as a process on this machine, with the
+environment a chosen cloud would give it.
+
+``compile`` returns the plan (one entry per replica: role, index, argv, env, cwd) with
+preview ports; ``run`` (``omnidist run``) starts it in the foreground; ``submit`` starts it
+detached under a supervisor that records state and output in a run directory, which
+``status``, ``logs`` and ``cancel`` read and act on.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any, ClassVar, Optional
+
+import attrs
+
+from omnidist import accelerators
+from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
+from omnidist.errors import NotFoundError, ValidationError
+from omnidist.job import DistributedJob, Framework, Role, RoleName
+from omnidist.local import plan, runner
+from omnidist.local.environments import EMULATIONS, PLATFORM_PREFIXES, PLATFORM_VARIABLES
+from omnidist.local.runs import RunDir, runs_root
+from omnidist.runtime import hints
+
+
+def _one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute, Any], None]:
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if value not in choices:
+            raise ValidationError(f"must be one of {', '.join(choices)}, got {value!r}", path=attribute.name)
+    return check
+
+
+def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    if value < 0:
+        raise ValidationError(f"must be >= 0 seconds, got {value}", path=attribute.name)
+
+
+@attrs.frozen(kw_only=True)
+class LocalSettings:
+    """Settings of the local backend (profile keys and the job's ``backends.local`` block).
+
+    Attributes:
+        emulate: the platform whose environment replicas get: vertex, ai_platform, azure_ml or none.
+        workdir: the replicas' working directory (default: the job file's folder).
+        python: the interpreter that replaces a leading ``python``/``python3`` in commands
+            (default: the one running omnidist, so the job sees the same packages).
+        runs_dir: where ``submit`` keeps run directories (default ``~/.local/state/omnidist/runs``).
+        grace_period: seconds between SIGTERM and SIGKILL when replicas are stopped.
+        use_chief_in_tf_config: AI Platform emulation names the primary ``chief`` instead of
+            ``master`` (also read from the job's ``backends.ai_platform`` block).
+    """
+
+    emulate: str = attrs.field(default="vertex", validator=_one_of(EMULATIONS))
+    workdir: Optional[str] = None
+    python: Optional[str] = None
+    runs_dir: Optional[str] = None
+    grace_period: float = attrs.field(default=5.0, validator=_non_negative)
+    use_chief_in_tf_config: bool = False
+
+
+STATES = {
+    "cancelled": JobState.CANCELLED,
+    "failed": JobState.FAILED,
+    "queued": JobState.QUEUED,
+    "running": JobState.RUNNING,
+    "succeeded": JobState.SUCCEEDED,
+}
+"""Run-directory state -> portable job state."""
+
+
+def default_run_id(job_name: str) -> str:
+    """``<job name>-<UTC time>-<4 hex>``: sortable, unique enough for one machine."""
+    return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+def _alive(pid: Optional[int]) -> bool:
+    if pid is None:
+        return False
+    child = LocalBackend._children.get(pid)
+    if child is not None:
+        return child.poll() is None  # our own child: poll also reaps it
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+class LocalBackend(Backend):
+    """Runs each replica as a local process with an emulated platform environment."""
+
+    name = "local"
+    capabilities = Capabilities(
+        roles=frozenset(RoleName),
+        accelerators=frozenset(accelerators.BY_NAME),
+        per_role_machines=True,
+        env=True,
+        reduction_server=False,
+        submit=True,
+    )
+    settings_type = LocalSettings
+    output_format = "json"
+
+    new_run_id: ClassVar[Callable[[str], str]] = staticmethod(default_run_id)
+    """Makes a run id from the job name at submit time (replace it in tests)."""
+
+    _children: ClassVar[dict[int, subprocess.Popen]] = {}
+
+    # --- pure -------------------------------------------------------------------------------
+
+    def compile(self, job: DistributedJob, settings: LocalSettings) -> CompiledJob:
+        """The replicas that would run, with preview ports (``run``/``submit`` pick free ones)."""
+        count = plan.replica_count(job)
+        specs = plan.build(job, settings, range(plan.PREVIEW_PORT, plan.PREVIEW_PORT + count))
+        notes = plan.notes(job, settings)
+        notes.append(Note(kind=NoteKind.HINT, field="ports", message=f"ports {plan.PREVIEW_PORT}… are a preview; "
+                          "omnidist run and submit use free ports chosen by the OS"))
+        request = {"emulate": settings.emulate, "replicas": [s.to_dict() for s in specs]}
+        return CompiledJob(backend=self.name, request=request, diagnostics=notes, format=self.output_format, job=job)
+
+    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
+        """A job from a local plan: roles by replica count, the primary's command, the job's env.
+
+        Platform variables and hints are dropped (they are derived); the job name and
+        framework come back from the hints when the plan carries them.
+        """
+        replicas = request.get("replicas")
+        if not isinstance(replicas, list) or not replicas or not all(isinstance(r, Mapping) for r in replicas):
+            raise ValidationError("expected a non-empty list of replicas", path="replicas")
+        counts: dict[str, int] = {}
+        for i, replica in enumerate(replicas):
+            role = replica.get("role")
+            if role not in {r.singular for r in RoleName} or not isinstance(replica.get("argv"), list):
+                raise ValidationError(f"each replica needs a role ({', '.join(r.singular for r in RoleName)}) "
+                                      "and an argv list", path=f"replicas[{i}]")
+            counts[role] = counts.get(role, 0) + 1
+        first = replicas[0]
+        env = {k: str(v) for k, v in (first.get("env") or {}).items()
+               if k not in PLATFORM_VARIABLES and not k.startswith(PLATFORM_PREFIXES) and k not in hints.ALL}
+        hinted = first.get("env") or {}
+        roles = {name.value: Role(replicas=counts[name.singular]) for name in RoleName
+                 if name is not RoleName.PRIMARY and name.singular in counts}
+        return DistributedJob(name=hinted.get(hints.JOB_NAME, "local-job"),
+                              framework=hinted.get(hints.FRAMEWORK, Framework.CUSTOM.value),
+                              command=tuple(first["argv"]), env=env, **roles)
+
+    # --- running ------------------------------------------------------------------------------
+
+    def run(self, job: DistributedJob, settings: LocalSettings, out: Optional[IO[str]] = None,
+            err: Optional[IO[str]] = None) -> runner.RunResult:
+        """Run the job in the foreground (``omnidist run``) and return how it ended."""
+        err = err or sys.stderr
+        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)))
+        for note in plan.notes(job, settings):
+            err.write(f"omnidist: note: {note.message}\n")
+        err.flush()
+        return runner.run(specs, out=out, err=err, grace=settings.grace_period)
+
+    def submit(self, compiled: CompiledJob, settings: LocalSettings) -> JobHandle:
+        """Start the run detached, under a supervisor that records it in a run directory."""
+        job = compiled.job
+        if job is None:
+            raise ValidationError("the local backend submits compiled jobs that carry their job; "
+                                  "use omnidist.submit(job) or omnidist.compile(job, backend='local')")
+        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)))
+        run_id = self.new_run_id(job.name)
+        store = RunDir(runs_root(settings.runs_dir) / run_id)
+        store.create({"job": job.name, "emulate": settings.emulate, "grace_period": settings.grace_period,
+                      "notes": [n.message for n in plan.notes(job, settings)],
+                      "replicas": [s.to_dict() for s in specs]})
+        with open(store.path / "supervisor.log", "ab") as log:
+            child = subprocess.Popen([sys.executable, "-m", "omnidist.local.runner", str(store.path)],
+                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
+                                     cwd=str(store.path))
+        self._children[child.pid] = child
+        store.write_supervisor_pid(child.pid)
+        return JobHandle(backend=self.name, id=run_id, url=self.console_url(run_id, settings),
+                         settings=settings, driver=self)
+
+    def _store(self, job_id: str, settings: LocalSettings) -> RunDir:
+        root = runs_root(settings.runs_dir)
+        store = RunDir(root / job_id)
+        if not job_id or Path(job_id).name != job_id or not store.exists():
+            raise NotFoundError(f"no local run {job_id!r} in {root}", backend=self.name)
+        return store
+
+    def status(self, job_id: str, settings: LocalSettings) -> JobStatus:
+        """The run's state from its run directory (a vanished supervisor means failed/cancelled)."""
+        store = self._store(job_id, settings)
+        state = store.read_state()
+        native = state.get("state", "queued")
+        pid = store.supervisor_pid()
+        if native in ("queued", "running") and pid is not None and not _alive(pid):
+            state = store.read_state()  # re-read: it may have finished between the two looks
+            native = state.get("state", "queued")
+            if native in ("queued", "running"):
+                native = "cancelled" if store.cancel_requested() else "failed"
+                return JobStatus(state=STATES[native], native_state=native,
+                                 message="the supervisor ended without recording a result")
+        message = ""
+        if native == "failed" and state.get("failed"):
+            message = f"{state['failed']} exited with code {state.get('exit_code')}"
+        elif native in ("failed", "cancelled") and state.get("exit_code") is not None:
+            message = f"exit code {state['exit_code']}"
+        return JobStatus(state=STATES.get(native, JobState.UNKNOWN), native_state=native, message=message)
+
+    def logs(self, job_id: str, settings: LocalSettings, follow: bool = False,
+             poll: float = 0.2) -> Iterator[str]:
+        """The run's prefixed output; with ``follow``, until the run ends."""
+        store = self._store(job_id, settings)
+        with open(store.log_path, encoding="utf-8", errors="replace") as fh:
+            pending = ""
+            while True:
+                chunk = fh.read()
+                if chunk:
+                    pending += chunk
+                    *lines, pending = pending.split("\n")
+                    yield from lines
+                    continue
+                if not follow or self.status(job_id, settings).state.terminal:
+                    rest = pending + fh.read()
+                    yield from (line for line in rest.split("\n") if line)
+                    return
+                time.sleep(poll)
+
+    def cancel(self, job_id: str, settings: LocalSettings) -> None:
+        """Stop every replica of the run (SIGTERM, then SIGKILL); a no-op once it has ended."""
+        store = self._store(job_id, settings)
+        if self.status(job_id, settings).state.terminal:
+            return
+        store.request_cancel()
+        pid = store.supervisor_pid()
+        if _alive(pid):
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + settings.grace_period + 3.0
+        while time.monotonic() < deadline and not self.status(job_id, settings).state.terminal:
+            time.sleep(0.05)
+        if not self.status(job_id, settings).state.terminal:  # the supervisor is stuck: do its job
+            for pgid in store.read_state().get("groups", []):
+                try:
+                    os.killpg(pgid, signal.SIGKILL)
+                except (ProcessLookupError, PermissionError):
+                    pass
+            if _alive(pid):
+                os.kill(pid, signal.SIGKILL)
+            store.update(state="cancelled", finished=time.time())
+
+    def console_url(self, job_id: str, settings: LocalSettings) -> str:
+        """The run directory, as a ``file://`` URL."""
+        return (runs_root(settings.runs_dir) / job_id).resolve().as_uri()
+

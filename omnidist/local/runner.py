@@ -1,0 +1,243 @@
+"""Start every replica as a real process, prefix its output, and stop them all together.
+
+Each replica runs in its own session, so it is the leader of its own process group and
+whatever it starts (torchrun children, data loader workers) stays in that group. The first
+replica to exit non-zero ends the run: every group gets SIGTERM, then SIGKILL after the
+grace period, and the run's exit code is that replica's. Ctrl-C (SIGINT) and SIGTERM to the
+runner stop every group the same way. Nothing is left behind.
+
+``python -m omnidist.local.runner RUN_DIR`` is the detached supervisor behind the local
+backend's ``submit``: it runs the plan saved in RUN_DIR and records state and logs there.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from contextlib import ExitStack
+from typing import IO, Optional
+
+import attrs
+
+from omnidist.local.environments import inherited
+from omnidist.local.plan import ReplicaSpec
+
+POLL_SECONDS = 0.05
+"""How often the runner looks at its replicas; bounds how late fail-fast reacts."""
+
+
+@attrs.frozen
+class RunResult:
+    """How a local run ended: the exit code, and which replica decided it."""
+
+    exit_code: int
+    failed: Optional[str] = None
+    """Label of the first replica that failed (``worker-1``), if one did."""
+    interrupted: bool = False
+    """True when Ctrl-C or SIGTERM stopped the run."""
+
+
+class _Terminated(Exception):
+    """SIGTERM reached the runner."""
+
+
+def free_ports(count: int) -> list[int]:
+    """``count`` distinct ports on 127.0.0.1 that the OS says are free right now."""
+    with ExitStack() as stack:  # hold every socket until all are chosen, so none repeats
+        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(count)]
+        for sock in socks:
+            sock.bind(("127.0.0.1", 0))
+        return [sock.getsockname()[1] for sock in socks]
+
+
+def exit_code(returncode: int) -> int:
+    """A shell-style exit code: killed by signal N -> 128 + N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def group_alive(pgid: int) -> bool:
+    """True while any non-zombie process is in process group ``pgid``.
+
+    Zombies count as gone: a container's PID 1 often never reaps orphans, and a zombie
+    holds no resources but would keep ``killpg(pgid, 0)`` succeeding.
+    """
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    if not os.path.isdir("/proc"):
+        return True
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
+            return True
+    return False
+
+
+def _signal_groups(procs: Sequence[subprocess.Popen], sig: int) -> None:
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+
+
+def stop_all(procs: Sequence[subprocess.Popen], grace: float) -> None:
+    """SIGTERM every replica's process group, SIGKILL what is left after ``grace`` seconds."""
+    _signal_groups(procs, signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline:
+        for proc in procs:
+            proc.poll()  # reap the leaders, so their groups can empty
+        if not any(group_alive(p.pid) for p in procs):
+            break
+        time.sleep(POLL_SECONDS)
+    _signal_groups(procs, signal.SIGKILL)
+    for proc in procs:
+        try:
+            proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL does not fail
+            pass
+    # SIGKILL is delivered asynchronously: return only once the groups are really empty.
+    deadline = time.monotonic() + 2.0
+    while any(group_alive(p.pid) for p in procs) and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+    for raw in iter(stream.readline, b""):
+        line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        with lock:
+            out.write(f"{prefix}{line}\n")
+            out.flush()
+    stream.close()
+
+
+def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> RunResult:
+    """Wait until all replicas succeed or the first one fails."""
+    while True:
+        running = False
+        for proc, spec in zip(procs, specs):
+            code = proc.poll()
+            if code is None:
+                running = True
+            elif code != 0:
+                return RunResult(exit_code(code), failed=spec.label)
+        if not running:
+            return RunResult(0)
+        time.sleep(POLL_SECONDS)
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
+
+
+def run(
+    specs: Sequence[ReplicaSpec],
+    *,
+    out: Optional[IO[str]] = None,
+    err: Optional[IO[str]] = None,
+    grace: float = 5.0,
+    environ: Optional[dict[str, str]] = None,
+    on_start: Optional[Callable[[list[subprocess.Popen]], None]] = None,
+) -> RunResult:
+    """Run every replica to the end (or to the first failure) and return how it ended.
+
+    Args:
+        specs: the processes to start (:func:`omnidist.local.plan.build`).
+        out: where prefixed replica output goes (default stdout).
+        err: where the runner's own lines go (default stderr).
+        grace: seconds between SIGTERM and SIGKILL when stopping replicas.
+        environ: the environment replicas inherit (default ``os.environ``), minus platform variables.
+        on_start: called with the started processes (the supervisor records their groups).
+    """
+    out, err = out or sys.stdout, err or sys.stderr
+    base = inherited(dict(os.environ if environ is None else environ))
+    lock = threading.Lock()
+    procs: list[subprocess.Popen] = []
+    pumps: list[threading.Thread] = []
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    result = RunResult(0)
+    try:
+        for spec in specs:
+            env = {**base, **spec.env, "PYTHONUNBUFFERED": "1"}
+            try:
+                proc = subprocess.Popen(spec.argv, cwd=spec.cwd, env=env, stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True)
+            except OSError as exc:
+                err.write(f"omnidist: cannot start {spec.label} ({' '.join(spec.argv)}): {exc}\n")
+                result = RunResult(127, failed=spec.label)
+                return result
+            procs.append(proc)
+            pump = threading.Thread(target=_pump, args=(proc.stdout, f"[{spec.label}] ", out, lock), daemon=True)
+            pump.start()
+            pumps.append(pump)
+        if on_start:
+            on_start(procs)
+        result = _watch(procs, specs)
+        if result.failed:
+            err.write(f"omnidist: {result.failed} exited with code {result.exit_code}; stopping the other replicas\n")
+        return result
+    except KeyboardInterrupt:
+        err.write("omnidist: interrupted; stopping every replica\n")
+        result = RunResult(130, interrupted=True)
+        return result
+    except _Terminated:
+        err.write("omnidist: terminated; stopping every replica\n")
+        result = RunResult(143, interrupted=True)
+        return result
+    finally:
+        # A second Ctrl-C or SIGTERM must not cut the cleanup short and leave processes behind.
+        previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
+        if main_thread:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        try:
+            stop_all(procs, grace)
+            for pump in pumps:
+                pump.join(timeout=2)
+        finally:
+            if main_thread:
+                signal.signal(signal.SIGINT, previous_int)
+                signal.signal(signal.SIGTERM, previous)
+        err.flush()
+
+
+def supervise(run_dir: str) -> int:
+    """Run the plan saved in ``run_dir`` and record its state and output there (``submit``)."""
+    from omnidist.local.runs import RunDir
+
+    store = RunDir(run_dir)
+    plan = store.read_plan()
+    specs = [ReplicaSpec.from_dict(r) for r in plan["replicas"]]
+    with open(store.log_path, "a", encoding="utf-8") as log:
+        for note in plan.get("notes", []):
+            log.write(f"omnidist: note: {note}\n")
+        log.flush()
+        store.update(state="running", started=time.time(), supervisor_pid=os.getpid())
+        result = run(specs, out=log, err=log, grace=plan.get("grace_period", 5.0),
+                     on_start=lambda procs: store.update(groups=[p.pid for p in procs]))
+    if store.cancel_requested():
+        state = "cancelled"
+    else:
+        state = "succeeded" if result.exit_code == 0 else "failed"
+    store.update(state=state, exit_code=result.exit_code, failed=result.failed, finished=time.time())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(supervise(sys.argv[1]))

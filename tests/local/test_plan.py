@@ -1,0 +1,87 @@
+"""The plan: which processes run, with what argv, env and cwd (pure)."""
+
+from __future__ import annotations
+
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+from omnidist.backend import NoteKind
+from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.job import Accelerator, DistributedJob, Role
+from omnidist.local import plan
+
+
+def settings(**kw):
+    base = dict(emulate="vertex", workdir=None, python=None, use_chief_in_tf_config=False)
+    return SimpleNamespace(**{**base, **kw})
+
+
+def demo(**kw) -> DistributedJob:
+    fields = dict(name="demo", framework="pytorch", image="gcr.io/p/t:1", command=["python", "train.py"],
+                  args=["--lr", "1"], env={"A": "1"}, workers=Role(replicas=2, env={"B": "2"}),
+                  source="/jobs/demo/job.yaml")
+    return DistributedJob(**{**fields, **kw})
+
+
+def test_one_spec_per_replica_in_pool_order():
+    job = demo(evaluators=Role(replicas=1, command=["python", "eval.py"], args=[]),
+               reduction_servers=Role(replicas="auto"))
+    specs = plan.build(job, settings(), [5000, 5001, 5002, 5003])
+    assert [s.label for s in specs] == ["primary-0", "worker-0", "worker-1", "evaluator-0"]
+    assert specs[0].argv == (sys.executable, "train.py", "--lr", "1")
+    assert specs[3].argv == (sys.executable, "eval.py")
+    assert {s.cwd for s in specs} == {"/jobs/demo"}
+    assert specs[1].env["A"] == "1" and specs[1].env["B"] == "2" and "B" not in specs[0].env
+    assert specs[2].env["OMNIDIST_ROLE"] == "worker" and '"workerpool1"' in specs[2].env["CLUSTER_SPEC"]
+
+
+def test_python_and_workdir_settings():
+    specs = plan.build(demo(), settings(python="/opt/py", workdir="/w"), [1, 2, 3])
+    assert specs[0].argv[0] == "/opt/py" and specs[0].cwd == "/w"
+    other = plan.build(demo(command=["bash", "run.sh"]), settings(), [1, 2, 3])
+    assert other[0].argv == ("bash", "run.sh", "--lr", "1")
+
+
+def test_user_env_wins_over_hints_and_platform_wins_over_user():
+    job = demo(env={"OMNIDIST_JOB_NAME": "mine", "CLUSTER_SPEC": "user"})
+    spec = plan.build(job, settings(), [1, 2, 3])[0]
+    assert spec.env["OMNIDIST_JOB_NAME"] == "mine" and spec.env["CLUSTER_SPEC"] != "user"
+
+
+def test_same_input_same_plan_and_round_trip():
+    a = plan.build(demo(), settings(), [7, 8, 9])
+    assert a == plan.build(demo(), settings(), [7, 8, 9])
+    assert [plan.ReplicaSpec.from_dict(s.to_dict()) for s in a] == a
+
+
+def test_notes_say_what_running_locally_changes():
+    job = demo(primary=Role(accelerator=Accelerator(type="V100", count=8)), reduction_servers=Role(replicas=2))
+    notes = {n.field: n for n in plan.notes(job, settings())}
+    assert notes["image"].kind is NoteKind.DROPPED and "gcr.io/p/t:1" in notes["image"].message
+    assert notes["reduction_servers"].kind is NoteKind.DROPPED
+    assert notes["accelerator"].kind is NoteKind.DROPPED and "V100:8" in notes["accelerator"].message
+    assert notes["command"].kind is NoteKind.DEFAULTED
+    assert plan.notes(demo(image=None, command=["bash", "x"]), settings()) == []
+
+
+def test_a_role_without_command_is_invalid():
+    with pytest.raises(ValidationError, match="command"):
+        plan.build(demo(command=()), settings(), [1, 2, 3])
+
+
+@pytest.mark.parametrize(("extra", "feature"), [
+    ({"evaluators": Role(replicas=1)}, "evaluators"),
+    ({"parameter_servers": Role(replicas=1)}, "parameter_servers"),
+])
+def test_azure_emulation_refuses_what_azure_cannot_run(extra, feature):
+    with pytest.raises(UnsupportedFeatureError) as info:
+        plan.build(demo(**extra), settings(emulate="azure_ml"), range(10))
+    assert info.value.feature == feature and "azure_ml" in info.value.backend
+
+
+def test_ports_must_cover_every_replica():
+    with pytest.raises(ValueError, match="3 replicas need 3 ports"):
+        plan.slots(demo(), [1])
+    assert plan.replica_count(demo(reduction_servers=Role(replicas=4))) == 3

@@ -1,0 +1,141 @@
+"""The runner: prefixed output, fail-fast, Ctrl-C, and no process left behind."""
+
+from __future__ import annotations
+
+import io
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from omnidist import api
+from omnidist.local.plan import ReplicaSpec
+from omnidist.local.runner import exit_code, free_ports, group_alive, run
+
+from .conftest import process_gone
+
+OMNIDIST = str(Path(sys.executable).with_name("omnidist"))
+
+
+def spec(label: str, code: str, cwd: Path, env: dict | None = None) -> ReplicaSpec:
+    role, index = label.rsplit("-", 1)
+    return ReplicaSpec(role=role, index=int(index), argv=[sys.executable, "-c", code], env=env or {}, cwd=str(cwd))
+
+
+def test_output_is_prefixed_per_replica(tmp_path):
+    out, err = io.StringIO(), io.StringIO()
+    result = run([spec("primary-0", "print('hello'); print('two', flush=True)", tmp_path),
+                  spec("worker-1", "import sys; sys.stderr.write('oops\\n'); print('x', end='')", tmp_path)],
+                 out=out, err=err, grace=1)
+    assert (result.exit_code, result.failed) == (0, None)
+    lines = out.getvalue().splitlines()
+    assert [line for line in lines if line.startswith("[primary-0]")] == ["[primary-0] hello", "[primary-0] two"]
+    assert sorted(line for line in lines if line.startswith("[worker-1]")) == ["[worker-1] oops", "[worker-1] x"]
+
+
+def test_replicas_get_cwd_env_and_no_stray_platform_variables(tmp_path):
+    out = io.StringIO()
+    code = "import os; print(os.getcwd(), os.environ.get('MINE'), os.environ.get('TF_CONFIG'), os.environ['PATH'] != '')"
+    run([spec("primary-0", code, tmp_path, {"MINE": "yes"})], out=out, err=io.StringIO(),
+        environ={**os.environ, "TF_CONFIG": "{stray}"})
+    assert out.getvalue().strip() == f"[primary-0] {tmp_path} yes None True"
+
+
+STUBBORN = """
+import os, signal, subprocess, sys, time
+signal.signal(signal.SIGTERM, signal.SIG_IGN)   # only SIGKILL after the grace period ends it
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])  # same process group
+open("pids-" + sys.argv[1], "w").write(f"{os.getpid()} {child.pid}")
+print("ready", flush=True)
+time.sleep(60)
+"""
+
+
+def test_first_failure_stops_everything_fast_with_its_code(tmp_path):
+    (tmp_path / "stubborn.py").write_text(STUBBORN)
+    wait_then_fail = ("import os, sys, time\nwhile len([f for f in os.listdir('.') if f.startswith('pids-')]) < 2:"
+                      " time.sleep(0.02)\nsys.exit(3)")
+    specs = [
+        ReplicaSpec(role="primary", index=0, argv=[sys.executable, "stubborn.py", "a"], env={}, cwd=str(tmp_path)),
+        ReplicaSpec(role="worker", index=0, argv=[sys.executable, "stubborn.py", "b"], env={}, cwd=str(tmp_path)),
+        spec("worker-1", wait_then_fail, tmp_path),
+    ]
+    started = []
+    out, err = io.StringIO(), io.StringIO()
+    t0 = time.monotonic()
+    result = run(specs, out=out, err=err, grace=0.5, on_start=lambda procs: started.extend(p.pid for p in procs))
+    elapsed = time.monotonic() - t0
+    assert (result.exit_code, result.failed) == (3, "worker-1")
+    assert elapsed < 8, elapsed
+    assert "worker-1 exited with code 3" in err.getvalue()
+    pids = [int(p) for f in tmp_path.glob("pids-*") for p in f.read_text().split()]
+    assert len(pids) == 4
+    assert all(process_gone(pid) for pid in pids + started)
+    assert not any(group_alive(pgid) for pgid in started)
+    # worker-1 started no child, and the runner reaped it: its group no longer exists at all.
+    # (The other groups' orphaned children are reaped by PID 1 — or linger as zombies in
+    # containers whose PID 1 never reaps, which group_alive above counts as gone.)
+    with pytest.raises(ProcessLookupError):
+        os.killpg(started[2], 0)
+
+
+def test_a_replica_killed_by_a_signal_reports_128_plus_n(tmp_path):
+    result = run([spec("primary-0", "import os, signal; os.kill(os.getpid(), signal.SIGKILL)", tmp_path)],
+                 out=io.StringIO(), err=io.StringIO(), grace=0.5)
+    assert (result.exit_code, result.failed) == (137, "primary-0")
+    assert exit_code(-15) == 143 and exit_code(4) == 4
+
+
+def test_a_program_that_cannot_start(tmp_path):
+    err = io.StringIO()
+    result = run([spec("primary-0", "import time; time.sleep(30)", tmp_path),
+                  ReplicaSpec(role="worker", index=0, argv=["/no/such/program"], env={}, cwd=str(tmp_path))],
+                 out=io.StringIO(), err=err, grace=0.5)
+    assert (result.exit_code, result.failed) == (127, "worker-0") and "cannot start worker-0" in err.getvalue()
+
+
+def test_free_ports_are_distinct():
+    ports = free_ports(5)
+    assert len(set(ports)) == 5 and all(0 < p < 65536 for p in ports)
+
+
+READY = """
+import os, subprocess, sys, time
+child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+print("ready", os.getpid(), child.pid, flush=True)
+time.sleep(60)
+"""
+
+
+def test_ctrl_c_stops_every_replica(job_dir, clean_env):
+    job = job_dir({"ready.py": READY}, command=["python", "ready.py"], workers={"replicas": 2},
+                  backends={"local": {"grace_period": 1}})
+    runner = subprocess.Popen([OMNIDIST, "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pids = []
+    try:
+        while len(pids) < 6:
+            line = runner.stdout.readline()
+            assert line, runner.stderr.read()
+            if " ready " in line:
+                pids += [int(p) for p in line.split()[2:]]
+        runner.send_signal(signal.SIGINT)
+        assert runner.wait(timeout=10) == 130
+    finally:
+        runner.kill()
+    assert "interrupted" in runner.stderr.read()
+    deadline = time.monotonic() + 2
+    while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(process_gone(p) for p in pids)
+
+
+def test_run_cli_exit_code_is_the_failing_replicas(job_dir, clean_env):
+    job = job_dir({"fail.py": "import os, sys\nsys.exit(7 if os.environ['OMNIDIST_ROLE'] == 'worker' else 0)\n"},
+                  command=["python", "fail.py"], workers={"replicas": 1})
+    out = subprocess.run([OMNIDIST, "run", str(job)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 7 and "worker-0 exited with code 7" in out.stderr
+    assert api.load(job).name == "t"

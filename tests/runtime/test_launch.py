@@ -1,0 +1,111 @@
+"""``omnidist launch``: the torchrun command line, and a real two-node launch."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from omnidist.local.environments import inherited
+from omnidist.local.runner import free_ports
+from omnidist.runtime import RuntimeEnvError, context
+from omnidist.runtime.launch import launch_argv, torchrun_argv
+
+OMNIDIST = str(Path(sys.executable).with_name("omnidist"))
+
+
+def vertex(pool: str, index: int, port: int = 2222, nodes: int = 3) -> dict[str, str]:
+    cluster = {"workerpool0": [f"127.0.0.1:{port}"], "workerpool1": [f"127.0.0.1:{port + 1 + i}" for i in range(nodes - 1)],
+               "workerpool3": ["127.0.0.1:9"]}
+    return {"CLUSTER_SPEC": json.dumps({"cluster": cluster, "task": {"type": pool, "index": index}})}
+
+
+def test_torchrun_argv_from_the_context():
+    ctx = context({**vertex("workerpool1", 1), "OMNIDIST_PROCESSES_PER_NODE": "8"})
+    assert torchrun_argv(ctx, ["train.py", "--lr", "1"], python="py") == [
+        "py", "-m", "torch.distributed.run", "--nnodes=3", "--node_rank=2", "--master_addr=127.0.0.1",
+        "--master_port=2222", "--nproc_per_node=8", "train.py", "--lr", "1"]
+
+
+def test_nproc_flag_module_and_programs():
+    ctx = context(vertex("workerpool0", 0))
+    argv = launch_argv(ctx, ["-m", "pkg.train"], 2, environ={}, python="py")
+    assert argv[-3:] == ["--nproc_per_node=2", "-m", "pkg.train"]
+    argv = launch_argv(ctx, ["python", "train.py"], environ={}, python="py")
+    assert argv[-3:] == ["--no-python", "python", "train.py"]
+
+
+def test_roles_outside_the_world_run_the_command_directly():
+    ctx = context(vertex("workerpool3", 0))
+    assert launch_argv(ctx, ["eval.py", "--x"], environ={}, python="py") == ["py", "eval.py", "--x"]
+    assert launch_argv(ctx, ["./eval.sh"], environ={}) == ["./eval.sh"]
+
+
+@pytest.mark.parametrize(("command", "environ", "nproc", "variable"), [
+    ([], {}, None, "argv"),
+    (["t.py"], {"TORCHELASTIC_RUN_ID": "x"}, None, "TORCHELASTIC_RUN_ID"),
+    (["t.py"], {}, 0, "--nproc-per-node"),
+])
+def test_launch_refuses(command, environ, nproc, variable):
+    with pytest.raises(RuntimeEnvError) as info:
+        launch_argv(context({}), command, nproc, environ=environ)
+    assert info.value.variable == variable
+
+
+def test_cli_dry_run_and_bad_environment():
+    env = {**inherited(dict(os.environ)), **vertex("workerpool1", 0), "OMNIDIST_PROCESSES_PER_NODE": "4"}
+    out = subprocess.run([OMNIDIST, "launch", "--dry-run", "--", "train.py", "--epochs", "2"], env=env,
+                         capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split()[1:] == ["-m", "torch.distributed.run", "--nnodes=3", "--node_rank=1",
+                                      "--master_addr=127.0.0.1", "--master_port=2222", "--nproc_per_node=4",
+                                      "train.py", "--epochs", "2"]
+    env["CLUSTER_SPEC"] = "{oops"
+    out = subprocess.run([OMNIDIST, "launch", "--", "train.py"], env=env, capture_output=True, text=True, timeout=30)
+    assert out.returncode == 2 and "environment variable CLUSTER_SPEC" in out.stderr and "Traceback" not in out.stderr
+
+
+WORKER = """
+import json, os, warnings
+warnings.filterwarnings("ignore")
+import torch, torch.distributed as dist
+from omnidist.runtime import context, init_torch
+ctx = init_torch()
+value = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(value)
+with open(f"rank{ctx.rank}.json", "w") as fh:  # a file each: processes of one node share stdout
+    json.dump({"rank": ctx.rank, "world": dist.get_world_size(), "local_rank": ctx.local_rank,
+               "node": ctx.node_rank, "platform": ctx.platform, "sum": value.item()}, fh)
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+def test_two_nodes_form_one_gloo_world(tmp_path):
+    """Two `omnidist launch` processes (2 + 1 processes) wired from a Vertex CLUSTER_SPEC."""
+    (tmp_path / "worker.py").write_text(WORKER)
+    master, other = free_ports(2)
+    cluster = {"workerpool0": [f"127.0.0.1:{master}"], "workerpool1": [f"127.0.0.1:{other}"]}
+    base = {**inherited(dict(os.environ)), "OMNIDIST_PROCESSES_PER_NODE": "2", "OMP_NUM_THREADS": "1"}
+    nodes = []
+    for pool, extra in (("workerpool0", []), ("workerpool1", ["--nproc-per-node", "1"])):
+        env = {**base, "CLUSTER_SPEC": json.dumps({"cluster": cluster, "task": {"type": pool, "index": 0}})}
+        nodes.append(subprocess.Popen([OMNIDIST, "launch", *extra, "--", "worker.py"], cwd=tmp_path, env=env,
+                                      stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
+    outputs = []
+    try:
+        for node in nodes:
+            outputs.append(node.communicate(timeout=90)[0])
+    finally:
+        for node in nodes:
+            node.kill()
+    assert [n.returncode for n in nodes] == [0, 0], outputs
+    results = [json.loads(path.read_text()) for path in sorted(tmp_path.glob("rank*.json"))]
+    assert sorted(r["rank"] for r in results) == [0, 1, 2]
+    assert {r["world"] for r in results} == {3} and {r["sum"] for r in results} == {6.0}
+    assert {r["platform"] for r in results} == {"vertex"}
+    assert sorted((r["node"], r["local_rank"]) for r in results) == [(0, 0), (0, 1), (1, 0)]

@@ -1,0 +1,47 @@
+"""The documentation builds strictly and matches the code it describes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import attrs
+import pytest
+
+from omnidist import cli, registry
+from omnidist.job import DistributedJob, Role
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = ROOT / "docs"
+
+
+def test_mkdocs_builds_strictly(tmp_path):
+    mkdocs = Path(sys.executable).with_name("mkdocs")
+    result = subprocess.run([str(mkdocs), "build", "--strict", "-d", str(tmp_path / "site")], cwd=ROOT,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+
+
+def test_every_job_field_is_documented():
+    text = (DOCS / "job-format.md").read_text()
+    fields = [a.name for a in attrs.fields(DistributedJob) if a.name != "source"] + [a.name for a in attrs.fields(Role)]
+    assert [f for f in fields if f"`{f}`" not in text] == []
+
+
+def test_every_command_is_in_the_cli_reference():
+    text = (DOCS / "cli.md").read_text()
+    assert [c for c in cli.main.commands if f"`omnidist {c}" not in text] == []
+
+
+@pytest.mark.parametrize("name", [n for n in registry.installed() if n != "echo"])
+def test_every_backend_setting_is_documented(name):
+    page = DOCS / "backends" / f"{name}.md"
+    text = page.read_text()
+    settings = [a.name for a in attrs.fields(registry.get(name).settings_type)]
+    assert [s for s in settings if f"`{s}`" not in text] == [], f"{page} misses settings"
+
+
+def test_readme_gives_the_two_commands():
+    text = (ROOT / "README.md").read_text()
+    assert "make run" in text and "make test" in text
