@@ -161,6 +161,22 @@ class Accelerator:
 Replicas = Union[int, Literal["auto"]]
 
 
+def _to_accelerator(value: Union[Accelerator, str, Mapping[str, Any], None]) -> Optional[Accelerator]:
+    """The Python API takes the job file's spellings too: ``"V100:8"`` or ``{type, count}``."""
+    if value is None or isinstance(value, Accelerator):
+        return value
+    try:
+        if isinstance(value, str):
+            return Accelerator.parse(value)
+        if isinstance(value, Mapping):
+            return Accelerator(**value)
+    except ValidationError as exc:
+        raise exc.prefixed("accelerator") from None
+    except TypeError as exc:
+        raise ValidationError(f"{exc}; write {{type: V100, count: 8}}", path="accelerator") from None
+    raise ValidationError(f"expected 'TYPE:COUNT' (e.g. V100:8), got {value!r}", path="accelerator")
+
+
 @attrs.frozen(kw_only=True)
 class Role:
     """One role's replicas and what each replica runs on.
@@ -170,7 +186,7 @@ class Role:
     """
 
     replicas: Replicas = attrs.field(default=1)
-    accelerator: Optional[Accelerator] = None
+    accelerator: Optional[Accelerator] = attrs.field(default=None, converter=_to_accelerator)
     cpus: Optional[float] = attrs.field(default=None, validator=_positive)
     memory_gb: Optional[float] = attrs.field(default=None, validator=_positive)
     disk_gb: Optional[int] = attrs.field(default=None, validator=_positive)

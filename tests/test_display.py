@@ -55,3 +55,15 @@ def test_handle_html_shows_state_and_console_link():
 
 def test_escaping():
     assert "&lt;script&gt;" in display.table([("<script>",)], ("x",))
+
+
+def test_runtime_context_renders_short_and_as_html():
+    import json
+
+    import omnidist.runtime as rt
+
+    ctx = rt.context({"CLUSTER_SPEC": json.dumps({"cluster": {"workerpool0": ["a:2222"], "workerpool1": ["b:2222"]},
+                                                  "task": {"type": "workerpool1", "index": 0}})})
+    assert repr(ctx) == "RuntimeContext(vertex worker 0: rank 1/2, nodes 2, master a:2222)"
+    html = ctx._repr_html_()
+    assert "runtime context (vertex)" in html and "<td style='text-align:left'>worker</td>" in html and "b:2222" in html

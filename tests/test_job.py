@@ -66,3 +66,16 @@ def test_values_are_frozen_and_evolve_makes_variants():
     bigger = attrs.evolve(job, workers=Role(replicas=8))
     assert bigger.workers.replicas == 8 and job.workers.replicas == 2
     assert job.role(RoleName.WORKERS) is job.workers and job.role("evaluators") is None
+
+
+def test_python_api_takes_the_job_file_spellings_for_accelerators():
+    assert Role(accelerator="v100:8").accelerator == Accelerator(type="V100", count=8)
+    assert Role(accelerator={"type": "t4", "count": 2}).accelerator == Accelerator(type="T4", count=2)
+    with pytest.raises(ValidationError) as info:
+        Role(accelerator="Z100:8")
+    assert info.value.problems[0].path == "accelerator.type"
+
+
+def test_python_api_framework_error_names_the_field():
+    with pytest.raises(ValidationError, match=r"framework: 'pytorx' is not one of .*did you mean 'pytorch'"):
+        DistributedJob(name="a", framework="pytorx")

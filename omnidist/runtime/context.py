@@ -28,7 +28,7 @@ _TF_TASK_TYPES = {
 """Runtime role -> TensorFlow task type in a TF_CONFIG omnidist writes."""
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(repr=False, frozen=True)
 class RuntimeContext:
     """Where this process sits in the distributed job, the same on every platform.
 
@@ -81,6 +81,27 @@ class RuntimeContext:
         data = dataclasses.asdict(self)
         data["cluster"] = {role: list(hosts) for role, hosts in self.cluster.items()}
         return data
+
+    def __repr__(self) -> str:
+        where = f", master {self.master_addr}:{self.master_port}" if self.master_addr else ""
+        rank = f"rank {self.rank}/{self.world_size}" if self.rank is not None else f"not in the training world"
+        return f"RuntimeContext({self.platform} {self.role} {self.index}: {rank}, nodes {self.num_nodes}{where})"
+
+    def _repr_html_(self) -> str:
+        """The context as a two-column table, then the cluster by role (notebooks)."""
+        import html
+
+        def rows(pairs: list[tuple[str, Any]]) -> str:
+            return "".join(f"<tr><td style='text-align:left'>{html.escape(str(k))}</td>"
+                           f"<td style='text-align:left'>{html.escape('—' if v is None else str(v))}</td></tr>"
+                           for k, v in pairs)
+
+        fields = [(k, v) for k, v in self.to_dict().items() if k != "cluster"]
+        cluster = [(role, ", ".join(hosts)) for role, hosts in self.cluster.items()]
+        return (f"<table><caption style='text-align:left'><b>runtime context ({html.escape(self.platform)})"
+                f"</b></caption><tbody>{rows(fields)}</tbody></table>"
+                + (f"<table><thead><tr><th>role</th><th>hosts</th></tr></thead><tbody>{rows(cluster)}</tbody></table>"
+                   if cluster else ""))
 
     def torch_env(self) -> dict[str, str]:
         """The variables torch's ``env://`` initialization reads.
