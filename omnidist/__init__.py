@@ -35,7 +35,7 @@ _LAZY = {
     "compile": "omnidist.api",
     "import_native": "omnidist.api",
     "load": "omnidist.api",
-    "migrate": "omnidist.migrate",
+    "migrate": "omnidist.migration",
     "submit": "omnidist.api",
     "use": "omnidist.config",
 }

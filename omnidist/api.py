@@ -136,6 +136,6 @@ def import_native(
         ValidationError: the native spec is malformed (naming the field path).
         UnsupportedFeatureError: it uses something the portable format cannot hold.
     """
-    from omnidist import migrate
+    from omnidist import migration
 
-    return migrate.import_job(native, backend, framework)[0]
+    return migration.import_job(native, backend, framework)[0]

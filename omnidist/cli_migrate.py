@@ -17,10 +17,10 @@ FRAMEWORKS = click.Choice(["pytorch", "tensorflow", "horovod", "deepspeed", "cus
 @click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
 def import_command(native_file: str, source: Optional[str], framework: Optional[str]) -> None:
     """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML."""
-    from omnidist import migrate
+    from omnidist import migration
 
-    job, source, entries = migrate.import_job(native_file, source, framework)
-    click.echo(migrate.job_yaml_with_comments(job, entries, source, native_file), nl=False)
+    job, source, entries = migration.import_job(native_file, source, framework)
+    click.echo(migration.job_yaml_with_comments(job, entries, source, native_file), nl=False)
 
 
 @click.command("migrate")
@@ -31,24 +31,27 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 @click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Format of the fidelity report on stderr.")
+@click.option("--image", help="Container to run, for specs that ran something only their cloud has "
+              "(a legacy Python-package job, a registered Azure ML environment).")
 @click.option("--profile", "-p", help="Profile supplying the target's settings.")
 def migrate_command(native_file: str, source: Optional[str], target: str, strict: bool, framework: Optional[str],
-                    output: str, profile: Optional[str]) -> None:
+                    output: str, image: Optional[str], profile: Optional[str]) -> None:
     """Import NATIVE_FILE and compile it for another backend.
 
     Prints the target's native request on stdout and a fidelity report on stderr: what
-    mapped exactly, what was inferred or approximated, what was dropped.
+    mapped exactly, what was inferred or approximated, what changed or was dropped. With
+    --strict, a drop or a change in meaning prints the report and exits 3.
     """
-    from omnidist import migrate
+    from omnidist import migration
 
-    def show(report: "migrate.MigrationReport") -> None:
+    def show(report: "migration.MigrationReport") -> None:
         text = json.dumps(report.to_dict(), indent=2) if output == "json" else str(report)
         click.echo(text, err=True)
 
     try:
-        compiled, report = migrate.migrate(native_file, source, target, strict=strict, framework=framework,
-                                           profile=profile)
-    except migrate.StrictMigrationError as exc:
+        compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
+                                             image=image, profile=profile)
+    except migration.StrictMigrationError as exc:
         show(exc.report)
         raise
     click.echo(compiled.render())

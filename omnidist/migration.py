@@ -1,6 +1,11 @@
 """Moving a job between clouds: import a native spec, compile it for another backend, and
 report what carried over exactly, what was approximated, inferred, changed or dropped.
 
+The steps, each reporting what it did: :func:`import_job` (the source's importer, then the
+framework), :func:`move_job` (the source's settings block, Azure ML inputs, the image,
+machine sizes), :func:`compile_dropping` (the target's compiler, giving up what it refuses),
+:func:`machine_entries` (which machine the target chose for each role, and why).
+
 ``--strict`` refuses any drop or change in meaning. A machine picked for the same
 accelerator type and count is not a change in meaning; another GPU model or count is.
 """
@@ -9,24 +14,43 @@ from __future__ import annotations
 
 import enum
 import os
-from collections.abc import Mapping
-from typing import Any, Optional, Union
+import re
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any, Callable, Optional, Union
 
 import attrs
 
-from omnidist import api, registry, serde
+from omnidist import api, lowering, registry, serde
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob, Framework, RoleName
+from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role, RoleName
+
+Native = Union[Mapping[str, Any], Sequence[Any], str, "os.PathLike[str]"]
 
 GOOGLE_BACKENDS = frozenset({"vertex", "ai_platform"})
 """Backends that share Compute Engine's vocabulary (machine types, regions, service accounts)."""
 
-CARRIED_BETWEEN_GOOGLE = ("machine_types", "region", "service_account", "network")
+CARRIED_BETWEEN_GOOGLE = ("machine_types", "network", "region", "service_account")
 """Backend-block keys that mean the same on both Google backends, so they carry over."""
 
-DROPPABLE_FEATURES = tuple(r.value for r in RoleName if r is not RoleName.PRIMARY)
-"""Features a non-strict migration may drop (whole roles) when the target cannot express them."""
+LEFT_BEHIND = {
+    ("ai_platform", "job_dir"): "legacy passed it to the program as --job-dir; add that to args if the code reads it",
+    ("ai_platform", "package_uris"): "the Python package is not installed by the target: the image must contain it",
+    ("ai_platform", "python_module"): "the target runs the image's command, not a Python module",
+    ("ai_platform", "python_version"): "the image decides the Python version",
+    ("ai_platform", "runtime_version"): "Google's runtime image is not carried: the job runs its own image",
+    ("azure_ml", "code"): "the code folder is not uploaded: bake it into the image",
+    ("azure_ml", "environment"): "a registered Azure ML environment is not pulled by other clouds: the job runs its image",
+}
+"""(source, settings key) -> why the job loses meaning when that setting stays behind.
+Other settings that stay behind (clusters, regions, shared memory…) are reported as hints."""
+
+MACHINE_KEYS = ("instance_type", "machine_types")
+"""Settings keys naming machines; across providers machine entries report them instead."""
+
+_HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
+_INPUT = re.compile(r"\$\{\{\s*inputs\.([\w.]+)\s*\}\}")
 
 
 class Fidelity(str, enum.Enum):
@@ -109,17 +133,27 @@ class StrictMigrationError(UnsupportedFeatureError):
                          "Drop --strict to accept the report, or change the job first.")
 
 
+def _entry(note: Note) -> ReportEntry:
+    return ReportEntry(fidelity=_FROM_NOTE[note.kind], field=note.field, message=note.message)
+
+
 # --- reading the source -------------------------------------------------------------------------
 
-def detect_backend(native: Mapping[str, Any]) -> str:
+AZURE_KEYS = frozenset({"command", "compute", "distribution", "environment", "environment_variables", "resources"})
+"""Top-level keys of an Azure ML command job file (``$schema`` and ``type`` may be missing)."""
+
+
+def detect_backend(native: Union[Mapping[str, Any], Sequence[Any]]) -> str:
     """Tell which backend a native spec belongs to from its content.
 
     Raises:
         ValidationError: when the content does not say; pass ``--from``.
     """
+    if not isinstance(native, Mapping):  # a bare list of --worker-pool-spec strings
+        return "vertex"
     keys = set(native)
     schema = str(native.get("$schema", ""))
-    if "azureml" in schema or str(native.get("type", "")).lower() == "command" or "distribution" in keys:
+    if "azureml" in schema or str(native.get("type", "")).lower() == "command" or len(keys & AZURE_KEYS) >= 2:
         return "azure_ml"
     if keys & {"trainingInput", "masterType", "masterConfig", "scaleTier", "parameterServerType"}:
         return "ai_platform"
@@ -152,23 +186,28 @@ def infer_framework(job: DistributedJob) -> tuple[Framework, str]:
     return Framework.CUSTOM, "nothing in the spec says; set it with --framework (pytorch, tensorflow, …)"
 
 
-def read_native(native: Union[Mapping[str, Any], str, "os.PathLike[str]"]) -> tuple[Mapping[str, Any], Optional[str]]:
-    """A native spec from a mapping or a YAML/JSON file, with its file name."""
-    if isinstance(native, Mapping):
+def read_native(native: Native) -> tuple[Union[Mapping[str, Any], Sequence[Any]], Optional[str]]:
+    """A native spec from a mapping (or a list of ``--worker-pool-spec`` strings) or a YAML/JSON
+    file, with its file name."""
+    if isinstance(native, (Mapping, list, tuple)):
         return native, None
     source = str(native)
     data = serde.read_document(native)
-    if not isinstance(data, Mapping):
+    if not isinstance(data, (Mapping, list)):
         raise ValidationError("a native job spec is a mapping of keys", source=source)
     return data, source
 
 
 def import_job(
-    native: Union[Mapping[str, Any], str, "os.PathLike[str]"],
+    native: Native,
     source: Optional[str] = None,
     framework: Optional[Union[Framework, str]] = None,
 ) -> tuple[DistributedJob, str, list[ReportEntry]]:
-    """Import a native spec: the job, the source backend's name, and what was inferred."""
+    """Import a native spec: the job, the source backend's name, and what was inferred.
+
+    The framework is ``framework`` when given; a spec that names none (the importer gave
+    ``custom``) gets one from :func:`infer_framework`, replacing the importer's own remark.
+    """
     data, filename = read_native(native)
     try:
         source = source or detect_backend(data)
@@ -178,30 +217,34 @@ def import_job(
     entries = [_entry(n) for n in notes]
     if framework is not None:
         job = attrs.evolve(job, framework=framework)
+        entries = [e for e in entries if e.field != "framework"]
         entries.append(ReportEntry(fidelity="exact", field="framework", message=f"{job.framework.value} (from --framework)"))
     elif job.framework is Framework.CUSTOM:
         guessed, why = infer_framework(job)
         job = attrs.evolve(job, framework=guessed)
+        entries = [e for e in entries if e.field != "framework"]
         entries.append(ReportEntry(fidelity="inferred", field="framework", message=f"{guessed.value}: {why}"))
     return job, source, entries
-
-
-def _entry(note: Note) -> ReportEntry:
-    return ReportEntry(fidelity=_FROM_NOTE[note.kind], field=note.field, message=note.message)
 
 
 # --- moving it ----------------------------------------------------------------------------------
 
 def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Carry the source block's settings that mean the same on the target; list the rest."""
+    """Carry the source block's settings that mean the same on the target; report the rest
+    (dropped when the job loses meaning without them, hints otherwise)."""
     block = dict(job.backends.get(source, {}))
     if not block or source == target:
         return job, []
-    carried = {k: block[k] for k in CARRIED_BETWEEN_GOOGLE if k in block} if {source, target} <= GOOGLE_BACKENDS else {}
+    google = {source, target} <= GOOGLE_BACKENDS
+    carried = {k: block[k] for k in CARRIED_BETWEEN_GOOGLE if k in block} if google else {}
     entries = [ReportEntry(fidelity="exact", field=f"backends.{source}.{k}", message=f"carried to backends.{target}.{k} "
                            "(same Compute Engine vocabulary)") for k in carried]
-    entries += [ReportEntry(fidelity="hint", field=f"backends.{source}.{k}",
-                            message=f"{source}-only setting, not used by {target}") for k in block if k not in carried]
+    for key in block:
+        if key in carried or key == "inputs" or (key in MACHINE_KEYS and not google):
+            continue  # inputs: see inline_inputs; machines: see machine_entries
+        why = LEFT_BEHIND.get((source, key))
+        entries.append(ReportEntry(fidelity="dropped" if why else "hint", field=f"backends.{source}.{key}",
+                                   message=f"{_short(block[key])}: {why}" if why else f"{source}-only setting, not used by {target}"))
     target_block = {**carried, **job.backends.get(target, {})}
     backends = {k: v for k, v in job.backends.items() if k != source}
     if target_block:
@@ -209,10 +252,120 @@ def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[
     return attrs.evolve(job, backends=backends), entries
 
 
-def _drop(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
-    if feature in DROPPABLE_FEATURES and job.role(feature) is not None:
+def _short(value: Any, width: int = 72) -> str:
+    text = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any]) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Write Azure ML literal inputs (``epochs: 10``) into the command and args where they are
+    referenced as ``${{inputs.epochs}}``; data inputs (paths, assets) cannot move and are dropped."""
+    literal = {k: v for k, v in inputs.items() if isinstance(v, (str, int, float, bool))}
+
+    def fill(argv: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+        return None if argv is None else tuple(_INPUT.sub(lambda m: str(literal.get(m[1], m[0])), a) for a in argv)
+
+    def fill_role(role: Optional[Role]) -> Optional[Role]:
+        return role and attrs.evolve(role, command=fill(role.command), args=fill(role.args))
+
+    job = attrs.evolve(job, command=fill(job.command), args=fill(job.args),
+                       **{r.value: fill_role(job.role(r)) for r in RoleName})
+    entries = [ReportEntry(fidelity="approximated", field=f"backends.azure_ml.inputs.{k}",
+                           message=f"{v!r} written into the command in place of ${{{{inputs.{k}}}}}") for k, v in literal.items()]
+    entries += [ReportEntry(fidelity="dropped", field=f"backends.azure_ml.inputs.{k}",
+                            message=f"a data input ({_short(v)}) has no equivalent elsewhere; the command still says "
+                                    f"${{{{inputs.{k}}}}}: replace it with a path the job can read")
+                for k, v in inputs.items() if k not in literal]
+    return job, entries
+
+
+def give_image(job: DistributedJob, source: str, image: Optional[str]) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Set the image given with ``--image``; a Python-package job runs its module with it.
+
+    Raises:
+        ValidationError: the job has no image and its spec ran something only the source
+            provides (a legacy runtime version, a registered Azure ML environment).
+    """
+    block = job.backends.get(source, {})
+    runs = ("runtime_version" in block and f"a Python package on runtime {block['runtime_version']}") or \
+           ("environment" in block and f"the registered environment {block['environment']}")
+    if image is None:
+        if runs and not (job.image or job.primary.image):
+            raise ValidationError(f"the {source} spec runs {runs}, which other clouds do not have; pass --image "
+                                  "(image= in Python) with a training container that holds the code", path="image")
+        return job, []
+    entries = [ReportEntry(fidelity="exact", field="image", message=f"{image} (from --image)")]
+    module = block.get("python_module")
+    if module and not job.command:
+        rest = {k: v for k, v in block.items() if k != "python_module"}
+        job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source: rest})
+        entries.append(ReportEntry(fidelity="approximated", field="command",
+                                   message=f"python -m {module}, from pythonModule: the image must have the package installed"))
+    return attrs.evolve(job, image=image), entries
+
+
+def size_by_accelerator(job: DistributedJob, source: str) -> DistributedJob:
+    """Across providers, a GPU role whose source machine is known is sized by its accelerator
+    alone: the vCPUs and memory the importer read off that machine are one cloud's packaging,
+    and would rule out the other cloud's machines for the same GPUs."""
+    named = _machines(job, source)
+    roles = {}
+    for name in RoleName:
+        role = job.role(name)
+        effective = lowering.effective_role(job, name)
+        if role is not None and effective.accelerator and name.value in named:
+            roles[name.value] = attrs.evolve(role, cpus=None, memory_gb=None)
+    return attrs.evolve(job, **roles)
+
+
+def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Everything between import and compile: the image, the source's settings, inputs, sizes."""
+    job, entries = give_image(job, source, image)
+    inputs = job.backends.get(source, {}).get("inputs") if source != target else None
+    if inputs:
+        job, inlined = inline_inputs(job, inputs)
+        entries += inlined
+    if not {source, target} <= GOOGLE_BACKENDS and source != target:
+        job = size_by_accelerator(job, source)
+    job, carried = carry_backend_block(job, source, target)
+    return job, entries + carried
+
+
+# --- compiling, giving up what the target refuses -----------------------------------------------
+
+def _drop_role(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
+    if feature in (r.value for r in RoleName if r is not RoleName.PRIMARY) and job.role(feature) is not None:
         return attrs.evolve(job, **{feature: None})
     return None
+
+
+def _inherit_hardware(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
+    """``parameter_servers.cpus`` -> the role takes the primary's instead (one machine per job)."""
+    role_name, _, field = feature.partition(".")
+    role = job.role(role_name) if role_name in {r.value for r in RoleName} else None
+    if role is None or field not in _HARDWARE or getattr(role, field) is None:
+        return None
+    return attrs.evolve(job, **{role_name: attrs.evolve(role, **{field: None})})
+
+
+def _any_interconnect(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
+    if feature.startswith("interconnect") and job.interconnect is Interconnect.INFINIBAND:
+        return attrs.evolve(job, interconnect=Interconnect.ANY)
+    return None
+
+
+def _on_demand(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
+    return attrs.evolve(job, spot=False) if feature == "spot" and job.spot else None
+
+
+GIVE_UPS: tuple[tuple[Callable[[DistributedJob, str], Optional[DistributedJob]], Fidelity, str], ...] = (
+    (_drop_role, Fidelity.DROPPED, "the role is left out"),
+    (_inherit_hardware, Fidelity.CHANGED, "the role runs on the primary's hardware instead"),
+    (_any_interconnect, Fidelity.CHANGED, "interconnect: any (the nodes talk over the target's ordinary network)"),
+    (_on_demand, Fidelity.CHANGED, "runs on on-demand capacity instead"),
+)
+"""What a migration gives up when the target refuses a feature: (how, outcome, what it says).
+Anything else the target refuses (an accelerator it lacks, a program per role) stops it."""
 
 
 def _without_machine(job: DistributedJob, target: str, exc: ValidationError) -> Optional[tuple[DistributedJob, str, str]]:
@@ -230,63 +383,161 @@ def _without_machine(job: DistributedJob, target: str, exc: ValidationError) -> 
     return None
 
 
-def compile_dropping(job: DistributedJob, target: str, strict: bool, profile: Optional[str] = None,
-                     settings: Optional[Mapping[str, Any]] = None) -> tuple[CompiledJob, list[ReportEntry]]:
-    """Compile for ``target``. A carried machine type the target does not offer is replaced by
-    the target's own pick for the same accelerator; without ``strict``, whole roles the target
-    refuses are dropped. Each such step is reported."""
+def compile_dropping(job: DistributedJob, target: str, profile: Optional[str] = None,
+                     settings: Optional[Mapping[str, Any]] = None) -> tuple[CompiledJob, DistributedJob, list[ReportEntry]]:
+    """Compile for ``target``, giving up (and reporting) what it refuses, per :data:`GIVE_UPS`;
+    a carried machine type the target does not offer is replaced by the target's own pick for
+    the same accelerator. Returns the compiled job, the job it was compiled from, and the entries."""
     entries: list[ReportEntry] = []
-    for _ in range(len(DROPPABLE_FEATURES) + len(RoleName) + 1):
+    while True:  # each pass removes something from a finite job, so this ends
         try:
-            return api.compile(job, backend=target, profile=profile, settings=settings), entries
+            return api.compile(job, backend=target, profile=profile, settings=settings), job, entries
         except UnsupportedFeatureError as exc:
-            smaller = None if strict else _drop(job, exc.feature)
-            if smaller is None:
+            for give_up, fidelity, outcome in GIVE_UPS:
+                smaller = give_up(job, exc.feature)
+                if smaller is not None:
+                    entries.append(ReportEntry(fidelity=fidelity, field=exc.feature, message=f"{outcome}: {exc.message}"))
+                    job = smaller
+                    break
+            else:
                 raise
-            entries.append(ReportEntry(fidelity="dropped", field=exc.feature, message=f"{exc.message} {exc.hint}".strip()))
-            job = smaller
         except ValidationError as exc:
             fixed = _without_machine(job, target, exc)
             if fixed is None:
                 raise
             job, role, machine = fixed
-            entries.append(ReportEntry(fidelity="approximated", field=role,
-                                       message=f"{target} does not offer machine {machine!r}; it picks one for the same accelerator"))
-    raise AssertionError("unreachable: every droppable part was tried")  # pragma: no cover
+            entries.append(ReportEntry(fidelity="approximated", field=f"backends.{target}.machine_types.{role}",
+                                       message=f"{target} does not offer {machine}; it picks one for the same accelerator"))
 
 
-def _role_entries(job: DistributedJob, compiled: CompiledJob) -> list[ReportEntry]:
-    from omnidist import lowering
+# --- which machines the target chose ------------------------------------------------------------
 
-    touched = {n.field.split(".")[0] for n in compiled.diagnostics}
-    return [
-        ReportEntry(fidelity="exact", field=role.name.value,
-                    message=f"{role.replicas} replica(s)" + (f", {role.accelerator}" if role.accelerator else ", CPU"))
-        for role in lowering.effective_roles(job) if role.name.value not in touched
-    ]
+def _machines(job: DistributedJob, backend: str) -> dict[str, str]:
+    """Role -> machine named in the job's block for ``backend``: Google names one per role,
+    Azure ML one VM size for the nodes that train (primary and workers)."""
+    block = job.backends.get(backend, {})
+    if block.get("machine_types"):
+        return dict(block["machine_types"])
+    if block.get("instance_type"):  # parameter servers share these nodes; Azure ML's own note says so
+        return {r.value: block["instance_type"] for r in (RoleName.PRIMARY, RoleName.WORKERS)}
+    return {}
+
+
+def _hardware(role: Optional[lowering.EffectiveRole]) -> str:
+    if role is None:
+        return "nothing"
+    if role.accelerator:
+        return str(role.accelerator)
+    size = "".join(f", {v:g} {unit}" for v, unit in ((role.cpus, "vCPUs"), (role.memory_gb, "GB")) if v)
+    return f"CPU-only{size}"
+
+
+def _same_gpus(a: Optional[Accelerator], b: Optional[Accelerator]) -> bool:
+    return (a.type, a.count) == (b.type, b.count) if a and b else a is b is None
+
+
+def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: CompiledJob, source: str,
+                    target: str) -> tuple[list[ReportEntry], set[Note]]:
+    """One entry per role whose machine the target chose: the machine, what the source ran, and
+    why (the target's own note, which is consumed). Reading the target's request back with its
+    importer tells the GPUs the machine really has: another model or count is a change in meaning."""
+    try:
+        readback, _ = registry.get(target).import_with_notes(compiled.request)
+    except (ValidationError, UnsupportedFeatureError):  # pragma: no cover - compilers write what importers read
+        return [], set()
+    chosen, before, carried = _machines(readback, target), _machines(imported, source), _machines(final, target)
+    entries, consumed = [], set()
+    for role in lowering.effective_roles(final):
+        name = role.name.value
+        machine = chosen.get(name)
+        if machine is None or carried.get(name) == machine:
+            continue  # no machine named (an Azure cluster), or carried as it was (reported with the block)
+        got = lowering.effective_role(readback, name)
+        why = [n for n in compiled.diagnostics if n.kind is NoteKind.DEFAULTED and machine in n.message]
+        consumed.update(why)
+        origin = f"{source} ran {before[name]}" if name in before else f"the {source} spec names no machine"
+        text = f"{machine} for {_hardware(role)} ({origin})"
+        if got is not None and not _same_gpus(role.accelerator, got.accelerator):
+            entries.append(ReportEntry(fidelity="changed", field=f"{name}.machine",
+                                       message=f"{text}: it has {_hardware(got)}, not {_hardware(role)}"))
+        else:
+            reason = why[0].message if why else "the target's machine for it"
+            basis = "accelerator equivalence" if role.accelerator else "vCPUs and memory"
+            entries.append(ReportEntry(fidelity="approximated", field=f"{name}.machine",
+                                       message=f"{text}, chosen by {basis}: {reason}"))
+    return entries, consumed
+
+
+JOB_FIELDS = ("name", "framework", "image", "command", "args", "env", "processes_per_node", "interconnect", "spot", "timeout", "labels")
+"""Job-wide fields listed as exact when set and no other entry speaks of them."""
+
+
+def exact_entries(job: DistributedJob, entries: list[ReportEntry]) -> list[ReportEntry]:
+    """What mapped exactly: each role that kept its replicas and hardware, and each job-wide
+    field that no other entry mentions."""
+    spoken = {part for e in entries for part in e.field.split(".")}
+    changed = {e.field.split(".")[0] for e in entries if e.fidelity.breaks_strict or "." not in e.field}
+    found = [ReportEntry(fidelity="exact", field=r.name.value, message=f"{r.replicas} replica(s), {_hardware(r)}")
+             for r in lowering.effective_roles(job) if r.name.value not in changed]
+    for name in JOB_FIELDS:
+        value = getattr(job, name)
+        if name not in spoken and value not in (None, (), {}, False, "auto", Interconnect.ANY):
+            found.append(ReportEntry(fidelity="exact", field=name, message=_shown(value, name)))
+    return found
+
+
+def _shown(value: Any, name: str) -> str:
+    if name == "timeout":
+        return serde.format_duration(value)
+    if isinstance(value, enum.Enum):
+        return str(value.value)
+    if isinstance(value, tuple):
+        return _short(shlex.join(value))
+    if isinstance(value, Mapping):
+        return _short(" ".join(f"{k}={v}" for k, v in value.items()))
+    return _short(str(value))
 
 
 def migrate(
-    native: Union[Mapping[str, Any], str, "os.PathLike[str]"],
+    native: Native,
     source: Optional[str] = None,
     target: str = "vertex",
     *,
     strict: bool = False,
     framework: Optional[Union[Framework, str]] = None,
+    image: Optional[str] = None,
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
 ) -> tuple[CompiledJob, MigrationReport]:
     """Import ``native`` from ``source`` (detected when omitted) and compile it for ``target``.
 
+    Args:
+        native: the native spec (a mapping) or the path of a YAML/JSON file holding it.
+        source: the spec's backend; detected from the content when omitted.
+        target: the backend to compile for.
+        strict: refuse the migration if anything is dropped or changes meaning.
+        framework: the job's framework, instead of inferring it (legacy specs do not say).
+        image: the container to run, for specs that ran something only their cloud has (a
+            legacy Python-package job, a registered Azure ML environment).
+        profile: the profile supplying the target's settings.
+        settings: explicit target settings.
+
+    Returns:
+        The compiled request and a :class:`MigrationReport`.
+
     Raises:
         StrictMigrationError: with ``strict``, when anything would be dropped or changed.
-        UnsupportedFeatureError: when the target cannot express something that cannot be dropped.
-        ValidationError: when the native spec is malformed.
+        UnsupportedFeatureError: when the target cannot express something that cannot be given up.
+        ValidationError: when the native spec is malformed, or the target needs an ``image``.
     """
-    job, source, entries = import_job(native, source, framework)
-    job, carried = carry_backend_block(job, source, target)
-    compiled, dropped = compile_dropping(job, target, strict, profile, settings)
-    entries += carried + dropped + [_entry(n) for n in compiled.diagnostics] + _role_entries(job, compiled)
+    imported, source, entries = import_job(native, source, framework)
+    if image is not None:  # the importer's advice to set an image has been followed
+        entries = [e for e in entries if e.field != "image"]
+    job, moved = move_job(imported, source, target, image)
+    compiled, final, given_up = compile_dropping(job, target, profile, settings)
+    machines, consumed = machine_entries(imported, final, compiled, source, target)
+    entries += moved + given_up + machines + [_entry(n) for n in compiled.diagnostics if n not in consumed]
+    entries += exact_entries(final, entries)
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=_order))
     if strict and report.breaks_strict:
         raise StrictMigrationError(report)

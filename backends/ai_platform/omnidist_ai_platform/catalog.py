@@ -44,13 +44,14 @@ N1_GPU_LIMITS: dict[str, dict[int, int]] = {
 """GPUs attachable to N1 machines: portable name -> {allowed count: max vCPUs}. Compute Engine's
 GPU tables; P100 x4 allows 96 vCPUs only in some zones (64 elsewhere) — *unconfirmed* per zone."""
 
-N1_GPU_EGRESS_GBPS: dict[str, dict[int, int]] = {
-    "T4": {1: 32, 2: 50, 4: 100},
-    "V100": {1: 24, 2: 32, 4: 50, 8: 100},
+N1_GPU_EGRESS_GBPS: dict[str, dict[int, tuple[int, int]]] = {
+    "T4": {1: (24, 32), 2: (48, 50), 4: (96, 100)},
+    "V100": {1: (12, 24), 2: (24, 32), 4: (48, 50), 8: (96, 100)},
 }
-"""Max egress of N1 machines with T4/V100 attached by GPU count, at the highest vCPU count the count
-allows. *Unconfirmed* except V100 x8 = 100 Gbps (seed); below that vCPU count, and for other N1 machines,
-the general N1 rule applies: 2 Gbps per vCPU, at most 32 (an underestimate is the safe side here)."""
+"""N1 machines with T4/V100 attached: GPU count -> (vCPUs needed, max egress Gbps) — the same table
+as the Vertex backend's. *Unconfirmed* except V100 x8 = 100 Gbps (seed); below that vCPU count, and
+for other N1 machines, the general N1 rule applies: 2 Gbps per vCPU, at most 32 (an underestimate is
+the safe side here)."""
 
 REDUCER_MACHINE = "n1-highcpu-16"
 """The machine the Reduction Server samples recommend for reducers (32 Gbps)."""
@@ -176,9 +177,9 @@ def pairing_problem(m: Machine, accelerator: Optional[str], count: int) -> Optio
 
 def egress_gbps(m: Machine, accelerator: Optional[str], count: int) -> int:
     """Max egress of ``m`` with ``count`` x ``accelerator`` attached (see :data:`N1_GPU_EGRESS_GBPS`)."""
-    table = N1_GPU_EGRESS_GBPS.get(accelerator or "", {})
-    if m.family == "n1" and count in table and m.vcpus == N1_GPU_LIMITS[accelerator][count]:
-        return table[count]
+    needed, gbps = N1_GPU_EGRESS_GBPS.get(accelerator or "", {}).get(count, (0, 0))
+    if m.family == "n1" and gbps and m.vcpus >= needed:
+        return max(m.egress_gbps, gbps)
     return m.egress_gbps
 
 

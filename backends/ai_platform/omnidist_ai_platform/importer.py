@@ -401,7 +401,7 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
             roles[role.value] = pool_to_role(pool, master, base_env, inherits)
     name, pinned = name_from_job_id(native.jobId, notes)
     # Legacy specs do not name the framework: custom unless a TF runtime version says so
-    # (omnidist.migrate infers it from images and roles, and reports that).
+    # (omnidist.migration infers it from images and roles, and reports that).
     framework = Framework.TENSORFLOW if ti.runtimeVersion else Framework.CUSTOM
     notes += job_notes(ti, pools, framework)
     block = backend_block(ti, pools, pinned)

@@ -109,8 +109,9 @@ class N1Gpu:
 
     caps: dict[int, tuple[int, float]]
     """GPU count -> (max vCPUs, max memory GB)."""
-    egress_gbps: dict[int, float] = attrs.field(factory=dict)
-    """GPU count -> max egress with that count; empty means the plain N1 rate applies."""
+    egress_gbps: dict[int, tuple[int, float]] = attrs.field(factory=dict)
+    """GPU count -> (vCPUs needed, max egress) with that count; below that vCPU count, or when
+    empty, the plain N1 rate applies."""
 
     @property
     def counts(self) -> tuple[int, ...]:
@@ -121,10 +122,10 @@ class N1Gpu:
 N1_GPUS: dict[str, N1Gpu] = {
     "P100": N1Gpu(caps={1: (16, 104), 2: (32, 208), 4: (64, 208)}),
     "P4": N1Gpu(caps={1: (24, 156), 2: (48, 312), 4: (96, 624)}),
-    "T4": N1Gpu(caps={1: (48, 312), 2: (48, 312), 4: (96, 624)}, egress_gbps={1: 50, 2: 50, 4: 100}),
+    "T4": N1Gpu(caps={1: (48, 312), 2: (48, 312), 4: (96, 624)}, egress_gbps={1: (24, 32), 2: (48, 50), 4: (96, 100)}),
     "V100": N1Gpu(
         caps={1: (12, 78), 2: (24, 156), 4: (48, 312), 8: (96, 624)},
-        egress_gbps={1: 24, 2: 32, 4: 50, 8: 100},
+        egress_gbps={1: (12, 24), 2: (24, 32), 4: (48, 50), 8: (96, 100)},
     ),
 }
 """Portable GPU -> N1 attachment rules, sorted by GPU.
@@ -183,10 +184,21 @@ def machine(name: str) -> Optional[Machine]:
     return BY_NAME.get(name)
 
 
+def unlocked_gpu_egress(m: Machine, accelerator: Optional[str], count: int) -> Optional[tuple[int, float]]:
+    """``(vCPUs needed, Gbps)`` when ``m`` has too few vCPUs for the GPU bandwidth that ``count`` ×
+    ``accelerator`` could unlock on N1; ``None`` when it already has it or there is none."""
+    if m.family != "n1" or accelerator not in N1_GPUS:
+        return None
+    needed, gbps = N1_GPUS[accelerator].egress_gbps.get(count, (0, 0.0))
+    return (needed, gbps) if gbps and m.vcpus < needed else None
+
+
 def egress_gbps(m: Machine, accelerator: Optional[str], count: int) -> float:
     """Maximum egress of ``m`` with ``count`` × ``accelerator`` attached (N1) or built in."""
-    if m.family == "n1" and accelerator in N1_GPUS and N1_GPUS[accelerator].egress_gbps:
-        return max(m.egress_gbps, N1_GPUS[accelerator].egress_gbps.get(count, m.egress_gbps))
+    # The GPU rate needs the vCPU count Compute Engine lists with it ("based on the combination
+    # of GPU and vCPU count"); with fewer vCPUs the plain N1 rate is the safe estimate.
+    if m.family == "n1" and accelerator in N1_GPUS and unlocked_gpu_egress(m, accelerator, count) is None:
+        return max(m.egress_gbps, N1_GPUS[accelerator].egress_gbps.get(count, (0, 0.0))[1])
     return m.egress_gbps
 
 

@@ -270,6 +270,20 @@ def check_reducers(job: DistributedJob, roles: dict[RoleName, EffectiveRole], no
     )
 
 
+def _hint_gpu_bandwidth(trainers: list[RoleName], placements: dict[RoleName, Placement],
+                        roles: dict[RoleName, EffectiveRole], notes: list[Note]) -> None:
+    # Reduction Server pays off when nodes are network-bound; an N1 node with too few vCPUs does
+    # not get the bandwidth its GPUs could unlock, so say how to get it.
+    for name in trainers:
+        machine, wanted = catalog.machine(placements[name].machine_type), roles[name].accelerator
+        locked = machine and wanted and catalog.unlocked_gpu_egress(machine, wanted.type, wanted.count)
+        if locked:
+            notes.append(Note(kind=NoteKind.HINT, field=f"{name.value}.cpus", message=(
+                f"{machine.name} with {wanted.count}×{wanted.type} gets {placements[name].egress_gbps:g} Gbps; "
+                f"a machine with {locked[0]} vCPUs unlocks {locked[1]:g} Gbps, the bandwidth the Reduction Server "
+                "is there to use")))
+
+
 def reducer_count(
     role: EffectiveRole,
     placements: dict[RoleName, Placement],
@@ -289,6 +303,7 @@ def reducer_count(
             "give a number of reducers",
             path="reduction_servers.replicas",
         )
+    _hint_gpu_bandwidth(trainers, placements, roles, notes)
     total = sum(_count(roles[r]) * placements[r].egress_gbps for r in trainers)
     each = placements[role.name].egress_gbps
     count = math.ceil(total / each)

@@ -32,6 +32,8 @@ JOB = DistributedJob.from_dict(
         "labels": {"team": "vision"},
     }
 )
+SEED_MACHINES = {"primary": "n1-highmem-96", "workers": "n1-highmem-96"}
+"""The seed's machine: 96 vCPUs unlock the 100 Gbps of 8×V100."""
 CREATE = r"/customJobs$"
 
 
@@ -52,6 +54,7 @@ def driver(sleeps):
 
 
 def conf(vertex, **extra) -> VertexSettings:
+    extra.setdefault("machine_types", SEED_MACHINES)
     return VertexSettings(
         project="p", region="us-central1", api_endpoint=vertex.url, credentials="anonymous", **extra
     )

@@ -162,10 +162,19 @@ def test_custom_framework_keeps_reducers_with_a_note(valid):
             "reduction_servers": {"replicas": "auto"},
         }
     )
-    assert pools(valid(compiled.request))[2]["replicaCount"] == "7"  # ceil(2 × 100 / 32)
+    # n1-standard-32 (the default pick) has too few vCPUs for 8×V100's 100 Gbps: 32 Gbps each.
+    assert pools(valid(compiled.request))[2]["replicaCount"] == "2"  # ceil(2 × 32 / 32)
     assert any(
         "google-reduction-server" in n.message and n.field == "framework" for n in compiled.diagnostics
     )
+    assert any(n.kind.value == "hint" and "96 vCPUs unlocks 100 Gbps" in n.message for n in compiled.diagnostics)
+
+
+def test_gpu_bandwidth_needs_the_vcpus_compute_engine_lists(valid):
+    job = {"primary": {"accelerator": "V100:8"}, "workers": {"replicas": 1}, "reduction_servers": {"replicas": "auto"}}
+    compiled = build(job, machine_types={"primary": "n1-highmem-96", "workers": "n1-highmem-96"})
+    assert pools(valid(compiled.request))[2]["replicaCount"] == "7"  # ceil(2 × 100 / 32)
+    assert not any(n.kind.value == "hint" and "unlocks" in n.message for n in compiled.diagnostics)
 
 
 @pytest.mark.parametrize(
@@ -417,6 +426,7 @@ def test_compile_imports_no_google_sdk(tmp_path):
         primary={"accelerator": "V100:8"},
         workers={"replicas": 4},
         reduction_servers={"replicas": "auto"},
+        backends={"vertex": {"machine_types": {"primary": "n1-highmem-96", "workers": "n1-highmem-96"}}},
     )
     code = (
         "import omnidist, sys\n"

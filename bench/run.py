@@ -1,0 +1,191 @@
+"""omnidist's benchmarks: one run, every measure side by side with its baseline, one table of ratios.
+
+    .venv/bin/python bench/run.py            # the full run (a few minutes), as in RESULTS.md
+    .venv/bin/python bench/run.py --quick    # a smoke run: fewer repetitions and jobs
+
+Sections: cold start (subprocess, median of N), compile throughput (a 1,000-job sweep),
+submission against local fake services (sequential; then a 200-job concurrent sweep with
+faults), and a local 4-replica DDP run against torchrun. Goals come from issue 8; a missed
+goal is printed as missed, with the measured numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+import attrs
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parent
+sys.path.insert(0, str(BENCH))
+PY = sys.executable
+OMNIDIST = str(Path(PY).with_name("omnidist"))
+CLOUDS = ("vertex", "azure_ml", "ai_platform")
+SDK_IMPORTS = {"vertex": "google.cloud.aiplatform", "azure_ml": "azure.ai.ml",
+               "ai_platform": "googleapiclient.discovery"}
+"""Backend -> the SDK import a user of that cloud pays without omnidist."""
+
+
+@attrs.frozen
+class Row:
+    """One line of the table: omnidist's number, the baseline's, their ratio and the goal."""
+
+    measure: str
+    ours: str
+    baseline: str
+    ratio: float
+    goal: str = ""
+    met: Optional[bool] = None
+
+
+def median_seconds(argv: list[str], runs: int, env: Optional[dict] = None) -> float:
+    """Median wall time of ``runs`` runs of ``argv`` (stdout and stderr discarded; must exit 0)."""
+    times = []
+    for _ in range(runs):
+        t0 = time.perf_counter()
+        subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def cold_start(runs: int) -> list[Row]:
+    """Interpreter start, ``import omnidist``, the compile CLI and the SDK imports, interleaved."""
+    commands = {"bare": [PY, "-c", "pass"], "import omnidist": [PY, "-c", "import omnidist"]}
+    for cloud in CLOUDS:
+        commands[f"compile {cloud}"] = [OMNIDIST, "compile", "examples/job.yaml", "--backend", cloud]
+        commands[f"import {SDK_IMPORTS[cloud]}"] = [PY, "-c", f"import {SDK_IMPORTS[cloud]}"]
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for name, argv in commands.items():  # warm the page cache and .pyc files once
+        median_seconds(argv, 1)
+    for _ in range(runs):  # round-robin, so drift in the machine hits every command alike
+        for name, argv in commands.items():
+            samples[name].append(median_seconds(argv, 1))
+    t = {name: statistics.median(values) for name, values in samples.items()}
+    rows = [Row("import omnidist vs bare python", f"{t['import omnidist'] * 1e3:.0f} ms",
+                f"{t['bare'] * 1e3:.0f} ms", t["import omnidist"] / t["bare"])]
+    for cloud in CLOUDS:
+        sdk, ours = t[f"import {SDK_IMPORTS[cloud]}"], t[f"compile {cloud}"]
+        rows.append(Row(f"import {SDK_IMPORTS[cloud]} / omnidist compile -b {cloud} (CLI)",
+                        f"{ours * 1e3:.0f} ms", f"{sdk * 1e3:.0f} ms", sdk / ours, ">= 10x", sdk / ours >= 10))
+    return rows
+
+
+def _rate(fn: Callable[[], Any], count: int) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return count / (time.perf_counter() - t0)
+
+
+def compile_throughput(count: int) -> list[Row]:
+    """Jobs/s through ``omnidist.compile`` (and the backend's own ``compile``) vs the SDK objects."""
+    import logging
+
+    import omnidist
+    from omnidist import config, registry
+
+    import sweep
+
+    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
+    trials = sweep.trials(count)
+    jobs = list(sweep.omnidist_jobs(trials))
+    rows = []
+    for cloud in CLOUDS:
+        native = sweep.NATIVE_BUILDERS[cloud]()
+        native(trials[0])
+        omnidist.compile(jobs[0], backend=cloud)
+        theirs = _rate(lambda: [native(t) for t in trials], count)
+        ours = _rate(lambda: [omnidist.compile(j, backend=cloud) for j in jobs], count)
+        driver = registry.get(cloud)
+        settings = config.settings_for(driver.settings_type, cloud, config.Target(backend=cloud), jobs[0], None)
+        bare = _rate(lambda: [driver.compile(j, settings) for j in jobs], count)
+        rows.append(Row(f"compile {count} sweep jobs, {cloud}: omnidist.compile / native SDK objects",
+                        f"{ours:,.0f} jobs/s", f"{theirs:,.0f} jobs/s", ours / theirs))
+        rows.append(Row(f"  (the same through the backend's compile, no config lookup) / native",
+                        f"{bare:,.0f} jobs/s", f"{theirs:,.0f} jobs/s", bare / theirs))
+    return rows
+
+
+def submission_rows(count: int, sweep_size: int, workers: int) -> list[Row]:
+    """Sequential submits vs the SDK directly; then a concurrent sweep with and without faults."""
+    import submission
+
+    rows = []
+    for cloud in CLOUDS:
+        ours, theirs = submission.sequential(cloud, count)
+        rows.append(Row(f"submit {count} jobs one by one, {cloud}: omnidist / SDK directly (fake server)",
+                        f"{ours / count * 1e3:.1f} ms/job", f"{theirs / count * 1e3:.1f} ms/job", ours / theirs,
+                        "<= 1.1", ours / theirs <= 1.1))
+    for cloud in CLOUDS:
+        clean, clean_jobs, _ = submission.concurrent_sweep(cloud, sweep_size, workers, faulty=False)
+        faulty, faulty_jobs, requests = submission.concurrent_sweep(cloud, sweep_size, workers, faulty=True)
+        exact = clean_jobs == sweep_size and faulty_jobs == sweep_size
+        rows.append(Row(f"{sweep_size}-job sweep on {workers} threads, {cloud}: 20% 429/503 + lost responses "
+                        f"/ no faults ({faulty_jobs} jobs exist, {requests} requests)",
+                        f"{faulty:.2f} s", f"{clean:.2f} s", faulty / clean, f"<= 1.5, exactly {sweep_size} jobs",
+                        exact and faulty / clean <= 1.5))
+        assert exact, f"{cloud}: {clean_jobs} / {faulty_jobs} jobs for a {sweep_size}-job sweep"
+    return rows
+
+
+def local_run(runs: int, steps: int) -> list[Row]:
+    """``omnidist run`` of a primary + 3 workers vs ``torchrun --nproc_per_node 4``, same script."""
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("OMNIDIST_")}, "OMP_NUM_THREADS": "1"}
+    ours_argv = [OMNIDIST, "run", "ddp4.yaml"]
+    theirs_argv = [PY, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "4",
+                   "ddp_train.py", "--steps", str(steps)]
+    ours, theirs = [], []
+    for _ in range(runs):
+        for argv, into in ((ours_argv, ours), (theirs_argv, theirs)):
+            t0 = time.perf_counter()
+            subprocess.run(argv, cwd=BENCH, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                           check=True)
+            into.append(time.perf_counter() - t0)
+    a, b = statistics.median(ours), statistics.median(theirs)
+    return [Row("local DDP, 4 processes: omnidist run (primary + 3 workers) / torchrun --nproc_per_node 4",
+                f"{a:.2f} s", f"{b:.2f} s", a / b, "<= 1.2", a / b <= 1.2)]
+
+
+def render(rows: list[Row]) -> str:
+    """The rows as a Markdown table."""
+    lines = ["| measure | omnidist | baseline | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
+    for r in rows:
+        met = "" if r.met is None else ("yes" if r.met else "**no**")
+        lines.append(f"| {r.measure} | {r.ours} | {r.baseline} | {r.ratio:.2f} | {r.goal} | {met} |")
+    return "\n".join(lines)
+
+
+def main(argv: Optional[list[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="a fast smoke run (fewer repetitions and jobs)")
+    args = parser.parse_args(argv)
+    quick = args.quick
+    sections: list[tuple[str, Callable[[], list[Row]]]] = [
+        ("cold start", lambda: cold_start(runs=2 if quick else 7)),
+        ("compile throughput", lambda: compile_throughput(count=100 if quick else 1000)),
+        ("submission", lambda: submission_rows(count=10 if quick else 60, sweep_size=40 if quick else 200,
+                                               workers=8)),
+        ("local run", lambda: local_run(runs=1 if quick else 3, steps=50)),
+    ]
+    rows: list[Row] = []
+    for name, section in sections:
+        t0 = time.perf_counter()
+        print(f"bench: {name}…", file=sys.stderr, flush=True)
+        rows += section()
+        print(f"bench: {name} took {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
+    print(render(rows))
+    missed = [r.measure for r in rows if r.met is False]
+    if missed:
+        print(f"\n{len(missed)} goal(s) missed (see RESULTS.md for why).")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

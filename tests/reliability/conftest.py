@@ -1,0 +1,136 @@
+"""The clouds the reliability suite drives: each backend's fake service on a FakeServer, the
+backend with injected ids and sleeps, and settings that point the real SDK client at the fake.
+
+Every cross-backend test takes the ``cloud`` fixture, parametrized over :data:`CLOUDS`, so a
+row of the fault matrix runs once per backend with the same expectations.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import attrs
+import pytest
+
+from omnidist.backend import Backend
+from omnidist.testing import FakeServer
+
+JOB: dict[str, Any] = {
+    "name": "reliable-ddp",
+    "framework": "pytorch",
+    "image": "us-docker.pkg.dev/p/trainers/ddp:1.0",
+    "command": ["python", "-m", "trainer.task"],
+    "args": ["--epochs", "3"],
+    "primary": {"accelerator": "T4:1"},
+    "workers": {"replicas": 2},
+}
+"""A job every cloud backend compiles: PyTorch, one primary and two workers with a T4 each."""
+
+
+@attrs.define
+class Cloud:
+    """One backend wired to its fake service.
+
+    Attributes:
+        name: the backend's name.
+        server: the FakeServer the fake service's routes live on.
+        service: the fake service (its ``jobs`` dict is what exists on the "cloud").
+        backend: the backend, with deterministic ids and a recording ``sleep``.
+        create: ``(method, path regex)`` of the request that creates a job.
+        poll: path regex of the GET that reads one job's status.
+        make_settings: settings pointing at the server, with the given overrides.
+        timeout_setting: the settings key of the per-request timeout (``None`` when there is none).
+        sleeps: every wait the retry policy asked for (none actually happens).
+    """
+
+    name: str
+    server: FakeServer
+    service: Any
+    backend: Backend
+    create: tuple[str, str]
+    poll: str
+    make_settings: Callable[..., Any]
+    timeout_setting: str | None
+    sleeps: list[float]
+
+    def settings(self, **overrides: Any) -> Any:
+        """Settings for the fake with fast, bounded retries (4 attempts)."""
+        return self.make_settings(**overrides)
+
+    def submit(self, job: Any = None, **overrides: Any):
+        """Compile ``job`` (default :data:`JOB`) and submit it through the backend."""
+        from omnidist import serde
+
+        settings = self.settings(**overrides)
+        compiled = self.backend.compile(serde.job_from_dict(job or JOB), settings)
+        return self.backend.submit(compiled, settings)
+
+    def creates(self) -> int:
+        """How many create requests reached the server."""
+        return len(self.server.calls(*self.create))
+
+    def job_count(self) -> int:
+        """How many jobs exist on the fake cloud."""
+        return len(self.service.jobs)
+
+
+def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
+    from omnidist_vertex import VertexBackend, VertexSettings
+    from omnidist_vertex.testing import FakeVertex
+
+    ids = (f"req{n}" for n in itertools.count())
+    return Cloud(
+        name="vertex", server=server, service=FakeVertex(server),
+        backend=VertexBackend(request_id=lambda: next(ids), sleep=sleeps.append),
+        create=("POST", r"/customJobs$"), poll=r"/customJobs/[^/:]+$",
+        make_settings=lambda **o: VertexSettings(**{
+            "project": "p", "region": "us-central1", "api_endpoint": server.url, "credentials": "anonymous",
+            "max_attempts": 4, "retry_deadline_s": 30.0, **o}),
+        timeout_setting="request_timeout_s", sleeps=sleeps)
+
+
+def _ai_platform(server: FakeServer, sleeps: list[float]) -> Cloud:
+    from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
+    from omnidist_ai_platform.testing import FakeMLService
+
+    suffixes = (f"s{n}" for n in itertools.count())
+    return Cloud(
+        name="ai_platform", server=server, service=FakeMLService(server),
+        backend=AIPlatformBackend(suffix=lambda: next(suffixes), sleep=sleeps.append),
+        create=("POST", r"/jobs$"), poll=r"/jobs/[^/:]+$",
+        make_settings=lambda **o: AIPlatformSettings(**{
+            "project": "proj", "api_endpoint": server.url, "credentials": "anonymous", "retry_attempts": 4,
+            "retry_deadline_s": 30.0, "retry_initial_wait_s": 0.01, **o}),
+        timeout_setting="http_timeout_s", sleeps=sleeps)
+
+
+def _azure_ml(server: FakeServer, sleeps: list[float]) -> Cloud:
+    from omnidist_azure_ml import AzureMLBackend, AzureMLSettings
+    from omnidist_azure_ml.testing import FakeAzureML
+
+    suffixes = (f"s{n}" for n in itertools.count())
+    return Cloud(
+        name="azure_ml", server=server, service=FakeAzureML(server),
+        backend=AzureMLBackend(suffix=lambda: next(suffixes), sleep=sleeps.append),
+        create=("PUT", r"/jobs/[^/]+$"), poll=r"/jobs/[^/]+$",
+        make_settings=lambda **o: AzureMLSettings(**{
+            "subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1", "credential": "anonymous",
+            "endpoint": server.url, "max_attempts": 4, "retry_deadline_s": 30.0, "poll_interval_s": 0.0, **o}),
+        timeout_setting=None, sleeps=sleeps)
+
+
+CLOUDS: dict[str, Callable[[FakeServer, list[float]], Cloud]] = {
+    "ai_platform": _ai_platform,
+    "azure_ml": _azure_ml,
+    "vertex": _vertex,
+}
+"""Backend name -> how to wire it to its fake service."""
+
+
+@pytest.fixture(params=sorted(CLOUDS))
+def cloud(request) -> Iterator[Cloud]:
+    """Each cloud backend in turn, on a fresh fake service."""
+    with FakeServer() as server:
+        yield CLOUDS[request.param](server, [])

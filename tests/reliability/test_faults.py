@@ -1,0 +1,124 @@
+"""The cross-backend fault matrix: every cloud backend, through its real SDK client, against its
+fake service misbehaving on the create call.
+
+Transient faults must be retried into exactly one job; final ones must fail fast with the
+server's own message. Each row bounds the create attempts, the retry waits asked for (the
+sleep is injected, so nothing really waits) and the wall time.
+"""
+
+from __future__ import annotations
+
+import time
+
+import attrs
+import pytest
+
+from omnidist import errors
+from omnidist.testing import Fault
+
+SLOW_SERVER_S = 1.5
+"""How long the server sits on a request in the timeout row."""
+
+CLIENT_TIMEOUT_S = 0.3
+"""The per-request timeout the timeout row sets, well below :data:`SLOW_SERVER_S`."""
+
+
+@attrs.frozen
+class Retried:
+    """A transient fault: the submit must end with exactly one job."""
+
+    fault: Fault
+    waits: tuple[float, ...] | None = None
+    """The exact waits the policy must ask for (``None``: one wait, any length)."""
+
+
+@attrs.frozen
+class Fails:
+    """A final fault: the submit must raise ``error`` at once, carrying ``message``."""
+
+    fault: Fault
+    error: type[errors.BackendError]
+    message: str
+
+
+MATRIX = {
+    "429-retry-after": Retried(Fault.http(429, "Quota exceeded: too many jobs", retry_after=3), waits=(3.0,)),
+    "500": Retried(Fault.http(500, "Internal error encountered")),
+    "503": Retried(Fault.http(503, "The service is currently unavailable")),
+    "503-retry-after-0": Retried(Fault.http(503, "try again", retry_after=0), waits=(0.0,)),
+    "connection-reset": Retried(Fault.reset()),
+    "timeout": Retried(Fault.slow(SLOW_SERVER_S)),
+    "response-lost-after-create": Retried(Fault.drop_after_create()),
+    "400": Fails(Fault.http(400, "Invalid value at 'job.labels' (bad-label-7)"), errors.InvalidRequestError,
+                 "bad-label-7"),
+    "403": Fails(Fault.http(403, "Permission 'jobs.create' denied on project (perm-7)"),
+                 errors.PermissionDeniedError, "perm-7"),
+    "404": Fails(Fault.http(404, "Workspace or project not found (nf-7)"), errors.NotFoundError, "nf-7"),
+}
+"""Fault row name -> the expected outcome."""
+
+
+KNOWN_GAPS = {
+    ("vertex", "timeout"): "Vertex's create has no client-chosen id: when the server is still working on a "
+                           "timed-out create, the retry's label lookup finds nothing and a second job is made "
+                           "(reported; fix: after an ambiguous create, list the label again and cancel extras)",
+}
+"""Rows a backend is known to fail today, with why; strict, so a fix shows up as XPASS."""
+
+
+def _timeout_settings(cloud) -> dict:
+    if cloud.timeout_setting is None:
+        pytest.xfail(f"{cloud.name} has no per-request timeout setting, so a hung server is waited on for the "
+                     "SDK's default read timeout (reported as a missing knob)")
+    return {cloud.timeout_setting: CLIENT_TIMEOUT_S}
+
+
+@pytest.mark.parametrize("row", sorted(MATRIX))
+def test_fault_matrix(cloud, row, request):
+    expected = MATRIX[row]
+    if (cloud.name, row) in KNOWN_GAPS:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[cloud.name, row]))
+    overrides = _timeout_settings(cloud) if row == "timeout" else {}
+    cloud.server.fail(*cloud.create, expected.fault)
+    start = time.monotonic()
+    if isinstance(expected, Fails):
+        with pytest.raises(expected.error) as caught:
+            cloud.submit(**overrides)
+        elapsed = time.monotonic() - start
+        assert expected.message in str(caught.value), "the server's own message must reach the user"
+        assert caught.value.status == expected.fault.status
+        assert cloud.creates() == 1 and cloud.sleeps == [], "a final error is not retried"
+        assert cloud.job_count() == 0
+        assert elapsed < 5.0
+        return
+    handle = cloud.submit(**overrides)
+    elapsed = time.monotonic() - start
+    if row == "timeout":  # let the slow attempt finish on the server before counting jobs
+        time.sleep(SLOW_SERVER_S - min(elapsed, SLOW_SERVER_S) + 0.2)
+    assert cloud.job_count() == 1, f"{row}: a retried create must make exactly one job"
+    assert handle.status().state.value in ("queued", "pending", "running"), "the handle names the created job"
+    assert 1 <= cloud.creates() <= 2, "one failed attempt, at most one more create"
+    assert len(cloud.sleeps) == 1
+    if expected.waits is not None:
+        assert tuple(cloud.sleeps) == expected.waits, "Retry-After decides the wait"
+    assert elapsed < 5.0
+
+
+def test_persistent_outage_stops_at_max_attempts(cloud):
+    cloud.server.fail(*cloud.create, *[Fault.http(503, "backend unavailable (outage-7)")] * 10)
+    start = time.monotonic()
+    with pytest.raises(errors.TransientBackendError, match="outage-7"):
+        cloud.submit()
+    assert cloud.creates() == 4, "exactly the configured number of attempts"
+    assert len(cloud.sleeps) == 3
+    assert cloud.job_count() == 0
+    assert time.monotonic() - start < 10.0
+
+
+def test_throttled_status_poll_is_retried(cloud):
+    handle = cloud.submit()
+    polls = len(cloud.server.calls("GET", cloud.poll))
+    cloud.server.fail("GET", cloud.poll, Fault.http(429, "slow down", retry_after=0), Fault.reset())
+    assert handle.status().state.value in ("queued", "pending", "running")
+    assert len(cloud.server.calls("GET", cloud.poll)) - polls == 3, "two failed polls, then the answer"
+    assert len(cloud.sleeps) == 2 and cloud.sleeps[0] == 0.0
