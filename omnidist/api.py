@@ -7,6 +7,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
+import attrs
+
 from omnidist import config, registry, serde
 from omnidist.backend import Backend, CompiledJob, JobHandle
 from omnidist.errors import Problem, ValidationError
@@ -36,6 +38,8 @@ def as_job(job: JobLike) -> DistributedJob:
 def check_backend_blocks(job: DistributedJob) -> None:
     """Reject a ``backends.<name>`` block for a backend nobody knows (a likely typo that
     would otherwise be ignored silently)."""
+    if not job.backends:
+        return
     known = registry.known()
     problems = []
     for name in job.backends:
@@ -101,7 +105,8 @@ def submit(
         compiled = driver.compile(job, resolved)
     except ValidationError as exc:
         raise (exc if exc.source else exc.with_source(job.source)) from None
-    return driver.submit(compiled, resolved)
+    handle = driver.submit(compiled, resolved)
+    return handle if handle.job is not None else attrs.evolve(handle, job=job)
 
 
 def attach(

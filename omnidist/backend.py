@@ -181,6 +181,8 @@ class JobHandle:
     url: str = ""
     settings: Any = attrs.field(default=None, eq=False, repr=False)
     driver: Optional[Backend] = attrs.field(default=None, eq=False, repr=False)
+    job: Optional[DistributedJob] = attrs.field(default=None, eq=False, repr=False)
+    """The submitted job, when known: its secret-looking env values are masked in streamed logs."""
     _seen: dict = attrs.field(factory=dict, eq=False, repr=False, alias="_seen")
 
     def _backend(self) -> Backend:

@@ -108,6 +108,12 @@ def _to_str_map(value: Optional[Mapping[str, str]]) -> dict[str, str]:
     return dict(value or {})
 
 
+def _masked_repr(env: Mapping[str, str]) -> str:
+    from omnidist.display import mask_env
+
+    return repr(mask_env(env))
+
+
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -193,7 +199,7 @@ class Role:
     image: Optional[str] = None
     command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=_to_argv)
     args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=_to_argv)
-    env: dict[str, str] = attrs.field(factory=dict, converter=_to_str_map, validator=_env_names)
+    env: dict[str, str] = attrs.field(factory=dict, converter=_to_str_map, validator=_env_names, repr=_masked_repr)
 
     @replicas.validator
     def _replicas(self, attribute: attrs.Attribute, value: Replicas) -> None:

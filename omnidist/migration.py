@@ -494,7 +494,9 @@ def _shown(value: Any, name: str) -> str:
     if isinstance(value, tuple):
         return _short(shlex.join(value))
     if isinstance(value, Mapping):
-        return _short(" ".join(f"{k}={v}" for k, v in value.items()))
+        from omnidist.display import mask_env
+
+        return _short(" ".join(f"{k}={v}" for k, v in mask_env(value).items()))
     return _short(str(value))
 
 

@@ -16,6 +16,10 @@ def say(message: str) -> None:
     tqdm.write(message, file=sys.stderr)
 
 
+DRAIN_SECONDS = 5.0
+"""How long a finished wait lets the log thread print the job's last lines."""
+
+
 class WaitProgress:
     """Context manager that shows a job's progress while :meth:`JobHandle.wait` polls."""
 
@@ -54,12 +58,15 @@ class WaitProgress:
         except Exception as exc:  # logs are a convenience: never break waiting on them
             say(f"(log streaming stopped: {exc})")
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: Optional[type], *exc: object) -> None:
+        if self._thread is not None and exc_type is None:
+            # The job has ended, so its followed logs end too: let the last lines through.
+            self._thread.join(timeout=DRAIN_SECONDS)
         self._stop.set()
         if self._bar is not None:
             self._bar.close()
         if self._thread is not None:
-            self._thread.join(timeout=0.5)
+            self._thread.join(timeout=0.1)
 
 
 def _is_secret(name: str) -> bool:
@@ -69,5 +76,13 @@ def _is_secret(name: str) -> bool:
 
 
 def _env_of(handle: Any) -> dict:
+    """Every environment variable the job's replicas get (job, primary and role env merged)."""
     job = getattr(handle, "job", None)
-    return dict(getattr(job, "env", {}) or {})
+    if job is None:
+        return {}
+    from omnidist import lowering
+
+    env = dict(job.env)
+    for role in lowering.effective_roles(job):
+        env.update(role.env)
+    return env

@@ -27,8 +27,16 @@ KNOWN_DISTRIBUTIONS: dict[str, str] = {
 """Backend name -> the distribution that provides it, for install hints."""
 
 
+@functools.lru_cache(maxsize=1)
 def _entry_points() -> dict[str, metadata.EntryPoint]:
+    # Scanning installed distributions costs tens of milliseconds; once per process is enough.
     return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+
+
+def refresh() -> None:
+    """Forget discovered and loaded backends (after installing a plugin in a running session)."""
+    _entry_points.cache_clear()
+    get.cache_clear()
 
 
 def installed() -> list[str]:

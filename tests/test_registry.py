@@ -27,9 +27,9 @@ def plugin_site(tmp_path, monkeypatch):
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.syspath_prepend(str(PLUGINS))
-    registry.get.cache_clear()
+    registry.refresh()
     yield
-    registry.get.cache_clear()
+    registry.refresh()
 
 
 def test_a_plugin_is_discovered_and_loaded_lazily(plugin_site):

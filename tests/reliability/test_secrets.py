@@ -75,20 +75,13 @@ def test_submitted_handle_and_followed_logs_show_no_secret(cloud, capsys):
         assert leaks(shown) == [], shown
 
 
-@pytest.mark.xfail(strict=True, reason="attrs' default repr of Role prints its env unmasked (reported: give "
-                                       "Role.env and DistributedJob.env a masking repr)")
 def test_role_repr_masks_secrets():
     job = serde.job_from_dict({**JOB, "primary": {"env": {"HF_TOKEN": SECRETS["HF_TOKEN"]}},
                                "workers": {"replicas": 1, "env": {"DB_PASSWORD": SECRETS["DB_PASSWORD"]}}})
     assert leaks(repr(job.primary)) == [] and leaks(repr(job.workers)) == []
 
 
-MIGRATION_LEAK = pytest.mark.xfail(
-    strict=True, reason="the migration report's `exact env:` entry prints env values unmasked "
-                        "(reported: migration._shown should show display.mask_env(job.env))")
 
-
-@MIGRATION_LEAK
 @pytest.mark.parametrize("source", ["ai_platform", "vertex"])
 def test_migration_report_shows_no_secret(isolated, source):
     native = omnidist.compile(serde.job_from_dict(JOB), backend=source).request
@@ -114,7 +107,6 @@ def test_cli_note_lines_show_no_secret(tmp_path, backend):
     assert SECRETS["API_KEY"] in result.stdout and CREDENTIAL not in result.stdout
 
 
-@MIGRATION_LEAK
 @pytest.mark.parametrize("backend", ["ai_platform", "vertex"])
 def test_cli_migration_report_shows_no_secret(tmp_path, backend):
     native = tmp_path / "native.json"
@@ -125,8 +117,6 @@ def test_cli_migration_report_shows_no_secret(tmp_path, backend):
     assert SECRETS["API_KEY"] in migrated.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="wait(stream_logs=True) masks the env of handle.job, which JobHandle does "
-                                       "not have, so nothing is masked (reported: attach the job to the handle)")
 def test_local_streamed_logs_mask_secrets(isolated, capsys):
     """A local job that prints its secrets: the raw log has them, the followed display does not."""
     job = serde.job_from_dict({
