@@ -67,3 +67,11 @@ def test_runtime_context_renders_short_and_as_html():
     assert repr(ctx) == "RuntimeContext(vertex worker 0: rank 1/2, nodes 2, master a:2222)"
     html = ctx._repr_html_()
     assert "runtime context (vertex)" in html and "<td style='text-align:left'>worker</td>" in html and "b:2222" in html
+
+
+def test_migration_report_repr_is_a_summary():
+    import omnidist
+
+    _, report = omnidist.migrate(str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples/migration/ai-platform-job.yaml"), target="vertex")
+    text = repr(report)
+    assert text.startswith("MigrationReport(ai_platform -> vertex: ") and "inferred" in text and len(text) < 120
