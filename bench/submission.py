@@ -119,10 +119,10 @@ def sequential(name: str, count: int, rounds: int = 3) -> tuple[float, float]:
 
 FAST_RETRIES: dict[str, dict[str, Any]] = {
     "ai_platform": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
-    "azure_ml": {"max_attempts": 10, "retry_deadline_s": 60.0},
-    "vertex": {"max_attempts": 10, "retry_deadline_s": 60.0},
+    "azure_ml": {"retry_attempts": 10, "retry_deadline_s": 60.0},
+    "vertex": {"retry_attempts": 10, "retry_deadline_s": 60.0},
 }
-"""The retry knobs each backend's settings offer (only ai_platform has one for the first wait)."""
+"""The retry knobs (shared :class:`omnidist.retry.ClientSettings` keys) each backend's run uses."""
 
 
 def _faults(rng: random.Random, count: int, drops: bool) -> list[Fault]:

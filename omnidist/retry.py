@@ -8,12 +8,14 @@ the policy only has to look at :class:`~omnidist.errors.TransientBackendError`.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import attrs
-import tenacity
 
-from omnidist.errors import TransientBackendError
+from omnidist.errors import TransientBackendError, ValidationError
+
+if TYPE_CHECKING:  # tenacity imports asyncio and tornado helpers: ~45 ms a CLI start should not pay
+    import tenacity
 
 T = TypeVar("T")
 
@@ -33,28 +35,67 @@ class RetryPolicy:
 DEFAULT_POLICY = RetryPolicy()
 
 
-class _WaitRetryAfter(tenacity.wait.wait_base):
-    def __init__(self, fallback: tenacity.wait.wait_base, cap: float):
-        self.fallback, self.cap = fallback, cap
+def _at_least(minimum: float, *, strictly: bool = False) -> Callable[[Any, "attrs.Attribute[Any]", Any], None]:
+    def check(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise ValidationError(f"must be a number, got {value!r}", path=attribute.name)
+        if value < minimum or (strictly and value == minimum):
+            raise ValidationError(f"must be {'>' if strictly else '>='} {minimum:g}, got {value}", path=attribute.name)
 
-    def __call__(self, state: tenacity.RetryCallState) -> float:
+    return check
+
+
+@attrs.frozen(kw_only=True)
+class ClientSettings:
+    """The client keys every cloud backend's settings share (their settings classes inherit
+    them, so a profile spells retries and timeouts the same way for every cloud).
+
+    Attributes:
+        retry_attempts: calls per operation, the first one included (transient errors only are retried).
+        retry_deadline_s: stop retrying once this many seconds have passed since the first call.
+        retry_initial_wait_s: scale of the first backoff (exponential, jittered; ``Retry-After`` wins).
+        retry_max_wait_s: longest single wait between two attempts.
+        request_timeout_s: how long one HTTP request may take (connect and read) before it is
+            abandoned and, being transient, retried.
+        poll_interval_s: seconds between status polls (``wait``, ``logs --follow``).
+    """
+
+    retry_attempts: int = attrs.field(default=5, validator=_at_least(1))
+    retry_deadline_s: float = attrs.field(default=120.0, validator=_at_least(0, strictly=True))
+    retry_initial_wait_s: float = attrs.field(default=0.5, validator=_at_least(0))
+    retry_max_wait_s: float = attrs.field(default=20.0, validator=_at_least(0))
+    request_timeout_s: float = attrs.field(default=60.0, validator=_at_least(0, strictly=True))
+    poll_interval_s: float = attrs.field(default=15.0, validator=_at_least(0))
+
+    def retry_policy(self) -> RetryPolicy:
+        """The :class:`RetryPolicy` these settings describe."""
+        return RetryPolicy(attempts=self.retry_attempts, deadline=self.retry_deadline_s,
+                           initial_wait=self.retry_initial_wait_s, max_wait=self.retry_max_wait_s)
+
+
+def _wait_retry_after(fallback: Callable[[Any], float], cap: float) -> Callable[[Any], float]:
+    """Wait the server's ``Retry-After`` (capped) when the error carries one, else ``fallback``."""
+
+    def wait(state: Any) -> float:
         exc = state.outcome.exception() if state.outcome else None
         after = getattr(exc, "retry_after", None)
-        if after is not None:
-            return min(float(after), self.cap)
-        return self.fallback(state)
+        return min(float(after), cap) if after is not None else fallback(state)
+
+    return wait
 
 
-def retrying(policy: RetryPolicy = DEFAULT_POLICY, sleep: Callable[[float], None] | None = None) -> tenacity.Retrying:
+def retrying(policy: RetryPolicy = DEFAULT_POLICY, sleep: Callable[[float], None] | None = None) -> "tenacity.Retrying":
     """A tenacity ``Retrying`` that retries :class:`TransientBackendError` only and then
     re-raises the last error unchanged."""
+    import tenacity
+
     kwargs: dict[str, Any] = {}
     if sleep is not None:
         kwargs["sleep"] = sleep
     return tenacity.Retrying(
         retry=tenacity.retry_if_exception_type(TransientBackendError),
         stop=tenacity.stop_after_attempt(policy.attempts) | tenacity.stop_after_delay(policy.deadline),
-        wait=_WaitRetryAfter(
+        wait=_wait_retry_after(
             tenacity.wait_random_exponential(multiplier=policy.initial_wait, max=policy.max_wait),
             policy.max_wait,
         ),

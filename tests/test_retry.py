@@ -55,3 +55,23 @@ def test_parse_retry_after():
     assert retry.parse_retry_after(None) is None
     assert retry.parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT") == 0.0
     assert retry.parse_retry_after("soon") is None
+
+
+def test_client_settings_describe_the_retry_policy():
+    assert retry.ClientSettings().retry_policy() == retry.DEFAULT_POLICY
+    settings = retry.ClientSettings(retry_attempts=2, retry_deadline_s=9, retry_initial_wait_s=0, retry_max_wait_s=1.5)
+    assert settings.retry_policy() == retry.RetryPolicy(attempts=2, deadline=9, initial_wait=0, max_wait=1.5)
+    fn, calls = _flaky([TransientBackendError(f"try {i}", status=503) for i in range(5)])
+    sleeps = []
+    with pytest.raises(TransientBackendError, match="try 1"):
+        retry.call(fn, settings.retry_policy(), sleep=sleeps.append)
+    assert len(calls) == 2 and sleeps == [0.0]
+
+
+@pytest.mark.parametrize("key, value", [("retry_attempts", 0), ("retry_deadline_s", 0), ("request_timeout_s", -1),
+                                        ("retry_max_wait_s", -0.1), ("poll_interval_s", "soon")])
+def test_client_settings_are_validated(key, value):
+    from omnidist.errors import ValidationError
+
+    with pytest.raises(ValidationError, match=rf"^{key}: must be"):
+        retry.ClientSettings(**{key: value})

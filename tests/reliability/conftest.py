@@ -40,9 +40,10 @@ class Cloud:
         backend: the backend, with deterministic ids and a recording ``sleep``.
         create: ``(method, path regex)`` of the request that creates a job.
         poll: path regex of the GET that reads one job's status.
-        make_settings: settings pointing at the server, with the given overrides.
-        timeout_setting: the settings key of the per-request timeout (``None`` when there is none).
+        make_settings: settings pointing at the server, with the given overrides (every backend's
+            settings share the retry/timeout keys of :class:`omnidist.retry.ClientSettings`).
         sleeps: every wait the retry policy asked for (none actually happens).
+        state_of: a stored job's native state (to tell cancelled duplicates from live jobs).
     """
 
     name: str
@@ -52,8 +53,8 @@ class Cloud:
     create: tuple[str, str]
     poll: str
     make_settings: Callable[..., Any]
-    timeout_setting: str | None
     sleeps: list[float]
+    state_of: Callable[[dict[str, Any]], str]
 
     def settings(self, **overrides: Any) -> Any:
         """Settings for the fake with fast, bounded retries (4 attempts)."""
@@ -72,8 +73,12 @@ class Cloud:
         return len(self.server.calls(*self.create))
 
     def job_count(self) -> int:
-        """How many jobs exist on the fake cloud."""
-        return len(self.service.jobs)
+        """How many jobs exist on the fake cloud, not counting ones the client cancelled."""
+        return sum(1 for job in self.service.jobs.values() if not _cancelled(self.state_of(job)))
+
+
+def _cancelled(state: str) -> bool:
+    return "cancel" in state.lower()  # JOB_STATE_CANCELLING, CANCELLED, CancelRequested, Canceled…
 
 
 def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
@@ -87,8 +92,8 @@ def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
         create=("POST", r"/customJobs$"), poll=r"/customJobs/[^/:]+$",
         make_settings=lambda **o: VertexSettings(**{
             "project": "p", "region": "us-central1", "api_endpoint": server.url, "credentials": "anonymous",
-            "max_attempts": 4, "retry_deadline_s": 30.0, **o}),
-        timeout_setting="request_timeout_s", sleeps=sleeps)
+            "retry_attempts": 4, "retry_deadline_s": 30.0, "create_settle_s": 3.0, **o}),
+        sleeps=sleeps, state_of=lambda job: job["state"])
 
 
 def _ai_platform(server: FakeServer, sleeps: list[float]) -> Cloud:
@@ -103,7 +108,7 @@ def _ai_platform(server: FakeServer, sleeps: list[float]) -> Cloud:
         make_settings=lambda **o: AIPlatformSettings(**{
             "project": "proj", "api_endpoint": server.url, "credentials": "anonymous", "retry_attempts": 4,
             "retry_deadline_s": 30.0, "retry_initial_wait_s": 0.01, **o}),
-        timeout_setting="http_timeout_s", sleeps=sleeps)
+        sleeps=sleeps, state_of=lambda job: job["state"])
 
 
 def _azure_ml(server: FakeServer, sleeps: list[float]) -> Cloud:
@@ -117,8 +122,8 @@ def _azure_ml(server: FakeServer, sleeps: list[float]) -> Cloud:
         create=("PUT", r"/jobs/[^/]+$"), poll=r"/jobs/[^/]+$",
         make_settings=lambda **o: AzureMLSettings(**{
             "subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1", "credential": "anonymous",
-            "endpoint": server.url, "max_attempts": 4, "retry_deadline_s": 30.0, "poll_interval_s": 0.0, **o}),
-        timeout_setting=None, sleeps=sleeps)
+            "endpoint": server.url, "retry_attempts": 4, "retry_deadline_s": 30.0, "poll_interval_s": 0.0, **o}),
+        sleeps=sleeps, state_of=lambda job: job["properties"]["status"])
 
 
 CLOUDS: dict[str, Callable[[FakeServer, list[float]], Cloud]] = {

@@ -58,19 +58,8 @@ MATRIX = {
 """Fault row name -> the expected outcome."""
 
 
-KNOWN_GAPS = {
-    ("vertex", "timeout"): "Vertex's create has no client-chosen id: when the server is still working on a "
-                           "timed-out create, the retry's label lookup finds nothing and a second job is made "
-                           "(reported; fix: after an ambiguous create, list the label again and cancel extras)",
-}
+KNOWN_GAPS: dict[tuple[str, str], str] = {}
 """Rows a backend is known to fail today, with why; strict, so a fix shows up as XPASS."""
-
-
-def _timeout_settings(cloud) -> dict:
-    if cloud.timeout_setting is None:
-        pytest.xfail(f"{cloud.name} has no per-request timeout setting, so a hung server is waited on for the "
-                     "SDK's default read timeout (reported as a missing knob)")
-    return {cloud.timeout_setting: CLIENT_TIMEOUT_S}
 
 
 @pytest.mark.parametrize("row", sorted(MATRIX))
@@ -78,7 +67,7 @@ def test_fault_matrix(cloud, row, request):
     expected = MATRIX[row]
     if (cloud.name, row) in KNOWN_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[cloud.name, row]))
-    overrides = _timeout_settings(cloud) if row == "timeout" else {}
+    overrides = {"request_timeout_s": CLIENT_TIMEOUT_S} if row == "timeout" else {}
     cloud.server.fail(*cloud.create, expected.fault)
     start = time.monotonic()
     if isinstance(expected, Fails):
@@ -95,7 +84,7 @@ def test_fault_matrix(cloud, row, request):
     elapsed = time.monotonic() - start
     if row == "timeout":  # let the slow attempt finish on the server before counting jobs
         time.sleep(SLOW_SERVER_S - min(elapsed, SLOW_SERVER_S) + 0.2)
-    assert cloud.job_count() == 1, f"{row}: a retried create must make exactly one job"
+    assert cloud.job_count() == 1, f"{row}: a retried create must leave exactly one job"
     assert handle.status().state.value in ("queued", "pending", "running"), "the handle names the created job"
     assert 1 <= cloud.creates() <= 2, "one failed attempt, at most one more create"
     assert len(cloud.sleeps) == 1
@@ -104,7 +93,7 @@ def test_fault_matrix(cloud, row, request):
     assert elapsed < 5.0
 
 
-def test_persistent_outage_stops_at_max_attempts(cloud):
+def test_persistent_outage_stops_at_retry_attempts(cloud):
     cloud.server.fail(*cloud.create, *[Fault.http(503, "backend unavailable (outage-7)")] * 10)
     start = time.monotonic()
     with pytest.raises(errors.TransientBackendError, match="outage-7"):

@@ -18,6 +18,7 @@ import attrs
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, RoleName
+from omnidist.retry import ClientSettings
 
 from omnidist_ai_platform import catalog
 
@@ -93,18 +94,15 @@ def _machine_types(instance: Any, attribute: attrs.Attribute, value: Mapping[str
                 "a2-megagpu-16g and the deprecated names (complex_model_m, …)", path=path)
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: float) -> None:
-    if value <= 0:
-        raise ValidationError(f"must be > 0, got {value}", path=attribute.name)
-
-
 def _uris(value: Any) -> tuple[str, ...]:
     return (value,) if isinstance(value, str) else tuple(value)
 
 
 @attrs.frozen(kw_only=True)
-class AIPlatformSettings:
+class AIPlatformSettings(ClientSettings):
     """Settings of the ``ai_platform`` backend (profile keys and the job's ``backends.ai_platform``).
+
+    The retry, timeout and polling keys come from :class:`~omnidist.retry.ClientSettings`.
 
     Attributes:
         project: Google Cloud project id (needed to submit, not to compile).
@@ -119,9 +117,6 @@ class AIPlatformSettings:
         use_chief_in_tf_config: write ``chief`` instead of ``master`` into TF_CONFIG.
         scale_tier: ``CUSTOM`` (default); other tiers only for a single CPU replica without machine types.
         enable_web_access: interactive shell access to the replicas.
-        retry_attempts, retry_deadline_s, retry_initial_wait_s, retry_max_wait_s: the retry policy.
-        http_timeout_s: socket timeout of each HTTP request.
-        poll_interval_s: seconds between polls of ``logs --follow``.
     """
 
     project: Optional[str] = None
@@ -140,12 +135,6 @@ class AIPlatformSettings:
     use_chief_in_tf_config: bool = False
     scale_tier: str = attrs.field(default="CUSTOM", validator=_one_of(SCALE_TIERS))
     enable_web_access: bool = False
-    retry_attempts: int = attrs.field(default=5, validator=_positive)
-    retry_deadline_s: float = attrs.field(default=120.0, validator=_positive)
-    retry_initial_wait_s: float = attrs.field(default=0.5, validator=_positive)
-    retry_max_wait_s: float = attrs.field(default=20.0, validator=_positive)
-    http_timeout_s: float = attrs.field(default=60.0, validator=_positive)
-    poll_interval_s: float = attrs.field(default=15.0, validator=_positive)
 
     @property
     def package_mode(self) -> bool:

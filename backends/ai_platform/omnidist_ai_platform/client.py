@@ -24,12 +24,6 @@ from omnidist_ai_platform.backend import NAME, AIPlatformSettings, status_of
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
 
-def policy(settings: AIPlatformSettings) -> retry.RetryPolicy:
-    """The retry policy from the settings' retry knobs."""
-    return retry.RetryPolicy(attempts=settings.retry_attempts, deadline=settings.retry_deadline_s,
-                             initial_wait=settings.retry_initial_wait_s, max_wait=settings.retry_max_wait_s)
-
-
 def credentials(settings: AIPlatformSettings) -> Any:
     """google.auth credentials: the default chain, or anonymous (local and compatible endpoints)."""
     if settings.credentials == "anonymous":
@@ -55,8 +49,8 @@ def jobs(settings: AIPlatformSettings) -> Any:
     from googleapiclient.discovery import build
 
     options = {"api_endpoint": settings.api_endpoint} if settings.api_endpoint else None
-    # build() would make an Http with a 60 s timeout; ours honours http_timeout_s.
-    authorized = AuthorizedHttp(credentials(settings), http=httplib2.Http(timeout=settings.http_timeout_s))
+    # build() would make an Http with a 60 s timeout; ours honours request_timeout_s.
+    authorized = AuthorizedHttp(credentials(settings), http=httplib2.Http(timeout=settings.request_timeout_s))
     service = build("ml", "v1", static_discovery=True, http=authorized, client_options=options,
                     cache_discovery=False)
     return service.projects().jobs()
@@ -130,7 +124,7 @@ def create(body: Mapping[str, Any], settings: AIPlatformSettings, *, pinned: boo
             # An earlier attempt reached the server before its answer was lost: the job is ours.
             return execute(collection.get(name=f"{parent}/jobs/{body['jobId']}"))
 
-    return retry.call(attempt, policy(settings), sleep)
+    return retry.call(attempt, settings.retry_policy(), sleep)
 
 
 Sleep = Optional[Callable[[float], None]]
@@ -140,7 +134,7 @@ def get(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) -> di
     """The native ``Job`` resource."""
     collection = jobs(settings)
     name = job_name(job_id, settings)
-    return retry.call(lambda: execute(collection.get(name=name)), policy(settings), sleep)
+    return retry.call(lambda: execute(collection.get(name=name)), settings.retry_policy(), sleep)
 
 
 def cancel(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) -> None:
@@ -153,4 +147,4 @@ def cancel(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) ->
             return
         execute(collection.cancel(name=name, body={}))
 
-    retry.call(attempt, policy(settings), sleep)
+    retry.call(attempt, settings.retry_policy(), sleep)

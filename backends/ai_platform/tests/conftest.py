@@ -36,7 +36,7 @@ def service(_shared, server):
 @pytest.fixture
 def settings(server):
     return AIPlatformSettings(project="proj", api_endpoint=server.url, credentials="anonymous",
-                              retry_initial_wait_s=0.01, retry_max_wait_s=0.05, http_timeout_s=5)
+                              retry_initial_wait_s=0.01, retry_max_wait_s=0.05, request_timeout_s=5)
 
 
 @pytest.fixture

@@ -16,6 +16,7 @@ import attrs
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
+from omnidist.retry import ClientSettings
 
 from omnidist_azure_ml import catalog
 
@@ -104,17 +105,10 @@ def _shm(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> Non
                               path=attribute.name)
 
 
-def _at_least(minimum: float) -> Callable[[Any, attrs.Attribute, Any], None]:
-    def check(instance: Any, attribute: attrs.Attribute, value: float) -> None:
-        if value < minimum:
-            raise ValidationError(f"must be >= {minimum}, got {value}", path=attribute.name)
-
-    return check
-
-
 @attrs.frozen(kw_only=True)
-class AzureMLSettings:
-    """Profile keys and ``backends.azure_ml`` keys (every one documented in docs/backends/azure_ml.md)."""
+class AzureMLSettings(ClientSettings):
+    """Profile keys and ``backends.azure_ml`` keys (every one documented in docs/backends/azure_ml.md);
+    the retry/timeout keys come from :class:`~omnidist.retry.ClientSettings`."""
 
     subscription_id: Optional[str] = None
     resource_group: Optional[str] = None
@@ -137,9 +131,6 @@ class AzureMLSettings:
     credential: str = attrs.field(default="default", validator=_choice(CREDENTIALS))
     endpoint: Optional[str] = None
     """Resource-manager base URL override (tests, local endpoints, sovereign clouds)."""
-    max_attempts: int = attrs.field(default=5, validator=_at_least(1))
-    retry_deadline_s: float = attrs.field(default=120.0, validator=_at_least(0))
-    poll_interval_s: float = attrs.field(default=15.0, validator=_at_least(0))
 
 
 def _random_suffix() -> str:

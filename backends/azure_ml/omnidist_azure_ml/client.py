@@ -79,7 +79,11 @@ def ml_client(settings: AzureMLSettings) -> Any:
     # The SDK logs an "experimental field" warning for queue_settings on every load; it is
     # not the user's concern and would clutter `omnidist submit`.
     logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
-    kwargs: dict[str, Any] = {"retry_total": 0, "enable_telemetry": False, "show_progress": False}
+    # connection_timeout/read_timeout reach every service client's RequestsTransport (azure-core's
+    # ConnectionConfiguration), so each HTTP call is bounded by request_timeout_s, not 300 s.
+    kwargs: dict[str, Any] = {"retry_total": 0, "enable_telemetry": False, "show_progress": False,
+                              "connection_timeout": settings.request_timeout_s,
+                              "read_timeout": settings.request_timeout_s}
     if settings.endpoint:
         base = settings.endpoint.rstrip("/") + "/"
         # The SDK keeps clouds in a process-wide table keyed by name: one name per endpoint.
@@ -124,8 +128,7 @@ def _call(fn: Callable[[], T], settings: AzureMLSettings, sleep: Sleep) -> T:
         except Exception as exc:  # noqa: BLE001 - translated at the boundary, never swallowed
             raise translate(exc) from exc
 
-    policy = retry.RetryPolicy(attempts=settings.max_attempts, deadline=settings.retry_deadline_s)
-    return retry.call(guarded, policy, sleep)
+    return retry.call(guarded, settings.retry_policy(), sleep)
 
 
 def _find(client: Any, name: str) -> Any:

@@ -33,7 +33,7 @@ def azure():
 def settings(azure) -> AzureMLSettings:
     """Settings that point the real MLClient at the fake, with fast retries."""
     return AzureMLSettings(subscription_id="sub-1", resource_group="rg-1", workspace="ws-1", credential="anonymous",
-                           endpoint=azure.server.url, max_attempts=4, retry_deadline_s=30, poll_interval_s=0)
+                           endpoint=azure.server.url, retry_attempts=4, retry_deadline_s=30, poll_interval_s=0)
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import attrs
 import pytest
 
@@ -104,11 +106,25 @@ def test_transient_failures_are_retried_into_exactly_one_job(fault, azure, setti
         assert sleeps == [3]
 
 
+@pytest.mark.parametrize("method, path", [("PUT", JOBS), ("GET", JOBS), ("PUT", r"/environments/")])
+def test_request_timeout_bounds_every_call(method, path, azure, settings, backend, compile_, sleeps):
+    # A hung server (2 s) on any call the SDK makes is abandoned after request_timeout_s and retried.
+    azure.server.fail(method, path, Fault.slow(2.0))
+    fast = attrs.evolve(settings, request_timeout_s=0.3)
+    start = time.monotonic()
+    handle = backend.submit(compile_(JOB), fast)
+    if method == "GET":
+        assert handle.status().state is JobState.QUEUED
+    assert time.monotonic() - start < 1.8, "abandoned at the timeout, not answered by the hung server"
+    assert list(azure.jobs) == ["cassava-s1"] and len(sleeps) == 1
+    assert len(azure.server.calls(method, path)) == 2, "the hung call, then its retry"
+
+
 def test_retries_are_bounded(azure, settings, backend, compile_, sleeps):
     azure.server.fail("PUT", JOBS, *[Fault.http(503, "still busy")] * 10)
     with pytest.raises(TransientBackendError, match=r"still busy.*HTTP 503"):
         submit(backend, settings, compile_)
-    assert len(azure.server.calls("PUT", JOBS)) == settings.max_attempts
+    assert len(azure.server.calls("PUT", JOBS)) == settings.retry_attempts
     assert azure.jobs == {}
 
 

@@ -305,7 +305,7 @@ def test_missing_program_is_a_validation_error(fields, path, compile_):
 
 
 @pytest.mark.parametrize("key, value", [("shm_size", "lots"), ("job_tier", "gold"), ("priority", "urgent"),
-                                        ("credential", "magic"), ("max_attempts", 0)])
+                                        ("credential", "magic"), ("retry_attempts", 0)])
 def test_bad_settings_name_their_path(key, value, compile_):
     with pytest.raises(ValidationError, match=rf"backends\.azure_ml\.{key}: "):
         compile_(job(backends={"azure_ml": {key: value}}))

@@ -17,6 +17,7 @@ import attrs
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
+from omnidist.retry import ClientSettings
 
 # --- tables: portable <-> Vertex --------------------------------------------------------------
 
@@ -148,6 +149,11 @@ def reduction_server_image(region: str) -> str:
 # --- settings -------------------------------------------------------------------------------------
 
 
+def _at_least_zero(instance: Any, attribute: attrs.Attribute, value: float) -> None:
+    if value < 0:
+        raise ValidationError(f"must be >= 0, got {value}", path=attribute.name)
+
+
 def _role_keys(instance: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
     roles = [r.value for r in RoleName]
     for key in value:
@@ -167,14 +173,10 @@ def _one_of(*choices: str) -> Callable[[Any, attrs.Attribute, Any], None]:
     return check
 
 
-def _positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    if value is not None and value <= 0:
-        raise ValidationError(f"must be > 0, got {value}", path=attribute.name)
-
-
 @attrs.frozen(kw_only=True)
-class VertexSettings:
-    """Settings of the ``vertex`` backend: profile keys and the job's ``backends.vertex`` block.
+class VertexSettings(ClientSettings):
+    """Settings of the ``vertex`` backend: profile keys and the job's ``backends.vertex`` block,
+    plus the retry/timeout keys of :class:`~omnidist.retry.ClientSettings`.
 
     Every key is documented in ``docs/backends/vertex.md``.
     """
@@ -196,10 +198,9 @@ class VertexSettings:
     persistent_resource_id: Optional[str] = None
     kms_key_name: Optional[str] = None
     reduction_server_image: Optional[str] = None
-    max_attempts: int = attrs.field(default=5, validator=_positive)
-    retry_deadline_s: float = attrs.field(default=120.0, validator=_positive)
-    request_timeout_s: float = attrs.field(default=60.0, validator=_positive)
-    poll_interval_s: float = attrs.field(default=15.0, validator=_positive)
+    create_settle_s: float = attrs.field(default=30.0, validator=_at_least_zero)
+    """After a create timed out and a retry made the job, how long to keep looking for a late
+    copy made by the timed-out create (which is then cancelled)."""
 
 
 # --- the backend ----------------------------------------------------------------------------------

@@ -4,16 +4,20 @@ Every call goes through :func:`_run`: SDK and transport exceptions become omnidi
 tree at this boundary (with the server's own message), the SDK's retries are off
 (``retry=None``), and :mod:`omnidist.retry` retries transient failures only, bounded.
 A create labels the job with a request id; every retry first lists jobs by that label, so a
-create whose response was lost is found instead of made twice.
+create whose response was lost is found instead of made twice, and a create that timed out
+while the server kept working on it is waited for, and its duplicate cancelled (:func:`submit`).
 """
 
 from __future__ import annotations
 
 import functools
 import json
+import logging
 import time
 from collections.abc import Callable, Iterator
 from typing import Any, Optional, TypeVar
+
+import attrs
 
 from omnidist import retry
 from omnidist.backend import JobState, JobStatus
@@ -32,6 +36,7 @@ BACKEND = "vertex"
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 T = TypeVar("T")
 Sleep = Optional[Callable[[float], None]]
+log = logging.getLogger("omnidist.vertex")
 
 
 # --- the SDK client --------------------------------------------------------------------------------
@@ -131,8 +136,7 @@ def _run(fn: Callable[[], T], settings: VertexSettings, sleep: Sleep) -> T:
                 raise
             raise error from exc
 
-    policy = retry.RetryPolicy(attempts=settings.max_attempts, deadline=settings.retry_deadline_s)
-    return retry.call(attempt, policy, sleep)
+    return retry.call(attempt, settings.retry_policy(), sleep)
 
 
 # --- calls ---------------------------------------------------------------------------------------
@@ -150,21 +154,65 @@ def _job_name(job_id: str, settings: VertexSettings) -> tuple[str, str]:
     return f"projects/{project}/locations/{region}/customJobs/{number}", region
 
 
-def _find(client: Any, parent: str, request_id: str, settings: VertexSettings) -> Optional[str]:
-    """The job an earlier attempt created with this request id, if any."""
+def _labelled(client: Any, parent: str, request_id: str, settings: VertexSettings) -> list[Any]:
+    """Every job carrying this request id, earliest created first (ties broken by name)."""
     pager = client.list_custom_jobs(
         request={"parent": parent, "filter": f'labels.{REQUEST_ID_LABEL}="{request_id}"'},
         retry=None,
         timeout=settings.request_timeout_s,
     )
-    for job in pager:  # the label is checked again: a filter the server ignored must not fool us
-        if job.labels.get(REQUEST_ID_LABEL) == request_id:
-            return job.name
-    return None
+    # The label is checked again: a filter the server ignored must not fool us.
+    jobs = [job for job in pager if job.labels.get(REQUEST_ID_LABEL) == request_id]
+    return sorted(jobs, key=lambda job: (job.create_time.timestamp() if job.create_time else 0.0, job.name))
 
 
-def submit(request: dict[str, Any], settings: VertexSettings, request_id: str, sleep: Sleep = None) -> str:
-    """Create the CustomJob; returns its resource name. Never creates it twice."""
+def _unanswered(exc: BaseException) -> bool:
+    """Whether a failed create got no answer, so it may have made the job (reset, lost response)."""
+    import requests
+
+    return isinstance(exc, requests.exceptions.RequestException)
+
+
+def _still_working(exc: BaseException) -> bool:
+    """Whether a failed create may still be running on the server: the client stopped waiting
+    for the answer (a read timeout), so the job can appear later, after a retry has made another."""
+    import requests
+
+    return isinstance(exc, requests.exceptions.ReadTimeout)
+
+
+@attrs.define
+class _Creates:
+    """What a submit's create attempts did, for deciding whether duplicates must be looked for."""
+
+    attempts: int = 0
+    made: int = 0
+    """Creates that answered with a job."""
+    unanswered: int = 0
+    """Creates that got no answer (reset, lost response, timeout)."""
+    pending: int = 0
+    """Creates abandoned while the server may still be working on them (timeouts)."""
+    settle_until: float = 0.0
+    """Until when (monotonic clock) an abandoned create may still make its job."""
+
+
+def submit(
+    request: dict[str, Any],
+    settings: VertexSettings,
+    request_id: str,
+    sleep: Sleep = None,
+    wait: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+) -> str:
+    """Create the CustomJob; returns its resource name. Never leaves two jobs running.
+
+    Vertex lets the client choose no job id, so the job carries a request-id label: a retry
+    first lists jobs by it (a create whose answer was lost is found, not made again). When a
+    create timed out and a retry made the job, the timed-out one may still land: the label is
+    listed until it does (or ``create_settle_s`` has passed), and every job but the earliest is
+    cancelled; after a create that followed any unanswered one, the label is listed once more for
+    the same check. ``wait``/``clock`` pace the settling (real time; injectable for tests).
+    """
     from google.cloud import aiplatform_v1
 
     if not settings.project:
@@ -178,21 +226,81 @@ def submit(request: dict[str, Any], settings: VertexSettings, request_id: str, s
         raise InvalidRequestError(f"the request is not a valid CustomJob: {exc}", backend=BACKEND) from exc
     client = client_for(settings, settings.region)
     parent = f"projects/{settings.project}/locations/{settings.region}"
-    attempts = 0
+    creates = _Creates()
 
     def attempt() -> str:
-        nonlocal attempts
-        attempts += 1
-        if attempts > 1:
-            found = _find(client, parent, request_id, settings)
+        if creates.attempts:  # an earlier attempt may have made the job before its answer was lost
+            found = _labelled(client, parent, request_id, settings)
             if found:
-                return found
-        created = client.create_custom_job(
-            parent=parent, custom_job=custom_job, retry=None, timeout=settings.request_timeout_s
-        )
+                return found[0].name
+        creates.attempts += 1
+        try:
+            created = client.create_custom_job(
+                parent=parent, custom_job=custom_job, retry=None, timeout=settings.request_timeout_s
+            )
+        except Exception as exc:
+            creates.unanswered += _unanswered(exc)
+            if _still_working(exc):
+                creates.pending += 1
+                creates.settle_until = clock() + settings.create_settle_s
+            raise
+        creates.made += 1
         return created.name
 
-    return _run(attempt, settings, sleep)
+    name = _run(attempt, settings, sleep)
+    if creates.pending or (creates.unanswered and creates.made):  # duplicates are possible
+        name = _settle(client, parent, request_id, name, creates, settings, sleep, wait, clock)
+    return name
+
+
+def _settle(
+    client: Any,
+    parent: str,
+    request_id: str,
+    name: str,
+    creates: _Creates,
+    settings: VertexSettings,
+    sleep: Sleep,
+    wait: Callable[[float], None],
+    clock: Callable[[], float],
+) -> str:
+    """After timed-out creates: wait for their jobs to appear, keep the earliest, cancel the rest."""
+    expected = creates.made + creates.pending
+    pause = 0.2
+    while True:
+        try:
+            jobs = _run(lambda: _labelled(client, parent, request_id, settings), settings, sleep)
+        except BackendError as exc:
+            log.warning("vertex: could not check for a duplicate of %s after a timed-out create (%s); "
+                        "look for jobs labelled %s=%s", name, exc, REQUEST_ID_LABEL, request_id)
+            return name
+        left = creates.settle_until - clock()
+        if len(jobs) >= expected or left <= 0:
+            break
+        wait(min(pause, left))  # the timed-out create may still be running on the server
+        pause = min(pause * 2, 5.0)
+    if not jobs:
+        return name
+    kept, extras = jobs[0].name, [job.name for job in jobs[1:]]
+    for extra in extras:
+        _cancel_duplicate(client, extra, settings, sleep)
+    if extras:
+        log.warning("vertex: a timed-out create made a second job after all; kept %s (created first), "
+                    "cancelled %s", kept, ", ".join(extras))
+    elif len(jobs) < expected:
+        log.warning("vertex: a timed-out create had not made its job %.0f s later; if it still does, "
+                    "cancel the job labelled %s=%s that is not %s", settings.create_settle_s,
+                    REQUEST_ID_LABEL, request_id, kept)
+    return kept
+
+
+def _cancel_duplicate(client: Any, name: str, settings: VertexSettings, sleep: Sleep) -> None:
+    """Cancel a duplicate job; best effort (a failure is logged, the submit still succeeds)."""
+    try:
+        _run(lambda: client.cancel_custom_job(name=name, retry=None, timeout=settings.request_timeout_s),
+             settings, sleep)
+    except BackendError as exc:
+        log.warning("vertex: could not cancel the duplicate job %s (%s); cancel it yourself", name, exc)
 
 
 def status(job_id: str, settings: VertexSettings, sleep: Sleep = None) -> JobStatus:

@@ -13,6 +13,7 @@ import itertools
 import json
 import re
 import threading
+from datetime import datetime, timezone
 from typing import Any
 
 from omnidist.testing import FakeServer
@@ -78,7 +79,8 @@ class FakeVertex:
                 **record.body,
                 "name": name,
                 "state": "JOB_STATE_QUEUED",
-                "createTime": "2024-05-01T00:00:00Z",
+                # When it was made, to the microsecond: duplicates are told apart by it.
+                "createTime": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
             }
             self.jobs[name] = job
         return Response(200, self._render(job))

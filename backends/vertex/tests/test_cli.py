@@ -32,7 +32,7 @@ def project(tmp_path, vertex):
     (tmp_path / "job.yaml").write_text(JOB_YAML)
     (tmp_path / "omnidist.toml").write_text(
         'default = "fake"\n[profiles.fake]\nbackend = "vertex"\nproject = "p"\nregion = "us-central1"\n'
-        f'api_endpoint = "{vertex.url}"\ncredentials = "anonymous"\nmax_attempts = 3\n'
+        f'api_endpoint = "{vertex.url}"\ncredentials = "anonymous"\nretry_attempts = 3\n'
     )
     return tmp_path
 

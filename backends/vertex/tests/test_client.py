@@ -4,6 +4,7 @@ create, get, list, cancel; faults; error mapping."""
 from __future__ import annotations
 
 import itertools
+import time
 
 import pytest
 from omnidist_vertex import VertexBackend, VertexSettings
@@ -167,7 +168,7 @@ def test_client_errors_fail_fast_with_the_server_message(driver, vertex, status,
 def test_attempts_are_bounded(driver, vertex, sleeps):
     vertex.server.fail("POST", CREATE, *[Fault.http(503, "still down")] * 10)
     with pytest.raises(TransientBackendError, match="still down"):
-        submit(driver, vertex, max_attempts=3)
+        submit(driver, vertex, retry_attempts=3)
     assert len(vertex.server.calls("POST", CREATE)) == 3 and len(sleeps) == 2 and not vertex.jobs
 
 
@@ -190,3 +191,49 @@ def test_logs_without_cloud_logging(driver, vertex):
     assert lines[0] == f"console: {handle.url}" and "google-cloud-logging" in lines[1]
     followed = list(driver.logs(handle.id, conf(vertex, poll_interval_s=0.01), follow=True))
     assert followed[2:] == ["state: queued", "state: pending", "state: running", "state: succeeded"]
+
+
+def live(vertex) -> list[str]:
+    return [name for name, job in vertex.jobs.items() if "CANCEL" not in job["state"]]
+
+
+def test_timed_out_create_that_lands_late_is_cancelled(driver, vertex, sleeps, caplog):
+    # The server makes the first job 0.8 s in, after the client gave up (0.2 s) and a retry
+    # made another: the client waits for the late one, keeps the earliest, cancels the other.
+    vertex.server.fail("POST", CREATE, Fault.slow(0.8))
+    start = time.monotonic()
+    handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=10.0)
+    elapsed = time.monotonic() - start
+    assert len(vertex.jobs) == 2 and live(vertex) == [handle.id]
+    first, late = sorted(vertex.jobs.values(), key=lambda job: job["createTime"])
+    assert handle.id == first["name"] and late["state"] == "JOB_STATE_CANCELLING"
+    assert vertex.server.calls("POST", late["name"] + ":cancel")
+    assert 0.8 <= elapsed < 5.0, "waits for the late job, then stops (not the whole settle window)"
+    assert len(sleeps) == 1, "settling is not a retry"
+    assert f"kept {handle.id}" in caplog.text and f"cancelled {late['name']}" in caplog.text
+
+
+def test_settling_is_bounded_and_says_so(driver, vertex, caplog):
+    vertex.server.fail("POST", CREATE, Fault.slow(2.0))
+    start = time.monotonic()
+    handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=0.3)
+    assert time.monotonic() - start < 1.5
+    assert live(vertex) == [handle.id]
+    assert "had not made its job" in caplog.text and "omnidist-request-id=req-1" in caplog.text
+
+
+def test_create_after_a_reset_checks_the_label_once_more(driver, vertex, caplog):
+    vertex.server.fail("POST", CREATE, Fault.reset())
+    handle = submit(driver, vertex)
+    assert live(vertex) == [handle.id]
+    lookups = vertex.server.calls("GET", CREATE)
+    assert len(lookups) == 2, "once before the re-create, once after it"
+    assert "vertex:" not in caplog.text, "nothing to report when no duplicate appeared"
+
+
+def test_duplicate_cancel_failure_is_reported_not_raised(driver, vertex, caplog):
+    vertex.server.fail("POST", CREATE, Fault.slow(0.6))
+    vertex.server.fail("POST", r":cancel$", *[Fault.http(403, "cannot cancel (perm-9)")])
+    handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=10.0)
+    assert len(vertex.jobs) == 2 and handle.id in vertex.jobs
+    assert "could not cancel the duplicate job" in caplog.text and "perm-9" in caplog.text
