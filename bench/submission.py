@@ -119,8 +119,8 @@ def sequential(name: str, count: int, rounds: int = 3) -> tuple[float, float]:
 
 FAST_RETRIES: dict[str, dict[str, Any]] = {
     "ai_platform": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
-    "azure_ml": {"retry_attempts": 10, "retry_deadline_s": 60.0},
-    "vertex": {"retry_attempts": 10, "retry_deadline_s": 60.0},
+    "azure_ml": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
+    "vertex": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
 }
 """The retry knobs (shared :class:`omnidist.retry.ClientSettings` keys) each backend's run uses."""
 

@@ -229,7 +229,7 @@ def submit(
     creates = _Creates()
 
     def attempt() -> str:
-        if creates.attempts:  # an earlier attempt may have made the job before its answer was lost
+        if creates.unanswered:  # an unanswered attempt may have made the job (a 429/503 answer did not)
             found = _labelled(client, parent, request_id, settings)
             if found:
                 return found[0].name
