@@ -12,6 +12,7 @@ from typing import Any, Optional
 
 import click
 
+from omnidist.cli_migrate import import_command, migrate_command
 from omnidist.errors import OmnidistError
 
 
@@ -259,11 +260,5 @@ if __name__ == "__main__":  # pragma: no cover
     main()
 
 
-def _register_migration_commands() -> None:
-    from omnidist.cli_migrate import import_command, migrate_command
-
-    main.add_command(import_command)
-    main.add_command(migrate_command)
-
-
-_register_migration_commands()
+main.add_command(import_command)
+main.add_command(migrate_command)

@@ -75,3 +75,5 @@ def test_migration_report_repr_is_a_summary():
     _, report = omnidist.migrate(str(__import__("pathlib").Path(__file__).resolve().parents[1] / "examples/migration/ai-platform-job.yaml"), target="vertex")
     text = repr(report)
     assert text.startswith("MigrationReport(ai_platform -> vertex: ") and "inferred" in text and len(text) < 120
+    html = report._repr_html_()
+    assert "ai_platform → vertex" in html and "<td style='text-align:left'>inferred</td>" in html
