@@ -8,7 +8,8 @@ Standard library only. Detection order — the first source present wins:
    3 evaluators.
 2. **AI Platform Training** — ``CLUSTER_SPEC`` whose ``cluster`` has ``master`` or ``chief``
    (plus ``worker``, ``ps``, ``evaluator``).
-3. **Azure ML** — any ``AZUREML_*`` variable (every Azure ML process has ``AZUREML_RUN_ID``;
+3. **Azure ML** — any ``AZUREML_*`` variable but the SDK's client-side ``AZUREML_CURRENT_CLOUD``
+   (every Azure ML process has ``AZUREML_RUN_ID``;
    it is what tells Azure's PyTorch variables from a bare torchrun). Then by distribution:
    MPI if any ``OMPI_COMM_WORLD_*`` is set (node rank = ``OMPI_COMM_WORLD_RANK //
    OMPI_COMM_WORLD_LOCAL_SIZE``, master from ``AZ_BATCH_MASTER_NODE`` ``addr:port`` or
@@ -357,10 +358,19 @@ def _cluster_keys(env: Env) -> set[str]:
     return set(_cluster(_json_object(env, "CLUSTER_SPEC"), "CLUSTER_SPEC"))
 
 
+AZURE_CLIENT_VARIABLES = frozenset({"AZUREML_CURRENT_CLOUD"})
+"""``AZUREML_*`` variables of the client side (the azure-ai-ml SDK sets ``AZUREML_CURRENT_CLOUD``
+when it talks to a sovereign cloud or custom endpoint): they do not mean "inside a job"."""
+
+
+def _is_azure_ml(env: Env) -> bool:
+    return any(k.startswith("AZUREML_") and k not in AZURE_CLIENT_VARIABLES for k in env)
+
+
 SOURCES: tuple[tuple[str, Callable[[Env], bool], Callable[[Env], RuntimeContext]], ...] = (
     ("vertex", _is_vertex, parse_vertex),
     ("ai_platform", _is_ai_platform, parse_ai_platform),
-    ("azure_ml", lambda env: any(k.startswith("AZUREML_") for k in env), parse_azure_ml),
+    ("azure_ml", _is_azure_ml, parse_azure_ml),
     ("tf_config", lambda env: "TF_CONFIG" in env, parse_tf_config),
     ("torchrun", lambda env: "TORCHELASTIC_RUN_ID" in env, parse_torchrun),
     ("none", lambda env: True, parse_none),

@@ -302,3 +302,11 @@ def test_runtime_env_error_is_part_of_the_one_tree():
     assert error.exit_code == 2
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.variable, str(copy)) == ("TF_CONFIG", str(error))
+
+
+def test_the_sdks_client_side_cloud_variable_is_not_an_azure_job():
+    """azure-ai-ml sets AZUREML_CURRENT_CLOUD in any process that used a sovereign cloud or a
+    custom endpoint; a laptop with it exported is not inside an Azure ML job."""
+    from omnidist.runtime import context
+
+    assert context({"AZUREML_CURRENT_CLOUD": "AzureChinaCloud"}).platform == "none"

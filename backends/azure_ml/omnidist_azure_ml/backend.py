@@ -197,7 +197,8 @@ class AzureMLBackend(Backend):
         return client.status(job_id, settings, sleep=self._sleep)
 
     def logs(self, job_id: str, settings: AzureMLSettings, follow: bool = False) -> Iterator[str]:
-        """The studio URL and the job's state transitions (see the doc page for why not the log files)."""
+        """The studio URL, then the lines of the job's streamed log files (``user_logs/std_log*.txt``,
+        as ``az ml job stream`` shows them) and its state changes; ``follow`` polls until it ends."""
         from omnidist_azure_ml import client
 
         return client.logs(job_id, settings, follow=follow, sleep=self._sleep)

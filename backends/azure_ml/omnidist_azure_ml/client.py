@@ -10,6 +10,10 @@ submit, so a retried create cannot make a second job; a retry first looks the na
 cloud, or the local fake server in tests) through the SDK's ``cloud``/``cloud_metadata``
 (verified with azure-ai-ml 1.35.2; the SDK registers the cloud in a process-wide table and
 sets ``AZUREML_CURRENT_CLOUD`` for the process).
+
+``logs`` reads the job's log files where ``jobs.stream`` reads them, from the workspace's
+run-history service (found through its discovery document) and the blob SAS URLs it lists,
+with the same one-attempt-per-request rule.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from __future__ import annotations
 import io
 import logging
 import os
+import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional, TypeVar
@@ -186,26 +191,140 @@ def _status_of(job: Any) -> JobStatus:
 
 
 def logs(name: str, settings: AzureMLSettings, *, follow: bool = False, sleep: Sleep = None) -> Iterator[str]:
-    """The job's studio URL, then its state transitions (until it ends when ``follow``).
+    """The job's studio URL, then the lines of the log files ``az ml job stream`` shows and its
+    state changes; with ``follow``, polled every ``poll_interval_s`` until the job ends.
 
-    ``jobs.stream`` prints log files fetched from the workspace's run-history and blob storage
-    services to stdout; omnidist reports the states through the management API instead and
-    points at the studio page for the log files.
+    The files are found as ``jobs.stream`` finds them: the workspace's ``discoveryUrl`` names
+    the run-history service, whose run details list every log file with a SAS URL into blob
+    storage, filtered by the SDK's own streamable-file rule (``user_logs/std_log*.txt`` of the
+    primary process, else the legacy ``azureml-logs/NN_*.txt``). Each poll asks each file only
+    for the bytes after its last complete line (``Range: bytes=N-``), so every line comes out
+    once and in order; a line still being written waits for its newline until the job ends.
     """
     client = ml_client(settings)
     job = _call(lambda: client.jobs.get(name), settings, sleep)
     yield f"{name}: logs at {job.studio_url or 'the Azure ML studio'}"
-    last = None
-    wait = sleep if sleep is not None else time.sleep
+    details = _call(lambda: _run_details(client, settings), settings, sleep)
+    tail = _LogTail(client, settings, sleep)
+    last, wait = None, sleep if sleep is not None else time.sleep
     while True:
-        current = _status_of(job)
-        if current.native_state != last:
-            last = current.native_state
-            yield f"{name}: {current.native_state} ({current.state.value})"
-        if not follow or current.state.terminal:
+        run = _call(lambda: details(name), settings, sleep)
+        native = str(run.status or "Unknown")
+        state = native_state(native)
+        ended = not follow or state.terminal
+        change = f"{name}: {native} ({state.value})" if native != last else None
+        last = native
+        if change and not state.terminal:  # a start reads before its lines, an end after them
+            yield change
+        yield from tail.read(_streamed_files(run.log_files or {}, job.type or "command"), final=ended)
+        if change and state.terminal:
+            yield change
+        if ended:
             return
         wait(settings.poll_interval_s)
-        job = _call(lambda: client.jobs.get(name), settings, sleep)
+
+
+def _https_option(url: str) -> dict[str, bool]:
+    # azure-core refuses bearer tokens over plain http unless told otherwise; MLClient decides
+    # by the URL's scheme for its own operations, but its workspace and run wrappers do not pass
+    # the option on, so the calls below do (only http test endpoints need it).
+    return {} if url.lower().startswith("https") else {"enforce_https": False}
+
+
+def _run_details(client: Any, settings: AzureMLSettings) -> Callable[[str], Any]:
+    """A function giving a run's details (status, ``logFiles``) from the workspace's run history.
+
+    ``jobs.stream`` discovers the service the same way (workspace GET -> ``discoveryUrl`` ->
+    the discovery document's ``api`` URL), but through a pipeline with the SDK's own retries;
+    here every request is one attempt, retried by omnidist.
+    """
+    endpoint = (settings.endpoint or PUBLIC_CLOUD["resource_manager"])
+    workspace = client.workspaces._operation.get(settings.resource_group, settings.workspace,
+                                                 **_https_option(endpoint))
+    if not workspace.discovery_url:
+        raise BackendError(f"workspace {settings.workspace} names no discoveryUrl: cannot find its run "
+                           "history", backend=NAME)
+    response = client._requests_pipeline.get(workspace.discovery_url, **_timeouts(settings))
+    if response.status_code != 200:
+        raise _http_error(response, "the workspace's discovery document")
+    api = (response.json() or {}).get("api")
+    if not api:
+        raise BackendError(f"{workspace.discovery_url} names no api URL: cannot find the run history",
+                           backend=NAME)
+    # What JobOperations caches after its own discovery; its RunOperations then use MLClient's
+    # client settings (no SDK retries, the request timeout).
+    client.jobs._api_base_url = api.rstrip("/")
+    runs = client.jobs._runs_operations._operation
+    scope = (settings.subscription_id, settings.resource_group, settings.workspace)
+    return lambda run_id: runs.get_details(*scope, run_id, **_https_option(api))
+
+
+def _streamed_files(log_files: Mapping[str, str], job_type: str) -> dict[str, str]:
+    """The log files ``jobs.stream`` prints (the SDK's own filter), sorted, with their URLs."""
+    from azure.ai.ml.operations._job_ops_helper import _get_sorted_filtered_logs
+
+    return {path: log_files[path] for path in _get_sorted_filtered_logs(log_files, job_type)}
+
+
+def _timeouts(settings: AzureMLSettings) -> dict[str, float]:
+    return {"connection_timeout": settings.request_timeout_s, "read_timeout": settings.request_timeout_s}
+
+
+_BLOB_MESSAGE = re.compile(r"<Message>(.*?)</Message>", re.S)
+
+
+def _http_error(response: Any, what: str) -> OmnidistError:
+    """The omnidist error for a failed plain GET (blob storage answers in XML, others in JSON).
+
+    The URL is left out on purpose: a log file's URL carries its SAS signature.
+    """
+    text = response.text() or ""
+    found = _BLOB_MESSAGE.search(text)
+    message = found.group(1).strip() if found else text.strip()[:300]
+    try:
+        message = response.json()["error"]["message"]
+    except (ValueError, KeyError, TypeError):
+        pass
+    return error_for_status(response.status_code)(
+        f"reading {what}: {message or response.reason}", backend=NAME, status=response.status_code,
+        retry_after=retry.parse_retry_after(response.headers.get("Retry-After")))
+
+
+class _LogTail:
+    """Where each log file's next unread line starts (a byte offset), and the file last shown."""
+
+    def __init__(self, client: Any, settings: AzureMLSettings, sleep: Sleep):
+        # MLClient's plain pipeline: no credential (the SAS URL is the credential), SDK retries off.
+        self._pipeline = client._requests_pipeline
+        self._settings, self._sleep = settings, sleep
+        self._offsets: dict[str, int] = {}
+        self._shown: Optional[str] = None
+
+    def read(self, files: Mapping[str, str], *, final: bool) -> Iterator[str]:
+        """The new complete lines of ``files`` (and, when ``final``, an unfinished last line),
+        each file's under a ``==> path <==`` header whenever the output switches files."""
+        for path, url in files.items():
+            offset = self._offsets.get(path, 0)
+            data = _call(lambda: self._fetch(path, url, offset), self._settings, self._sleep)
+            complete = data if final else data[:data.rfind(b"\n") + 1]
+            if not complete:
+                continue
+            self._offsets[path] = offset + len(complete)
+            if path != self._shown:
+                self._shown = path
+                yield f"==> {path} <=="
+            for line in complete.decode("utf-8", "replace").removesuffix("\n").split("\n"):
+                yield line.removesuffix("\r")
+
+    def _fetch(self, path: str, url: str, offset: int) -> bytes:
+        response = self._pipeline.get(url, headers={"Range": f"bytes={offset}-"}, **_timeouts(self._settings))
+        if response.status_code in (404, 416):  # not uploaded yet / nothing after the offset
+            return b""
+        if response.status_code == 206:
+            return response.body()
+        if response.status_code == 200:  # a server that ignores Range sends the whole file
+            return response.body()[offset:]
+        raise _http_error(response, f"log file {path}")
 
 
 def cancel(name: str, settings: AzureMLSettings, *, sleep: Sleep = None) -> None:

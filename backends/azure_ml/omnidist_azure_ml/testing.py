@@ -1,45 +1,83 @@
-"""Test helpers: a local Azure ML management API for the real ``MLClient``, on
+"""Test helpers: a local Azure ML service for the real ``MLClient``, on
 :class:`omnidist.testing.FakeServer` (for this backend's tests, the reliability suite and the
 benchmarks).
 
-:class:`FakeAzureML` implements exactly the routes ``jobs.create_or_update`` / ``get`` /
-``begin_cancel`` call: PUT an (anonymous) environment version, PUT / GET a job by name, POST
-cancel. Jobs keep real state: a PUT of an existing name returns the stored job (Azure's PUT is
-idempotent), GETs walk the job through a scripted status timeline, cancel moves it to
-CancelRequested/Canceled. Imports no SDK.
+:class:`FakeAzureML` implements exactly the routes omnidist's client makes the SDK call:
+
+* management (``jobs.create_or_update`` / ``get`` / ``begin_cancel``): PUT an (anonymous)
+  environment version, PUT / GET a job by name, POST cancel;
+* log streaming (``workspaces.get``, the discovery document, run history, blob storage): GET
+  the workspace (its ``discoveryUrl`` points here), GET ``/discovery`` (every service URL
+  points here), GET ``/history/v1.0/…/runs/{name}/details`` (``logFiles``: file -> SAS URL
+  here), GET a log blob (honouring ``Range: bytes=N-`` with 206 / 416 like Blob storage).
+
+Jobs keep real state: a PUT of an existing name returns the stored job (Azure's PUT is
+idempotent); every GET of the job or of its run details walks it one step along the scripted
+:attr:`FakeAzureML.timeline` and appends that status's :attr:`FakeAzureML.output` to its log
+files; cancel moves it to CancelRequested/Canceled. Imports no SDK.
 """
 
 from __future__ import annotations
 
 import re
 import threading
+from collections.abc import Mapping
 from typing import Any
 
 from omnidist.testing import FakeServer
 from omnidist.testing.fakeserver import Recorded, Response
 
-WORKSPACE = (r"^/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
+WORKSPACE = (r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
              r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)")
 TERMINAL = {"Completed", "Failed", "Canceled"}
+BLOB = "/blob/azureml/ExperimentRun/dcid."
+SAS = "sv=2019-07-07&sr=b&sp=r&sig=fake-signature"
+
+DEFAULT_OUTPUT: dict[str, dict[str, str]] = {
+    "Preparing": {"system_logs/lifecycler/execution-wrapper.log": "pulling the image\n"},
+    "Running": {"user_logs/std_log.txt": "step {step}: training\n",
+                "user_logs/std_log_process_1.txt": "rank 1 at step {step}\n"},
+    "Finalizing": {"user_logs/std_log.txt": "saving the model\n"},
+}
+"""Status -> log file -> text appended each time a job steps into that status (``{step}`` is
+the step's index on the timeline); only ``user_logs/std_log.txt`` is a file Azure streams."""
 
 
 def _arm_error(status: int, code: str, message: str) -> Response:
     return Response(status, {"error": {"code": code, "message": message}})
 
 
+def _blob_error(status: int, code: str, message: str) -> Response:
+    # Blob storage answers errors in XML, not in ARM's JSON envelope.
+    return Response(status, f'<?xml version="1.0" encoding="utf-8"?><Error><Code>{code}</Code>'
+                            f"<Message>{message}</Message></Error>", {"x-ms-error-code": code})
+
+
 class FakeAzureML:
-    """The fake service's state and routes."""
+    """The fake service's state and routes.
+
+    Attributes:
+        timeline: the statuses a new job steps through, one per GET.
+        output: status -> log file -> text appended on each step into that status.
+    """
 
     def __init__(self, server: FakeServer):
         self.server = server
         self.jobs: dict[str, dict[str, Any]] = {}
         self.environments: dict[str, dict[str, Any]] = {}
         self.timeline = ["NotStarted", "Queued", "Running", "Completed"]
+        self.output: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_OUTPUT.items()}
         self._lock = threading.Lock()
-        server.route("PUT", WORKSPACE + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$", self.put_environment)
-        server.route("PUT", WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.put_job)
-        server.route("GET", WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.get_job)
-        server.route("POST", WORKSPACE + r"/jobs/(?P<name>[^/]+)/cancel$", self.cancel_job)
+        server.route("PUT", "^" + WORKSPACE + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$",
+                     self.put_environment)
+        server.route("PUT", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.put_job)
+        server.route("GET", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.get_job)
+        server.route("POST", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)/cancel$", self.cancel_job)
+        server.route("GET", "^" + WORKSPACE + "$", self.get_workspace)
+        server.route("GET", r"^/discovery$", self.get_discovery)
+        server.route("GET", r"^/history/v1\.0" + WORKSPACE + r"/runs/(?P<name>[^/]+)/details$",
+                     self.get_run_details)
+        server.route("GET", "^" + re.escape(BLOB) + r"(?P<name>[^/]+)/(?P<file>.+)$", self.get_blob)
 
     def put_environment(self, rec: Recorded, m: re.Match) -> Response:
         body = {"id": rec.path, "name": m["ver"], "properties": rec.body["properties"],
@@ -58,7 +96,8 @@ class FakeAzureML:
                 "jobServiceType": "Studio", "endpoint": f"https://ml.azure.com/runs/{m['name']}?wsid=fake"}}}
             self.jobs[m["name"]] = {"id": rec.path, "name": m["name"], "properties": props,
                                     "type": "Microsoft.MachineLearningServices/workspaces/jobs",
-                                    "_timeline": list(self.timeline[1:])}
+                                    "_timeline": list(self.timeline[1:]), "_step": 0, "_logs": {}}
+            self._write_output(self.jobs[m["name"]])
         return Response(201, self._public(m["name"]))
 
     def get_job(self, rec: Recorded, m: re.Match) -> Response:
@@ -66,8 +105,7 @@ class FakeAzureML:
             job = self.jobs.get(m["name"])
             if job is None:
                 return _arm_error(404, "UserError", f"Job {m['name']} not found")
-            if job["_timeline"]:
-                job["properties"]["status"] = job["_timeline"].pop(0)
+            self._advance(job)
         return Response(200, self._public(m["name"]))
 
     def cancel_job(self, rec: Recorded, m: re.Match) -> Response:
@@ -80,6 +118,75 @@ class FakeAzureML:
             job["properties"]["status"] = "CancelRequested"
             job["_timeline"] = ["Canceled"]
         return Response(202, None, {"Location": f"{self.server.url}/operationResults/cancel-{m['name']}"})
+
+    def get_workspace(self, rec: Recorded, m: re.Match) -> Response:
+        """The workspace, whose ``discoveryUrl`` leads the SDK to the run-history service."""
+        return Response(200, {
+            "id": rec.path, "name": m["ws"], "location": "eastus",
+            "type": "Microsoft.MachineLearningServices/workspaces",
+            "properties": {"friendlyName": m["ws"], "discoveryUrl": f"{self.server.url}/discovery",
+                           "mlFlowTrackingUri": f"azureml://eastus.api.azureml.ms/mlflow/v1.0{rec.path}"}})
+
+    def get_discovery(self, rec: Recorded, m: re.Match) -> Response:
+        """The region's service URLs (all of them this server)."""
+        keys = ("api", "catalog", "experimentation", "gallery", "history", "hyperdrive", "labeling",
+                "modelmanagement", "pipelines")
+        return Response(200, {**{key: self.server.url for key in keys}, "studio": "https://ml.azure.com"})
+
+    def get_run_details(self, rec: Recorded, m: re.Match) -> Response:
+        """The run's details: its status and a SAS URL per log file written so far."""
+        if not rec.headers.get("Authorization", "").startswith("Bearer "):
+            return _arm_error(401, "AuthenticationFailed", "run history needs a bearer token")
+        with self._lock:
+            job = self.jobs.get(m["name"])
+            if job is None:
+                return _arm_error(404, "UserError", f"Run {m['name']} was not found")
+            self._advance(job)
+            files = sorted(job["_logs"])
+            return Response(200, {
+                "runId": m["name"], "runUuid": f"uuid-{m['name']}", "target": "serverless",
+                "status": job["properties"]["status"],
+                "logFiles": {path: f"{self.server.url}{BLOB}{m['name']}/{path}?{SAS}" for path in files}})
+
+    def get_blob(self, rec: Recorded, m: re.Match) -> Response:
+        """A log file's bytes, or the part of them a ``Range: bytes=N-`` asks for."""
+        if rec.query.get("sig") != ["fake-signature"]:
+            return _blob_error(403, "AuthenticationFailed", "Signature did not match")
+        with self._lock:
+            data = self.jobs.get(m["name"], {}).get("_logs", {}).get(m["file"])
+        if data is None:
+            return _blob_error(404, "BlobNotFound", "The specified blob does not exist.")
+        wanted = re.fullmatch(r"bytes=(\d+)-", rec.headers.get("Range", ""))
+        if wanted is None:
+            return Response(200, data.decode())
+        start = int(wanted[1])
+        if start >= len(data):
+            return _blob_error(416, "InvalidRange",
+                               "The range specified is invalid for the current size of the resource.")
+        # The client asks from just after a newline, so the slice starts on a character.
+        return Response(206, data[start:].decode("utf-8", "replace"),
+                        {"Content-Range": f"bytes {start}-{len(data) - 1}/{len(data)}"})
+
+    def write(self, name: str, path: str, text: str) -> None:
+        """Append ``text`` to the job's log file ``path`` (created if new)."""
+        with self._lock:
+            logs = self.jobs[name]["_logs"]
+            logs[path] = logs.get(path, b"") + text.encode()
+
+    def log_text(self, name: str, path: str) -> str:
+        """What the job's log file holds now."""
+        return self.jobs[name]["_logs"].get(path, b"").decode()
+
+    def _advance(self, job: dict[str, Any]) -> None:
+        if job["_timeline"]:
+            job["properties"]["status"] = job["_timeline"].pop(0)
+            job["_step"] += 1
+            self._write_output(job)
+
+    def _write_output(self, job: dict[str, Any]) -> None:
+        writes: Mapping[str, str] = self.output.get(job["properties"]["status"], {})
+        for path, text in writes.items():
+            job["_logs"][path] = job["_logs"].get(path, b"") + text.format(step=job["_step"]).encode()
 
     def _public(self, name: str) -> dict[str, Any]:
         return {k: v for k, v in self.jobs[name].items() if not k.startswith("_")}
