@@ -4,4 +4,13 @@ and plugin authors' own tests)."""
 
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded, Response
 
-__all__ = ["FakeServer", "Fault", "Recorded", "Response"]
+
+class SleepRecorder(list):
+    """An injectable ``sleep`` that records the requested seconds instead of waiting, so retry
+    tests run instantly and can assert on the waits."""
+
+    def __call__(self, seconds: float) -> None:
+        self.append(seconds)
+
+
+__all__ = ["FakeServer", "Fault", "Recorded", "Response", "SleepRecorder"]

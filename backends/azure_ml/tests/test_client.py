@@ -7,6 +7,8 @@ import time
 import attrs
 import pytest
 
+from omnidist.testing import SleepRecorder
+
 from omnidist.backend import JobState
 from omnidist.errors import ConfigError, InvalidRequestError, NotFoundError, TransientBackendError
 from omnidist.testing.fakeserver import Fault
@@ -20,16 +22,9 @@ JOB = {"name": "cassava", "framework": "pytorch", "image": "trainer.example/t:1"
 JOBS = r"/jobs/cassava-s1$"
 
 
-class Sleeps(list):
-    """An injected sleep that records instead of waiting."""
-
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
 @pytest.fixture
 def sleeps():
-    return Sleeps()
+    return SleepRecorder()
 
 
 @pytest.fixture

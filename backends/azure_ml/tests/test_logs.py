@@ -12,6 +12,8 @@ from pathlib import Path
 import attrs
 import pytest
 
+from omnidist.testing import SleepRecorder
+
 from omnidist.errors import NotFoundError, PermissionDeniedError
 from omnidist.testing.fakeserver import Fault
 
@@ -33,15 +35,15 @@ FOLLOWED = [URL_LINE, f"{NAME}: Running (running)", f"==> {STD_LOG} <==", "warmi
             "epoch 2 loss=0.5", "done", "exit", f"{NAME}: Completed (succeeded)"]
 
 
-class Sleeps(list):
-    """An injected sleep that records instead of waiting and lets the job write its next chunk."""
+class Sleeps(SleepRecorder):
+    """Records like any SleepRecorder, and lets the job write its next log chunk at each wait."""
 
     def __init__(self, azure, chunks=()):
         super().__init__()
         self.azure, self.chunks = azure, list(chunks)
 
     def __call__(self, seconds: float) -> None:
-        self.append(seconds)
+        super().__call__(seconds)
         if self.chunks and self.azure.jobs:
             self.azure.write(NAME, STD_LOG, self.chunks.pop(0))
 

@@ -7,6 +7,8 @@ import itertools
 import time
 
 import pytest
+
+from omnidist.testing import SleepRecorder
 from omnidist_vertex import VertexBackend, VertexSettings
 
 from omnidist.backend import JobState
@@ -38,14 +40,9 @@ SEED_MACHINES = {"primary": "n1-highmem-96", "workers": "n1-highmem-96"}
 CREATE = r"/customJobs$"
 
 
-class Sleeps(list):
-    def __call__(self, seconds: float) -> None:
-        self.append(seconds)
-
-
 @pytest.fixture
 def sleeps():
-    return Sleeps()
+    return SleepRecorder()
 
 
 @pytest.fixture
