@@ -13,7 +13,8 @@ the inheritance rules below hold identically on every cloud:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import math
+from collections.abc import Iterator, Mapping
 from typing import Optional
 
 import attrs
@@ -109,6 +110,41 @@ def processes_per_node(job: DistributedJob) -> int:
 def has_gpus(role: Optional[EffectiveRole]) -> bool:
     """True when the role exists and each replica has at least one accelerator."""
     return role is not None and role.gpus > 0
+
+
+# --- Reduction Server sizing ---------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ReducerSizing:
+    """``reduction_servers.replicas: auto`` worked out: how many reducers, and from what."""
+
+    count: int
+    trainers: tuple[tuple[int, float], ...]
+    """(nodes, egress Gbps of each) for the primary and the workers."""
+    reducer_gbps: float
+
+    def explain(self, machine: str) -> str:
+        """The sum, for a note: ``auto = ceil((1×100 + 4×100 Gbps) / 32 Gbps per n1-highcpu-16) = 16``."""
+        terms = " + ".join(f"{nodes}×{gbps:g}" for nodes, gbps in self.trainers)
+        return f"auto = ceil(({terms} Gbps) / {self.reducer_gbps:g} Gbps per {machine}) = {self.count}"
+
+
+def size_reducers(roles: Mapping[RoleName, EffectiveRole], egress_gbps: Mapping[RoleName, float],
+                  reducer_gbps: float) -> ReducerSizing:
+    """How many reducers ``auto`` means: together they must send as fast as the training nodes,
+    so ``ceil(Σ egress of the primary and the workers / egress of one reducer)``.
+
+    Args:
+        roles: the job's effective roles (the primary and, when present, the workers are read).
+        egress_gbps: role -> the maximum egress of one of its machines (from the backend's catalog).
+        reducer_gbps: the maximum egress of one reducer's machine.
+    """
+    trainers = tuple((1 if name is RoleName.PRIMARY else int(roles[name].replicas), egress_gbps[name])
+                     for name in (RoleName.PRIMARY, RoleName.WORKERS) if name in roles)
+    total = sum(nodes * gbps for nodes, gbps in trainers)
+    count = max(1, math.ceil(total / reducer_gbps))
+    return ReducerSizing(count=count, trainers=trainers, reducer_gbps=reducer_gbps)
 
 
 def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role: bool = True) -> dict[str, str]:

@@ -51,3 +51,27 @@ def test_runtime_hints_name_the_role_and_pool2():
     assert "OMNIDIST_ROLE" not in lowering.runtime_hints(job, RoleName.PRIMARY, per_role=False)
     user = _job(env={"OMNIDIST_JOB_NAME": "mine"})
     assert lowering.env_with_hints(lowering.effective_role(user, "primary"), user)["OMNIDIST_JOB_NAME"] == "mine"
+
+
+# --- Reduction Server sizing ------------------------------------------------------------------------
+
+
+def _trainers(workers: int) -> dict:
+    job = _job(workers=Role(replicas=workers), reduction_servers=Role(replicas="auto"))
+    return {role.name: role for role in lowering.effective_roles(job)}
+
+
+def test_reducers_send_as_fast_as_the_training_nodes():
+    # PLATFORMS.md's documented examples: 5 nodes at 100 Gbps and 8 at 100 Gbps over 32 Gbps reducers.
+    roles = _trainers(4)
+    sizing = lowering.size_reducers(roles, {RoleName.PRIMARY: 100, RoleName.WORKERS: 100}, 32)
+    assert sizing.count == 16 and sizing.trainers == ((1, 100), (4, 100))
+    assert sizing.explain("n1-highcpu-16") == "auto = ceil((1×100 + 4×100 Gbps) / 32 Gbps per n1-highcpu-16) = 16"
+    assert lowering.size_reducers(_trainers(7), {RoleName.PRIMARY: 100, RoleName.WORKERS: 100}, 32).count == 25
+
+
+def test_reducer_sizing_counts_each_role_at_its_own_bandwidth_and_never_below_one():
+    roles = _trainers(3)
+    assert lowering.size_reducers(roles, {RoleName.PRIMARY: 50, RoleName.WORKERS: 24}, 32).count == 4  # 122/32
+    del roles[RoleName.WORKERS]
+    assert lowering.size_reducers(roles, {RoleName.PRIMARY: 10}, 32).count == 1

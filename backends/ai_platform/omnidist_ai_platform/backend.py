@@ -87,9 +87,9 @@ def _machine_types(instance: Any, attribute: attrs.Attribute, value: Mapping[str
         path = f"{attribute.name}.{role}"
         if role not in roles:
             raise ValidationError(f"not a role; use one of {', '.join(roles)}", path=path)
-        if catalog.machine(name) is None:
+        if catalog.MACHINES.get(name) is None:
             raise ValidationError(
-                f"{name!r} is not a machine type legacy AI Platform accepted{catalog.suggest(name)} "
+                f"{name!r} is not a machine type legacy AI Platform accepted{catalog.MACHINES.suggest(name)} "
                 "Known: n1-standard-4…96, n1-highmem-2…96, n1-highcpu-16…96, a2-highgpu-1g…8g, "
                 "a2-megagpu-16g and the deprecated names (complex_model_m, …)", path=path)
 

@@ -12,9 +12,11 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.catalog import Machine, check_named, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, has_gpus
+from omnidist.lowering import EffectiveRole, effective_roles, has_gpus, size_reducers
 
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.backend import NAME, REDUCER_IMAGE, ROLE_PREFIXES, AIPlatformSettings
@@ -62,26 +64,19 @@ def refuse_accelerator(role: EffectiveRole) -> None:
             "Compile for Vertex AI instead: --backend vertex.")
 
 
-def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = None) -> catalog.Machine:
+def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = None) -> Machine:
     """The role's machine: the one named in settings (checked), else the smallest catalog fit."""
     kind, count = (role.accelerator.type, role.gpus) if role.accelerator else (None, 0)
     named = ctx.settings.machine_types.get(role.name.value)
-    if named:
-        path = f"{_SETTINGS_PATH}.machine_types.{role.name.value}"
-        found = catalog.machine(named)
-        problem = catalog.pairing_problem(found, kind, count)
-        if problem is None and (found.vcpus < (role.cpus or 0) or found.memory_gb < (role.memory_gb or 0)):
-            problem = (f"{named} has {found.vcpus} vCPUs and {found.memory_gb} GB, but {role.name.value} "
-                       f"asks for {role.cpus or 0:g} vCPUs and {role.memory_gb or 0:g} GB")
-        if problem:
-            raise ValidationError(f"{problem}; pick another machine type or drop it to let omnidist choose",
-                                  path=path)
-        return found
+    if named:  # the settings accept known names only, so this is never None
+        return check_named(catalog.MACHINES, named, role=role.name.value, accelerator=role.accelerator,
+                           cpus=role.cpus, memory_gb=role.memory_gb,
+                           path=f"{_SETTINGS_PATH}.machine_types.{role.name.value}")
     why = "is the smallest legacy machine that fits" + (f" {count} x {kind}" if kind else "")
     if default and role.cpus is None and role.memory_gb is None and kind is None:
-        found, why = catalog.MACHINES[default], "is the machine the samples recommend for this role"
+        found, why = catalog.MACHINES.get(default), "is the machine the samples recommend for this role"
     else:
-        found = catalog.smallest_fit(kind, count, role.cpus, role.memory_gb)
+        found = smallest_fit(catalog.MACHINES, role.accelerator, cpus=role.cpus, memory_gb=role.memory_gb)
     if found is None:
         want = f"{count} x {kind}, " if kind else ""
         raise ValidationError(
@@ -113,7 +108,7 @@ def wrapped_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
     return ("env", *(f"{key}={value}" for key, value in sorted(role.env.items())), *role.command)
 
 
-def replica_config(role: EffectiveRole, ctx: _Context, machine: Optional[catalog.Machine]) -> dict[str, Any]:
+def replica_config(role: EffectiveRole, ctx: _Context, machine: Optional[Machine]) -> dict[str, Any]:
     """``ReplicaConfig``: accelerator (not for deprecated names, whose GPUs are built in), image
     (omitted when equal to the master's), command, args, disk."""
     config: dict[str, Any] = {}
@@ -163,13 +158,13 @@ def reducers_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
     machine = machine_for(role, ctx, default=catalog.REDUCER_MACHINE)
     count = role.replicas
     if count == AUTO:
-        nodes = [ctx.roles[RoleName.PRIMARY]] + [workers] * workers.replicas
-        egress = [catalog.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator.type, n.gpus)
-                  for n in nodes]
-        count = catalog.reducers_needed(egress, machine.egress_gbps)
+        trainers = {r: ctx.roles[r] for r in (RoleName.PRIMARY, RoleName.WORKERS)}
+        egress = {r: catalog.MACHINES.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator)
+                  for r, n in trainers.items()}
+        sizing = size_reducers(trainers, egress, machine.egress_gbps)
+        count = sizing.count
         ctx.notes.append(Note(kind=NoteKind.DEFAULTED, field="reduction_servers.replicas",
-                              message=f"auto: {count} = ceil({sum(egress)} Gbps of primary + workers / "
-                                      f"{machine.egress_gbps} Gbps per {machine.name})"))
+                              message=sizing.explain(machine.name)))
     ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field="reduction_servers",
                           message=f"placed in the parameter-server slot with {REDUCER_IMAGE} and "
                                   "useChiefInTfConfig: true, as a public sample does "
@@ -245,7 +240,7 @@ def training_input(ctx: _Context) -> dict[str, Any]:
     if settings.job_dir:
         native["jobDir"] = settings.job_dir
     if ctx.job.timeout:
-        native["scheduling"] = {"maxRunningTime": f"{ctx.job.timeout}s"}
+        native["scheduling"] = {"maxRunningTime": format_proto_duration(ctx.job.timeout)}
     tail = {"serviceAccount": settings.service_account, "network": settings.network,
             "enableWebAccess": settings.enable_web_access or None}
     native.update({k: v for k, v in tail.items() if v})

@@ -15,8 +15,11 @@ import attrs
 
 from omnidist import serde
 from omnidist.backend import Note, NoteKind
+from omnidist.catalog import Machine
 from omnidist.errors import ValidationError
-from omnidist.job import NAME_PATTERN, Accelerator, DistributedJob, Framework, Role, RoleName
+from omnidist.importing import delower, parse_proto_duration, portable_name
+from omnidist.job import Accelerator, DistributedJob, Framework, Role, RoleName
+from omnidist.lowering import EffectiveRole
 
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.backend import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
@@ -26,9 +29,11 @@ ACCELERATOR_ENUM: tuple[str, ...] = tuple(sorted(
     {"ACCELERATOR_TYPE_UNSPECIFIED", *catalog.PORTABLE_ACCELERATORS, *catalog.NATIVE_ONLY_ACCELERATORS}))
 """Every ``acceleratorConfig.type`` the ml v1 API defines (a test checks it against the discovery doc)."""
 
+DEFAULT_BOOT_DISK_GB = 100
+"""The boot disk of a replica whose ``diskConfig`` names none."""
+
 
 _ENV_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
-_DURATION = re.compile(r"^(\d+)(?:\.(\d{1,9}))?s$")
 
 
 def _int64(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:
@@ -143,7 +148,7 @@ class NativePool:
 
     role: RoleName
     machine_type: Optional[str]
-    machine: Optional[catalog.Machine]
+    machine: Optional[Machine]
     replicas: int
     accelerator: Optional[Accelerator]
     image: Optional[str]
@@ -196,14 +201,14 @@ def unwrap_env(command: Optional[tuple[str, ...]]) -> tuple[tuple[str, ...], dic
     return (rest, env) if env and rest else (command, {})
 
 
-def native_accelerator(config: NativeReplica, machine: Optional[catalog.Machine],
+def native_accelerator(config: NativeReplica, machine: Optional[Machine],
                        path: str) -> Optional[Accelerator]:
     """The replica's GPUs: an explicit ``acceleratorConfig`` wins; else the machine's built-in ones."""
     given = config.acceleratorConfig
     kind, count = (given.type, int(given.count or 1)) if given and given.type not in (
         None, "ACCELERATOR_TYPE_UNSPECIFIED") else (None, 0)
-    if kind is None and machine is not None and machine.builtin_accelerator:
-        kind, count = machine.builtin_accelerator, machine.builtin_count
+    if kind is None and machine is not None and machine.accelerator:
+        kind, count = machine.accelerator, machine.gpus
         kind = next((n for n, p in catalog.PORTABLE_ACCELERATORS.items() if p == kind), kind)
     if kind is None or count == 0:
         return None
@@ -222,10 +227,10 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
     if replicas == 0:
         return None
     path = f"trainingInput.{prefix}Type"
-    machine = catalog.machine(type_name) if type_name else None
+    machine = catalog.MACHINES.get(type_name) if type_name else None
     if type_name and machine is None:
         raise ValidationError(f"{type_name!r} is not a machine type legacy AI Platform accepted"
-                              f"{catalog.suggest(type_name)}", path=path)
+                              f"{catalog.MACHINES.suggest(type_name)}", path=path)
     custom = (ti.scaleTier or "CUSTOM") == "CUSTOM"
     if type_name is None and custom and (role is not RoleName.PRIMARY or ti.scaleTier):
         raise ValidationError(f"required with scaleTier CUSTOM when {prefix} replicas are asked for",
@@ -245,36 +250,15 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
         args=config.containerArgs if config.containerArgs is not None else tuple(ti.args or ()))
 
 
-def _differs(value: Any, base: Any) -> Any:
-    return None if value == base else value
-
-
-def pool_to_role(pool: NativePool, master: NativePool, base_env: dict[str, str],
-                 inherits_hardware: bool) -> Role:
-    """A role whose fields are set only where they differ from what it inherits: the master's
-    program (image/command/args, as natively), and for workers/evaluators also its hardware."""
-    if inherits_hardware and master.accelerator and not pool.accelerator:
-        raise unsupported(f"{pool.role.value} without accelerators",
-                          f"{pool.role.value} run on CPUs while the master has GPUs, and portable "
-                          "workers/evaluators inherit the primary's accelerator.",
-                          "Give them the master's accelerator, or move them to parameter_servers.")
-    missing = sorted(k for k in base_env if k not in pool.env)
-    if missing:
-        raise unsupported("env", f"{pool.role.value} lack {', '.join(missing)}, which they would inherit in "
-                          "the portable format.", "Set the same variables on every replica.")
-    base = master if inherits_hardware else attrs.evolve(master, machine=None, accelerator=None, disk_gb=None)
-    vcpus, memory = (pool.machine.vcpus, pool.machine.memory_gb) if pool.machine else (None, None)
-    return Role(
-        replicas=pool.replicas,
-        accelerator=_differs(pool.accelerator, base.accelerator),
-        cpus=_differs(vcpus, base.machine.vcpus if base.machine else None),
-        memory_gb=_differs(memory, base.machine.memory_gb if base.machine else None),
-        disk_gb=_differs(pool.disk_gb, base.disk_gb),
-        image=_differs(pool.image or master.image, master.image),
-        command=_differs(pool.command, master.command),
-        args=_differs(pool.args, master.args),
-        env={k: v for k, v in pool.env.items() if base_env.get(k) != v},
-    )
+def native_to_role(pool: NativePool, master: NativePool) -> EffectiveRole:
+    """One role as its replicas run it, every value spelled out (worker, parameter-server and
+    evaluator images default to the master's natively)."""
+    machine = pool.machine
+    return EffectiveRole(
+        name=pool.role, replicas=pool.replicas, accelerator=pool.accelerator,
+        cpus=machine.vcpus if machine else None, memory_gb=machine.memory_gb if machine else None,
+        disk_gb=pool.disk_gb, image=pool.image or master.image, command=pool.command, args=pool.args,
+        env=pool.env)
 
 
 def reducers_to_role(pool: NativePool) -> Role:
@@ -291,21 +275,8 @@ def name_from_job_id(job_id: Optional[str], notes: list[Note]) -> tuple[str, Opt
                           message="the file has no jobId (gcloud takes it on the command line); "
                                   "named imported-job"))
         return "imported-job", None
-    name = re.sub(r"[^a-z0-9-]", "-", job_id.lower().replace("_", "-")).lstrip("-0123456789")[:63]
-    if not NAME_PATTERN.match(name):
-        name = "imported-job"
+    name = portable_name(job_id.replace("_", "-")) or "imported-job"  # the compiler's derive_job_id, undone
     return name, (None if derive_job_id(name) == job_id else job_id)
-
-
-def parse_timeout(value: Optional[str]) -> Optional[int]:
-    """``"7200s"`` -> 7200 (fractions round up); ``None`` passes through."""
-    if value is None:
-        return None
-    match = _DURATION.match(value)
-    if not match:
-        raise ValidationError(f"{value!r} is not a duration such as '7200s'",
-                              path="trainingInput.scheduling.maxRunningTime")
-    return int(match[1]) + (1 if match[2] and int(match[2]) else 0)
 
 
 def backend_block(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
@@ -322,15 +293,6 @@ def backend_block(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
         "use_chief_in_tf_config": (ti.useChiefInTfConfig and RoleName.REDUCTION_SERVERS not in pools) or None,
     }
     return {k: v for k, v in block.items() if v is not None}
-
-
-def split_env(pools: dict[RoleName, NativePool]) -> tuple[dict[str, str], dict[str, str]]:
-    """(job env, primary env): the master's variables go job-wide when every replica has them."""
-    master_env = pools[RoleName.PRIMARY].env
-    trainers = [p for r, p in pools.items() if r is not RoleName.REDUCTION_SERVERS]
-    if all(p.env.items() >= master_env.items() for p in trainers):
-        return master_env, {}
-    return {}, master_env
 
 
 def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framework: Framework) -> list[Note]:
@@ -390,15 +352,13 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
         pools[RoleName.REDUCTION_SERVERS] = attrs.evolve(pools.pop(RoleName.PARAMETER_SERVERS),
                                                          role=RoleName.REDUCTION_SERVERS)
     master = pools[RoleName.PRIMARY]
-    job_env, primary_env = split_env(pools)
-    roles: dict[str, Role] = {}
-    for role, pool in pools.items():
-        if role is RoleName.REDUCTION_SERVERS:
-            roles[role.value] = reducers_to_role(pool)
-        elif role is not RoleName.PRIMARY:
-            inherits = role in (RoleName.WORKERS, RoleName.EVALUATORS)
-            base_env = {**job_env, **primary_env} if inherits else job_env
-            roles[role.value] = pool_to_role(pool, master, base_env, inherits)
+    trainers = {role: native_to_role(pool, master) for role, pool in pools.items()
+                if role is not RoleName.REDUCTION_SERVERS}  # reducers run Google's image, without env
+    found = delower(trainers, unset={"disk_gb": DEFAULT_BOOT_DISK_GB})
+    reducers = pools.get(RoleName.REDUCTION_SERVERS)
+    if reducers is not None:
+        roles = {**found.roles, RoleName.REDUCTION_SERVERS: reducers_to_role(reducers)}
+        found = attrs.evolve(found, roles=roles)
     name, pinned = name_from_job_id(native.jobId, notes)
     # Legacy specs do not name the framework: custom unless a TF runtime version says so
     # (omnidist.migration infers it from images and roles, and reports that).
@@ -407,12 +367,10 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
     block = backend_block(ti, pools, pinned)
     if ti.scaleTier is None and not ti.masterType:
         block["scale_tier"] = "BASIC"  # the API's default tier
+    max_running = (ti.scheduling or NativeScheduling()).maxRunningTime
     job = DistributedJob(
-        name=name, framework=framework, image=master.image, command=master.command, args=master.args,
-        env=job_env,
-        primary=Role(accelerator=master.accelerator, cpus=master.machine.vcpus if master.machine else None,
-                     memory_gb=master.machine.memory_gb if master.machine else None, disk_gb=master.disk_gb,
-                     env=primary_env),
-        timeout=parse_timeout((ti.scheduling or NativeScheduling()).maxRunningTime),
-        labels=native.labels, backends={"ai_platform": block} if block else {}, **roles)
+        name=name, framework=framework, **found.job_fields(),
+        timeout=None if max_running is None else parse_proto_duration(
+            max_running, "trainingInput.scheduling.maxRunningTime"),
+        labels=native.labels, backends={"ai_platform": block} if block else {})
     return job, tuple(notes)

@@ -83,6 +83,7 @@ def test_job_wide_fields_and_enums():
     ("A100:1", None, "a2-highgpu-1g"),
     ("A100:8", None, "a2-highgpu-8g"),
     ("P4:4", 40, "n1-highcpu-64"),
+    ("T4:1", 32, "n1-highcpu-32"),  # Compute Engine lets one T4 have up to 48 vCPUs
 ])
 def test_smallest_fitting_machine_is_chosen_and_noted(accelerator, cpus, machine):
     primary = {k: v for k, v in {"accelerator": accelerator, "cpus": cpus}.items() if v is not None}
@@ -93,10 +94,10 @@ def test_smallest_fitting_machine_is_chosen_and_noted(accelerator, cpus, machine
 
 
 @pytest.mark.parametrize(("machine", "accelerator", "fragment"), [
-    ("a2-highgpu-1g", "V100:1", "exactly 1 x A100"),
+    ("a2-highgpu-1g", "V100:1", "comes with 1×A100"),
     ("n1-standard-8", "A100:1", "a2-highgpu"),
     ("n1-highmem-96", "V100:1", "at most 12 vCPUs"),
-    ("n1-standard-8", "T4:8", "counts of 1, 2, 4"),
+    ("n1-standard-8", "T4:8", "counts 1, 2, 4"),
 ])
 def test_named_machine_that_cannot_take_the_accelerator_is_rejected(machine, accelerator, fragment):
     with pytest.raises(ValidationError) as err:
@@ -136,6 +137,15 @@ def test_reduction_server_in_the_parameter_server_slot_with_auto_sizing():
     assert ti["useChiefInTfConfig"] is True
     assert any("unconfirmed" in n.message for n in compiled.notes(NoteKind.APPROXIMATED))
     assert any("bucket_cap_mb" in n.message for n in compiled.notes(NoteKind.HINT))
+
+
+def test_reduction_server_sizing_reads_compute_engine_bandwidth():
+    # n1-highmem-4 sends 10 Gbps, and one V100 unlocks more only from 12 vCPUs: 4 x 10 / 32 -> 2
+    job = base(primary={"accelerator": "V100:1"}, workers={"replicas": 3}, reduction_servers={"replicas": "auto"})
+    compiled = compile_checked(job, machine_types={"primary": "n1-highmem-4", "workers": "n1-highmem-4"})
+    assert compiled.request["trainingInput"]["parameterServerCount"] == 2
+    note = next(n for n in compiled.diagnostics if n.field == "reduction_servers.replicas")
+    assert note.message == "auto = ceil((1×10 + 3×10 Gbps) / 32 Gbps per n1-highcpu-16) = 2"
 
 
 @pytest.mark.parametrize(("job", "fragment"), [

@@ -86,6 +86,31 @@ def test_env_prefix_is_unwrapped_and_workers_keep_only_their_differences():
     assert compile_native(job)["trainingInput"] == {**native["trainingInput"], "region": "us-central1"}
 
 
+def test_variables_every_replica_has_go_job_wide_and_the_rest_stay_with_their_role():
+    native = {"jobId": "x", "trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+        "masterConfig": {"imageUri": "i", "containerCommand": ["env", "A=1", "B=2", "python", "t.py"]},
+        "workerType": "n1-standard-4", "workerCount": 1,
+        "workerConfig": {"containerCommand": ["env", "A=1", "B=2", "C=3", "python", "t.py"]},
+        "parameterServerType": "n1-highmem-8", "parameterServerCount": 1,
+        "parameterServerConfig": {"containerCommand": ["env", "A=1", "run-ps"]}}}
+    job = BACKEND.import_native(native)
+    assert job.env == {"A": "1"} and job.primary.env == {"B": "2"}
+    assert job.workers.env == {"C": "3"} and job.parameter_servers.env == {}
+    assert compile_native(job)["trainingInput"] == {**native["trainingInput"], "region": "us-central1"}
+
+
+def test_workers_without_a_disk_of_their_own_get_the_default_not_the_masters():
+    native = {"jobId": "x", "trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-8",
+        "masterConfig": {"imageUri": "i", "diskConfig": {"bootDiskSizeGb": 500}},
+        "workerType": "n1-standard-8", "workerCount": 2}}
+    job = BACKEND.import_native(native)
+    assert job.primary.disk_gb == 500 and job.workers.disk_gb == importer.DEFAULT_BOOT_DISK_GB == 100
+    worker = compile_native(job)["trainingInput"]["workerConfig"]
+    assert worker["diskConfig"] == {"bootDiskSizeGb": 100}
+
+
 def test_python_package_job_goes_into_the_backend_block_with_a_note():
     native = {"jobId": "census_1", "trainingInput": {
         "scaleTier": "CUSTOM", "masterType": "n1-standard-8", "region": "us-east1", "runtimeVersion": "2.11",
@@ -124,7 +149,7 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
     ({"predictionInput": {}}, "predictionInput"),
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
         "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},
-        "workerType": "n1-standard-8", "workerCount": 1}}, "workers without accelerators"),
+        "workerType": "n1-standard-8", "workerCount": 1}}, "CPU-only workers"),
 ])
 def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:

@@ -15,6 +15,7 @@ import attrs
 
 from omnidist import lowering
 from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.catalog import big_enough, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole
@@ -175,8 +176,9 @@ def _pick_sku(job: DistributedJob, primary: EffectiveRole, need_ib: bool, notes:
     if accel is None and primary.cpus is None and primary.memory_gb is None and not need_ib:
         sku = catalog.lookup(catalog.DEFAULT_CPU_SKU)
     else:
-        sku = catalog.choose(accel.type if accel else None, accel.count if accel else 0, primary.cpus,
-                             primary.memory_gb, need_ib, multi_gpu)
+        sku = smallest_fit(catalog.MACHINES, accel, cpus=primary.cpus, memory_gb=primary.memory_gb,
+                           more_gpus=True, interconnect="infiniband" if need_ib else None,
+                           prefer_interconnect="infiniband" if multi_gpu else None)
     if sku is None:
         raise _no_sku(primary, need_ib)
     notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{SETTINGS}.instance_type",
@@ -231,12 +233,12 @@ def _explicit_sku(name: str, primary: EffectiveRole, need_ib: bool, notes: list[
         rdma = " (it has RDMA, but not the SR-IOV that NCCL needs)" if sku.rdma else ""
         raise ValidationError(f"{sku.name} has no SR-IOV InfiniBand{rdma}, which `interconnect: infiniband` "
                               f"needs; {instead}", path=path)
-    if accel is not None and not catalog.fits(sku, accel.type, accel.count, None, None):
-        better = catalog.choose(accel.type, accel.count, None, None, need_ib, False)
+    if accel is not None and not catalog.MACHINES.takes(sku, accel, more_gpus=True):
+        better = smallest_fit(catalog.MACHINES, accel, more_gpus=True, interconnect="infiniband" if need_ib else None)
         instead = f"use {better.name}" if better else "pick a SKU that carries it"
         raise ValidationError(f"{sku.name} has {_gpus(sku)}, but the primary asks for {accel}; {instead} "
                               "or change primary.accelerator", path=path)
-    if not catalog.fits(sku, None, 0, primary.cpus, primary.memory_gb):
+    if not big_enough(sku, primary.cpus, primary.memory_gb):
         raise ValidationError(f"{sku.name} has {sku.vcpus} vCPUs and {sku.memory_gb:g} GB, but the primary asks "
                               f"for {_describe(primary.cpus)} vCPUs and {_describe(primary.memory_gb)} GB", path=path)
     _sku_hints(sku, primary, notes)

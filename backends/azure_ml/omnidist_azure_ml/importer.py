@@ -17,10 +17,10 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import serde
+from omnidist import importing, serde
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import AUTO, NAME_PATTERN, Accelerator, DistributedJob, Framework, Interconnect, Role
+from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Role
 from omnidist.runtime import hints
 
 from omnidist_azure_ml import catalog
@@ -244,33 +244,13 @@ def _has_expansion(command: str) -> bool:
 
 def native_to_timeout(value: Any) -> Optional[int]:
     """``limits.timeout`` in seconds."""
-    if value is None:
-        return None
-    try:
-        seconds = serde.parse_duration(value)
-    except ValueError as exc:
-        raise ValidationError(str(exc), path="limits.timeout") from None
-    if seconds <= 0:
-        raise ValidationError(f"must be > 0, got {value}", path="limits.timeout")
-    return seconds
+    return None if value is None else importing.parse_duration(value, "limits.timeout")
 
 
 def native_to_name(native: NativeCommandJob, notes: Optional[list[Note]] = None) -> str:
     """A portable job name from ``display_name``, ``name`` or ``experiment_name``."""
-    for candidate in (native.display_name, native.name, native.experiment_name):
-        if candidate and NAME_PATTERN.match(candidate):
-            return candidate
-        cleaned = re.sub(r"-+", "-", re.sub(r"[^a-z0-9-]", "-", (candidate or "").lower()))
-        cleaned = re.sub(r"^[^a-z]+", "", cleaned)[:63].rstrip("-")
-        if cleaned:
-            if cleaned != candidate and notes is not None:
-                notes.append(Note(kind=NoteKind.APPROXIMATED, field="name",
-                                  message=f"{cleaned} (from {candidate!r}; portable names are lowercase with '-')"))
-            return cleaned
-    if notes is not None:
-        notes.append(Note(kind=NoteKind.DEFAULTED, field="name",
-                          message=f"{FALLBACK_NAME}: the job names itself nowhere"))
-    return FALLBACK_NAME
+    return importing.pick_name((native.display_name, native.name, native.experiment_name), fallback=FALLBACK_NAME,
+                               missing=f"{FALLBACK_NAME}: the job names itself nowhere", notes=notes)
 
 
 def _accelerator(sku: Optional[catalog.Sku], native: NativeCommandJob, notes: list[Note]) -> Optional[Accelerator]:

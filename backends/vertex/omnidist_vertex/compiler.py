@@ -8,19 +8,18 @@ camelCase keys, enum names, int64 (``replicaCount``) as JSON strings, as the API
 
 from __future__ import annotations
 
-import difflib
-import math
 import re
 from typing import Any, Optional
 
 import attrs
 
+from omnidist import catalog
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, has_gpus
+from omnidist.importing import format_proto_duration
+from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, RoleName
+from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, has_gpus, size_reducers
 from omnidist.runtime import hints
-from omnidist_vertex import catalog
 from omnidist_vertex.backend import ACCELERATOR_TYPES, POOL_INDEX, VertexSettings, reduction_server_image
 
 BACKEND = "vertex"
@@ -28,6 +27,16 @@ TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
 MAX_ENV = 100
 _LABEL_KEY = re.compile(r"^[\w][\w-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
+
+MACHINES = catalog.COMPUTE_ENGINE
+"""The machines Vertex AI training runs on."""
+
+DEFAULT_CPU_MACHINE = "n1-standard-4"
+"""The machine for a CPU-only role that names no machine, cpus or memory (Vertex's usual default)."""
+
+N1_GPU_VCPUS_PER_GPU = 4
+"""vCPUs per attached GPU when a role names neither a machine nor ``cpus`` (a few cores to
+feed each GPU's input pipeline; one vCPU for eight V100s would starve them)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -61,116 +70,49 @@ def _refuse_infiniband(role: EffectiveRole, why: str) -> UnsupportedFeatureError
 
 def _check_named(name: str, role: EffectiveRole, job: DistributedJob) -> catalog.Machine | None:
     """Validate a machine the job names for ``role``; ``None`` for a CPU machine outside the catalog."""
-    path = _machine_path(role.name)
-    machine = catalog.machine(name)
-    wanted = role.accelerator
-    if machine is None:
-        family = name.split("-", 1)[0]
-        if family in catalog.GPU_FAMILIES or family == "n1":
-            close = difflib.get_close_matches(name, list(catalog.BY_NAME), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValidationError(f"unknown machine type {name!r}{hint}", path=path)
-        if wanted is not None:
-            raise ValidationError(
-                f"omnidist does not know which GPUs {name} can take; for {wanted} use one of: "
-                f"{', '.join(catalog.machines_for(wanted.type))}",
-                path=path,
-            )
-        if _demands_rdma(job, role):
-            raise _refuse_infiniband(role, f"runs on {name}")
-        return None
-    if machine.accelerator is not None:
-        if wanted is None or (wanted.type, wanted.count) != (machine.accelerator, machine.gpus):
-            asked = f"{wanted.count}×{wanted.type}" if wanted else "no accelerator"
-            raise ValidationError(
-                f"{name} comes with {machine.gpus}×{machine.accelerator}, "
-                f"but {role.name.value} asks for {asked}; "
-                f"set accelerator: {machine.accelerator}:{machine.gpus} or name another machine",
-                path=path,
-            )
-    elif wanted is not None:
-        rule = catalog.N1_GPUS.get(wanted.type)
-        if rule is None:
-            raise ValidationError(
-                f"N1 machines cannot take {wanted.type}; "
-                f"it comes on: {', '.join(catalog.machines_for(wanted.type))}",
-                path=path,
-            )
-        if wanted.count not in rule.caps:
-            raise ValidationError(
-                f"{name} can take {wanted.type} in counts "
-                f"{', '.join(map(str, rule.counts))}, not {wanted.count}",
-                path=path,
-            )
-        max_vcpus, max_memory = rule.caps[wanted.count]
-        if machine.vcpus > max_vcpus or machine.memory_gb > max_memory:
-            raise ValidationError(
-                f"{name} ({machine.vcpus} vCPUs, {machine.memory_gb:g} GB) is "
-                f"too big for {wanted.count}×{wanted.type}: "
-                f"N1 allows at most {max_vcpus} vCPUs and {max_memory:g} GB with that many "
-                f"(allowed counts: {', '.join(map(str, rule.counts))})",
-                path=path,
-            )
-    if role.cpus is not None and role.cpus > machine.vcpus:
-        raise ValidationError(
-            f"{name} has {machine.vcpus} vCPUs, but {role.name.value} asks for cpus: {role.cpus:g}", path=path
-        )
-    if role.memory_gb is not None and role.memory_gb > machine.memory_gb:
-        raise ValidationError(
-            f"{name} has {machine.memory_gb:g} GB, but {role.name.value} asks for "
-            f"memory_gb: {role.memory_gb:g}",
-            path=path,
-        )
-    if _demands_rdma(job, role) and not machine.rdma:
+    machine = catalog.check_named(MACHINES, name, role=role.name.value, accelerator=role.accelerator,
+                                  cpus=role.cpus, memory_gb=role.memory_gb, path=_machine_path(role.name))
+    if _demands_rdma(job, role) and (machine is None or not machine.rdma):
         raise _refuse_infiniband(role, f"runs on {name}")
     return machine
 
 
 def _pick(role: EffectiveRole, job: DistributedJob) -> catalog.Machine:
     """The smallest catalog machine that fits the role."""
-    wanted = role.accelerator
+    wanted, rdma = role.accelerator, _demands_rdma(job, role)
     if wanted is None and role.cpus is None and role.memory_gb is None:
-        default = (
-            catalog.REDUCER_MACHINE
-            if role.name is RoleName.REDUCTION_SERVERS
-            else catalog.DEFAULT_CPU_MACHINE
-        )
-        found = [catalog.BY_NAME[default]]
-    else:
-        found = list(catalog.candidates(wanted.type if wanted else None, wanted.count if wanted else 0))
-    if wanted is not None and not found:
+        if rdma:
+            raise _refuse_infiniband(role, "asks for no accelerator")
+        reducers = role.name is RoleName.REDUCTION_SERVERS
+        return MACHINES.get(catalog.REDUCTION_SERVER_MACHINE if reducers else DEFAULT_CPU_MACHINE)
+    if wanted is not None and catalog.smallest_fit(MACHINES, wanted) is None:
         raise ValidationError(
-            f"Vertex offers {wanted.type} as: {', '.join(catalog.machines_for(wanted.type))}; "
+            f"Vertex offers {wanted.type} as: {', '.join(MACHINES.ways_to_get(wanted.type))}; "
             f"{wanted.count} per replica is not one of them",
             path=f"{role.name.value}.accelerator",
         )
     # N1 hosts take any vCPU count up to a cap: give each GPU a few cores to feed it. Memory
     # left open gets the standard ratio, so `cpus: 4` means n1-standard-4, not n1-highcpu-4.
-    cpus = (
-        role.cpus
-        if role.cpus is not None
-        else (_n1_default_vcpus(wanted.type, wanted.count) if wanted else 0)
-    )
+    # (Accelerator-optimized machines have more memory per vCPU, so this only decides among N1.)
+    cpus = role.cpus if role.cpus is not None else (_n1_default_vcpus(wanted) if wanted else 0)
     memory = role.memory_gb if role.memory_gb is not None else cpus * catalog.N1_MEMORY_PER_VCPU["standard"]
-    found = [m for m in found if m.family != "n1" or (cpus <= m.vcpus and memory <= m.memory_gb)]
-    found = [m for m in found if (role.cpus or 0) <= m.vcpus and (role.memory_gb or 0) <= m.memory_gb]
-    if _demands_rdma(job, role):
-        if not any(m.rdma for m in found):
-            raise _refuse_infiniband(role, f"asks for {wanted or 'no accelerator'}")
-        found = [m for m in found if m.rdma]
-    if not found:
+    found = catalog.smallest_fit(MACHINES, wanted, cpus=cpus, memory_gb=memory,
+                                 interconnect="rdma" if rdma else None)
+    if found is None and rdma:
+        raise _refuse_infiniband(role, f"asks for {wanted or 'no accelerator'}")
+    if found is None:
         asked = ", ".join(f"{k}: {v:g}" for k, v in (("cpus", role.cpus), ("memory_gb", role.memory_gb)) if v)
         raise ValidationError(
             f"no Vertex machine{' with ' + str(wanted) if wanted else ''} has {asked}; lower them or name a "
             f"machine in {_machine_path(role.name)}",
             path=role.name.value,
         )
-    return found[0]
+    return found
 
 
-def _n1_default_vcpus(accelerator: str, count: int) -> int:
-    cap = catalog.N1_GPUS[accelerator].caps[count][0] if accelerator in catalog.N1_GPUS else 0
-    return min(catalog.N1_GPU_VCPUS_PER_GPU * count, cap)
+def _n1_default_vcpus(wanted: Accelerator) -> int:
+    rule = catalog.N1_GPUS.get(wanted.type)
+    return min(N1_GPU_VCPUS_PER_GPU * wanted.count, rule.limits[wanted.count][0]) if rule else 0
 
 
 def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> Placement:
@@ -201,9 +143,7 @@ def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, no
                 message=f"{role.name.value} on {machine.name}: GPUDirect RDMA over RoCE, not InfiniBand",
             )
         )
-    wanted = role.accelerator
-    egress = catalog.egress_gbps(machine, wanted.type if wanted else None, wanted.count if wanted else 0)
-    return Placement(machine_type=machine.name, egress_gbps=egress)
+    return Placement(machine_type=machine.name, egress_gbps=MACHINES.egress_gbps(machine, role.accelerator))
 
 
 def _describe(machine: catalog.Machine, role: EffectiveRole) -> str:
@@ -275,8 +215,8 @@ def _hint_gpu_bandwidth(trainers: list[RoleName], placements: dict[RoleName, Pla
     # Reduction Server pays off when nodes are network-bound; an N1 node with too few vCPUs does
     # not get the bandwidth its GPUs could unlock, so say how to get it.
     for name in trainers:
-        machine, wanted = catalog.machine(placements[name].machine_type), roles[name].accelerator
-        locked = machine and wanted and catalog.unlocked_gpu_egress(machine, wanted.type, wanted.count)
+        machine, wanted = MACHINES.get(placements[name].machine_type), roles[name].accelerator
+        locked = machine and MACHINES.locked_gpu_egress(machine, wanted)
         if locked:
             notes.append(Note(kind=NoteKind.HINT, field=f"{name.value}.cpus", message=(
                 f"{machine.name} with {wanted.count}×{wanted.type} gets {placements[name].egress_gbps:g} Gbps; "
@@ -304,19 +244,11 @@ def reducer_count(
             path="reduction_servers.replicas",
         )
     _hint_gpu_bandwidth(trainers, placements, roles, notes)
-    total = sum(_count(roles[r]) * placements[r].egress_gbps for r in trainers)
-    each = placements[role.name].egress_gbps
-    count = math.ceil(total / each)
-    terms = " + ".join(f"{_count(roles[r])}×{placements[r].egress_gbps:g}" for r in trainers)
-    notes.append(
-        Note(
-            kind=NoteKind.DEFAULTED,
-            field="reduction_servers.replicas",
-            message=f"auto = ceil(({terms} Gbps) / {each:g} Gbps per {placements[role.name].machine_type}) "
-            f"= {count}",
-        )
-    )
-    return count
+    egress = {r: placements[r].egress_gbps for r in trainers}
+    sizing = size_reducers(roles, egress, placements[role.name].egress_gbps)
+    notes.append(Note(kind=NoteKind.DEFAULTED, field="reduction_servers.replicas",
+                      message=sizing.explain(placements[role.name].machine_type)))
+    return sizing.count
 
 
 def _count(role: EffectiveRole) -> int:
@@ -385,7 +317,7 @@ def scheduling_to_native(job: DistributedJob, settings: VertexSettings) -> dict[
     """``scheduling``: timeout as ``"<seconds>s"``, SPOT capacity, restart on worker restart."""
     scheduling: dict[str, Any] = {}
     if job.timeout is not None:
-        scheduling["timeout"] = f"{job.timeout}s"
+        scheduling["timeout"] = format_proto_duration(job.timeout)
     if settings.restart_job_on_worker_restart:
         scheduling["restartJobOnWorkerRestart"] = True
     if job.spot:

@@ -17,7 +17,6 @@ is exact; the ``OMNIDIST_*`` runtime hints are read (framework, processes per no
 from __future__ import annotations
 
 import difflib
-import math
 import re
 import shlex
 from collections.abc import Mapping, Sequence
@@ -25,10 +24,12 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import serde
+from omnidist import importing, serde
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import NAME_PATTERN, DistributedJob, RoleName
+from omnidist.importing import parse_proto_duration
+from omnidist.job import Accelerator, DistributedJob, RoleName
+from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
 from omnidist_vertex.backend import (
     ACCELERATOR_BY_NUMBER,
@@ -42,7 +43,8 @@ from omnidist_vertex.backend import (
 )
 
 PORTABLE = "the portable job"
-_INHERIT_FROM_PRIMARY = (RoleName.WORKERS, RoleName.EVALUATORS)
+DEFAULT_BOOT_DISK_GB = 100
+"""Vertex's boot disk when a pool names none."""
 _UNSUPPORTED_POOL_KEYS = {
     "nfsMounts": "NFS mounts are not part of the portable job; mount the share from the training code",
     "pythonPackageSpec": "the portable job runs container images; "
@@ -110,13 +112,6 @@ def _enum_name(value: Any, by_number: Mapping[int, str], path: str) -> str:
             )
         return by_number[value]
     return _str(value, path)
-
-
-def _seconds(value: Any, path: str) -> int:
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)s", value) if isinstance(value, str) else None
-    if not match:
-        raise ValidationError(f"expected a duration such as '3600s', got {value!r}", path=path)
-    return max(1, math.ceil(float(match[1])))
 
 
 # --- pools --------------------------------------------------------------------------------------
@@ -190,66 +185,27 @@ def _role_of(pool: NativePool, primary_env: Mapping[str, str]) -> RoleName:
 # --- assembling the job -------------------------------------------------------------------------
 
 
-def _common_env(pools: dict[RoleName, NativePool]) -> dict[str, str]:
-    envs = [hints.strip(p.env) for p in pools.values()]
-    return {k: v for k, v in envs[0].items() if all(e.get(k) == v for e in envs[1:])}
+def native_to_role(name: RoleName, pool: NativePool) -> EffectiveRole:
+    """One pool as the role it runs, every value spelled out (:func:`~omnidist.importing.delower`
+    then writes it as differences from what it inherits)."""
+    accelerator = Accelerator.parse(pool.accelerator) if pool.accelerator else None
+    return EffectiveRole(name=name, replicas=pool.replicas, accelerator=accelerator, cpus=None,
+                         memory_gb=None, disk_gb=pool.disk_gb, image=pool.image, command=pool.command,
+                         args=pool.args, env=hints.strip(pool.env))
 
 
-def pool_to_role(
-    name: RoleName,
-    pool: NativePool,
-    primary: NativePool,
-    common: dict[str, str],
-    region: str = DEFAULT_REGION,
-) -> dict[str, Any]:
-    """The portable role for one pool, written as differences from what it would inherit."""
-    env = {k: v for k, v in hints.strip(pool.env).items() if common.get(k) != v}
-    role: dict[str, Any] = {} if name is RoleName.PRIMARY else {"replicas": pool.replicas}
-    if name is RoleName.REDUCTION_SERVERS:
-        if pool.image != reduction_server_image(region):  # kept unless compiling would pick it anyway
-            role["image"] = pool.image
-        role.update({k: list(v) for k, v in (("command", pool.command), ("args", pool.args)) if v})
-        return {
-            **role,
-            **({"accelerator": pool.accelerator} if pool.accelerator else {}),
-            **({"disk_gb": pool.disk_gb} if pool.disk_gb else {}),
-            **({"env": env} if env else {}),
-        }
-    inherits = name in _INHERIT_FROM_PRIMARY
-    base_env = {k: v for k, v in hints.strip(primary.env).items() if common.get(k) != v} if inherits else {}
-    missing = [k for k in base_env if k not in env]
-    if missing:
-        raise UnsupportedFeatureError(
-            f"{name.value} env",
-            PORTABLE,
-            f"{name.value} lack {', '.join(missing)}, which the primary "
-            "sets, and a role inherits the primary's env.",
-        )
-    env = {k: v for k, v in env.items() if base_env.get(k) != v}
-    for field, value in (("image", pool.image), ("command", pool.command), ("args", pool.args)):
-        if name is not RoleName.PRIMARY and value != getattr(primary, field):
-            role[field] = list(value) if isinstance(value, tuple) else value
-    hardware = (
-        ("accelerator", pool.accelerator, primary.accelerator),
-        ("disk_gb", pool.disk_gb, primary.disk_gb),
-    )
-    for field, value, inherited in hardware:
-        if inherits and value == inherited:
-            continue
-        if value is None and inherits:
-            if field == "accelerator":
-                raise UnsupportedFeatureError(
-                    f"CPU-only {name.value}",
-                    PORTABLE,
-                    f"{name.value} inherit the primary's accelerator "
-                    f"({primary.accelerator}) and cannot opt out.",
-                )
-            value = 100  # Vertex's default boot disk
-        if value is not None:
-            role[field] = value
-    if env:
-        role["env"] = env
-    return role
+def pools_to_roles(pools: dict[RoleName, NativePool], region: str = DEFAULT_REGION) -> dict[str, Any]:
+    """The job's program, env and roles, each role written as differences from what it inherits."""
+    found = importing.delower({name: native_to_role(name, pool) for name, pool in pools.items()},
+                              unset={"disk_gb": DEFAULT_BOOT_DISK_GB})
+    roles = dict(found.roles)
+    reducers = pools.get(RoleName.REDUCTION_SERVERS)
+    if reducers is not None:  # reducers run their own program, not the job's
+        image = reducers.image if reducers.image != reduction_server_image(region) else None
+        roles[RoleName.REDUCTION_SERVERS] = attrs.evolve(
+            roles[RoleName.REDUCTION_SERVERS], image=image, command=reducers.command or None,
+            args=reducers.args or None)
+    return attrs.evolve(found, roles=roles).job_dict()
 
 
 def _framework(primary: NativePool, notes: list[Note]) -> str:
@@ -267,33 +223,10 @@ def _framework(primary: NativePool, notes: list[Note]) -> str:
     return "custom"
 
 
-def _job_name(display_name: Any, primary: NativePool, notes: list[Note]) -> str:
-    for candidate in (display_name, primary.env.get(hints.JOB_NAME)):
-        if isinstance(candidate, str) and NAME_PATTERN.match(candidate):
-            return candidate
-        if isinstance(candidate, str) and candidate:
-            slug = re.sub(r"[^a-z0-9-]+", "-", candidate.lower()).strip("-")
-            slug = re.sub(r"^[^a-z]+", "", slug)[:63].rstrip("-")
-            if NAME_PATTERN.match(slug):
-                if slug != candidate:
-                    notes.append(
-                        Note(
-                            kind=NoteKind.APPROXIMATED,
-                            field="name",
-                            message=f"{candidate!r} became {slug!r} (job names are lowercase slugs)",
-                        )
-                    )
-                return slug
-    notes.append(
-        Note(kind=NoteKind.DEFAULTED, field="name", message="no displayName; called the job 'vertex-job'")
-    )
-    return "vertex-job"
-
-
 def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any]) -> None:
     data = _mapping(data or {}, "jobSpec.scheduling")
     if data.get("timeout") is not None:
-        job["timeout"] = _seconds(data["timeout"], "jobSpec.scheduling.timeout")
+        job["timeout"] = parse_proto_duration(data["timeout"], "jobSpec.scheduling.timeout")
     strategy = _enum_name(
         data.get("strategy", "STRATEGY_UNSPECIFIED"), STRATEGY_BY_NUMBER, "jobSpec.scheduling.strategy"
     )
@@ -339,7 +272,6 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
             path="workerPoolSpecs[0].replicaCount",
         )
     pools = {_role_of(p, primary.env): p for p in found if p is not None}
-    common = _common_env(pools)
     vertex: dict[str, Any] = {"machine_types": {r.value: p.machine_type for r, p in pools.items()}}
     disk_types = {p.disk_type for p in pools.values() if p.disk_type}
     if len(disk_types) > 1:
@@ -351,19 +283,14 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
         )
     if disk_types:
         vertex["boot_disk_type"] = disk_types.pop()
-    job: dict[str, Any] = {
-        "name": _job_name(outer.get("displayName"), primary, notes),
-        "framework": _framework(primary, notes),
-        "image": primary.image,
-        **({"command": list(primary.command)} if primary.command else {}),
-        **({"args": list(primary.args)} if primary.args else {}),
-        **({"env": common} if common else {}),
-    }
+    name = importing.pick_name((outer.get("displayName"), primary.env.get(hints.JOB_NAME)),
+                               fallback="vertex-job", missing="no displayName; called the job 'vertex-job'",
+                               notes=notes)
+    job: dict[str, Any] = {"name": name, "framework": _framework(primary, notes)}
     match = re.match(r"^projects/[^/]+/locations/([^/]+)/", str(outer.get("name") or ""))
     if match:
         vertex["region"] = match[1]
-    for name, pool in pools.items():
-        job[name.value] = pool_to_role(name, pool, primary, common, vertex.get("region", DEFAULT_REGION))
+    job.update(pools_to_roles(pools, vertex.get("region", DEFAULT_REGION)))
     told = primary.env.get(hints.PROCESSES_PER_NODE)
     auto = primary.accelerator and int(primary.accelerator.split(":")[1]) or 1
     if told and told.isdigit() and int(told) != auto:

@@ -278,6 +278,18 @@ def test_worker_pool_spec_flags_with_options():
             "jobSpec.scheduling.timeout",
         ),
         (
+            {
+                "jobSpec": {
+                    "workerPoolSpecs": [
+                        {"machineSpec": {"machineType": "m"}, "containerSpec": {"imageUri": "i"}}
+                    ],
+                    "scheduling": {"timeout": "0s"},
+                }
+            },
+            ValidationError,
+            "jobSpec.scheduling.timeout",
+        ),
+        (
             {"worker_pool_specs": ["machine-typ=n1-standard-4"]},
             ValidationError,
             "worker_pool_specs[0].machine-typ",
