@@ -17,6 +17,7 @@ from omnidist import serde
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import ValidationError
 from omnidist.job import NAME_PATTERN, Accelerator, DistributedJob, Framework, Role, RoleName
+from omnidist.labels import REQUEST_ID_LABEL
 
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.backend import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
@@ -414,5 +415,6 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
                      memory_gb=master.machine.memory_gb if master.machine else None, disk_gb=master.disk_gb,
                      env=primary_env),
         timeout=parse_timeout((ti.scheduling or NativeScheduling()).maxRunningTime),
-        labels=native.labels, backends={"ai_platform": block} if block else {}, **roles)
+        labels={k: v for k, v in native.labels.items() if k != REQUEST_ID_LABEL},  # a fetched job's marker
+        backends={"ai_platform": block} if block else {}, **roles)
     return job, tuple(notes)
