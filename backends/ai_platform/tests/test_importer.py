@@ -56,6 +56,12 @@ def test_native_to_native_is_exact_for_a_gpu_env_job():
     assert compile_native(job) == native
 
 
+def test_a_fetched_jobs_request_marker_is_not_imported():
+    native = json.loads((GOLDEN / "cassava.json").read_text())
+    fetched = {**native, "labels": {"team": "vision", "omnidist-request-id": "0f3a"}, "state": "RUNNING"}
+    assert import_with_notes(fetched)[0].labels == {"team": "vision"}
+
+
 def test_a2_machine_without_acceleratorConfig_maps_to_its_A100s_and_legacy_names_to_their_gpus():
     job = BACKEND.import_native({"trainingInput": {
         "scaleTier": "CUSTOM", "masterType": "a2-highgpu-4g", "masterConfig": {"imageUri": "i"},
