@@ -2,15 +2,20 @@
 masking of secret-looking environment values in every display and log line.
 
 Masking never touches a request that is sent or printed as the request (``str(compiled)``,
-``omnidist compile``): only displays (``_repr_html_``, notes, logs, reports).
+``omnidist compile``): only displays (``_repr_html_``, notes, logs, reports) and what a cloud
+says back. A cloud repeats what it was sent (a 400 quoting a value, a failed job's message, its
+log lines), so the backends mask those with :func:`secret_values` of the request or of the job
+the cloud returns, through :func:`mask_text` (:func:`mask_lines`, :func:`masking_errors`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import html
+import json
 import re
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
 
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
 MASK = "••••••"
@@ -45,12 +50,90 @@ def mask_request(value: Any) -> Any:
     return value
 
 
+MIN_SECRET_LENGTH = 4
+"""Shorter values are not masked in free text: masking ``1`` or ``yes`` would garble every line."""
+
+T = TypeVar("T")
+
+
+def secret_values(native: Any) -> frozenset[str]:
+    """The values of every secret-looking variable in a native request or job resource, in the
+    shapes :func:`mask_request` knows: ``{"name": K, "value": V}`` entries (Vertex
+    ``containerSpec.env``), ``{K: V}`` mappings (Azure ML ``environment_variables``, a job's
+    ``env``) and ``"K=V"`` argv items (the legacy ``env K=V cmd`` wrapper)."""
+    found: set[str] = set()
+    _collect(native, found)
+    return frozenset(v for v in found if len(v) >= MIN_SECRET_LENGTH)
+
+
+def _collect(value: Any, found: set[str]) -> None:
+    if isinstance(value, Mapping):
+        name = value.get("name")
+        if isinstance(name, str) and isinstance(value.get("value"), str) and is_secret(name):
+            found.add(value["value"])
+        for key, item in value.items():
+            if isinstance(key, str) and isinstance(item, str) and is_secret(key):
+                found.add(item)
+            else:
+                _collect(item, found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect(item, found)
+    elif isinstance(value, str):
+        match = _ASSIGNMENT.match(value)
+        if match and is_secret(match[1]):
+            found.add(match[2])
+
+
 def mask_text(line: str, secrets: Iterable[str]) -> str:
-    """``line`` with every occurrence of the given secret values masked (for log lines)."""
-    for secret in secrets:
-        if secret and len(secret) >= 4:
+    """``line`` with every occurrence of the given secret values masked: the one masking function
+    behind every log line, status message and error a cloud sends back. A value is also found
+    as JSON writes it (a cloud quoting it in an escaped message); longer values go first, so a
+    secret inside another is not left half shown."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret and len(secret) >= MIN_SECRET_LENGTH:
             line = line.replace(secret, MASK)
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            if escaped != secret:
+                line = line.replace(escaped, MASK)
     return line
+
+
+def mask_lines(lines: Iterable[str], secrets: Iterable[str]) -> Iterator[str]:
+    """Each line masked with :func:`mask_text`; an error raised while reading them is masked too."""
+    secrets = frozenset(secrets)
+    with masking_errors(secrets):
+        for line in lines:
+            yield mask_text(line, secrets)
+
+
+def mask_status(status: T, secrets: Iterable[str]) -> T:
+    """A :class:`~omnidist.backend.JobStatus` whose message has the secret values masked."""
+    import attrs
+
+    message = getattr(status, "message", "")
+    return attrs.evolve(status, message=mask_text(message, secrets)) if message else status  # type: ignore[misc]
+
+
+def mask_error(exc: BaseException, secrets: Iterable[str]) -> BaseException:
+    """``exc`` with the secret values masked in its message (in place, so its type, attributes
+    and traceback stay; the chained SDK exception, shown only with ``--debug``, is kept)."""
+    secrets = frozenset(secrets)
+    exc.args = tuple(mask_text(a, secrets) if isinstance(a, str) else a for a in exc.args)
+    if isinstance(getattr(exc, "message", None), str):
+        exc.message = mask_text(exc.message, secrets)  # type: ignore[attr-defined]
+    return exc
+
+
+@contextlib.contextmanager
+def masking_errors(secrets: Iterable[str]) -> Iterator[None]:
+    """Mask the secret values in the message of any exception raised inside the block."""
+    secrets = frozenset(secrets)
+    try:
+        yield
+    except Exception as exc:
+        mask_error(exc, secrets)
+        raise
 
 
 def table(rows: Iterable[Iterable[Any]], header: Iterable[str], caption: str = "") -> str:

@@ -21,7 +21,7 @@ from typing import Any, Callable, Optional, Union
 
 import attrs
 
-from omnidist import api, lowering, registry, serde
+from omnidist import api, labels, lowering, registry, serde
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role, RoleName
@@ -240,8 +240,26 @@ def size_by_accelerator(job: DistributedJob, source: str) -> DistributedJob:
     return attrs.evolve(job, **roles)
 
 
+def google_labels(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """For a Google target, tags its label rules refuse (Azure ML allows any) rewritten into valid
+    labels (:func:`omnidist.labels.rewrite`): each rewrite is a change (``--strict`` refuses it),
+    each tag beyond what a job can carry is dropped."""
+    if target not in GOOGLE_BACKENDS or not labels.problems(job.labels):
+        return job, []
+    rewritten, changes = labels.rewrite(job.labels)
+    entries = [
+        ReportEntry(fidelity="changed", field=f"labels.{c.tag}",
+                    message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({labels.RULES})")
+        if c.key is not None else
+        ReportEntry(fidelity="dropped", field=f"labels.{c.tag}",
+                    message=f"{_short(c.tag_value)}: a Google Cloud job carries at most {labels.MAX_JOB_LABELS} "
+                            "labels besides omnidist's own")
+        for c in changes]
+    return attrs.evolve(job, labels=rewritten), entries
+
+
 def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Everything between import and compile: the image, the source's settings, inputs, sizes."""
+    """Everything between import and compile: the image, the source's settings, inputs, sizes, labels."""
     job, entries = give_image(job, source, image)
     inputs = job.backends.get(source, {}).get("inputs") if source != target else None
     if inputs:
@@ -250,7 +268,8 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
     if not {source, target} <= GOOGLE_BACKENDS and source != target:
         job = size_by_accelerator(job, source)
     job, carried = carry_backend_block(job, source, target)
-    return job, entries + carried
+    job, relabelled = google_labels(job, target)
+    return job, entries + carried + relabelled
 
 
 # --- compiling, giving up what the target refuses -----------------------------------------------

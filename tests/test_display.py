@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import pytest
+
 from omnidist import display
+from omnidist.errors import InvalidRequestError, TransientBackendError
 from omnidist.backend import CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.job import DistributedJob, Role
 
@@ -43,6 +46,41 @@ def test_compiled_html_masks_every_env_shape_but_the_request_keeps_values():
 
 def test_mask_text_for_log_lines():
     assert display.mask_text("token is abc123secret!", ["abc123secret"]) == f"token is {display.MASK}!"
+
+
+def test_secret_values_reads_every_env_shape():
+    native = {
+        "jobSpec": {"workerPoolSpecs": [{"containerSpec": {"env": [{"name": "DB_PASSWORD", "value": "hunter22"},
+                                                                   {"name": "NCCL_DEBUG", "value": "INFO"}]}}]},
+        "environment_variables": {"HF_TOKEN": "tok-999", "B": "2", "MY_KEY": "abc"},
+        "trainingInput": {"masterConfig": {"containerCommand": ["env", "WANDB_API_KEY=w4ndb", "C=3", "python"]}},
+    }
+    assert display.secret_values(native) == {"hunter22", "tok-999", "w4ndb"}, "short values are not secrets"
+
+
+def test_mask_text_finds_escaped_and_nested_values():
+    secrets = {'pa"ss\\word', "abcd", "abcdef"}
+    text = 'rejected "pa\\"ss\\\\word", then abcdef and abcd'
+    assert display.mask_text(text, secrets) == f'rejected "{display.MASK}", then {display.MASK} and {display.MASK}'
+
+
+def test_masking_errors_masks_the_message_and_keeps_the_error():
+    with pytest.raises(InvalidRequestError) as err:
+        with display.masking_errors({"sk-live-1234"}):
+            raise InvalidRequestError("bad value sk-live-1234 for env", backend="vertex", status=400)
+    assert str(err.value) == f"vertex: bad value {display.MASK} for env (HTTP 400)"
+    assert err.value.status == 400 and err.value.backend == "vertex"
+
+
+def test_mask_lines_masks_each_line_and_an_error_while_reading():
+    def lines():
+        yield "token sk-live-1234"
+        raise TransientBackendError("lost sk-live-1234", backend="x")
+
+    masked = display.mask_lines(lines(), {"sk-live-1234"})
+    assert next(masked) == f"token {display.MASK}"
+    with pytest.raises(TransientBackendError, match=f"lost {display.MASK}"):
+        next(masked)
 
 
 def test_handle_html_shows_state_and_console_link():

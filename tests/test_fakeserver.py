@@ -49,6 +49,15 @@ def test_drop_after_create_runs_the_handler_then_resets(server):
     assert server.created == [{"n": 1}]
 
 
+def test_close_after_create_runs_the_handler_then_closes_without_answering(server):
+    import http.client
+
+    server.fail("POST", "/jobs", Fault.close_after_create())
+    with pytest.raises(http.client.RemoteDisconnected):  # a clean close, not a reset
+        _post(server.url + "/jobs", {"n": 1})
+    assert server.created == [{"n": 1}]
+
+
 def test_reset_happens_before_the_handler(server):
     server.fail("POST", "/jobs", Fault.reset())
     with pytest.raises((ConnectionError, urllib.error.URLError, OSError)):

@@ -7,6 +7,8 @@ Faults are queued per route and consumed one per matching request::
 
 ``drop_after_create`` runs the real handler (so the job exists) and then resets the
 connection without answering: the "ambiguous create" every client must survive.
+``close_after_create`` does the same but closes the connection cleanly, which some HTTP
+libraries (httplib2) take for a stale keep-alive connection and silently send again.
 """
 
 from __future__ import annotations
@@ -69,6 +71,11 @@ class Fault:
     def drop_after_create(cls) -> Fault:
         """Handle the request (side effects happen), then reset without answering."""
         return cls("drop")
+
+    @classmethod
+    def close_after_create(cls) -> Fault:
+        """Handle the request (side effects happen), then close the connection without answering."""
+        return cls("close")
 
     @classmethod
     def slow(cls, seconds: float) -> Fault:
@@ -163,6 +170,9 @@ class FakeServer:
         response = self._dispatch(record)
         if fault and fault.kind == "drop":
             _reset(handler)
+            return
+        if fault and fault.kind == "close":  # no answer; the server closes with a FIN, not a reset
+            handler.close_connection = True
             return
         _send(handler, response)
 

@@ -1,6 +1,7 @@
 """No secret leaks: secret-looking env values are in the request (that is the request) and
 nowhere a person looks — reprs, notebook HTML, ``note:`` lines, migration reports, streamed
-logs; credentials never reach compiled output at all.
+logs, and whatever a cloud repeats back (an error quoting the request, a failed job's message,
+its log lines), also for a job known only by its id; credentials never reach compiled output.
 """
 
 from __future__ import annotations
@@ -8,10 +9,15 @@ from __future__ import annotations
 import json
 import sys
 
+import attrs
 import pytest
 
 import omnidist
 from omnidist import migration, serde
+from omnidist.backend import JobHandle, JobState
+from omnidist.display import MASK
+from omnidist.errors import InvalidRequestError
+from omnidist.testing import Fault
 from omnidist.testing.cli import run_cli
 
 SECRETS = {"API_KEY": "sk-live-7f3a9c2e1b", "HF_TOKEN": "hf_QpLmZx81Wq", "DB_PASSWORD": "pw-Tr0ub4dor-3"}
@@ -130,3 +136,101 @@ def test_local_streamed_logs_mask_secrets(isolated, capsys):
     captured = capsys.readouterr()
     assert "key" in captured.err, "the log line was streamed"
     assert leaks(captured.err + captured.out) == [], captured.err
+
+
+# --- what the cloud says back: errors, failed jobs' messages, log lines ---------------------------
+
+ECHO = (f"Invalid credential API_KEY={SECRETS['API_KEY']}: the hub refused token \"{SECRETS['HF_TOKEN']}\" "
+        f"and {json.dumps(SECRETS['DB_PASSWORD'])}")
+"""A cloud repeating the job's secret values back (an error quoting the request, a job's failure)."""
+
+
+def _fail_jobs_with(cloud, message: str) -> None:
+    """Make the fake cloud's jobs fail with ``message`` as their error."""
+    service = cloud.service
+    if cloud.name == "vertex":
+        service.final, service.error_message = "JOB_STATE_FAILED", message
+    elif cloud.name == "ai_platform":
+        service.final_state, service.error_message = "FAILED", message
+    else:
+        service.timeline, service.error_message = ["NotStarted", "Queued", "Running", "Failed"], message
+
+
+def _masked(text: str) -> bool:
+    """The echo is shown, its secrets masked."""
+    return "Invalid credential API_KEY=" + MASK in text and leaks(text) == []
+
+
+def test_an_error_quoting_the_request_shows_its_secrets_masked(cloud):
+    cloud.server.fail(*cloud.create, Fault.http(400, ECHO))
+    with pytest.raises(InvalidRequestError) as err:
+        cloud.submit(JOB)
+    assert _masked(str(err.value)), str(err.value)
+    assert err.value.status == 400 and cloud.job_count() == 0
+
+
+def test_a_failed_jobs_message_shows_its_secrets_masked(cloud):
+    _fail_jobs_with(cloud, ECHO)
+    handle = cloud.submit(JOB)
+    final = handle.wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and _masked(final.message), final
+    # A job known only by its id: the env to mask comes from the job the cloud returns.
+    attached = JobHandle(backend=cloud.name, id=handle.id, settings=cloud.settings(), driver=cloud.backend)
+    assert _masked(attached.status().message)
+    lines = list(attached.logs(follow=True))
+    assert any(_masked(line) for line in lines), lines
+    assert leaks("\n".join(lines)) == []
+
+
+@pytest.mark.parametrize("cloud", ["azure_ml"], indirect=True)
+def test_log_lines_repeating_a_secret_are_masked_for_a_job_known_by_its_id(cloud):
+    """Azure ML streams the job's own output: a program printing its env leaks nothing."""
+    cloud.service.output["Running"] = {"user_logs/std_log.txt": f"wandb key {SECRETS['API_KEY']}\n"}
+    handle = cloud.submit(JOB)
+    attached = JobHandle(backend=cloud.name, id=handle.id, settings=cloud.settings(), driver=cloud.backend)
+    lines = list(attached.logs(follow=True))
+    assert f"wandb key {MASK}" in lines and leaks("\n".join(lines)) == [], lines
+
+
+# --- the same through the CLI ----------------------------------------------------------------------
+
+@pytest.fixture
+def project(cloud, tmp_path, monkeypatch):
+    """A job file with the secrets and a profile pointing the CLI at the cloud's fake; returns
+    the CLI's environment."""
+    # The Azure ML SDK records the cloud it used in this process's environment; the CLI's
+    # process registers its own.
+    monkeypatch.delenv("AZUREML_CURRENT_CLOUD", raising=False)
+    settings = attrs.asdict(cloud.settings(poll_interval_s=0.0, retry_initial_wait_s=0.01))
+    keys = "".join(f"{k} = {json.dumps(v)}\n" for k, v in settings.items()
+                   if isinstance(v, (str, int, float)) and not isinstance(v, bool))
+    (tmp_path / "omnidist.toml").write_text(f'default = "fake"\n[profiles.fake]\nbackend = "{cloud.name}"\n{keys}')
+    (tmp_path / "job.yaml").write_text(serde.dump_yaml(JOB))
+    return {"HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path / "config")}
+
+
+def test_cli_create_error_quoting_a_secret_is_masked(cloud, tmp_path, project):
+    env = project
+    cloud.server.fail(*cloud.create, Fault.http(400, ECHO))
+    done = run_cli("submit", "job.yaml", cwd=tmp_path, env=env)
+    assert done.returncode == 1 and _masked(done.stderr), done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_cli_failed_job_status_and_logs_are_masked(cloud, tmp_path, project):
+    env = project
+    _fail_jobs_with(cloud, ECHO)
+    if cloud.name == "azure_ml":
+        cloud.service.output["Running"] = {"user_logs/std_log.txt": f"wandb key {SECRETS['API_KEY']}\n"}
+    waited = run_cli("submit", "job.yaml", "--wait", "--poll", "0", cwd=tmp_path, env=env)
+    assert waited.returncode == 1, waited.stderr
+    job_id, *_, last = waited.stdout.strip().splitlines()
+    assert last.startswith("failed — ") and _masked(last), waited.stdout
+    assert leaks(waited.stdout + waited.stderr) == [], waited.stderr
+    status = run_cli("status", job_id, cwd=tmp_path, env=env)
+    assert status.returncode == 0 and _masked(status.stdout), status.stdout + status.stderr
+    logs = run_cli("logs", job_id, "--follow", cwd=tmp_path, env=env)
+    assert logs.returncode == 0 and _masked(logs.stdout), logs.stdout + logs.stderr
+    assert leaks(logs.stdout + logs.stderr) == []
+    if cloud.name == "azure_ml":
+        assert f"wandb key {MASK}" in logs.stdout

@@ -10,11 +10,13 @@ from __future__ import annotations
 import re
 import secrets
 import time
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, ClassVar, Optional
 
 import attrs
 
+from omnidist import display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, RoleName
@@ -153,6 +155,8 @@ class AIPlatformBackend(Backend):
     Args:
         suffix: makes submitted ``jobId``s unique (injectable for tests).
         sleep: the retry policy's sleep (injectable for tests).
+        request_id: makes the marker a submit labels its job with, to recognise the job as its
+            own when a repeated create finds the ``jobId`` taken (injectable for tests).
     """
 
     name: ClassVar[str] = NAME
@@ -169,8 +173,9 @@ class AIPlatformBackend(Backend):
     output_format: ClassVar[str] = "json"
 
     def __init__(self, *, suffix: Callable[[], str] = default_suffix,
-                 sleep: Optional[Callable[[float], None]] = None) -> None:
-        self._suffix, self._sleep = suffix, sleep
+                 sleep: Optional[Callable[[float], None]] = None,
+                 request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
+        self._suffix, self._sleep, self._request_id = suffix, sleep, request_id
 
     def compile(self, job: DistributedJob, settings: AIPlatformSettings) -> CompiledJob:
         """The body of ``projects.jobs.create``; pure and deterministic."""
@@ -200,16 +205,20 @@ class AIPlatformBackend(Backend):
         body = dict(compiled.request)
         if settings.job_id is None:
             body["jobId"] = f"{body['jobId']}_{self._suffix()}"
-        job = client.create(body, settings, pinned=settings.job_id is not None, sleep=self._sleep)
+        with display.masking_errors(display.secret_values(body)):  # a 400 may quote an env value
+            job = client.create(body, settings, request_id=self._request_id(), pinned=settings.job_id is not None,
+                                sleep=self._sleep)
         job_id = job.get("jobId", body["jobId"])
         return JobHandle(backend=NAME, id=job_id, url=self.console_url(job_id, settings),
                          settings=settings, driver=self)
 
     def status(self, job_id: str, settings: AIPlatformSettings) -> JobStatus:
-        """The job's state, mapped through :data:`JOB_STATES`."""
+        """The job's state, mapped through :data:`JOB_STATES`; the values of secret-looking
+        variables in its ``env K=V`` wrapper are masked in the message."""
         from omnidist_ai_platform import client
 
-        return status_of(client.get(job_id, settings, sleep=self._sleep))
+        job = client.get(job_id, settings, sleep=self._sleep)
+        return display.mask_status(status_of(job), display.secret_values(job))
 
     def logs(self, job_id: str, settings: AIPlatformSettings, follow: bool = False) -> Iterator[str]:
         """The console URL and the job's state (changes, with ``follow``). Legacy jobs logged to

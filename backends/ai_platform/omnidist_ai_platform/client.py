@@ -2,8 +2,12 @@
 
 Every call runs once per attempt (``execute(num_retries=0)``: the SDK's own retries are off) under
 :mod:`omnidist.retry`; SDK and transport exceptions become omnidist errors here, at the boundary,
-carrying the server's message. A create is made safe to retry by its client-chosen ``jobId``: a
-409 on a retried attempt means an earlier attempt created the job, so the client fetches it.
+carrying the server's message. A create is made safe to repeat by its client-chosen ``jobId`` and
+a request marker in its labels: a 409 means the ``jobId`` is taken, and when the job holding it
+carries this submit's marker, an earlier attempt made it. That earlier attempt may be one
+omnidist never saw fail: httplib2 itself re-sends a request once, without telling its caller,
+when the server closes the connection without answering (a stale keep-alive connection to
+httplib2, but also a create that was done when the connection dropped).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 from omnidist import retry
+from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.errors import (
     AuthenticationError, BackendError, ConfigError, ConflictError, TransientBackendError, error_for_status,
 )
@@ -99,30 +104,35 @@ def job_name(job_id: str, settings: AIPlatformSettings) -> str:
     return job_id if job_id.startswith("projects/") else f"projects/{_project(settings)}/jobs/{job_id}"
 
 
-def create(body: Mapping[str, Any], settings: AIPlatformSettings, *, pinned: bool,
+def create(body: Mapping[str, Any], settings: AIPlatformSettings, *, request_id: str, pinned: bool,
            sleep: Optional[Callable[[float], None]] = None) -> dict[str, Any]:
-    """Create the job; retried on transient errors with the same ``jobId``, never twice.
+    """Create the job labelled with ``request_id``; retried on transient errors with the same
+    ``jobId``, never making two.
+
+    A 409 answer fetches the job holding the ``jobId``: when it carries ``request_id`` an earlier
+    attempt of this very submit made it (its answer was lost, or httplib2 re-sent the create
+    after the connection closed), and it is returned.
 
     Raises:
-        ConflictError: the very first attempt found the ``jobId`` taken.
+        ConflictError: the ``jobId`` belongs to a job this submit did not make.
     """
     parent = f"projects/{_project(settings)}"
+    name = f"{parent}/jobs/{body['jobId']}"
+    sent = {**body, "labels": {**(body.get("labels") or {}), REQUEST_ID_LABEL: request_id}}
     collection = jobs(settings)
-    attempts = 0
 
     def attempt() -> dict[str, Any]:
-        nonlocal attempts
-        attempts += 1
         try:
-            return execute(collection.create(parent=parent, body=dict(body)))
+            return execute(collection.create(parent=parent, body=dict(sent)))
         except ConflictError as exc:
-            if attempts == 1:
-                hint = ("pick another backends.ai_platform.job_id, or drop it to get a unique suffix"
-                        if pinned else "submit again for a new suffix")
-                raise ConflictError(f"a job with id {body['jobId']!r} already exists in project "
-                                    f"{settings.project} ({exc}); {hint}", backend=NAME, status=409) from exc
-            # An earlier attempt reached the server before its answer was lost: the job is ours.
-            return execute(collection.get(name=f"{parent}/jobs/{body['jobId']}"))
+            existing = execute(collection.get(name=name))
+            if (existing.get("labels") or {}).get(REQUEST_ID_LABEL) == request_id:
+                return existing  # made by an earlier attempt of this submit
+            hint = ("pick another backends.ai_platform.job_id, or drop it to get a unique suffix"
+                    if pinned else "submit again for a new suffix")
+            raise ConflictError(f"a job with id {body['jobId']!r} already exists in project {settings.project} "
+                                f"and this submit did not make it (it is not labelled {REQUEST_ID_LABEL}="
+                                f"{request_id}; {exc}); {hint}", backend=NAME, status=409) from exc
 
     return retry.call(attempt, settings.retry_policy(), sleep)
 

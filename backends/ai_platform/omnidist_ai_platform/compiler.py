@@ -11,6 +11,7 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist import labels
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.catalog import Machine, check_named, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
@@ -249,6 +250,7 @@ def training_input(ctx: _Context) -> dict[str, Any]:
 
 def compile_job(job: DistributedJob, settings: AIPlatformSettings) -> CompiledJob:
     """Build the create body ``{"jobId", "labels", "trainingInput"}`` for ``job``."""
+    labels.check(job.labels)  # the API answers 400 otherwise; the same rules as Vertex
     roles = {role.name: role for role in effective_roles(job)}
     notes: list[Note] = []
     check_job(job, settings, roles, notes)

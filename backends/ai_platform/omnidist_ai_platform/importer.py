@@ -19,6 +19,7 @@ from omnidist.catalog import Machine
 from omnidist.errors import ValidationError
 from omnidist.importing import delower, parse_proto_duration, portable_name
 from omnidist.job import Accelerator, DistributedJob, Framework, Role, RoleName
+from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 
 from omnidist_ai_platform import catalog
@@ -372,5 +373,6 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
         name=name, framework=framework, **found.job_fields(),
         timeout=None if max_running is None else parse_proto_duration(
             max_running, "trainingInput.scheduling.maxRunningTime"),
-        labels=native.labels, backends={"ai_platform": block} if block else {})
+        labels={k: v for k, v in native.labels.items() if k != REQUEST_ID_LABEL},  # a fetched job's marker
+        backends={"ai_platform": block} if block else {})
     return job, tuple(notes)

@@ -5,7 +5,8 @@
   scalar types, ``int64`` and enums), so a compiled body can hold only what the API defines.
 - :class:`FakeMLService` serves ``create``/``get``/``cancel`` from a job store on
   :class:`omnidist.testing.FakeServer`: 409 for a taken ``jobId``, 400 with the API's wording for
-  fields the schema does not define, and states that advance on every ``get`` so ``wait`` ends.
+  fields the schema does not define and for labels Google Cloud refuses, and states that advance
+  on every ``get`` so ``wait`` ends.
 
 Reads the discovery JSON file without importing the SDK.
 """
@@ -89,6 +90,11 @@ def schema_problems(value: Any, spec: Any = JOB_SCHEMA, path: str = "") -> list[
 
 
 _JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+# Google Cloud label rules, written out independently of omnidist.labels (the fake checks the client).
+_LABEL_KEY = re.compile(r"^[^\W\d_][\w-]{0,62}$")
+_LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
+FAILURE = "The replica master 0 exited with a non-zero status of 1."
+"""The ``errorMessage`` of a job the fake fails (``error_message`` replaces it)."""
 ADVANCE: dict[str, str] = {"CANCELLING": "CANCELLED", "PREPARING": "RUNNING", "QUEUED": "PREPARING"}
 """State -> the next one, one step per ``get`` (RUNNING then goes to the job's final state)."""
 
@@ -99,10 +105,14 @@ class FakeMLService:
     Args:
         server: the started server to add the routes to.
         final_state: where RUNNING jobs go on the next ``get`` (``None`` keeps them running).
+
+    Attributes:
+        error_message: the ``errorMessage`` of a job that goes to ``FAILED``.
     """
 
     def __init__(self, server: FakeServer, final_state: Optional[str] = "SUCCEEDED") -> None:
         self.server, self.final_state = server, final_state
+        self.error_message = FAILURE
         self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
         self._lock = threading.Lock()
         server.route("POST", r"^/v1/projects/([^/]+)/jobs$", self._create)
@@ -114,6 +124,7 @@ class FakeMLService:
         with self._lock:
             self.jobs.clear()
             self.final_state = final_state
+            self.error_message = FAILURE
 
     def _create(self, request: Recorded, match: re.Match[str]) -> Response:
         body = request.body if isinstance(request.body, dict) else {}
@@ -123,6 +134,12 @@ class FakeMLService:
         job_id = body.get("jobId", "")
         if not _JOB_ID.match(job_id):
             return Response(400, error_body(400, f"Field: job.job_id Error: invalid job id {job_id!r}"))
+        labels = body.get("labels") or {}
+        if len(labels) > 64:
+            return Response(400, error_body(400, f"Field: job.labels Error: {len(labels)} labels, at most 64"))
+        for key, value in labels.items():
+            if not (_LABEL_KEY.match(key) and _LABEL_VALUE.match(value) and (key + value) == (key + value).lower()):
+                return Response(400, error_body(400, f"Field: job.labels Error: invalid label {key}={value}"))
         with self._lock:
             key = (match[1], job_id)
             if key in self.jobs:
@@ -143,7 +160,7 @@ class FakeMLService:
             elif state == "RUNNING" and self.final_state:
                 job["state"] = self.final_state
                 if self.final_state == "FAILED":
-                    job["errorMessage"] = "The replica master 0 exited with a non-zero status of 1."
+                    job["errorMessage"] = self.error_message
             return Response(200, dict(job, state=state))
 
     def _cancel(self, request: Recorded, match: re.Match[str]) -> Response:

@@ -88,6 +88,18 @@ def test_h100_exits_3_naming_the_accelerator_and_vertex(project, server):
     assert not server.calls("POST", r"/jobs$")
 
 
+def test_labels_google_refuses_exit_2_before_any_request(project, server):
+    cwd, _ = project
+    (cwd / "labelled.yaml").write_text(JOB + "labels: {Team: vision, owner: someone@example.com}\n")
+    for command in ("compile", "submit"):
+        done = omnidist(project, command, "labelled.yaml")
+        assert done.returncode == 2, done.stderr
+        assert "labelled.yaml: labels.Team: the key does not start with a lowercase letter" in done.stderr
+        assert "labelled.yaml: labels.owner: the value holds '.@'" in done.stderr
+        assert "rename it, e.g. 'team'" in done.stderr and "Traceback" not in done.stderr
+    assert not server.calls("POST", r"/jobs$")
+
+
 def test_compile_prints_the_create_body_and_notes(project):
     done = omnidist(project, "compile", "job.yaml")
     body = json.loads(done.stdout)

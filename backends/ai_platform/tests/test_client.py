@@ -31,6 +31,7 @@ def test_create_get_cancel_through_the_discovery_client(backend, settings, servi
     (create,) = server.calls("POST", CREATE)
     assert create.body["jobId"] == "mnist_ddp_s1"
     assert create.body["trainingInput"]["masterConfig"]["containerCommand"][:2] == ["env", "NCCL_DEBUG=INFO"]
+    assert set(create.body["labels"]) == {"omnidist-request-id"}, "the submit's marker, among the job's labels"
     assert create.query == {"alt": ["json"]}
     assert handle.status().state is JobState.QUEUED
     assert handle.status().state is JobState.PENDING  # PREPARING
@@ -91,6 +92,37 @@ def test_dropped_response_then_409_fetches_the_existing_job(backend, settings, s
     handle = backend.submit(compiled(), settings)
     assert len(service.jobs) == 1
     assert server.calls("GET", r"/jobs/mnist_ddp_s1$")  # the 409 led to a get, not a second job
+
+
+def test_create_closed_without_an_answer_is_resent_by_httplib2_and_ends_in_one_job(backend, settings, service,
+                                                                                   server, sleeps):
+    """The server makes the job, then closes the connection cleanly without answering: httplib2
+    takes that for a stale connection and sends the create again by itself (omnidist sees no
+    failure, so it neither waits nor retries); that second create gets 409 for the jobId. The
+    job holding it carries this submit's marker, so the submit succeeds with it."""
+    server.fail("POST", CREATE, Fault.close_after_create())
+    handle = backend.submit(compiled(), settings)
+    posts = server.calls("POST", CREATE)
+    assert len(posts) == 2 and sleeps == [], "one re-send, by httplib2, not by omnidist's retry"
+    assert posts[0].body == posts[1].body
+    assert list(service.jobs) == [("proj", "mnist_ddp_s1")] and handle.id == "mnist_ddp_s1"
+    marker = service.jobs["proj", "mnist_ddp_s1"]["labels"]["omnidist-request-id"]
+    assert marker == posts[0].body["labels"]["omnidist-request-id"]
+    assert len(server.calls("GET", r"/jobs/mnist_ddp_s1$")) == 1, "the 409 fetched the job to check its marker"
+    assert handle.status().native_state == "PREPARING", "the handle follows that job (QUEUED on the first get)"
+
+
+@pytest.mark.parametrize("pinned", [False, True])
+def test_a_taken_job_id_this_submit_did_not_make_is_a_conflict(backend, settings, service, server, pinned):
+    """A 409 whose job carries another marker (or none) is someone else's job: never adopted."""
+    job_id = "taken" if pinned else "mnist_ddp_s1"
+    service.jobs["proj", job_id] = {"jobId": job_id, "state": "RUNNING", "labels": {"omnidist-request-id": "other"}}
+    settings = attrs.evolve(settings, job_id="taken") if pinned else settings
+    with pytest.raises(ConflictError) as err:
+        backend.submit(compiled(**({"job_id": "taken"} if pinned else {})), settings)
+    assert f"{job_id!r} already exists" in str(err.value) and "this submit did not make it" in str(err.value)
+    assert ("job_id" if pinned else "submit again for a new suffix") in str(err.value)
+    assert len(service.jobs) == 1 and service.jobs["proj", job_id]["labels"] == {"omnidist-request-id": "other"}
 
 
 def test_first_attempt_409_with_a_pinned_id_is_a_conflict(backend, settings, service):

@@ -112,6 +112,21 @@ def test_accelerators_legacy_never_had_exit_3_and_suggest_vertex(accelerator):
     assert err.value.exit_code == 3 and accelerator in err.value.feature and "--backend vertex" in str(err.value)
 
 
+@pytest.mark.parametrize("labels, key, words", [
+    ({"Team": "vision"}, "Team", "start with a lowercase letter"),
+    ({"owner": "someone@example.com"}, "owner", "holds '.@'"),
+    ({"team": "v" * 64}, "team", "has 64 characters"),
+])
+def test_labels_follow_google_cloud_rules(labels, key, words):
+    """projects.jobs.create answers 400 for these; compile refuses them first, as Vertex does."""
+    with pytest.raises(ValidationError) as err:
+        compile_checked(base(labels=labels))
+    (problem,) = err.value.problems
+    assert problem.path == f"labels.{key}" and words in problem.message
+    assert compile_checked(base(labels={"team": "vision", "cost-center": ""})).request["labels"] == {
+        "team": "vision", "cost-center": ""}
+
+
 def test_env_is_wrapped_into_the_command_and_noted():
     compiled = compile_checked(base(env={"B": "2", "A": "x y"}, workers={"replicas": 1, "env": {"C": "3"}}))
     ti = compiled.request["trainingInput"]

@@ -56,6 +56,12 @@ def test_native_to_native_is_exact_for_a_gpu_env_job():
     assert compile_native(job) == native
 
 
+def test_a_fetched_jobs_request_marker_is_not_imported():
+    native = json.loads((GOLDEN / "cassava.json").read_text())
+    fetched = {**native, "labels": {"team": "vision", "omnidist-request-id": "0f3a"}, "state": "RUNNING"}
+    assert import_with_notes(fetched)[0].labels == {"team": "vision"}
+
+
 def test_a2_machine_without_acceleratorConfig_maps_to_its_A100s_and_legacy_names_to_their_gpus():
     job = BACKEND.import_native({"trainingInput": {
         "scaleTier": "CUSTOM", "masterType": "a2-highgpu-4g", "masterConfig": {"imageUri": "i"},
@@ -193,6 +199,7 @@ def test_native_models_cover_exactly_the_discovery_schema():
 # --- round trips ------------------------------------------------------------------------------
 
 _token = st.text(alphabet="abcxyz019-_./", min_size=1, max_size=8)
+_label_value = st.text(alphabet="abcxyz019-_", max_size=8)  # Google Cloud label values
 _command = st.lists(_token, min_size=1, max_size=3).filter(lambda c: c[0] != "env")
 _env = st.dictionaries(st.from_regex(r"[A-Z][A-Z0-9_]{0,5}", fullmatch=True), st.text(max_size=6), max_size=2)
 _accelerator = st.sampled_from([None, "T4:1", "T4:4", "P4:2", "P100:1", "V100:2", "V100:8", "A100:1", "A100:8"])
@@ -207,7 +214,7 @@ def jobs(draw):
     job = {"name": draw(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)),
            "framework": "custom", "image": draw(st.sampled_from(["gcr.io/p/a:1", "gcr.io/p/b:2"])),
            "command": draw(_command), "args": draw(st.lists(_token, max_size=2)), "env": draw(_env),
-           "primary": primary, "labels": draw(st.dictionaries(st.sampled_from(["team", "env"]), _token, max_size=2))}
+           "primary": primary, "labels": draw(st.dictionaries(st.sampled_from(["team", "env"]), _label_value, max_size=2))}
     if draw(st.booleans()):
         job["workers"] = {"replicas": draw(st.integers(1, 9)), "env": draw(_env)}
         if draw(st.booleans()):

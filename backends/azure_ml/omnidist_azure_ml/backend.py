@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist import display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
@@ -186,7 +187,8 @@ class AzureMLBackend(Backend):
 
         name = f"{compiled.request.get('display_name', 'omnidist')}-{self._suffix()}"
         origin = compiled.job.source if compiled.job is not None else None
-        url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep)
+        with display.masking_errors(display.secret_values(compiled.request)):  # a 400 may quote an env value
+            url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep)
         return JobHandle(backend=self.name, id=name, url=url or self.console_url(name, settings),
                          settings=settings, driver=self)
 

@@ -13,7 +13,8 @@ sets ``AZUREML_CURRENT_CLOUD`` for the process).
 
 ``logs`` reads the job's log files where ``jobs.stream`` reads them, from the workspace's
 run-history service (found through its discovery document) and the blob SAS URLs it lists,
-with the same one-attempt-per-request rule.
+with the same one-attempt-per-request rule. A failed job's message is its run's error there too.
+The values of secret-looking ``environment_variables`` of the job are masked in both.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ import time
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional, TypeVar
 
-from omnidist import retry, serde
-from omnidist.backend import JobStatus
+from omnidist import display, retry, serde
+from omnidist.backend import JobState, JobStatus
 from omnidist.errors import (
     BackendError, ConfigError, InvalidRequestError, NotFoundError, OmnidistError, TransientBackendError,
     error_for_status,
@@ -179,10 +180,39 @@ def _state_name(job: Any) -> str:
 
 
 def status(name: str, settings: AzureMLSettings, *, sleep: Sleep = None) -> JobStatus:
-    """The job's status through ``jobs.get``."""
+    """The job's status through ``jobs.get``; a failed job's carries its run's error message
+    (what ``jobs.stream`` raises and the studio shows), secret values masked."""
     client = ml_client(settings)
     job = _call(lambda: client.jobs.get(name), settings, sleep)
-    return _status_of(job)
+    found = _status_of(job)
+    if found.state is not JobState.FAILED:
+        return found
+    message = _failure(client, name, settings, sleep)
+    return JobStatus(state=found.state, native_state=found.native_state,
+                     message=display.mask_text(message, secrets_of(job)))
+
+
+def secrets_of(job: Any) -> frozenset[str]:
+    """The values of the secret-looking ``environment_variables`` of a fetched job."""
+    return display.secret_values(dict(getattr(job, "environment_variables", None) or {}))
+
+
+def _failure(client: Any, name: str, settings: AzureMLSettings, sleep: Sleep) -> str:
+    """The error message of a failed job's run, or ``""`` when the run history cannot tell
+    (the status stands without it)."""
+    try:
+        details = _call(lambda: _run_details(client, settings), settings, sleep)
+        run = _call(lambda: details(name), settings, sleep)
+    except BackendError as exc:
+        logging.getLogger("omnidist.azure_ml").debug("no error message for %s: %s", name, exc)
+        return ""
+    return _error_of(run).removeprefix(" — ")
+
+
+def _error_of(run: Any) -> str:
+    """`` — message`` of a run's error (run history's ``error.error.message``), else ``""``."""
+    message = getattr(getattr(getattr(run, "error", None), "error", None), "message", None)
+    return f" — {message}" if message else ""
 
 
 def _status_of(job: Any) -> JobStatus:
@@ -200,9 +230,15 @@ def logs(name: str, settings: AzureMLSettings, *, follow: bool = False, sleep: S
     primary process, else the legacy ``azureml-logs/NN_*.txt``). Each poll asks each file only
     for the bytes after its last complete line (``Range: bytes=N-``), so every line comes out
     once and in order; a line still being written waits for its newline until the job ends.
+    A failed job's last line carries its run's error. The values of the job's secret-looking
+    ``environment_variables`` are masked in every line.
     """
     client = ml_client(settings)
     job = _call(lambda: client.jobs.get(name), settings, sleep)
+    yield from display.mask_lines(_lines(client, job, name, settings, follow, sleep), secrets_of(job))
+
+
+def _lines(client: Any, job: Any, name: str, settings: AzureMLSettings, follow: bool, sleep: Sleep) -> Iterator[str]:
     yield f"{name}: logs at {job.studio_url or 'the Azure ML studio'}"
     details = _call(lambda: _run_details(client, settings), settings, sleep)
     tail = _LogTail(client, settings, sleep)
@@ -212,7 +248,7 @@ def logs(name: str, settings: AzureMLSettings, *, follow: bool = False, sleep: S
         native = str(run.status or "Unknown")
         state = native_state(native)
         ended = not follow or state.terminal
-        change = f"{name}: {native} ({state.value})" if native != last else None
+        change = f"{name}: {native} ({state.value}){_error_of(run)}" if native != last else None
         last = native
         if change and not state.terminal:  # a start reads before its lines, an end after them
             yield change

@@ -33,6 +33,9 @@ TERMINAL = {"Completed", "Failed", "Canceled"}
 BLOB = "/blob/azureml/ExperimentRun/dcid."
 SAS = "sv=2019-07-07&sr=b&sp=r&sig=fake-signature"
 
+FAILURE = "Execution failed. User process 'python' exited with status code 1."
+"""The run error of a job the fake fails (``error_message`` replaces it)."""
+
 DEFAULT_OUTPUT: dict[str, dict[str, str]] = {
     "Preparing": {"system_logs/lifecycler/execution-wrapper.log": "pulling the image\n"},
     "Running": {"user_logs/std_log.txt": "step {step}: training\n",
@@ -59,6 +62,7 @@ class FakeAzureML:
     Attributes:
         timeline: the statuses a new job steps through, one per GET.
         output: status -> log file -> text appended on each step into that status.
+        error_message: the run's ``error.error.message`` once a job is ``Failed``.
     """
 
     def __init__(self, server: FakeServer):
@@ -67,6 +71,7 @@ class FakeAzureML:
         self.environments: dict[str, dict[str, Any]] = {}
         self.timeline = ["NotStarted", "Queued", "Running", "Completed"]
         self.output: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_OUTPUT.items()}
+        self.error_message = FAILURE
         self._lock = threading.Lock()
         server.route("PUT", "^" + WORKSPACE + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$",
                      self.put_environment)
@@ -143,10 +148,13 @@ class FakeAzureML:
                 return _arm_error(404, "UserError", f"Run {m['name']} was not found")
             self._advance(job)
             files = sorted(job["_logs"])
-            return Response(200, {
+            details = {
                 "runId": m["name"], "runUuid": f"uuid-{m['name']}", "target": "serverless",
                 "status": job["properties"]["status"],
-                "logFiles": {path: f"{self.server.url}{BLOB}{m['name']}/{path}?{SAS}" for path in files}})
+                "logFiles": {path: f"{self.server.url}{BLOB}{m['name']}/{path}?{SAS}" for path in files}}
+            if job["properties"]["status"] == "Failed" and self.error_message:
+                details["error"] = {"error": {"code": "UserError", "message": self.error_message}}
+            return Response(200, details)
 
     def get_blob(self, rec: Recorded, m: re.Match) -> Response:
         """A log file's bytes, or the part of them a ``Range: bytes=N-`` asks for."""

@@ -18,6 +18,7 @@ from omnidist.errors import NotFoundError, PermissionDeniedError
 from omnidist.testing.fakeserver import Fault
 
 from omnidist_azure_ml import AzureMLBackend
+from omnidist_azure_ml.testing import FAILURE
 
 NAME = "cassava-s1"
 STD_LOG = "user_logs/std_log.txt"
@@ -132,13 +133,14 @@ def test_a_refused_log_fetch_fails_at_once_with_the_service_message(azure, setti
 def test_state_changes_frame_the_lines_of_the_default_fake_job(azure, settings, compile_, sleeps):
     azure.timeline = ["NotStarted", "Queued", "Preparing", "Running", "Running", "Failed"]
     handle = AzureMLBackend(suffix=lambda: "s1", sleep=sleeps).submit(compile_(JOB), settings)
+    failed = f"{NAME}: Failed (failed) — {FAILURE}"  # the run's error, from run history
     assert list(handle.logs(follow=True)) == [
         URL_LINE, f"{NAME}: Preparing (pending)", f"{NAME}: Running (running)", f"==> {STD_LOG} <==",
-        "step 3: training", "step 4: training", f"{NAME}: Failed (failed)"]
+        "step 3: training", "step 4: training", failed]
     assert sleeps == [settings.poll_interval_s] * 3
     # An ended job, read again: its lines, then how it ended.
-    assert list(handle.logs()) == [URL_LINE, f"==> {STD_LOG} <==", "step 3: training", "step 4: training",
-                                   f"{NAME}: Failed (failed)"]
+    assert list(handle.logs()) == [URL_LINE, f"==> {STD_LOG} <==", "step 3: training", "step 4: training", failed]
+    assert handle.status().message == FAILURE
 
 
 def test_legacy_log_files_are_streamed_when_there_is_no_std_log(azure, settings, compile_, sleeps):

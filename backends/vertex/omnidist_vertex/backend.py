@@ -14,9 +14,11 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist import display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
+from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the client and importer read it here
 from omnidist.retry import ClientSettings
 
 # --- tables: portable <-> Vertex --------------------------------------------------------------
@@ -128,9 +130,6 @@ BOOT_DISK_TYPES = ("hyperdisk-balanced", "pd-ssd", "pd-standard")
 
 DEFAULT_REGION = "us-central1"
 """Where jobs go when neither the profile nor the job names a region."""
-
-REQUEST_ID_LABEL = "omnidist-request-id"
-"""Label a submit adds so a retried create can find the job an ambiguous attempt made."""
 
 CONSOLE_URL = (
     "https://console.cloud.google.com/agent-platform/locations/{region}/training/{job}?project={project}"
@@ -260,7 +259,8 @@ class VertexBackend(Backend):
         """Create the CustomJob (retried without ever making two)."""
         from omnidist_vertex import client
 
-        name = client.submit(compiled.request, settings, self.request_id(), sleep=self.sleep)
+        with display.masking_errors(display.secret_values(compiled.request)):  # a 400 may quote an env value
+            name = client.submit(compiled.request, settings, self.request_id(), sleep=self.sleep)
         return JobHandle(
             backend=self.name, id=name, url=self.console_url(name, settings), settings=settings, driver=self
         )

@@ -6,6 +6,8 @@ tree at this boundary (with the server's own message), the SDK's retries are off
 A create labels the job with a request id; every retry first lists jobs by that label, so a
 create whose response was lost is found instead of made twice, and a create that timed out
 while the server kept working on it is waited for, and its duplicate cancelled (:func:`submit`).
+The values of secret-looking variables in a job's ``containerSpec.env`` are masked wherever
+Vertex repeats them: the failed job's message (:func:`status`) and its log lines (:func:`logs`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any, Optional, TypeVar
 
 import attrs
 
-from omnidist import retry
+from omnidist import display, retry
 from omnidist.backend import JobState, JobStatus
 from omnidist.errors import (
     AuthenticationError,
@@ -303,18 +305,29 @@ def _cancel_duplicate(client: Any, name: str, settings: VertexSettings, sleep: S
         log.warning("vertex: could not cancel the duplicate job %s (%s); cancel it yourself", name, exc)
 
 
-def status(job_id: str, settings: VertexSettings, sleep: Sleep = None) -> JobStatus:
-    """The job's state, mapped through :data:`~omnidist_vertex.backend.JOB_STATES`."""
+def _get(job_id: str, settings: VertexSettings, sleep: Sleep) -> Any:
     name, region = _job_name(job_id, settings)
     client = client_for(settings, region)
-    job = _run(
+    return _run(
         lambda: client.get_custom_job(name=name, retry=None, timeout=settings.request_timeout_s),
         settings,
         sleep,
     )
+
+
+def secrets_of(job: Any) -> frozenset[str]:
+    """The values of the secret-looking variables a fetched CustomJob's pools get."""
+    return display.secret_values(type(job).to_dict(job))
+
+
+def status(job_id: str, settings: VertexSettings, sleep: Sleep = None) -> JobStatus:
+    """The job's state, mapped through :data:`~omnidist_vertex.backend.JOB_STATES`, with its
+    error message (secret values masked)."""
+    job = _get(job_id, settings, sleep)
     native = getattr(job.state, "name", str(job.state))
     message = job.error.message if job.error and job.error.message else ""
-    return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native, message=message)
+    found = JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native, message=message)
+    return display.mask_status(found, secrets_of(job)) if message else found
 
 
 def cancel(job_id: str, settings: VertexSettings, sleep: Sleep = None) -> None:
@@ -338,7 +351,9 @@ def logs(
     job_id: str, settings: VertexSettings, url: str, follow: bool = False, sleep: Sleep = None
 ) -> Iterator[str]:
     """The console URL, then the job's Cloud Logging entries when ``google-cloud-logging`` is
-    installed; without it, with ``follow``, the state changes until the job ends."""
+    installed; without it, with ``follow``, the state changes until the job ends (the last with
+    the job's error message). What Vertex sends back has the job's secret values masked: the
+    states' messages by :func:`status`, the entries by the job read before them."""
     if url:
         yield f"console: {url}"
     try:
@@ -348,7 +363,8 @@ def logs(
         if follow:
             yield from _states(job_id, settings, sleep)
         return
-    yield from _cloud_logs(cloud_logging, job_id, settings, follow, sleep)
+    secrets = secrets_of(_get(job_id, settings, sleep))
+    yield from display.mask_lines(_cloud_logs(cloud_logging, job_id, settings, follow, sleep), secrets)
 
 
 def _states(job_id: str, settings: VertexSettings, sleep: Sleep) -> Iterator[str]:
@@ -357,7 +373,7 @@ def _states(job_id: str, settings: VertexSettings, sleep: Sleep) -> Iterator[str
         current = status(job_id, settings, sleep)
         if current.state != last:
             last = current.state
-            yield f"state: {current.state.value}"
+            yield f"state: {current.state.value}" + (f" — {current.message}" if current.message else "")
         if current.state.terminal:
             return
         (sleep or time.sleep)(settings.poll_interval_s)

@@ -8,12 +8,11 @@ camelCase keys, enum names, int64 (``replicaCount``) as JSON strings, as the API
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import catalog
+from omnidist import catalog, labels
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.importing import format_proto_duration
@@ -25,8 +24,6 @@ from omnidist_vertex.backend import ACCELERATOR_TYPES, POOL_INDEX, VertexSetting
 BACKEND = "vertex"
 TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
 MAX_ENV = 100
-_LABEL_KEY = re.compile(r"^[\w][\w-]{0,62}$")
-_LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
 
 MACHINES = catalog.COMPUTE_ENGINE
 """The machines Vertex AI training runs on."""
@@ -347,25 +344,10 @@ def spec_extras(settings: VertexSettings) -> dict[str, Any]:
     return extras
 
 
-def check_labels(labels: dict[str, str]) -> None:
-    """Google Cloud label rules: lowercase keys/values of letters, digits, ``_``, ``-``; ≤ 63 chars."""
-    for key, value in labels.items():
-        if not _LABEL_KEY.match(key) or key != key.lower() or not key[0].isalpha():
-            raise ValidationError(
-                "label keys start with a lowercase letter, then up to 62 lowercase letters, "
-                "digits, '_' or '-'",
-                path=f"labels.{key}",
-            )
-        if not _LABEL_VALUE.match(value) or value != value.lower():
-            raise ValidationError(
-                "label values are up to 63 lowercase letters, digits, '_' or '-'", path=f"labels.{key}"
-            )
-
-
 def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     """The CustomJob for ``job``, with diagnostics."""
     notes: list[Note] = []
-    check_labels(job.labels)
+    labels.check(job.labels)
     roles = {r.name: r for r in effective_roles(job)}
     check_reducers(job, roles, notes)
     placements = {name: place(role, job, settings, notes) for name, role in roles.items()}

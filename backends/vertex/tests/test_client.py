@@ -133,8 +133,12 @@ def test_429_honours_retry_after(driver, vertex, sleeps):
     assert sleeps == [7.0] and len(vertex.jobs) == 1
 
 
-def test_response_dropped_after_creation_makes_one_job(driver, vertex):
-    vertex.server.fail("POST", CREATE, Fault.drop_after_create())
+@pytest.mark.parametrize("fault", [Fault.drop_after_create(), Fault.close_after_create()], ids=["reset", "closed"])
+def test_response_dropped_after_creation_makes_one_job(driver, vertex, fault):
+    """Created, then the connection reset or closed without an answer. The REST transport
+    (requests/urllib3 under google-auth's AuthorizedSession, SDK retries off) never sends a
+    create again by itself: the one POST fails, and the retry finds the job by its label."""
+    vertex.server.fail("POST", CREATE, fault)
     handle = submit(driver, vertex)
     assert len(vertex.jobs) == 1 and handle.id == next(iter(vertex.jobs))
     assert len(vertex.server.calls("POST", CREATE)) == 1  # found by its label, not created again
