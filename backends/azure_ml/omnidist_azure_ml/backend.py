@@ -13,6 +13,7 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist import data
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
@@ -131,6 +132,8 @@ class AzureMLSettings(ClientSettings):
     credential: str = attrs.field(default="default", validator=_choice(CREDENTIALS))
     endpoint: Optional[str] = None
     """Resource-manager base URL override (tests, local endpoints, sovereign clouds)."""
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    """Prefix rewrites for input, output and code URIs (``{"gs://bkt/" = "azureml://datastores/ds/paths/"}``)."""
 
 
 def _random_suffix() -> str:

@@ -14,6 +14,7 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist import data
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
@@ -201,6 +202,13 @@ class VertexSettings(ClientSettings):
     create_settle_s: float = attrs.field(default=30.0, validator=_at_least_zero)
     """After a create timed out and a retry made the job, how long to keep looking for a late
     copy made by the timed-out create (which is then cancelled)."""
+    # Code and data (SPEC §7; omnidist_vertex.code_data).
+    staging_bucket: Optional[str] = attrs.field(default=None, validator=data.check_gs_prefix)
+    """gs://BUCKET[/PATH] where a local code folder is uploaded at submit (once per content)."""
+    storage_endpoint: Optional[str] = None
+    """Cloud Storage API endpoint for the code upload (private endpoints, local test servers)."""
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    """Prefix rewrites for input, output and code URIs (``{"azureml://…/" = "gs://bkt/…/"}``)."""
 
 
 # --- the backend ----------------------------------------------------------------------------------
