@@ -202,10 +202,11 @@ class AIPlatformBackend(Backend):
         return importer.import_with_notes(request)
 
     def submit(self, compiled: CompiledJob, settings: AIPlatformSettings) -> JobHandle:
-        """Create the job (a unique ``jobId`` suffix unless pinned; retried creates never duplicate)."""
-        from omnidist_ai_platform import client
+        """Upload a local code folder (once per content), then create the job (a unique ``jobId``
+        suffix unless pinned; retried creates never duplicate)."""
+        from omnidist_ai_platform import client, staging
 
-        body = dict(compiled.request)
+        body = dict(staging.stage(compiled, settings, sleep=self._sleep))
         if settings.job_id is None:
             body["jobId"] = f"{body['jobId']}_{self._suffix()}"
         job = client.create(body, settings, pinned=settings.job_id is not None, sleep=self._sleep)

@@ -187,9 +187,12 @@ class AzureMLBackend(Backend):
         """PUT the job under ``<display_name>-<suffix>``, one name per submit, reused on retry."""
         from omnidist_azure_ml import client
 
+        from omnidist_azure_ml import code_data
+
         name = f"{compiled.request.get('display_name', 'omnidist')}-{self._suffix()}"
         origin = compiled.job.source if compiled.job is not None else None
-        url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep)
+        url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep,
+                            show_progress=code_data.announce_upload(compiled))
         return JobHandle(backend=self.name, id=name, url=url or self.console_url(name, settings),
                          settings=settings, driver=self)
 

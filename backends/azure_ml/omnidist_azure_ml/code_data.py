@@ -18,11 +18,12 @@ other non-Azure locations are exit 3 unless ``data_map`` rewrites them.
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import data
+from omnidist import data, packaging
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob
@@ -33,6 +34,7 @@ from omnidist_azure_ml import prebuilt
 from omnidist_azure_ml.backend import NAME, AzureMLSettings
 
 SETTINGS = f"backends.{NAME}"
+log = logging.getLogger("omnidist.azure_ml")
 READABLE = frozenset({"abfs", "abfss", "adl", "azureml", "http", "https", "local", "wasb", "wasbs"})
 """Input location kinds Azure ML reads (local paths are uploaded by the SDK at submit)."""
 
@@ -172,6 +174,20 @@ def _code(job: DistributedJob, settings: AzureMLSettings, notes: list[Note]) -> 
     if scheme(job.code) not in ("azureml", "https", "wasbs", "abfss"):
         raise data.foreign("code", NAME, job.code, "code from a local folder or an azureml: code asset")
     return job.code
+
+
+def announce_upload(compiled: Any, warn: Any = None) -> bool:
+    """Before submit: warn when the local code folder the SDK is about to upload is unusually
+    large (naming its biggest files); True when it is big enough for a progress bar."""
+    job = compiled.job
+    folder = data.code_folder(job) if job is not None else None
+    if folder is None:
+        return False
+    files = packaging.scan(folder)  # the same files the SDK picks: .amlignore, else .gitignore
+    warning = packaging.large_folder_warning(files)
+    if warning:
+        (warn or log.warning)(warning)
+    return sum(f.size for f in files) > packaging.PROGRESS_ABOVE_BYTES
 
 
 def _exports(job: DistributedJob, notes: list[Note]) -> dict[str, str]:

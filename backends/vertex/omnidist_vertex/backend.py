@@ -265,10 +265,12 @@ class VertexBackend(Backend):
         return job, tuple(notes)
 
     def submit(self, compiled: CompiledJob, settings: VertexSettings) -> JobHandle:
-        """Create the CustomJob (retried without ever making two)."""
-        from omnidist_vertex import client
+        """Upload a local code folder (once per content), then create the CustomJob (retried
+        without ever making two)."""
+        from omnidist_vertex import client, staging
 
-        name = client.submit(compiled.request, settings, self.request_id(), sleep=self.sleep)
+        request = staging.stage(compiled, settings, sleep=self.sleep)
+        name = client.submit(request, settings, self.request_id(), sleep=self.sleep)
         return JobHandle(
             backend=self.name, id=name, url=self.console_url(name, settings), settings=settings, driver=self
         )
