@@ -174,8 +174,10 @@ def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO) -> 
                     tar.addfile(info, fh)
 
 
-def large_folder_warning(files: tuple[CodeFile, ...], limit: int = LARGE_FOLDER_BYTES) -> Optional[str]:
-    """A warning naming the biggest files when the folder ships more than ``limit`` bytes."""
+def large_folder_warning(files: tuple[CodeFile, ...], limit: Optional[int] = None) -> Optional[str]:
+    """A warning naming the biggest files when the folder ships more than ``limit`` bytes
+    (default :data:`LARGE_FOLDER_BYTES`)."""
+    limit = LARGE_FOLDER_BYTES if limit is None else limit
     total = sum(f.size for f in files)
     if total <= limit:
         return None

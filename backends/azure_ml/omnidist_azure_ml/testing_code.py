@@ -6,8 +6,8 @@ folder itself, honouring ``.amlignore`` / ``.gitignore``):
 
 1. ``GET …/codes/{name}/versions?hash=H&hashVersion=V``: a code version with this content
    already? Then it is reused and nothing is uploaded (once per content).
-2. ``POST …/codes/{name}/versions/{version}/startPendingUpload``: a SAS URL for a blob
-   container (here: this server, ``/blob/…``).
+2. ``POST …/codes/{name}/versions/{version}/startPendingUpload``: a SAS URL for a fresh
+   blob container (here: this server, ``/blob/code-uploads-N``).
 3. Blob storage (``azure-storage-blob`` with the SAS): list the asset's prefix, ``PUT`` each
    file, set metadata on them.
 4. ``PUT …/codes/{name}/versions/{version}``: the code version, whose ``codeUri`` points at
@@ -18,6 +18,7 @@ folder itself, honouring ``.amlignore`` / ``.gitignore``):
 
 from __future__ import annotations
 
+import itertools
 import re
 import threading
 from typing import Any
@@ -46,7 +47,7 @@ class FakeAzureCode:
 
     Attributes:
         versions: ``(name, version)`` -> the code version resource as PUT.
-        blobs: blob path in the container -> bytes.
+        blobs: ``container/blob path`` -> bytes.
     """
 
     def __init__(self, server: FakeServer):
@@ -55,18 +56,20 @@ class FakeAzureCode:
         self.blobs: dict[str, bytes] = {}
         self.metadata: dict[str, dict[str, str]] = {}
         self._lock = threading.Lock()
+        self._containers = itertools.count(1)
         server.route("GET", CODES + "$", self.list_versions)
         server.route("POST", CODES + r"/(?P<version>[^/]+)/startPendingUpload$", self.start_pending_upload)
         server.route("PUT", CODES + r"/(?P<version>[^/]+)$", self.put_version)
         server.route("GET", CODES + r"/(?P<version>[^/]+)$", self.get_version)
-        server.route("GET", rf"^/blob/{CONTAINER}$", self.list_blobs)
-        server.route("PUT", rf"^/blob/{CONTAINER}/(?P<blob>.+)$", self.put_blob)
-        server.route("GET", rf"^/blob/{CONTAINER}/(?P<blob>.+)$", self.get_blob)
-        server.route("HEAD", rf"^/blob/{CONTAINER}/(?P<blob>.+)$", self.get_blob)
+        blob = rf"^/blob/(?P<container>{CONTAINER}-\d+)/(?P<blob>.+)$"
+        server.route("GET", rf"^/blob/(?P<container>{CONTAINER}-\d+)$", self.list_blobs)
+        server.route("PUT", blob, self.put_blob)
+        server.route("GET", blob, self.get_blob)
+        server.route("HEAD", blob, self.get_blob)
 
     def uploaded_files(self) -> list[str]:
-        """The blob paths written (the code folder's files, under their asset folder)."""
-        return sorted(self.blobs)
+        """The blob paths written (the code folder's files), over every upload."""
+        return sorted(name.split("/", 1)[1] for name in self.blobs)
 
     # --- management -------------------------------------------------------------------------
 
@@ -87,7 +90,7 @@ class FakeAzureCode:
         return Response(200, {"value": found})
 
     def start_pending_upload(self, rec: Recorded, m: re.Match) -> Response:
-        container = f"{self.server.url}/blob/{CONTAINER}"
+        container = f"{self.server.url}/blob/{CONTAINER}-{next(self._containers)}"
         return Response(200, {
             "blobReferenceForConsumption": {
                 "blobUri": container,
@@ -118,12 +121,12 @@ class FakeAzureCode:
     def list_blobs(self, rec: Recorded, m: re.Match) -> Response:
         if not self._signed(rec):
             return _blob_error(403, "AuthenticationFailed", "Signature did not match")
-        prefix = (rec.query.get("prefix") or [""])[0]
+        prefix = f"{m['container']}/" + (rec.query.get("prefix") or [""])[0]
         with self._lock:
-            names = [n for n in sorted(self.blobs) if n.startswith(prefix)]
+            names = [n.split("/", 1)[1] for n in sorted(self.blobs) if n.startswith(prefix)]
         items = "".join(f"<Blob><Name>{n}</Name><Properties><Content-Length>{len(self.blobs[n])}</Content-Length>"
                         "<BlobType>BlockBlob</BlobType></Properties><Metadata>"
-                        + "".join(f"<{k}>{v}</{k}>" for k, v in self.metadata.get(n, {}).items())
+                        + "".join(f"<{k}>{v}</{k}>" for k, v in self.metadata.get(f"{m['container']}/{n}", {}).items())
                         + "</Metadata></Blob>" for n in names)
         return Response(200, f'<?xml version="1.0" encoding="utf-8"?><EnumerationResults ContainerName="{CONTAINER}">'
                              f"<Prefix>{prefix}</Prefix><Blobs>{items}</Blobs><NextMarker /></EnumerationResults>",
@@ -132,7 +135,7 @@ class FakeAzureCode:
     def put_blob(self, rec: Recorded, m: re.Match) -> Response:
         if not self._signed(rec):
             return _blob_error(403, "AuthenticationFailed", "Signature did not match")
-        name = unquote(m["blob"])
+        name = f"{m['container']}/{unquote(m['blob'])}"
         meta = {k[len("x-ms-meta-"):]: v for k, v in rec.headers.items() if k.lower().startswith("x-ms-meta-")}
         stamp = {"ETag": '"0x1"', "Last-Modified": "Mon, 01 Jan 2024 00:00:00 GMT"}
         with self._lock:
@@ -146,7 +149,7 @@ class FakeAzureCode:
         return Response(201, None, stamp)
 
     def get_blob(self, rec: Recorded, m: re.Match) -> Response:
-        name = unquote(m["blob"])
+        name = f"{m['container']}/{unquote(m['blob'])}"
         with self._lock:
             data = self.blobs.get(name)
             meta = self.metadata.get(name, {})
