@@ -176,7 +176,7 @@ def literal_values(job: DistributedJob) -> Values:
     return {("inputs", name): inp.text for name, inp in job.inputs.items() if inp.literal}
 
 
-def check_references(job: DistributedJob, also_declared: Mapping[str, Iterable[str]] = {}) -> None:
+def check_references(job: DistributedJob, also_declared: Optional[Mapping[str, Iterable[str]]] = None) -> None:
     """Every ``${{inputs.X}}`` / ``${{outputs.X}}`` in the job names a declared input or output.
 
     Raises:

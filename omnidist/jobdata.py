@@ -267,7 +267,7 @@ def _roles(job: Any) -> Iterator[tuple[str, Any]]:
             yield name, role
 
 
-def undeclared(job: Any, also_declared: Mapping[str, Any] = {}) -> list[Problem]:
+def undeclared(job: Any, also_declared: Optional[Mapping[str, Any]] = None) -> list[Problem]:
     """A problem for each reference to an input or output the job does not declare.
 
     Args:
@@ -275,7 +275,8 @@ def undeclared(job: Any, also_declared: Mapping[str, Any] = {}) -> list[Problem]
             own ``backends.azure_ml.inputs``, which imported jobs carry).
     """
     problems: list[Problem] = []
-    declared = {kind: [*getattr(job, kind), *also_declared.get(kind, ())] for kind in ("inputs", "outputs")}
+    extra = also_declared or {}
+    declared = {kind: [*getattr(job, kind), *extra.get(kind, ())] for kind in ("inputs", "outputs")}
     for path, text in program_texts(job):
         for kind, name in references(text):
             if name not in declared[kind]:

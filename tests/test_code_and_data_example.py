@@ -58,3 +58,22 @@ def test_importers_take_the_compiled_requests_back_or_refuse_cleanly(in_example,
     except OmnidistError:
         return  # reading code/data back from native formats is not supported yet: a clean refusal
     assert job.name == "mnli-probe"
+
+
+@pytest.mark.parametrize("job, backend, code, message", [
+    ({"args": ["${{inputs.trian}}"], "inputs": {"train": "gs://b/t"}}, "vertex", 2,
+     "job.yaml: args[0]: refers to ${{inputs.trian}}, but inputs declares no 'trian'. Did you mean 'train'?"),
+    ({"code": "./src", "command": ["python", "t.py"]}, "local", 2, "job.yaml: code: the code folder './src'"),
+    ({"image": None, "framework_version": "9.9", "command": ["x"]}, "azure_ml", 2,
+     "framework_version: Azure ML (curated environments) has no prebuilt pytorch 9.9; versions: 2.0"),
+    ({"command": [], "args": ["--epochs", "3"]}, "azure_ml", 3, "azure_ml cannot express command"),
+    ({"inputs": {"d": "gs://b/d"}, "command": ["x"]}, "azure_ml", 3, "azure_ml cannot express inputs.d"),
+])
+def test_the_cli_exits_with_the_code_and_names_the_field(tmp_path, job, backend, code, message):
+    from omnidist import serde
+    from omnidist.testing.cli import run_cli
+
+    body = {"name": "t", "framework": "pytorch", "image": "trainer.example/t:1", "primary": {}, **job}
+    (tmp_path / "job.yaml").write_text(serde.dump_yaml({k: v for k, v in body.items() if v is not None}))
+    result = run_cli("compile", "job.yaml", "--backend", backend, cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.returncode == code and message in result.stderr and "Traceback" not in result.stderr

@@ -129,7 +129,7 @@ def _environment(job: DistributedJob, settings: AzureMLSettings, notes: list[Not
             f"Give the job an image, or a registered environment in {SETTINGS}.environment.")
     reference = prebuilt.environment(job.framework, job.framework_version)
     if reference is None:
-        raise data.unknown_version(job, known, "Azure ML's curated environments")
+        raise data.unknown_version(job, known, "Azure ML (curated environments)")
     notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{SETTINGS}.environment",
                       message=f"{reference} (the curated {job.framework.value} {job.framework_version} environment)"))
     return attrs.evolve(settings, environment=reference)

@@ -103,6 +103,8 @@ def test_golden_rich_job(tmp_path):
     (container({"code": "gs://bucket/src"}), "code"),
     (container({"image": None, "framework": "horovod", "framework_version": "0.28"}),
      "framework_version with framework horovod"),
+    (container({"primary": {"accelerator": "A100:8"}, "workers": {"replicas": 1, "accelerator": "none"}}),
+     "workers.accelerator"),  # accelerator: none on workers: another VM size than the primary's
 ])
 def test_what_azure_cannot_run_exits_3(tmp_path, data, feature):
     with pytest.raises(UnsupportedFeatureError) as info:
