@@ -149,7 +149,7 @@ def test_the_example_compiles(monkeypatch, tmp_path):
     monkeypatch.chdir(EXAMPLE)
     monkeypatch.delenv("OMNIDIST_PROFILE", raising=False)
     compiled = omnidist.compile(EXAMPLE / "job.yaml", profile="azure")
-    rest = loaded(EXAMPLE, compiled.request)
+    rest = loaded(tmp_path, {**compiled.request, "code": str(EXAMPLE / "src")})  # nothing written into the example
     assert rest["inputs"]["train"]["uri"] == "azureml://datastores/workspaceblobstore/paths/my-bucket/mnli/"
 
 
