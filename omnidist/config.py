@@ -9,6 +9,9 @@ Profiles from all of them are available; a profile defined in a nearer file wins
 
 The backend is ``--backend`` / ``backend=``, :func:`use`, ``OMNIDIST_BACKEND``, else the
 profile's, else ``local``. Settings precedence: the job's ``backends.<name>`` block > profile > defaults.
+
+``data_map`` (SPEC §7: prefix rewrites from where a job's data is named to where a backend
+finds it) is a profile setting every built-in backend reads (:mod:`omnidist.data`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,10 @@ from omnidist.errors import ConfigError, ValidationError
 from omnidist.job import DistributedJob
 
 DEFAULT_BACKEND = "local"
+
+PORTABLE_SETTINGS = frozenset({"data_map"})
+"""Profile settings about the job rather than the cloud: every built-in backend reads them, so
+they follow an overridden backend; a plugin backend without them skips them instead of failing."""
 
 _session: dict[str, Optional[str]] = {"profile": None, "backend": None}
 
@@ -180,6 +187,7 @@ def settings_for(
             # The backend was overridden: carry over what the other backend understands too
             # (project, region between the Google backends), leave the rest.
             body = {k: v for k, v in body.items() if k in known}
+        body = {k: v for k, v in body.items() if k in known or k not in PORTABLE_SETTINGS}
         layers.append((body, profile.source, f"profiles.{profile.name}"))
     if job is not None and backend in job.backends:
         layers.append((job.backends[backend], job.source, f"backends.{backend}"))

@@ -15,8 +15,9 @@ from typing import Any, Literal, Optional, Union
 
 import attrs
 
-from omnidist import accelerators
+from omnidist import accelerators, jobdata
 from omnidist.errors import ValidationError
+from omnidist.jobdata import NO_ACCELERATOR, JobInput, JobOutput
 
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 AUTO: Literal["auto"] = "auto"
@@ -167,10 +168,13 @@ class Accelerator:
 Replicas = Union[int, Literal["auto"]]
 
 
-def _to_accelerator(value: Union[Accelerator, str, Mapping[str, Any], None]) -> Optional[Accelerator]:
-    """The Python API takes the job file's spellings too: ``"V100:8"`` or ``{type, count}``."""
+def _to_accelerator(value: Union[Accelerator, str, Mapping[str, Any], None]) -> Union[Accelerator, str, None]:
+    """The Python API takes the job file's spellings too: ``"V100:8"``, ``{type, count}``, or
+    ``none`` (no accelerator, instead of inheriting the primary's)."""
     if value is None or isinstance(value, Accelerator):
         return value
+    if isinstance(value, str) and value.strip().lower() == NO_ACCELERATOR:
+        return NO_ACCELERATOR
     try:
         if isinstance(value, str):
             return Accelerator.parse(value)
@@ -192,7 +196,8 @@ class Role:
     """
 
     replicas: Replicas = attrs.field(default=1)
-    accelerator: Optional[Accelerator] = attrs.field(default=None, converter=_to_accelerator)
+    accelerator: Optional[Union[Accelerator, Literal["none"]]] = attrs.field(default=None, converter=_to_accelerator)
+    """``none`` means no accelerator even where the role would inherit the primary's."""
     cpus: Optional[float] = attrs.field(default=None, validator=_positive)
     memory_gb: Optional[float] = attrs.field(default=None, validator=_positive)
     disk_gb: Optional[int] = attrs.field(default=None, validator=_positive)
@@ -243,6 +248,16 @@ class DistributedJob:
     command: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _to_argv(v) or ())
     args: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _to_argv(v) or ())
     env: dict[str, str] = attrs.field(factory=dict, converter=_to_str_map, validator=_env_names)
+    # SPEC §7: description, code, entrypoint and data (omnidist.jobdata holds the rules).
+    description: Optional[str] = None
+    code: Optional[str] = None
+    """A folder shipped with the job: a local path (relative to the job file) or a gs:// / azureml: URI."""
+    module: Optional[str] = attrs.field(default=None, validator=jobdata.check_module)
+    """Instead of ``command``: ``python -m MODULE ARGS``, run from ``code``."""
+    framework_version: Optional[str] = attrs.field(default=None, validator=jobdata.check_framework_version)
+    """With no ``image``: the cloud's prebuilt training container for framework + version."""
+    inputs: dict[str, JobInput] = attrs.field(factory=dict, converter=jobdata.to_inputs)
+    outputs: dict[str, JobOutput] = attrs.field(factory=dict, converter=jobdata.to_outputs)
     primary: Role = attrs.field(factory=Role)
     workers: Optional[Role] = None
     parameter_servers: Optional[Role] = None
@@ -275,6 +290,7 @@ class DistributedJob:
 
     def __attrs_post_init__(self) -> None:
         _role_auto_only_for_reducers(self)
+        jobdata.check_job(self)
 
     def __repr__(self) -> str:
         from omnidist import display

@@ -8,6 +8,7 @@ the inheritance rules below hold identically on every cloud:
   ``accelerator``, ``cpus``, ``memory_gb``, ``disk_gb`` (and image/command/args/env) default
   to the primary's;
 - parameter servers and reduction servers inherit no hardware (they are CPU roles);
+- ``accelerator: none`` on a role means no accelerator, even where it would inherit one;
 - a role's ``env`` is merged over the job's (and, for workers/evaluators, the primary's).
 """
 
@@ -20,6 +21,7 @@ from typing import Optional
 import attrs
 
 from omnidist.job import AUTO, Accelerator, DistributedJob, Role, RoleName
+from omnidist.jobdata import NO_ACCELERATOR
 
 _INHERITS_FROM_PRIMARY = frozenset({RoleName.WORKERS, RoleName.EVALUATORS})
 
@@ -57,6 +59,12 @@ def _pick(*values):
     return next((v for v in values if v is not None), None)
 
 
+def _accelerator(role: Role, base: Role) -> Optional[Accelerator]:
+    # `accelerator: none` stops the inheritance instead of leaving it open.
+    picked = _pick(role.accelerator, base.accelerator)
+    return None if picked == NO_ACCELERATOR else picked
+
+
 def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[EffectiveRole]:
     """The role with inheritance applied, or ``None`` when the job does not have it."""
     name = RoleName(name)
@@ -67,7 +75,7 @@ def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[Effect
     return EffectiveRole(
         name=name,
         replicas=role.replicas,
-        accelerator=_pick(role.accelerator, base.accelerator),
+        accelerator=_accelerator(role, base),
         cpus=_pick(role.cpus, base.cpus),
         memory_gb=_pick(role.memory_gb, base.memory_gb),
         disk_gb=_pick(role.disk_gb, base.disk_gb),

@@ -23,8 +23,10 @@ import yaml
 from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, IterableValidationError
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, override
 
+from omnidist import jobdata
 from omnidist.errors import Problem, ValidationError
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Replicas, Role
+from omnidist.jobdata import NO_ACCELERATOR, JobInput, JobOutput
 
 T = TypeVar("T")
 
@@ -199,12 +201,37 @@ def _attrs_structure_factory(cls: type) -> Any:
 _converter.register_structure_hook_factory(attrs.has, _attrs_structure_factory)
 _structure_accelerator_mapping = make_dict_structure_fn(Accelerator, _converter, _cattrs_forbid_extra_keys=True)
 _converter.register_structure_hook(Accelerator, _structure_accelerator)
+
+
+# --- SPEC §7 shapes: accelerator none, inputs, outputs, framework_version -----------------------
+
+def _structure_role_accelerator(value: Any, _: type) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() == NO_ACCELERATOR:
+        return NO_ACCELERATOR
+    return _structure_accelerator(value, Accelerator)
+
+
+def _structure_version(value: Any, _: type) -> Optional[str]:
+    # Not the lenient str hook: YAML reads 2.10 as the number 2.1, so a number is refused.
+    if value is None or isinstance(value, str):
+        return value
+    raise ValueError(f'write the version as a string, e.g. "2.12" (YAML reads an unquoted {value!r} as a number)')
+
+
+_register_exact(Optional[Union[Accelerator, Literal["none"]]], _structure_role_accelerator)
+_register_exact(dict[str, JobInput], lambda v, _: jobdata.to_inputs(v, field=""))
+_register_exact(dict[str, JobOutput], lambda v, _: jobdata.to_outputs(v, field=""))
+_converter.register_unstructure_hook(JobInput, JobInput.to_data)
+_converter.register_unstructure_hook(JobOutput, JobOutput.to_data)
 _converter.register_structure_hook(
     DistributedJob,
     make_dict_structure_fn(
         DistributedJob, _converter, _cattrs_forbid_extra_keys=True,
         source=override(omit=True),
         timeout=override(struct_hook=lambda v, _: None if v is None else parse_duration(v)),
+        framework_version=override(struct_hook=_structure_version),
     ),
 )
 

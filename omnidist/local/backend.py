@@ -25,7 +25,7 @@ from omnidist import accelerators
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
 from omnidist.errors import NotFoundError, ValidationError
 from omnidist.job import DistributedJob, Framework, Role, RoleName
-from omnidist.local import plan, runner
+from omnidist.local import code_data, plan, runner
 from omnidist.local.environments import EMULATIONS, PLATFORM_PREFIXES, PLATFORM_VARIABLES
 from omnidist.local.runs import RunDir, runs_root
 from omnidist.runtime import hints
@@ -43,6 +43,12 @@ def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> No
         raise ValidationError(f"must be >= 0 seconds, got {value}", path=attribute.name)
 
 
+def _data_map(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    from omnidist import data
+
+    data.check_data_map(instance, attribute, value)
+
+
 @attrs.frozen(kw_only=True)
 class LocalSettings:
     """Settings of the local backend (profile keys and the job's ``backends.local`` block).
@@ -56,6 +62,8 @@ class LocalSettings:
         grace_period: seconds between SIGTERM and SIGKILL when replicas are stopped.
         use_chief_in_tf_config: AI Platform emulation names the primary ``chief`` instead of
             ``master`` (also read from the job's ``backends.ai_platform`` block).
+        data_map: prefix rewrites that turn remote input/output/code URIs into local folders
+            (``{"gs://bkt/" = "/data/bkt/"}``).
     """
 
     emulate: str = attrs.field(default="vertex", validator=_one_of(EMULATIONS))
@@ -64,6 +72,7 @@ class LocalSettings:
     runs_dir: Optional[str] = None
     grace_period: float = attrs.field(default=5.0, validator=_non_negative)
     use_chief_in_tf_config: bool = False
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=_data_map)
 
 
 STATES = {
@@ -146,7 +155,7 @@ class LocalBackend(Backend):
             counts[role] = counts.get(role, 0) + 1
         first = replicas[0]
         env = {k: str(v) for k, v in (first.get("env") or {}).items()
-               if k not in PLATFORM_VARIABLES and not k.startswith(PLATFORM_PREFIXES) and k not in hints.ALL}
+               if k not in PLATFORM_VARIABLES and not k.startswith(PLATFORM_PREFIXES) and not hints.is_hint(k)}
         hinted = first.get("env") or {}
         roles = {name.value: Role(replicas=counts[name.singular]) for name in RoleName
                  if name is not RoleName.PRIMARY and name.singular in counts}
@@ -160,7 +169,9 @@ class LocalBackend(Backend):
             err: Optional[IO[str]] = None) -> runner.RunResult:
         """Run the job in the foreground (``omnidist run``) and return how it ended."""
         err = err or sys.stderr
-        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)))
+        run_dir = runs_root(settings.runs_dir) / self.new_run_id(job.name)  # where outputs land (SPEC §7)
+        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)), run_dir)
+        code_data.make_output_dirs(job, settings, run_dir)
         for note in plan.notes(job, settings):
             err.write(f"omnidist: note: {note.message}\n")
         err.flush()
@@ -172,12 +183,13 @@ class LocalBackend(Backend):
         if job is None:
             raise ValidationError("the local backend submits compiled jobs that carry their job; "
                                   "use omnidist.submit(job) or omnidist.compile(job, backend='local')")
-        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)))
         run_id = self.new_run_id(job.name)
         store = RunDir(runs_root(settings.runs_dir) / run_id)
+        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)), store.path)
         store.create({"job": job.name, "emulate": settings.emulate, "grace_period": settings.grace_period,
                       "notes": [n.message for n in plan.notes(job, settings)],
                       "replicas": [s.to_dict() for s in specs]})
+        code_data.make_output_dirs(job, settings, store.path)
         with open(store.path / "supervisor.log", "ab") as log:
             child = subprocess.Popen([sys.executable, "-m", "omnidist.local.runner", str(store.path)],
                                      stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,

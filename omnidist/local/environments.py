@@ -83,7 +83,7 @@ def inherited(environ: dict[str, str]) -> dict[str, str]:
     from omnidist.runtime import hints
 
     return {k: v for k, v in environ.items()
-            if k not in PLATFORM_VARIABLES and k not in hints.ALL and not k.startswith(PLATFORM_PREFIXES)}
+            if k not in PLATFORM_VARIABLES and not hints.is_hint(k) and not k.startswith(PLATFORM_PREFIXES)}
 
 
 def _hosts(slots: Sequence[Slot], *roles: RoleName) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Optional
 
 import attrs
@@ -18,7 +19,7 @@ from omnidist import lowering
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, RoleName
-from omnidist.local import environments
+from omnidist.local import code_data, environments
 from omnidist.local.environments import Slot
 
 PREVIEW_PORT = 29500
@@ -108,8 +109,17 @@ def workdir(job: DistributedJob, setting: Optional[str]) -> str:
     return os.path.abspath(folder)
 
 
-def build(job: DistributedJob, settings: Any, ports: Sequence[int]) -> list[ReplicaSpec]:
-    """The processes to start for ``job`` under ``settings.emulate``, in pool order.
+def preview_run_dir(job: DistributedJob, settings: Any) -> Path:
+    """The run folder ``compile`` shows (``run`` and ``submit`` make a real one per run)."""
+    from omnidist.local.runs import runs_root
+
+    return runs_root(getattr(settings, "runs_dir", None)) / f"{job.name}-preview"
+
+
+def build(job: DistributedJob, settings: Any, ports: Sequence[int],
+          run_dir: Optional[Path] = None) -> list[ReplicaSpec]:
+    """The processes to start for ``job`` under ``settings.emulate``, in pool order; outputs
+    land in ``run_dir`` (default: :func:`preview_run_dir`).
 
     Raises:
         ValidationError: a role has no command to run.
@@ -117,12 +127,13 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int]) -> list[Repl
             evaluators, or parameter servers outside TensorFlow).
     """
     _check_emulation(job, settings.emulate)
+    job, local = code_data.prepare(job, settings, run_dir or preview_run_dir(job, settings))  # SPEC §7
     placed = slots(job, ports)
     platform = environments.platform_env(job, settings.emulate, placed, use_chief=use_chief(job, settings))
-    cwd = workdir(job, settings.workdir)
+    cwd = workdir(job, settings.workdir or local.cwd)
     specs = []
     for slot, platform_vars in zip(placed, platform):
-        role = lowering.effective_role(job, slot.role)
+        role = local.role(lowering.effective_role(job, slot.role))
         if not role.command:
             raise ValidationError(f"{slot.role.value} has no command; the local backend runs the job's command "
                                   "(e.g. command: [python, train.py])", source=job.source, path="command")
@@ -140,7 +151,7 @@ def use_chief(job: DistributedJob, settings: Any) -> bool:
 
 def notes(job: DistributedJob, settings: Any) -> list[Note]:
     """What running locally changes about the job, one note each."""
-    found = []
+    found = list(code_data.prepare(job, settings, preview_run_dir(job, settings))[1].notes)
     images = sorted({r.image for r in lowering.effective_roles(job) if r.image})
     if images:
         found.append(Note(kind=NoteKind.DROPPED, field="image", message=f"image {', '.join(images)} is not used; "

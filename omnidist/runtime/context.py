@@ -52,6 +52,12 @@ class RuntimeContext:
         job_name: the portable job's name when the compiler told the container (hint).
         framework: the job's framework when the compiler told the container (hint).
         source: the environment variable(s) the context was read from (``""`` for none).
+        inputs: input name -> where it is inside the container (a path, a URI or a literal),
+            from the compiler's ``OMNIDIST_INPUT_*`` hints (SPEC §7).
+        outputs: output name -> where it goes, from ``OMNIDIST_OUTPUT_*``.
+        model_dir: where to save the model: Vertex ``AIP_MODEL_DIR`` (as its ``/gcs/`` path),
+            AI Platform ``--job-dir``, ``OMNIDIST_MODEL_DIR``, the output named ``model``, or
+            Azure ML's ``./outputs`` (uploaded with the job); ``None`` when nothing says.
     """
 
     platform: str = "none"
@@ -70,6 +76,10 @@ class RuntimeContext:
     job_name: Optional[str] = None
     framework: Optional[str] = None
     source: str = ""
+    # SPEC §7: the job's data as this container sees it (filled by omnidist.runtime.detect).
+    inputs: dict[str, str] = dataclasses.field(default_factory=dict)
+    outputs: dict[str, str] = dataclasses.field(default_factory=dict)
+    model_dir: Optional[str] = None
 
     @property
     def trains(self) -> bool:

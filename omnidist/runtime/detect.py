@@ -43,7 +43,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Callable, Mapping
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Optional
 
 from omnidist.runtime import hints
@@ -378,6 +379,38 @@ SOURCES: tuple[tuple[str, Callable[[Env], bool], Callable[[Env], RuntimeContext]
 """The detection order: (name, is it present?, parser); the first present source wins."""
 
 
+# --- the job's data (SPEC §7) -------------------------------------------------------------------
+
+AZURE_OUTPUTS_DIR = "outputs"
+"""Azure ML uploads what a job writes to ``./outputs`` with the job: its model folder by default."""
+
+
+def _job_dir(argv: Sequence[str]) -> Optional[str]:
+    """``--job-dir VALUE`` / ``--job-dir=VALUE`` on the command line (AI Platform passes ``jobDir``)."""
+    for i, arg in enumerate(argv):
+        if arg.startswith("--job-dir=") or arg.startswith("--job_dir="):
+            return arg.split("=", 1)[1]
+        if arg in ("--job-dir", "--job_dir") and i + 1 < len(argv):
+            return argv[i + 1]
+    return None
+
+
+def _fuse(uri: str) -> str:
+    return "/gcs/" + uri[len("gs://"):] if uri.startswith("gs://") else uri
+
+
+def _with_data(ctx: RuntimeContext, env: Env, argv: Sequence[str]) -> RuntimeContext:
+    """``inputs``, ``outputs`` and ``model_dir`` from the hints and each platform's own sources."""
+    inputs = {k[len(hints.INPUT_PREFIX):]: v for k, v in env.items() if k.startswith(hints.INPUT_PREFIX)}
+    outputs = {k[len(hints.OUTPUT_PREFIX):]: v for k, v in env.items() if k.startswith(hints.OUTPUT_PREFIX)}
+    model_dir = (_fuse(env["AIP_MODEL_DIR"]) if env.get("AIP_MODEL_DIR") else None) or _job_dir(argv) \
+        or env.get(hints.MODEL_DIR) or outputs.get("model")
+    if model_dir is None and ctx.platform == "azure_ml":
+        model_dir = os.path.abspath(AZURE_OUTPUTS_DIR)
+    return dataclasses.replace(ctx, inputs=dict(sorted(inputs.items())), outputs=dict(sorted(outputs.items())),
+                               model_dir=model_dir)
+
+
 # --- refinement ------------------------------------------------------------------------------
 
 def _refine(ctx: RuntimeContext, env: Env) -> RuntimeContext:
@@ -408,11 +441,12 @@ def _refine(ctx: RuntimeContext, env: Env) -> RuntimeContext:
     return dataclasses.replace(ctx, **changes)
 
 
-def context(environ: Optional[Env] = None) -> RuntimeContext:
-    """The normalized runtime context of this process (SPEC §5).
+def context(environ: Optional[Env] = None, argv: Optional[Sequence[str]] = None) -> RuntimeContext:
+    """The normalized runtime context of this process (SPEC §5, with §7's data).
 
     Args:
         environ: the variables to read (default: ``os.environ``).
+        argv: the command line, for AI Platform's ``--job-dir`` (default: ``sys.argv``).
 
     Raises:
         RuntimeEnvError: a platform variable is present but malformed; it is named.
@@ -420,5 +454,5 @@ def context(environ: Optional[Env] = None) -> RuntimeContext:
     env = os.environ if environ is None else environ
     for _, present, parse in SOURCES:
         if present(env):
-            return _refine(parse(env), env)
+            return _with_data(_refine(parse(env), env), env, sys.argv if argv is None else argv)
     raise AssertionError("unreachable: the last source is always present")  # pragma: no cover

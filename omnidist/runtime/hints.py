@@ -10,7 +10,16 @@ where a platform is vague (standard library only: this runs inside training cont
                                 role its own environment (Vertex pools, the local backend)
 ``OMNIDIST_POOL2_ROLE``         what Vertex's workerpool2 holds: parameter_server or
                                 reduction_server (the platform does not say)
+``OMNIDIST_INPUT_<NAME>``       where input NAME is inside the container (a path, a URI or a
+                                literal), for ``context().inputs``
+``OMNIDIST_OUTPUT_<NAME>``      where output NAME goes, for ``context().outputs``
+``OMNIDIST_MODEL_DIR``          where to save the model, on platforms that set no variable
+                                of their own for it (the local backend)
 =============================  =============================================================
+
+On Azure ML the input and output values exist only once Azure has substituted
+``${{inputs.NAME}}`` into the command, so the compiler exports ``OMNIDIST_INPUT_*`` /
+``OMNIDIST_OUTPUT_*`` at the start of the command instead of in ``environment_variables``.
 
 Backends add them per role; a user value of the same name wins. Importers drop them, since
 they are derived from the job. Legacy AI Platform has no environment field, so it carries
@@ -23,10 +32,21 @@ PROCESSES_PER_NODE = "OMNIDIST_PROCESSES_PER_NODE"
 ROLE = "OMNIDIST_ROLE"
 POOL2_ROLE = "OMNIDIST_POOL2_ROLE"
 
-ALL = (JOB_NAME, FRAMEWORK, PROCESSES_PER_NODE, ROLE, POOL2_ROLE)
+INPUT_PREFIX = "OMNIDIST_INPUT_"
+OUTPUT_PREFIX = "OMNIDIST_OUTPUT_"
+MODEL_DIR = "OMNIDIST_MODEL_DIR"
+
+ALL = (JOB_NAME, FRAMEWORK, PROCESSES_PER_NODE, ROLE, POOL2_ROLE, MODEL_DIR)
 PREFIX = "OMNIDIST_"
+DATA_PREFIXES = (INPUT_PREFIX, OUTPUT_PREFIX)
+"""Prefixes of the per-name data hints (one variable per input or output)."""
+
+
+def is_hint(name: str) -> bool:
+    """True for a variable omnidist's compilers add (dropped again by importers)."""
+    return name in ALL or name.startswith(DATA_PREFIXES)
 
 
 def strip(env: dict[str, str]) -> dict[str, str]:
     """``env`` without the hint variables (for importers)."""
-    return {k: v for k, v in env.items() if k not in ALL}
+    return {k: v for k, v in env.items() if not is_hint(k)}

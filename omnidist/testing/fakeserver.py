@@ -36,6 +36,8 @@ class Recorded:
     query: dict[str, list[str]]
     headers: dict[str, str]
     body: Any
+    raw: bytes = b""
+    """The body's bytes as sent (uploads: ``body`` is decoded JSON or text)."""
 
 
 @attrs.frozen
@@ -154,7 +156,7 @@ class FakeServer:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        record = Recorded(method, parts.path, parse_qs(parts.query), dict(handler.headers.items()), body)
+        record = Recorded(method, parts.path, parse_qs(parts.query), dict(handler.headers.items()), body, raw)
         with self._lock:
             self.requests.append(record)
         fault = self._next_fault(method, parts.path)
@@ -210,6 +212,9 @@ class FakeServer:
             def do_DELETE(self) -> None:
                 server._handle("DELETE", self)
 
+            def do_HEAD(self) -> None:
+                server._handle("HEAD", self)
+
         return _Handler
 
 
@@ -227,7 +232,8 @@ def _send(handler: BaseHTTPRequestHandler, response: Response) -> None:
         handler.send_header(key, value)
     try:
         handler.end_headers()
-        handler.wfile.write(payload)
+        if handler.command != "HEAD":  # a HEAD answer has the GET's headers and no body
+            handler.wfile.write(payload)
         handler.wfile.flush()
     except (BrokenPipeError, ConnectionResetError):
         pass  # the client gave up (a timeout test): nothing left to answer

@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Optional
 
 import attrs
 
-from omnidist import display
+from omnidist import data, display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, RoleName
@@ -119,6 +119,9 @@ class AIPlatformSettings(ClientSettings):
         use_chief_in_tf_config: write ``chief`` instead of ``master`` into TF_CONFIG.
         scale_tier: ``CUSTOM`` (default); other tiers only for a single CPU replica without machine types.
         enable_web_access: interactive shell access to the replicas.
+        staging_bucket: gs://BUCKET[/PATH] where a local code folder is uploaded at submit.
+        storage_endpoint: Cloud Storage API endpoint for that upload (local test servers).
+        data_map: prefix rewrites for input, output and code URIs.
     """
 
     project: Optional[str] = None
@@ -137,6 +140,10 @@ class AIPlatformSettings(ClientSettings):
     use_chief_in_tf_config: bool = False
     scale_tier: str = attrs.field(default="CUSTOM", validator=_one_of(SCALE_TIERS))
     enable_web_access: bool = False
+    # Code and data (SPEC §7; omnidist_ai_platform.code_data).
+    staging_bucket: Optional[str] = attrs.field(default=None, validator=data.check_gs_prefix)
+    storage_endpoint: Optional[str] = None
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
 
     @property
     def package_mode(self) -> bool:
@@ -199,10 +206,11 @@ class AIPlatformBackend(Backend):
         return importer.import_with_notes(request)
 
     def submit(self, compiled: CompiledJob, settings: AIPlatformSettings) -> JobHandle:
-        """Create the job (a unique ``jobId`` suffix unless pinned; retried creates never duplicate)."""
-        from omnidist_ai_platform import client
+        """Upload a local code folder (once per content), then create the job (a unique ``jobId``
+        suffix unless pinned; retried creates never duplicate)."""
+        from omnidist_ai_platform import client, staging
 
-        body = dict(compiled.request)
+        body = dict(staging.stage(compiled, settings, sleep=self._sleep))
         if settings.job_id is None:
             body["jobId"] = f"{body['jobId']}_{self._suffix()}"
         with display.masking_errors(display.secret_values(body)):  # a 400 may quote an env value

@@ -19,7 +19,7 @@ from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole, effective_roles, has_gpus, size_reducers
 
-from omnidist_ai_platform import catalog
+from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.backend import NAME, REDUCER_IMAGE, ROLE_PREFIXES, AIPlatformSettings
 
 _SETTINGS_PATH = f"backends.{NAME}"
@@ -124,6 +124,8 @@ def replica_config(role: EffectiveRole, ctx: _Context, machine: Optional[Machine
             config["containerCommand"] = list(command)
         if role.args:
             config["containerArgs"] = list(role.args)
+    elif role.image and (role.name is RoleName.PRIMARY or role.image != ctx.master_image):
+        config["imageUri"] = role.image  # a package on a container (prebuilt PyTorch, or the job's image)
     if role.disk_gb:
         config["diskConfig"] = {"bootDiskSizeGb": role.disk_gb}
     return config
@@ -196,10 +198,11 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
             raise ValidationError("a Python-package job needs both python_module and package_uris",
                                   path=f"{_SETTINGS_PATH}.python_module")
         trainers = [r for r in roles.values() if r.name is not RoleName.REDUCTION_SERVERS]
-        if any(r.image or r.command for r in trainers):
+        if any(r.command for r in trainers) or (settings.runtime_version and any(r.image for r in trainers)):
             raise ValidationError(
-                "runtime_version/python_module jobs run Google's runtime image with your package: remove "
-                "the job's image and command, or remove the python settings to run the container",
+                "runtime_version/python_module jobs run your package (on Google's runtime image, or on a "
+                "container without a runtime_version): remove the job's command (and image, with a runtime "
+                "version), or remove the python settings to run the container",
                 path=_SETTINGS_PATH)
         if any(r.env for r in trainers):
             raise unsupported("env", "a Python-package job has no command to prefix with `env K=V …`, and "
@@ -251,8 +254,9 @@ def training_input(ctx: _Context) -> dict[str, Any]:
 def compile_job(job: DistributedJob, settings: AIPlatformSettings) -> CompiledJob:
     """Build the create body ``{"jobId", "labels", "trainingInput"}`` for ``job``."""
     labels.check(job.labels)  # the API answers 400 otherwise; the same rules as Vertex
-    roles = {role.name: role for role in effective_roles(job)}
     notes: list[Note] = []
+    job, settings, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
+    roles = {role.name: plan.role(role) for role in effective_roles(job)}
     check_job(job, settings, roles, notes)
     ctx = _Context(job=job, settings=settings, roles=roles, notes=notes)
     body: dict[str, Any] = {"jobId": settings.job_id or derive_job_id(job.name)}

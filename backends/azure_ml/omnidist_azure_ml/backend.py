@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import display
+from omnidist import data, display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
@@ -132,6 +132,8 @@ class AzureMLSettings(ClientSettings):
     credential: str = attrs.field(default="default", validator=_choice(CREDENTIALS))
     endpoint: Optional[str] = None
     """Resource-manager base URL override (tests, local endpoints, sovereign clouds)."""
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    """Prefix rewrites for input, output and code URIs (``{"gs://bkt/" = "azureml://datastores/ds/paths/"}``)."""
 
 
 def _random_suffix() -> str:
@@ -185,10 +187,13 @@ class AzureMLBackend(Backend):
         """PUT the job under ``<display_name>-<suffix>``, one name per submit, reused on retry."""
         from omnidist_azure_ml import client
 
+        from omnidist_azure_ml import code_data
+
         name = f"{compiled.request.get('display_name', 'omnidist')}-{self._suffix()}"
         origin = compiled.job.source if compiled.job is not None else None
         with display.masking_errors(display.secret_values(compiled.request)):  # a 400 may quote an env value
-            url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep)
+            url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep,
+                                show_progress=code_data.announce_upload(compiled))
         return JobHandle(backend=self.name, id=name, url=url or self.console_url(name, settings),
                          settings=settings, driver=self)
 

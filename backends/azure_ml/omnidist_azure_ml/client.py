@@ -70,8 +70,9 @@ def credential(settings: AzureMLSettings) -> Any:
     return DefaultAzureCredential()
 
 
-def ml_client(settings: AzureMLSettings) -> Any:
-    """An ``MLClient`` for the configured workspace, with the SDK's retries off.
+def ml_client(settings: AzureMLSettings, show_progress: bool = False) -> Any:
+    """An ``MLClient`` for the configured workspace, with the SDK's retries off (and its upload
+    progress bar shown when ``show_progress``).
 
     Raises:
         ConfigError: subscription_id, resource_group or workspace is missing.
@@ -87,7 +88,7 @@ def ml_client(settings: AzureMLSettings) -> Any:
     logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
     # connection_timeout/read_timeout reach every service client's RequestsTransport (azure-core's
     # ConnectionConfiguration), so each HTTP call is bounded by request_timeout_s, not 300 s.
-    kwargs: dict[str, Any] = {"retry_total": 0, "enable_telemetry": False, "show_progress": False,
+    kwargs: dict[str, Any] = {"retry_total": 0, "enable_telemetry": False, "show_progress": show_progress,
                               "connection_timeout": settings.request_timeout_s,
                               "read_timeout": settings.request_timeout_s}
     if settings.endpoint:
@@ -95,8 +96,22 @@ def ml_client(settings: AzureMLSettings) -> Any:
         # The SDK keeps clouds in a process-wide table keyed by name: one name per endpoint.
         kwargs["cloud"] = f"omnidist-{base}"
         kwargs["cloud_metadata"] = {**PUBLIC_CLOUD, "resource_manager": base}
+        if not base.lower().startswith("https"):
+            kwargs["per_call_policies"] = [_plain_http_policy()]
     return MLClient(credential(settings), settings.subscription_id, settings.resource_group,
                     settings.workspace, **kwargs)
+
+
+def _plain_http_policy() -> Any:
+    """A pipeline policy that lets bearer tokens go to a plain-http endpoint (local test servers):
+    some SDK calls (the code upload's asset lookup) do not pass ``enforce_https`` themselves."""
+    from azure.core.pipeline.policies import SansIOHTTPPolicy
+
+    class AllowPlainHttp(SansIOHTTPPolicy):
+        def on_request(self, request: Any) -> None:
+            request.context.options.setdefault("enforce_https", False)
+
+    return AllowPlainHttp()
 
 
 def translate(exc: BaseException) -> OmnidistError:
@@ -148,7 +163,7 @@ def _find(client: Any, name: str) -> Any:
 
 
 def submit(request: Mapping[str, Any], settings: AzureMLSettings, *, name: str, source: Optional[str] = None,
-           sleep: Sleep = None) -> str:
+           sleep: Sleep = None, show_progress: bool = False) -> str:
     """Create the command job ``request`` as ``name``; returns its studio URL.
 
     The YAML goes through ``azure.ai.ml.load_job`` (the SDK's own schema checks) and
@@ -156,9 +171,11 @@ def submit(request: Mapping[str, Any], settings: AzureMLSettings, *, name: str, 
     """
     from azure.ai.ml import load_job
 
-    client = ml_client(settings)
+    client = ml_client(settings, show_progress=show_progress)  # the SDK uploads a local code folder itself
     text = serde.dump_yaml({**request, "name": name})
-    origin = os.path.dirname(os.path.abspath(source)) if source else os.getcwd()
+    # load_job resolves relative paths (code, local inputs) against the *parent* of this origin,
+    # so it is the job file itself (or a file name in the current folder).
+    origin = os.path.abspath(source) if source else os.path.join(os.getcwd(), "job.yml")
     attempts = {"count": 0}
 
     def create() -> Any:

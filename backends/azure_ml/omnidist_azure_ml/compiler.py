@@ -20,7 +20,7 @@ from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole
 
-from omnidist_azure_ml import catalog
+from omnidist_azure_ml import catalog, code_data
 from omnidist_azure_ml.backend import (
     FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES, AzureMLSettings,
 )
@@ -248,19 +248,17 @@ def _explicit_sku(name: str, primary: EffectiveRole, need_ib: bool, notes: list[
 def compile_job(job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
     """The whole command job; see the module docstring and docs/backends/azure_ml.md."""
     notes: list[Note] = []
-    primary = check_roles(job)
+    job, settings, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
+    primary = plan.primary(check_roles(job))
     nodes = nodes_for(job, primary, settings, notes)
     request: dict[str, Any] = {
         "$schema": SCHEMA,
         "type": "command",
         "display_name": job.name,
         "experiment_name": settings.experiment_name or job.name,
-        "command": command_to_native(primary),
+        "command": plan.command(command_to_native(primary)),
     }
-    if settings.code:
-        request["code"] = settings.code
-    if settings.inputs:
-        request["inputs"] = dict(settings.inputs)
+    request.update(plan.fields())
     request["environment"] = environment_to_native(primary, settings, notes)
     compute = compute_to_native(settings)
     if compute:

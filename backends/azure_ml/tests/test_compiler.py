@@ -295,13 +295,16 @@ def test_args_are_shell_quoted(compile_, to_rest):
     assert to_rest(compiled.request)["command"] == compiled.request["command"]
 
 
-@pytest.mark.parametrize("fields, path", [
-    ({"image": None}, "image"),
-    ({"command": [], "args": []}, "command"),
-])
-def test_missing_program_is_a_validation_error(fields, path, compile_):
-    with pytest.raises(ValidationError, match=rf"^{path}: "):
+def test_missing_image_is_a_validation_error(compile_):
+    with pytest.raises(ValidationError, match=r"^image: "):
+        compile_(job(image=None))
+
+
+@pytest.mark.parametrize("fields", [{"command": [], "args": []}, {"command": [], "args": ["--epochs", "3"]}])
+def test_a_job_without_a_command_cannot_run_the_images_entrypoint(fields, compile_):
+    with pytest.raises(UnsupportedFeatureError) as info:
         compile_(job(**fields))
+    assert info.value.feature == "command" and info.value.exit_code == 3
 
 
 @pytest.mark.parametrize("key, value", [("shm_size", "lots"), ("job_tier", "gold"), ("priority", "urgent"),

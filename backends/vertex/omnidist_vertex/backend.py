@@ -14,7 +14,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import display
+from omnidist import data, display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
 from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
@@ -200,6 +200,13 @@ class VertexSettings(ClientSettings):
     create_settle_s: float = attrs.field(default=30.0, validator=_at_least_zero)
     """After a create timed out and a retry made the job, how long to keep looking for a late
     copy made by the timed-out create (which is then cancelled)."""
+    # Code and data (SPEC §7; omnidist_vertex.code_data).
+    staging_bucket: Optional[str] = attrs.field(default=None, validator=data.check_gs_prefix)
+    """gs://BUCKET[/PATH] where a local code folder is uploaded at submit (once per content)."""
+    storage_endpoint: Optional[str] = None
+    """Cloud Storage API endpoint for the code upload (private endpoints, local test servers)."""
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    """Prefix rewrites for input, output and code URIs (``{"azureml://…/" = "gs://bkt/…/"}``)."""
 
 
 # --- the backend ----------------------------------------------------------------------------------
@@ -256,11 +263,13 @@ class VertexBackend(Backend):
         return job, tuple(notes)
 
     def submit(self, compiled: CompiledJob, settings: VertexSettings) -> JobHandle:
-        """Create the CustomJob (retried without ever making two)."""
-        from omnidist_vertex import client
+        """Upload a local code folder (once per content), then create the CustomJob (retried
+        without ever making two)."""
+        from omnidist_vertex import client, staging
 
-        with display.masking_errors(display.secret_values(compiled.request)):  # a 400 may quote an env value
-            name = client.submit(compiled.request, settings, self.request_id(), sleep=self.sleep)
+        request = staging.stage(compiled, settings, sleep=self.sleep)
+        with display.masking_errors(display.secret_values(request)):  # a 400 may quote an env value
+            name = client.submit(request, settings, self.request_id(), sleep=self.sleep)
         return JobHandle(
             backend=self.name, id=name, url=self.console_url(name, settings), settings=settings, driver=self
         )

@@ -19,6 +19,7 @@ from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, has_gpus, size_reducers
 from omnidist.runtime import hints
+from omnidist_vertex import code_data
 from omnidist_vertex.backend import ACCELERATOR_TYPES, POOL_INDEX, VertexSettings, reduction_server_image
 
 BACKEND = "vertex"
@@ -265,7 +266,8 @@ def container_to_native(role: EffectiveRole, job: DistributedJob, settings: Vert
         image, command, args = role.image, role.command, role.args
     if not image:
         raise ValidationError(
-            "Vertex runs containers: set image (for the job or this role)", path=f"{role.name.value}.image"
+            "Vertex runs containers: set image (for the job or this role), or framework_version for a "
+            "prebuilt container", path=f"{role.name.value}.image"
         )
     env = env_with_hints(role, job)
     # Hints first, then the user's variables by name: a stable order that survives an import
@@ -348,7 +350,8 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     """The CustomJob for ``job``, with diagnostics."""
     notes: list[Note] = []
     labels.check(job.labels)
-    roles = {r.name: r for r in effective_roles(job)}
+    job, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
+    roles = {r.name: plan.role(r) for r in effective_roles(job)}
     check_reducers(job, roles, notes)
     placements = {name: place(role, job, settings, notes) for name, role in roles.items()}
     pools: list[dict[str, Any]] = [{}, {}, {}, {}]
@@ -358,7 +361,7 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
             if name is RoleName.REDUCTION_SERVERS
             else _count(role)
         )
-        pools[POOL_INDEX[name]] = pool_to_native(role, replicas, placements[name], job, settings)
+        pools[POOL_INDEX[name]] = plan.pool(pool_to_native(role, replicas, placements[name], job, settings), role)
     while pools and not pools[-1]:
         pools.pop()  # skipped pools in the middle stay as {}; trailing ones go
     spec: dict[str, Any] = {"workerPoolSpecs": pools}
@@ -366,6 +369,7 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     if scheduling:
         spec["scheduling"] = scheduling
     spec.update(spec_extras(settings))
+    spec.update(plan.spec_extras())
     request: dict[str, Any] = {"displayName": job.name, "jobSpec": spec}
     if job.labels:
         request["labels"] = dict(job.labels)

@@ -1,0 +1,111 @@
+"""Code, data and entrypoints when the job runs on this machine (SPEC §7). Pure: it computes
+paths; :func:`make_output_dirs` is the one function that touches the disk.
+
+- ``code``: the local folder is the replicas' working directory (the ``workdir`` setting
+  still wins); ``module`` runs ``python -m MODULE ARGS`` there.
+- ``inputs``: local paths (relative to the job file) and plain ``http(s)`` URLs are used as
+  they are; any other URI is exit 3 unless ``data_map`` maps it to a local folder
+  (``data_map = {"gs://bkt/" = "/data/bkt/"}``).
+- ``outputs``: local paths are used as they are; ``default`` outputs, and remote ones no
+  ``data_map`` entry maps, land in the run folder (``<run>/outputs/NAME``).
+- References are replaced in argv and env; the runtime gets ``OMNIDIST_INPUT_*``,
+  ``OMNIDIST_OUTPUT_*`` and, for an output named ``model``, ``OMNIDIST_MODEL_DIR`` (not under
+  AI Platform emulation, whose platform has no environment variables to carry them).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Optional
+
+import attrs
+
+from omnidist import data
+from omnidist.backend import Note, NoteKind
+from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.job import DistributedJob, RoleName
+from omnidist.jobdata import JobInput, JobOutput
+from omnidist.lowering import EffectiveRole
+from omnidist.runtime import hints
+
+BACKEND = "local"
+NO_HINTS = frozenset({"ai_platform"})
+"""Emulations whose platform cannot carry the runtime's data hints."""
+
+
+@attrs.frozen(kw_only=True)
+class LocalData:
+    """Where the job's code runs and where each input and output is on this machine."""
+
+    job: DistributedJob
+    values: data.Values
+    cwd: Optional[str]
+    outputs: dict[str, str]
+    model_dir: Optional[str]
+    notes: tuple[Note, ...]
+    hints: bool
+
+    def role(self, role: EffectiveRole) -> EffectiveRole:
+        """The role with its module entrypoint, references replaced, and the data hints."""
+        if role.name is RoleName.REDUCTION_SERVERS:
+            return role
+        role = data.substituted(data.with_module(role, self.job), self.values)
+        if not self.hints:
+            return role
+        extra = data.data_hints(self.values)
+        if self.model_dir:
+            extra[hints.MODEL_DIR] = self.model_dir
+        return attrs.evolve(role, env={**extra, **role.env})
+
+
+def prepare(job: DistributedJob, settings: Any, run_dir: Path) -> tuple[DistributedJob, LocalData]:
+    """Apply ``data_map``, resolve the code folder, and place every input and output."""
+    job, notes = data.apply_data_map(job, getattr(settings, "data_map", None) or {})
+    cwd = _code(job)
+    outputs: dict[str, str] = {}
+
+    def output(name: str, out: JobOutput) -> str:
+        if out.scheme == "local":
+            path = str(data.local_path(job, out.uri))
+        else:
+            path = str(run_dir / "outputs" / name)
+            if not out.default:
+                notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"outputs.{name}",
+                                  message=f"written to the run folder's outputs/{name}, not {out.uri} (map its "
+                                          "prefix to a local folder with data_map to choose)"))
+        outputs[name] = path
+        return path
+
+    values = data.resolve(job, lambda name, inp: _input(name, inp, job), output)
+    model_dir = outputs.get("model")
+    return job, LocalData(job=job, values=values, cwd=cwd, outputs=outputs, model_dir=model_dir,
+                          notes=tuple(notes), hints=settings.emulate not in NO_HINTS)
+
+
+def _code(job: DistributedJob) -> Optional[str]:
+    if job.code is None:
+        return None
+    folder = data.code_folder(job)
+    if folder is None:
+        raise data.foreign("code", BACKEND, job.code, "code from a local folder")
+    return str(folder)
+
+
+def _input(name: str, inp: JobInput, job: DistributedJob) -> str:
+    if inp.scheme in ("http", "https"):
+        return inp.uri
+    if inp.scheme != "local":
+        raise UnsupportedFeatureError(
+            f"inputs.{name}", BACKEND, f"{inp.uri} is not on this machine.",
+            f'Copy it here and map its prefix to the folder in the profile, e.g. data_map = '
+            f'{{"{inp.uri.rsplit("/", 1)[0]}/" = "/data/"}}.')
+    path = data.local_path(job, inp.uri)
+    if not path.exists():
+        raise ValidationError(f"{inp.uri} ({path}) does not exist", source=job.source, path=f"inputs.{name}")
+    return str(path)
+
+
+def make_output_dirs(job: DistributedJob, settings: Any, run_dir: Path) -> None:
+    """Create every output folder (before the replicas start); nothing for a job without outputs."""
+    for path in prepare(job, settings, run_dir)[1].outputs.values():
+        Path(path).mkdir(parents=True, exist_ok=True)
