@@ -9,19 +9,19 @@ decided (:mod:`omnidist.local.native`) comes in as a :class:`~omnidist.local.nat
   replica, ``TF_CONFIG`` with ``chief``, ``worker``, ``ps`` (evaluators and reduction servers
   are not in its cluster); plus the ``OMNIDIST_*`` hints. Reduction servers are listed in
   ``workerpool2`` (with addresses nothing listens on: Google's reducer image is not run here).
-- ``ai_platform``: ``CLUSTER_SPEC`` and ``TF_CONFIG`` with ``master`` (``chief`` when compile
-  sets ``useChiefInTfConfig``: for TensorFlow jobs, with a Reduction Server, or when asked),
-  ``worker``, ``ps`` (reduction servers take the ``ps`` slot, as compile places them); no hints,
-  because legacy AI Platform has no environment field to carry them.
+- ``ai_platform``: ``CLUSTER_SPEC`` and ``TF_CONFIG`` (``job``: the compiled ``trainingInput``)
+  with ``master`` (``chief`` when compile sets ``useChiefInTfConfig``: for TensorFlow jobs, with
+  a Reduction Server, or when asked), ``worker``, ``ps`` (reduction servers take the ``ps`` slot,
+  as compile places them); no hints, because legacy AI Platform has no environment field.
 - ``azure_ml``: by framework (:data:`AZURE_DISTRIBUTIONS`): the PyTorch variables, MPI's
   ``OMPI_COMM_WORLD_*`` + ``AZ_BATCH_MASTER_NODE``, or ``TF_CONFIG`` with ``worker`` and a
   (possibly empty: Azure writes ``"ps": []``) ``ps``; always ``AZUREML_RUN_ID``,
-  ``AZUREML_NODE_COUNT``, ``AZUREML_CR_NODE_RANK`` and ``AZ_BATCH_HOST_LIST``; hints without ``OMNIDIST_ROLE`` (one
-  environment for all nodes). Each node runs the processes Azure would start there
-  (``process_count_per_instance``, one for ``omnidist launch`` commands), each with its own
-  ``RANK``/``LOCAL_RANK`` (PyTorch) or ``OMPI_COMM_WORLD_RANK``/``LOCAL_RANK`` (MPI). Since all
-  nodes share one host here, ``AZ_BATCH_HOST_LIST`` entries carry ports (``127.0.0.1:PORT``);
-  Azure's carry host names only.
+  ``AZUREML_NODE_COUNT``, ``AZUREML_CR_NODE_RANK`` and ``AZ_BATCH_HOST_LIST``; hints without
+  ``OMNIDIST_ROLE`` (one environment for all nodes). Each node runs the processes Azure would
+  start there (``process_count_per_instance``, one for ``omnidist launch`` commands), each with
+  its own ``RANK``/``LOCAL_RANK`` (PyTorch) or ``OMPI_COMM_WORLD_RANK``/``LOCAL_RANK`` (MPI).
+  Since all nodes share one host here, ``AZ_BATCH_HOST_LIST`` entries carry ports
+  (``127.0.0.1:PORT``); Azure's carry host names only.
 - ``none``: no platform variables; every replica sees a single-process world.
 """
 
@@ -142,7 +142,7 @@ def ai_platform(job: DistributedJob, slots: Sequence[Slot], native: Native) -> l
         if not slot.runs:
             continue
         task = {"type": types[slot.role], "index": slot.index}
-        spec = {"cluster": cluster, "environment": "cloud", "task": task, "job": {}}
+        spec = {"cluster": cluster, "environment": "cloud", "task": task, "job": native.job_spec}
         result.append({"CLUSTER_SPEC": json.dumps(spec), "TF_CONFIG": json.dumps(spec)})
     return result
 

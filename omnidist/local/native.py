@@ -4,7 +4,8 @@ Emulating a platform means giving replicas what that platform would give them fo
 ``omnidist compile`` sends it. So the emulation compiles the job with the emulated platform's
 backend (when its plugin is installed) and follows the result: it refuses what compile refuses
 (with the same error and exit code), lists the Reduction Server pool compile sized, writes the
-compiled CustomJob spec into Vertex's ``CLUSTER_SPEC``, names the AI Platform primary ``chief``
+compiled job (Vertex's CustomJob spec, AI Platform's ``trainingInput``) as ``CLUSTER_SPEC``'s
+``job``, names the AI Platform primary ``chief``
 when compile sets ``useChiefInTfConfig``, and starts as many processes per Azure ML node as
 compile asks Azure to start. Without the plugin, the core's own rules stand in and a note says so.
 
@@ -41,7 +42,8 @@ class Native:
         reducers: Reduction Server replicas the platform lists in its cluster (never run locally).
         processes_per_node: processes the platform itself starts on each training node (Azure ML).
         use_chief: AI Platform's ``useChiefInTfConfig``.
-        job_spec: Vertex's CustomJob spec, which it writes into ``CLUSTER_SPEC``'s ``job``.
+        job_spec: what the platform writes as ``CLUSTER_SPEC``'s and ``TF_CONFIG``'s ``job``: Vertex's
+            CustomJob spec, AI Platform's ``trainingInput``.
         notes: compile notes that matter to a local run, and what the emulation could not check.
     """
 
@@ -76,7 +78,8 @@ def _vertex(job: DistributedJob, compiled: CompiledJob) -> dict[str, Any]:
 def _ai_platform(job: DistributedJob, compiled: CompiledJob) -> dict[str, Any]:
     training = compiled.request.get("trainingInput", {})
     reducers = int(training.get("parameterServerCount", 0)) if job.reduction_servers is not None else 0
-    return {"reducers": reducers, "use_chief": bool(training.get("useChiefInTfConfig", False))}
+    return {"reducers": reducers, "use_chief": bool(training.get("useChiefInTfConfig", False)),
+            "job_spec": training}
 
 
 def _azure_ml(job: DistributedJob, compiled: CompiledJob) -> dict[str, Any]:

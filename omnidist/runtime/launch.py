@@ -27,7 +27,7 @@ PROGRAM_NAMES = frozenset({"omnidist"})
 
 
 def is_launch_command(argv: Sequence[str]) -> bool:
-    """True for ``omnidist launch …`` (also ``/path/to/omnidist launch …`` and ``python -m omnidist.cli launch``)."""
+    """True for ``omnidist launch …``, ``/path/to/omnidist launch …`` and ``python -m omnidist.cli launch …``."""
     argv = list(argv)
     if len(argv) >= 4 and argv[1] == "-m" and argv[2] in ("omnidist", "omnidist.cli"):
         argv = argv[2:]

@@ -121,6 +121,7 @@ def test_ai_platform(framework, use_chief, name):
     spec = json.loads(envs[0]["CLUSTER_SPEC"])
     assert sorted(spec["cluster"]) == sorted([name, "worker", "ps"]) and spec["task"] == {"type": name, "index": 0}
     assert json.loads(envs[0]["TF_CONFIG"]) == spec
+    assert spec["job"]["workerCount"] == 2 and spec["job"]["masterConfig"]["containerCommand"] == ["python", "t.py"]
     assert hint_env(demo, "ai_platform", RoleName.PRIMARY) == {}  # the platform has no env field for hints
     found = [context(env) for env in envs]
     assert [(c.platform, c.role, c.node_rank) for c in found] == [

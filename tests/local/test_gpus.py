@@ -71,7 +71,8 @@ def test_each_replica_gets_its_own_gpus():
     launch = job(processes_per_node=2, command=("omnidist", "launch", "--", "t.py"))
     specs = plan.build(launch, settings(), range(3), gpus=[str(i) for i in range(8)])
     assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["0,1", "2,3", "4,5"]
-    azure = plan.build(job(processes_per_node=2), settings(emulate="azure_ml"), range(3), gpus=[str(i) for i in range(6)])
+    six = [str(i) for i in range(6)]
+    azure = plan.build(job(processes_per_node=2), settings(emulate="azure_ml"), range(3), gpus=six)
     assert [(s.label, s.env["CUDA_VISIBLE_DEVICES"]) for s in azure] == [
         ("primary-0.0", "0"), ("primary-0.1", "1"), ("worker-0.0", "2"), ("worker-0.1", "3"), ("worker-1.0", "4"),
         ("worker-1.1", "5")]

@@ -117,3 +117,35 @@ def test_ports_must_cover_every_replica():
     with pytest.raises(ValueError, match="3 replicas need 3 ports"):
         plan.slots(layout, [1])
     assert plan.replica_count(demo(primary=Role(accelerator="V100:8"), reduction_servers=Role(replicas=4))) == 3
+
+
+def test_ai_platform_emulation_carries_processes_per_node_as_compile_does():
+    """Legacy AI Platform has no field (and no env field for the hint): a launch command carries
+    the count, exactly as compile writes it, so the world is 2 nodes x 2 processes, not 2."""
+    import omnidist
+
+    job = demo(command=["omnidist", "launch", "--", "train.py"], args=[], processes_per_node=2, env={},
+               workers=Role(replicas=2))
+    specs = plan.build(job, settings(emulate="ai_platform"), range(3))
+    compiled = omnidist.compile(job, backend="ai_platform").request["trainingInput"]
+    assert all(s.argv == tuple(compiled["masterConfig"]["containerCommand"]) for s in specs)
+    assert specs[0].argv == ("omnidist", "launch", "--nproc-per-node=2", "--", "train.py")
+    assert "OMNIDIST_PROCESSES_PER_NODE" not in specs[0].env  # the platform has no env field for it
+    found = [n for n in plan.notes(job, settings(emulate="ai_platform")) if n.field == "processes_per_node"]
+    assert [n.kind for n in found] == [NoteKind.APPROXIMATED] and "ai_platform compile:" in found[0].message
+
+
+def test_ai_platform_emulation_says_loudly_when_the_platform_drops_processes_per_node():
+    job = demo(processes_per_node=2)
+    specs = plan.build(job, settings(emulate="ai_platform"), range(3))
+    assert specs[0].argv == (sys.executable, "train.py", "--lr", "1")
+    (note,) = [n for n in plan.notes(job, settings(emulate="ai_platform")) if n.field == "processes_per_node"]
+    assert note.kind is NoteKind.DROPPED and "legacy has no field for it" in note.message
+
+
+def test_azure_tensorflow_emulation_notes_the_empty_ps():
+    job = demo(framework="tensorflow", workers=Role(replicas=2))
+    (note,) = [n for n in plan.notes(job, settings(emulate="azure_ml")) if n.field == "TF_CONFIG"]
+    assert '"ps": []' in note.message and "init_tensorflow()" in note.message
+    with_ps = demo(framework="tensorflow", workers=Role(replicas=2), parameter_servers=Role(replicas=1))
+    assert not [n for n in plan.notes(with_ps, settings(emulate="azure_ml")) if n.field == "TF_CONFIG"]

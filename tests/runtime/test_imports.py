@@ -16,7 +16,8 @@ from omnidist.runtime.devices import torch_placement
 ctx = context({"CLUSTER_SPEC": '{"cluster": {"workerpool0": ["h:1"]}, "task": {"type": "workerpool0", "index": 0}}'})
 launch_argv(ctx, ["train.py"], environ={})
 ctx.tf_config(); ctx.torch_env(); ctx.to_dict(); torch_placement(2, 0, 2)
-tf = {"AZUREML_RUN_ID": "r", "TF_CONFIG": '{"cluster": {"worker": ["h:1", "h:2"], "ps": []}, "task": {"type": "worker", "index": 0}}'}
+tf = {"AZUREML_RUN_ID": "r",
+      "TF_CONFIG": '{"cluster": {"worker": ["h:1", "h:2"], "ps": []}, "task": {"type": "worker", "index": 0}}'}
 init_tensorflow(tf)
 plan_launch(context(tf), ["train.py"], environ=tf)
 print(json.dumps(sorted(set(sys.modules) - before)))
