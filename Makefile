@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 BACKENDS := backends/vertex backends/ai_platform backends/azure_ml
 STAMP := $(VENV)/.omnidist-installed
 
-.PHONY: setup run test bench clean
+.PHONY: setup run gpu-check test bench clean
 
 setup: $(STAMP)
 
@@ -16,6 +16,14 @@ $(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACK
 	touch $(STAMP)
 
 run: setup
+	$(VENV)/bin/omnidist run examples/ddp/job.yaml
+
+# On a machine with NVIDIA GPUs and a CUDA build of torch: the GPU-only tests (they skip elsewhere),
+# then the example (one GPU per replica with nccl, or every replica on the CPU with a note).
+gpu-check: setup
+	nvidia-smi -L
+	$(PY) -c "import torch; print('torch', torch.__version__, 'CUDA devices:', torch.cuda.device_count())"
+	$(PY) -m pytest -q -p no:xdist -rs tests/runtime/test_init_torch.py tests/local/test_gpus.py
 	$(VENV)/bin/omnidist run examples/ddp/job.yaml
 
 # pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.

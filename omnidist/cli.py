@@ -233,19 +233,26 @@ def launch(nproc_per_node: Optional[int], dry_run: bool, command: tuple[str, ...
     """Start this node's processes with torchrun, wired from the platform: omnidist launch -- train.py ARGS…
 
     Training nodes run `python -m torch.distributed.run --nnodes … --node_rank … --master_addr …
-    --master_port … --nproc_per_node … COMMAND`; other roles run COMMAND directly. The
-    command replaces this process (exec), so signals reach it unchanged.
+    --master_port … --nproc_per_node … COMMAND`; other roles, TensorFlow jobs, and processes the
+    platform already launched (Azure ML per-process, mpirun, torchrun) run COMMAND directly,
+    with TF_CONFIG made acceptable to TensorFlow. The command replaces this process (exec),
+    so signals reach it unchanged.
     """
     import os
     import shlex
 
     from omnidist import runtime
-    from omnidist.runtime.launch import launch_argv
+    from omnidist.runtime.launch import plan_launch
 
-    argv = launch_argv(runtime.context(), command, nproc_per_node)
+    plan = plan_launch(runtime.context(), command, nproc_per_node)
+    argv = list(plan.argv)
+    for note in plan.notes:
+        click.echo(f"omnidist launch: note: {note}", err=True)
     if dry_run:
-        click.echo(shlex.join(argv))
+        click.echo(" ".join(f"{k}={shlex.quote(v)}" for k, v in plan.env.items()) + " " * bool(plan.env)
+                   + shlex.join(argv))
         return
+    os.environ.update(plan.env)
     click.echo(f"omnidist launch: {shlex.join(argv)}", err=True)
     sys.stdout.flush()
     sys.stderr.flush()

@@ -1,7 +1,9 @@
-"""A small PyTorch DDP training on synthetic data (CPU, gloo), portable across clouds.
+"""A small PyTorch DDP training on synthetic data, portable across clouds and devices.
 
 The same file runs on Vertex AI, AI Platform, Azure ML, under torchrun, and locally with
-`omnidist run job.yaml`: `omnidist.runtime.init_torch()` reads whatever the platform set.
+`omnidist run job.yaml`: `omnidist.runtime.init_torch()` reads whatever the platform set and
+picks nccl on a GPU of this process's own, else gloo on the CPU; `runtime.torch_device()` is
+where the model and the data go.
 """
 
 import argparse
@@ -24,22 +26,27 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.05)
     args = parser.parse_args()
 
-    ctx = runtime.init_torch()  # gloo on CPU, nccl when CUDA is available
+    ctx = runtime.init_torch()  # nccl on this process's own GPU, else gloo on the CPU
+    device = runtime.torch_device()
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"{ctx.platform}: {ctx.role} {ctx.index} is rank {rank} of {world} "
-          f"(node {ctx.node_rank}/{ctx.num_nodes}, master {ctx.master_addr}:{ctx.master_port})", flush=True)
+          f"(node {ctx.node_rank}/{ctx.num_nodes}, master {ctx.master_addr}:{ctx.master_port}, "
+          f"{dist.get_backend()} on {device})", flush=True)
 
-    # Every rank draws its own shard of y = X·w + noise from the same true w.
+    # Every rank draws its own shard of y = X·w + noise from the same true w (drawn on the CPU,
+    # so every device sees the same numbers).
     torch.manual_seed(0)
     true_w = torch.randn(16, 1)
     data = torch.Generator().manual_seed(1000 + rank)
-    model = DistributedDataParallel(torch.nn.Linear(16, 1))
+    layer = torch.nn.Linear(16, 1).to(device)
+    model = DistributedDataParallel(layer, device_ids=[device.index] if device.type == "cuda" else None)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.lr)
 
     losses = []
     for step in range(args.steps):
         x = torch.randn(args.batch_size, 16, generator=data)
         y = x @ true_w + 0.01 * torch.randn(args.batch_size, 1, generator=data)
+        x, y = x.to(device), y.to(device)
         loss = torch.nn.functional.mse_loss(model(x), y)
         optimizer.zero_grad()
         loss.backward()  # DDP all-reduces the gradients across every replica here
@@ -60,7 +67,7 @@ def main() -> None:
               f"replicas in sync: {in_sync}", flush=True)
     # Release DDP's hooks and wait for every rank before tearing the group down: gloo threads
     # still holding work at interpreter exit can abort the process (a known torch issue).
-    del model, optimizer, loss
+    del model, layer, optimizer, loss
     gc.collect()
     dist.barrier()
     dist.destroy_process_group()

@@ -25,8 +25,9 @@ from omnidist import accelerators
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
 from omnidist.errors import NotFoundError, ValidationError
 from omnidist.job import DistributedJob, Framework, Role, RoleName
-from omnidist.local import code_data, plan, runner
+from omnidist.local import code_data, gpus, plan, runner
 from omnidist.local.environments import EMULATIONS, PLATFORM_PREFIXES, PLATFORM_VARIABLES
+from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.runs import RunDir, runs_root
 from omnidist.runtime import hints
 
@@ -61,7 +62,9 @@ class LocalSettings:
         runs_dir: where ``submit`` keeps run directories (default ``~/.local/state/omnidist/runs``).
         grace_period: seconds between SIGTERM and SIGKILL when replicas are stopped.
         use_chief_in_tf_config: AI Platform emulation names the primary ``chief`` instead of
-            ``master`` (also read from the job's ``backends.ai_platform`` block).
+            ``master``, on top of what compile for ``ai_platform`` decides (it does for
+            TensorFlow jobs, with a Reduction Server, and when the job's ``backends.ai_platform``
+            block asks).
         data_map: prefix rewrites that turn remote input/output/code URIs into local folders
             (``{"gs://bkt/" = "/data/bkt/"}``).
     """
@@ -128,12 +131,16 @@ class LocalBackend(Backend):
     # --- pure -------------------------------------------------------------------------------
 
     def compile(self, job: DistributedJob, settings: LocalSettings) -> CompiledJob:
-        """The replicas that would run, with preview ports (``run``/``submit`` pick free ones)."""
-        count = plan.replica_count(job)
-        specs = plan.build(job, settings, range(plan.PREVIEW_PORT, plan.PREVIEW_PORT + count))
-        notes = plan.notes(job, settings)
+        """The replicas that would run, with preview ports (``run``/``submit`` pick free ones)
+        and no GPUs (``run``/``submit`` give them out: :mod:`omnidist.local.gpus`)."""
+        layout = plan.layout(job, settings)
+        ports = range(plan.PREVIEW_PORT, plan.PREVIEW_PORT + layout.port_count)
+        specs = plan.build(job, settings, ports, plan=layout)
+        notes = plan.notes(job, settings, plan=layout)
         notes.append(Note(kind=NoteKind.HINT, field="ports", message=f"ports {plan.PREVIEW_PORT}… are a preview; "
                           "omnidist run and submit use free ports chosen by the OS"))
+        notes.append(Note(kind=NoteKind.HINT, field="gpus", message="GPUs are given out when the job runs "
+                          f"(one {GPU_VARIABLE} per replica, from this machine's GPUs)"))
         request = {"emulate": settings.emulate, "replicas": [s.to_dict() for s in specs]}
         return CompiledJob(backend=self.name, request=request, diagnostics=notes, format=self.output_format, job=job)
 
@@ -147,12 +154,15 @@ class LocalBackend(Backend):
         if not isinstance(replicas, list) or not replicas or not all(isinstance(r, Mapping) for r in replicas):
             raise ValidationError("expected a non-empty list of replicas", path="replicas")
         counts: dict[str, int] = {}
+        seen: set[tuple[str, Any]] = set()
         for i, replica in enumerate(replicas):
             role = replica.get("role")
             if role not in {r.singular for r in RoleName} or not isinstance(replica.get("argv"), list):
                 raise ValidationError(f"each replica needs a role ({', '.join(r.singular for r in RoleName)}) "
                                       "and an argv list", path=f"replicas[{i}]")
-            counts[role] = counts.get(role, 0) + 1
+            if (role, replica.get("index", i)) not in seen:  # several processes of one replica count once
+                seen.add((role, replica.get("index", i)))
+                counts[role] = counts.get(role, 0) + 1
         first = replicas[0]
         env = {k: str(v) for k, v in (first.get("env") or {}).items()
                if k not in PLATFORM_VARIABLES and not k.startswith(PLATFORM_PREFIXES) and not hints.is_hint(k)}
@@ -170,12 +180,22 @@ class LocalBackend(Backend):
         """Run the job in the foreground (``omnidist run``) and return how it ended."""
         err = err or sys.stderr
         run_dir = runs_root(settings.runs_dir) / self.new_run_id(job.name)  # where outputs land (SPEC §7)
-        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)), run_dir)
+        specs, found = self._plan(job, settings, run_dir)
         code_data.make_output_dirs(job, settings, run_dir)
-        for note in plan.notes(job, settings):
+        for note in found:
             err.write(f"omnidist: note: {note.message}\n")
         err.flush()
         return runner.run(specs, out=out, err=err, grace=settings.grace_period)
+
+    @staticmethod
+    def _plan(job: DistributedJob, settings: LocalSettings, run_dir: Path) -> tuple[list[plan.ReplicaSpec], list[Note]]:
+        """The processes to start now (free ports, this machine's GPUs; outputs in ``run_dir``)
+        and the notes to print."""
+        layout = plan.layout(job, settings)
+        found = gpus.visible_gpus()
+        specs = plan.build(job, settings, runner.free_ports(layout.port_count), gpus=found, plan=layout,
+                           run_dir=run_dir)
+        return specs, plan.notes(job, settings, plan=layout, gpus=found)
 
     def submit(self, compiled: CompiledJob, settings: LocalSettings) -> JobHandle:
         """Start the run detached, under a supervisor that records it in a run directory."""
@@ -185,9 +205,9 @@ class LocalBackend(Backend):
                                   "use omnidist.submit(job) or omnidist.compile(job, backend='local')")
         run_id = self.new_run_id(job.name)
         store = RunDir(runs_root(settings.runs_dir) / run_id)
-        specs = plan.build(job, settings, runner.free_ports(plan.replica_count(job)), store.path)
+        specs, found = self._plan(job, settings, store.path)
         store.create({"job": job.name, "emulate": settings.emulate, "grace_period": settings.grace_period,
-                      "notes": [n.message for n in plan.notes(job, settings)],
+                      "notes": [n.message for n in found],
                       "replicas": [s.to_dict() for s in specs]})
         code_data.make_output_dirs(job, settings, store.path)
         with open(store.path / "supervisor.log", "ab") as log:

@@ -1,8 +1,10 @@
-"""Job -> the processes the local backend starts: one per replica, with its argv, env and cwd.
+"""Job -> the processes the local backend starts: one per replica (or per process the emulated
+platform starts itself), with its argv, env and cwd.
 
 Pure: no process is started and no port is opened here. Ports come in as an argument
 (:func:`omnidist.local.runner.free_ports` at run time, :data:`PREVIEW_PORT` onwards for
-``compile``), so the same job and ports always give the same plan.
+``compile``), and so do the machine's GPUs (:func:`omnidist.local.gpus.visible_gpus` at run
+time, none for ``compile``), so the same job, ports and GPUs always give the same plan.
 """
 
 from __future__ import annotations
@@ -18,9 +20,13 @@ import attrs
 from omnidist import lowering
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob, RoleName
+from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.local import code_data, environments
 from omnidist.local.environments import Slot
+from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
+from omnidist.local.gpus import GpuAssignment, assign_gpus
+from omnidist.local.native import Native, native
+from omnidist.runtime.launch import carry_processes_per_node
 
 PREVIEW_PORT = 29500
 """First port shown by ``compile``; ``run`` and ``submit`` use free ports chosen by the OS."""
@@ -31,13 +37,21 @@ PYTHON_NAMES = frozenset({"python", "python3"})
 AZURE_ROLES = frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS})
 """Roles an Azure ML command job has (parameter servers only with TensorFlow)."""
 
+TRAINING_ROLES = frozenset({RoleName.PRIMARY, RoleName.WORKERS})
+"""Roles whose replicas are nodes of the training world (they get GPUs)."""
+
+NO_HINT_FIELD = frozenset({"ai_platform"})
+"""Emulations whose platform cannot carry ``OMNIDIST_PROCESSES_PER_NODE``, so launch commands
+carry ``--nproc-per-node`` instead (as their compiler writes it)."""
+
 
 @attrs.frozen(kw_only=True)
 class ReplicaSpec:
     """One process to start: which replica it is, and how to start it.
 
     ``env`` holds what the job and the emulated platform set; the runner adds it over the
-    user's own environment (minus platform variables).
+    user's own environment (minus platform variables). ``process`` is the process's local
+    rank where the emulated platform starts several per node itself (Azure ML), else ``None``.
     """
 
     role: str
@@ -45,16 +59,20 @@ class ReplicaSpec:
     argv: tuple[str, ...] = attrs.field(converter=tuple)
     env: dict[str, str]
     cwd: str
+    process: Optional[int] = None
 
     @property
     def label(self) -> str:
-        """The output prefix: ``primary-0``, ``worker-1``…"""
-        return f"{self.role}-{self.index}"
+        """The output prefix: ``primary-0``, ``worker-1``… (``worker-1.3``: its process 3)."""
+        return f"{self.role}-{self.index}" + (f".{self.process}" if self.process is not None else "")
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data (the local backend's compiled request, the run directory's plan)."""
-        return {"role": self.role, "index": self.index, "argv": list(self.argv), "env": dict(self.env),
+        data = {"role": self.role, "index": self.index, "argv": list(self.argv), "env": dict(self.env),
                 "cwd": self.cwd}
+        if self.process is not None:
+            data["process"] = self.process
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ReplicaSpec:
@@ -63,37 +81,112 @@ class ReplicaSpec:
 
 
 def _check_emulation(job: DistributedJob, emulate: str) -> None:
-    """What the emulated platform cannot run is refused here, as that platform's compiler would."""
+    """Core rules for an emulated platform whose backend is not installed (with it installed,
+    its own compile decides: :mod:`omnidist.local.native`); the errors that compiler raises."""
     if emulate != "azure_ml":
         return
     for role in lowering.effective_roles(job):
         if role.name is RoleName.REDUCTION_SERVERS:
-            continue
+            raise UnsupportedFeatureError("reduction_servers", "azure_ml", "Azure ML has no Reduction Server; NCCL "
+                                          "all-reduce runs among the GPU nodes themselves.",
+                                          "Drop `reduction_servers`, or run under --emulate vertex.")
         if role.name not in AZURE_ROLES:
-            raise UnsupportedFeatureError(role.name.value, "local (azure_ml emulation)",
-                                          "an Azure ML command job has no such role.",
+            raise UnsupportedFeatureError(role.name.value, "azure_ml", "an Azure ML command job has no such role.",
                                           "Run it under --emulate vertex, or drop the role.")
-        if role.name is RoleName.PARAMETER_SERVERS and job.framework.value != "tensorflow":
-            raise UnsupportedFeatureError("parameter_servers", "local (azure_ml emulation)",
+        if role.name is RoleName.PARAMETER_SERVERS and job.framework is not Framework.TENSORFLOW:
+            raise UnsupportedFeatureError("parameter_servers", "azure_ml",
                                           "Azure ML has parameter servers only in TensorFlow distributions.",
                                           "Set framework: tensorflow, or run under --emulate vertex.")
 
 
-def _local_roles(job: DistributedJob) -> list[lowering.EffectiveRole]:
-    return [r for r in lowering.effective_roles(job) if r.name is not RoleName.REDUCTION_SERVERS]
+@attrs.frozen(kw_only=True)
+class Place:
+    """One replica of the emulated cluster before it has an address.
+
+    Attributes:
+        role: its role.
+        index: its index within the role.
+        runs: False for replicas the platform lists but the local backend does not start
+            (reduction servers run Google's image on real machines).
+        processes: processes the platform itself starts for it (Azure ML), else 1.
+    """
+
+    role: RoleName
+    index: int
+    runs: bool = True
+    processes: int = 1
+
+
+@attrs.frozen(kw_only=True)
+class Layout:
+    """Every replica of the emulated cluster, and what the platform's compiler decided (pure).
+
+    Attributes:
+        job: the job.
+        emulate: the emulated platform.
+        native: the emulated platform's compile decisions (:mod:`omnidist.local.native`).
+        places: every replica, in pool order.
+    """
+
+    job: DistributedJob
+    emulate: str
+    native: Native
+    places: tuple[Place, ...]
+
+    @property
+    def port_count(self) -> int:
+        """Addresses the cluster needs: one per replica, running or not."""
+        return len(self.places)
+
+
+def layout(job: DistributedJob, settings: Any) -> Layout:
+    """The emulated cluster: its replicas and the processes the platform starts for each.
+
+    Raises:
+        UnsupportedFeatureError: the emulated platform cannot run the job (compile's error).
+        ValidationError: the job is invalid for the emulated platform (compile's error).
+    """
+    followed = native(job, settings.emulate, bool(getattr(settings, "use_chief_in_tf_config", False)))
+    if followed.request is None:
+        _check_emulation(job, settings.emulate)
+    places: list[Place] = []
+    for role in lowering.effective_roles(job):
+        if role.name is RoleName.REDUCTION_SERVERS:
+            places += [Place(role=role.name, index=i, runs=False) for i in range(followed.reducers)]
+            continue
+        processes = followed.processes_per_node if role.name in TRAINING_ROLES else 1
+        places += [Place(role=role.name, index=i, processes=processes) for i in range(int(role.replicas))]
+    return Layout(job=job, emulate=settings.emulate, native=followed, places=tuple(places))
 
 
 def replica_count(job: DistributedJob) -> int:
-    """How many processes the job runs locally (reduction servers are not run)."""
-    return sum(int(r.replicas) for r in _local_roles(job))
+    """How many replicas of the job run locally (reduction servers are not run)."""
+    return sum(int(r.replicas) for r in lowering.effective_roles(job) if r.name is not RoleName.REDUCTION_SERVERS)
 
 
-def slots(job: DistributedJob, ports: Sequence[int]) -> list[Slot]:
-    """Every replica that runs locally, in pool order, each on 127.0.0.1 with the next port."""
-    wanted = [(r.name, i) for r in _local_roles(job) for i in range(int(r.replicas))]
-    if len(ports) < len(wanted):
-        raise ValueError(f"{len(wanted)} replicas need {len(wanted)} ports, got {len(ports)}")
-    return [Slot(role=name, index=i, address=f"127.0.0.1:{port}") for (name, i), port in zip(wanted, ports)]
+def slots(plan: Layout, ports: Sequence[int]) -> list[Slot]:
+    """Every replica of the emulated cluster, in pool order, each on 127.0.0.1 with the next port."""
+    if len(ports) < plan.port_count:
+        raise ValueError(f"{plan.port_count} replicas need {plan.port_count} ports, got {len(ports)}")
+    return [Slot(role=p.role, index=p.index, address=f"127.0.0.1:{port}", runs=p.runs, processes=p.processes)
+            for p, port in zip(plan.places, ports)]
+
+
+def gpu_assignment(plan: Layout, gpus: Sequence[str]) -> GpuAssignment:
+    """``CUDA_VISIBLE_DEVICES`` for each process :func:`build` starts (see :mod:`omnidist.local.gpus`).
+
+    A training replica needs one GPU per process it runs: ``processes_per_node`` when the
+    replica starts its processes itself (``omnidist launch``), one for each process the
+    platform starts for it (Azure ML).
+    """
+    per_node = lowering.processes_per_node(plan.job)
+    needs = []
+    for place in plan.places:
+        if not place.runs:
+            continue
+        need = max(per_node // place.processes, 1) if place.role in TRAINING_ROLES else 0
+        needs += [need] * place.processes
+    return assign_gpus(needs, gpus)
 
 
 def _argv(command: tuple[str, ...], args: tuple[str, ...], python: Optional[str]) -> tuple[str, ...]:
@@ -116,56 +209,80 @@ def preview_run_dir(job: DistributedJob, settings: Any) -> Path:
     return runs_root(getattr(settings, "runs_dir", None)) / f"{job.name}-preview"
 
 
-def build(job: DistributedJob, settings: Any, ports: Sequence[int],
-          run_dir: Optional[Path] = None) -> list[ReplicaSpec]:
+def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequence[str] = (),
+          plan: Optional[Layout] = None, run_dir: Optional[Path] = None) -> list[ReplicaSpec]:
     """The processes to start for ``job`` under ``settings.emulate``, in pool order; outputs
     land in ``run_dir`` (default: :func:`preview_run_dir`).
 
+    Args:
+        job: the job.
+        settings: the local backend's settings (``emulate``, ``workdir``, ``python``…).
+        ports: one free port per replica of the cluster (:attr:`Layout.port_count`).
+        gpus: the GPU ids replicas may use (none: leave ``CUDA_VISIBLE_DEVICES`` alone).
+        plan: the job's :func:`layout`, when the caller already made it.
+        run_dir: the run folder, where ``default`` outputs land (SPEC §7).
+
     Raises:
-        ValidationError: a role has no command to run.
+        ValidationError: a role has no command to run, or the job is invalid for the
+            emulated platform.
         UnsupportedFeatureError: the emulated platform cannot run the job (Azure ML with
-            evaluators, or parameter servers outside TensorFlow).
+            evaluators or a Reduction Server, or parameter servers outside TensorFlow).
     """
-    _check_emulation(job, settings.emulate)
+    plan = plan or layout(job, settings)
     job, local = code_data.prepare(job, settings, run_dir or preview_run_dir(job, settings))  # SPEC §7
-    placed = slots(job, ports)
-    platform = environments.platform_env(job, settings.emulate, placed, use_chief=use_chief(job, settings))
+    placed = slots(plan, ports)
+    platform = environments.platform_env(job, settings.emulate, placed, plan.native)
+    devices = gpu_assignment(plan, gpus)
     cwd = workdir(job, settings.workdir or local.cwd)
+    processes = [(slot, rank) for slot in placed if slot.runs for rank in range(slot.processes)]
     specs = []
-    for slot, platform_vars in zip(placed, platform):
+    for (slot, rank), platform_vars, visible in zip(processes, platform, devices.visible):
         role = local.role(lowering.effective_role(job, slot.role))
         if not role.command:
             raise ValidationError(f"{slot.role.value} has no command; the local backend runs the job's command "
                                   "(e.g. command: [python, train.py])", source=job.source, path="command")
-        env = {**environments.hint_env(job, settings.emulate, slot.role), **role.env, **platform_vars}
+        command = role.command
+        if settings.emulate in NO_HINT_FIELD:
+            command = carry_processes_per_node(command, lowering.processes_per_node(job))
+        gpu = {} if visible is None else {GPU_VARIABLE: visible}
+        env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
         specs.append(ReplicaSpec(role=slot.role.singular, index=slot.index, cwd=cwd, env=env,
-                                 argv=_argv(role.command, role.args, settings.python)))
+                                 argv=_argv(command, role.args, settings.python),
+                                 process=rank if slot.processes > 1 else None))
     return specs
 
 
-def use_chief(job: DistributedJob, settings: Any) -> bool:
-    """AI Platform's ``useChiefInTfConfig``: the setting, or the job's ``backends.ai_platform`` block."""
-    block = job.backends.get("ai_platform", {})
-    return bool(settings.use_chief_in_tf_config or block.get("use_chief_in_tf_config", False))
-
-
-def notes(job: DistributedJob, settings: Any) -> list[Note]:
+def notes(job: DistributedJob, settings: Any, plan: Optional[Layout] = None,
+          gpus: Sequence[str] = ()) -> list[Note]:
     """What running locally changes about the job, one note each."""
+    plan = plan or layout(job, settings)
     found = list(code_data.prepare(job, settings, preview_run_dir(job, settings))[1].notes)
     images = sorted({r.image for r in lowering.effective_roles(job) if r.image})
     if images:
         found.append(Note(kind=NoteKind.DROPPED, field="image", message=f"image {', '.join(images)} is not used; "
                           "the local backend runs the command on this machine"))
     if any(r.name is RoleName.REDUCTION_SERVERS for r in lowering.effective_roles(job)):
+        listed = (f"; the platform's cluster lists {plan.native.reducers} of them, at addresses nothing listens on"
+                  if plan.native.reducers else "")
         found.append(Note(kind=NoteKind.DROPPED, field="reduction_servers", message="reduction servers are "
-                          "skipped locally (they only speed up NCCL all-reduce between GPU machines)"))
-    gpus = sorted({str(r.accelerator) for r in lowering.effective_roles(job) if r.accelerator})
-    if gpus:
-        found.append(Note(kind=NoteKind.DROPPED, field="accelerator", message=f"{', '.join(gpus)} is not "
+                          f"not run locally (they only speed up NCCL all-reduce between GPU machines){listed}"))
+    accelerators = sorted({str(r.accelerator) for r in lowering.effective_roles(job) if r.accelerator})
+    if accelerators:
+        found.append(Note(kind=NoteKind.DROPPED, field="accelerator", message=f"{', '.join(accelerators)} is not "
                           "attached; the replicas use this machine's devices"))
+    devices = gpu_assignment(plan, gpus)
+    if devices.note:
+        found.append(Note(kind=NoteKind.DEFAULTED, field="gpus", message=devices.note))
     commands = {r.command[0] for r in lowering.effective_roles(job) if r.command}
     if commands & PYTHON_NAMES:
         found.append(Note(kind=NoteKind.DEFAULTED, field="command", message=f"python runs as "
                           f"{settings.python or sys.executable} (the interpreter running omnidist; set "
                           "backends.local.python to change it)"))
+    if (settings.emulate == "azure_ml" and job.framework is Framework.TENSORFLOW
+            and not lowering.replicas(job, RoleName.PARAMETER_SERVERS)):
+        found.append(Note(kind=NoteKind.HINT, field="TF_CONFIG", message="TF_CONFIG has \"ps\": [] as Azure ML "
+                          "writes it; TensorFlow >= 2.13 rejects it: call omnidist.runtime.init_tensorflow() "
+                          "before building a strategy, or start the command with omnidist launch"))
+    found += [Note(kind=n.kind, field=n.field, message=f"{settings.emulate} compile: {n.message}")
+              for n in plan.native.notes]
     return found

@@ -1,7 +1,8 @@
 """Inside the training container: one view of the distributed job on every platform (SPEC §5).
 
 Standard library only — this package runs inside other people's containers, so importing it
-loads nothing outside Python's standard library (torch is imported inside :func:`init_torch`).
+loads nothing outside Python's standard library (torch is imported inside :func:`init_torch` and
+:func:`torch_device`; :func:`init_tensorflow` never imports TensorFlow).
 
 Example:
     >>> from omnidist import runtime
@@ -17,14 +18,21 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import MutableMapping
 from typing import Any, Optional
 
 from omnidist.runtime import hints
 from omnidist.runtime.context import RuntimeContext
 from omnidist.runtime.detect import context
+from omnidist.runtime.devices import TorchPlacement, torch_placement
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.tfconfig import tf_config_fix
 
-__all__ = ["RuntimeContext", "RuntimeEnvError", "context", "hints", "init_torch"]
+__all__ = ["RuntimeContext", "RuntimeEnvError", "TorchPlacement", "context", "hints", "init_tensorflow",
+           "init_torch", "torch_device"]
+
+_placement: Optional[TorchPlacement] = None
+"""What :func:`init_torch` chose for this process (read by :func:`torch_device`)."""
 
 
 def _free_port() -> int:
@@ -34,27 +42,33 @@ def _free_port() -> int:
 
 
 def init_torch(backend: Optional[str] = None, **kwargs: Any) -> RuntimeContext:
-    """Join the ``torch.distributed`` world this process belongs to.
+    """Join the ``torch.distributed`` world this process belongs to, on the right device.
 
     Sets ``MASTER_ADDR``, ``MASTER_PORT``, ``RANK``, ``WORLD_SIZE`` and ``LOCAL_RANK`` from
     :func:`context`, then calls ``torch.distributed.init_process_group`` with ``env://``.
     A single process with no platform at all gets a free local port, so it never collides.
 
+    Backend and device are chosen together (:func:`omnidist.runtime.devices.torch_placement`):
+    ``nccl`` only when every process of the node has a GPU of its own, and then the process is
+    pinned to GPU ``local_rank`` (``torch.cuda.set_device``); otherwise ``gloo`` on the CPU.
+    :func:`torch_device` gives the device to move the model and data to.
+
     Args:
-        backend: ``nccl``, ``gloo``…; default ``nccl`` when CUDA is available (and then the
-            process is pinned to GPU ``local_rank``), else ``gloo``.
+        backend: ``nccl``, ``gloo``…; default: chosen as above.
         **kwargs: passed on to ``init_process_group`` (``timeout=`` …).
 
     Returns:
         The context it initialized from.
 
     Raises:
-        RuntimeEnvError: a platform variable is malformed, or this replica (a parameter
-            server, evaluator or reduction server) is not part of the training world.
+        RuntimeEnvError: a platform variable is malformed; this replica (a parameter
+            server, evaluator or reduction server) is not part of the training world; or
+            ``backend="nccl"`` without a GPU for every process of the node.
     """
     import torch
     import torch.distributed as dist
 
+    global _placement
     ctx = context()
     env = ctx.torch_env()
     if ctx.platform == "none" and ctx.world_size == 1 and "MASTER_PORT" not in os.environ:
@@ -62,10 +76,55 @@ def init_torch(backend: Optional[str] = None, **kwargs: Any) -> RuntimeContext:
     os.environ.update(env)
     if dist.is_initialized():
         return ctx
-    if backend is None:
-        backend = "nccl" if torch.cuda.is_available() else "gloo"
-    if backend == "nccl":
-        torch.cuda.set_device(ctx.local_rank or 0)
-    dist.init_process_group(backend=backend, init_method="env://", rank=int(env["RANK"]),
+    cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    placement = torch_placement(cuda_devices, ctx.local_rank or 0, ctx.processes_per_node, backend)
+    if placement.cuda_device is not None:
+        torch.cuda.set_device(placement.cuda_device)
+    dist.init_process_group(backend=placement.backend, init_method="env://", rank=int(env["RANK"]),
                             world_size=int(env["WORLD_SIZE"]), **kwargs)
+    _placement = placement
+    return ctx
+
+
+def torch_device() -> Any:
+    """The ``torch.device`` this process computes on: ``cuda:<local_rank>`` under nccl, else ``cpu``.
+
+    After :func:`init_torch` it is the device chosen there; before, the one it would choose.
+
+    Example:
+        >>> ctx = runtime.init_torch()                       # doctest: +SKIP
+        >>> model = DistributedDataParallel(model.to(runtime.torch_device()))  # doctest: +SKIP
+    """
+    import torch
+
+    placement = _placement
+    if placement is None:
+        ctx = context()
+        cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        placement = torch_placement(cuda_devices, ctx.local_rank or 0, ctx.processes_per_node)
+    return torch.device(placement.device)
+
+
+def init_tensorflow(environ: Optional[MutableMapping[str, str]] = None) -> RuntimeContext:
+    """Make ``TF_CONFIG`` right for ``tf.distribute``; call it before building a strategy.
+
+    Drops empty task lists (Azure ML writes ``"ps": []``, which TensorFlow >= 2.13 rejects),
+    and writes a ``TF_CONFIG`` from the context on platforms that set none (Azure ML PyTorch
+    or MPI nodes); everything else the platform set is kept. Does not import TensorFlow.
+
+    Args:
+        environ: the variables to read and fix (default: ``os.environ``).
+
+    Returns:
+        The context of this process.
+
+    Raises:
+        RuntimeEnvError: a platform variable is malformed, or a ``TF_CONFIG`` is needed but
+            cannot be written (see :func:`omnidist.runtime.tfconfig.tf_config_fix`).
+    """
+    env = os.environ if environ is None else environ
+    ctx = context(env)
+    fix = tf_config_fix(ctx, env)
+    if fix.value is not None:
+        env["TF_CONFIG"] = fix.value
     return ctx

@@ -84,6 +84,8 @@ def _json_object(env: Env, name: str) -> dict[str, Any]:
         value = json.loads(env[name])
     except ValueError as exc:
         raise RuntimeEnvError(name, f"not valid JSON ({exc})") from None
+    except RecursionError:  # json gives up on very deep nesting this way, not with a ValueError
+        raise RuntimeEnvError(name, "not valid JSON (nested too deeply)") from None
     if not isinstance(value, dict):
         raise RuntimeEnvError(name, f"expected a JSON object, got {type(value).__name__}")
     return value
@@ -140,11 +142,14 @@ def _task(spec: dict[str, Any], name: str, known: Mapping[str, str]) -> tuple[st
     if not isinstance(task, dict):
         raise RuntimeEnvError(name, "has no 'task' object")
     kind, index = task.get("type"), task.get("index", 0)
-    if kind not in known:
+    # JSON can hold a list or an object anywhere; check the type before using the value as a key.
+    if not isinstance(kind, str) or kind not in known:
         raise RuntimeEnvError(name, f"task.type: {kind!r} is not one of {', '.join(sorted(known))}")
     if isinstance(index, bool) or not isinstance(index, int) or index < 0:
         raise RuntimeEnvError(name, f"task.index: expected a whole number >= 0, got {index!r}")
     trial = task.get("trial")
+    if trial is not None and (isinstance(trial, bool) or not isinstance(trial, (str, int))):
+        raise RuntimeEnvError(name, f"task.trial: expected a trial id (a string), got {trial!r}")
     return kind, index, (str(trial) if trial not in (None, "") else None)
 
 
@@ -223,9 +228,12 @@ def parse_tf_config(env: Env) -> RuntimeContext:
     """A ``TF_CONFIG`` on its own."""
     spec = _json_object(env, "TF_CONFIG")
     cluster = spec.get("cluster")
+    environment = spec.get("environment")
+    if environment is not None and not isinstance(environment, str):
+        raise RuntimeEnvError("TF_CONFIG", f"environment: expected a string such as 'cloud', got {environment!r}")
     if isinstance(cluster, dict) and "master" in cluster:
         platform = "ai_platform"
-    elif spec.get("environment") == "cloud":
+    elif environment == "cloud":
         platform = "vertex"
     else:
         platform = "local"

@@ -136,6 +136,66 @@ def test_replicas_form_one_gloo_world(job_dir, clean_env, emulate, framework, so
     assert {(s["world"], s["sum"], s["source"]) for s in sums} == {(3, 6.0, source)}
 
 
+WORLD = """
+import json, os, warnings
+warnings.filterwarnings("ignore")
+import torch, torch.distributed as dist
+from omnidist.runtime import init_torch
+ctx = init_torch()
+value = torch.tensor([1.0])
+dist.all_reduce(value)
+line = "WORLD " + json.dumps({"rank": dist.get_rank(), "world": dist.get_world_size(), "sum": value.item(),
+                             "local_rank": ctx.local_rank}) + "\\n"
+os.write(1, line.encode())  # one write: the processes of a node share one pipe
+dist.barrier()
+dist.destroy_process_group()
+"""
+
+
+@pytest.mark.parametrize(("emulate", "launch"), [("ai_platform", True), ("azure_ml", True), ("azure_ml", False)])
+def test_processes_per_node_gives_the_world_the_platform_would(job_dir, clean_env, emulate, launch):
+    """2 nodes x processes_per_node 2 is a world of 4 under every emulation: AI Platform through the
+    command's --nproc-per-node (its compiler writes the same), Azure ML through one process per node
+    and `omnidist launch`, or through the two processes per node Azure itself starts."""
+    command = [OMNIDIST, "launch", "--", "world.py"] if launch else ["python", "world.py"]
+    job = job_dir({"world.py": WORLD}, command=command, processes_per_node=2, workers={"replicas": 1},
+                  env={"OMP_NUM_THREADS": "1"})
+    out = subprocess.run([OMNIDIST, "run", str(job), "--emulate", emulate], capture_output=True, text=True,
+                         timeout=240)
+    assert out.returncode == 0, out.stdout + out.stderr
+    found = [json.loads(line.split("WORLD ", 1)[1]) for line in out.stdout.splitlines() if "WORLD " in line]
+    assert sorted(r["rank"] for r in found) == [0, 1, 2, 3]
+    assert {(r["world"], r["sum"]) for r in found} == {(4, 4.0)}
+    assert sorted(r["local_rank"] for r in found) == [0, 0, 1, 1]
+    if emulate == "ai_platform":
+        assert "--nproc-per-node=2" in out.stdout + out.stderr
+        assert "ai_platform compile: 2 processes per node: carried as" in out.stderr
+    elif launch:
+        assert "azure_ml compile: 1: the command is `omnidist launch" in out.stderr
+    else:
+        assert {line.split("]")[0] for line in out.stdout.splitlines() if "WORLD " in line} == {
+            "[primary-0.0", "[primary-0.1", "[worker-0.0", "[worker-0.1"}
+
+
+def test_azure_emulation_notes_the_empty_ps_of_tensorflow(job_dir, clean_env):
+    job = job_dir({"ctx.py": PRINT_CONTEXT}, command=["python", "ctx.py"], framework="tensorflow")
+    out = subprocess.run([OMNIDIST, "run", str(job), "--emulate", "azure_ml"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert 'TF_CONFIG has "ps": [] as Azure ML writes it' in out.stderr and "init_tensorflow()" in out.stderr
+
+
+def test_azure_emulation_refuses_reduction_servers_like_compile(job_dir, clean_env):
+    job = job_dir({}, command=["python", "t.py"], image="x:1", primary={"accelerator": "V100:8"},
+                  workers={"replicas": 1}, reduction_servers={"replicas": 2})
+    compiled = subprocess.run([OMNIDIST, "compile", str(job), "--backend", "azure_ml"], capture_output=True,
+                              text=True, timeout=60)
+    ran = subprocess.run([OMNIDIST, "run", str(job), "--emulate", "azure_ml"], capture_output=True, text=True,
+                         timeout=60)
+    assert ran.returncode == compiled.returncode == 3
+    assert ran.stderr == compiled.stderr and "reduction_servers" in ran.stderr
+
+
 def test_the_ddp_example_trains_under_vertex_emulation(clean_env):
     job = attrs.evolve(api.load(EXAMPLE), args=("--steps", "25"))
     out, err = io.StringIO(), io.StringIO()

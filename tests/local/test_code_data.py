@@ -52,7 +52,7 @@ def job(root: Path, **fields) -> DistributedJob:
 
 
 def test_the_code_folder_is_the_working_directory_and_references_are_paths(tmp_path):
-    specs = plan.build(job(tmp_path, workers={"replicas": 1}), settings(), [1, 2], tmp_path / "run")
+    specs = plan.build(job(tmp_path, workers={"replicas": 1}), settings(), [1, 2], run_dir=tmp_path / "run")
     primary = specs[0]
     assert primary.cwd == str(tmp_path / "src")
     assert primary.argv == (sys.executable, "-m", "trainer.task", "--data", str(tmp_path / "data" / "train"),
@@ -63,7 +63,7 @@ def test_the_code_folder_is_the_working_directory_and_references_are_paths(tmp_p
 
 
 def test_the_workdir_setting_still_wins_and_ai_platform_emulation_gets_no_hints(tmp_path):
-    specs = plan.build(job(tmp_path), settings(workdir="/w", emulate="ai_platform"), [1], tmp_path / "run")
+    specs = plan.build(job(tmp_path), settings(workdir="/w", emulate="ai_platform"), [1], run_dir=tmp_path / "run")
     assert specs[0].cwd == "/w"
     assert not any(k.startswith("OMNIDIST_INPUT_") for k in specs[0].env)
 
@@ -71,27 +71,27 @@ def test_the_workdir_setting_still_wins_and_ai_platform_emulation_gets_no_hints(
 def test_remote_inputs_need_a_data_map_to_a_local_folder(tmp_path):
     remote = job(tmp_path, inputs={"train": "gs://bkt/mnli/train", "epochs": 2})
     with pytest.raises(UnsupportedFeatureError) as info:
-        plan.build(remote, settings(), [1], tmp_path / "run")
+        plan.build(remote, settings(), [1], run_dir=tmp_path / "run")
     assert info.value.feature == "inputs.train" and "data_map" in str(info.value)
     (tmp_path / "mirror" / "mnli" / "train").mkdir(parents=True)
     mapped = settings(data_map={"gs://bkt/": str(tmp_path / "mirror") + "/"})
-    assert plan.build(remote, mapped, [1], tmp_path / "run")[0].argv[4] == str(tmp_path / "mirror/mnli/train")
+    assert plan.build(remote, mapped, [1], run_dir=tmp_path / "run")[0].argv[4] == str(tmp_path / "mirror/mnli/train")
     notes = plan.notes(remote, mapped)
     assert any(n.field == "inputs.train" and "data_map" in n.message for n in notes)
 
 
 def test_a_missing_local_input_or_code_folder_is_exit_2(tmp_path):
     with pytest.raises(ValidationError) as info:
-        plan.build(job(tmp_path, inputs={"train": "./nowhere", "epochs": 2}), settings(), [1], tmp_path / "run")
+        plan.build(job(tmp_path, inputs={"train": "./nowhere", "epochs": 2}), settings(), [1], run_dir=tmp_path / "run")
     assert info.value.problems[0].path == "inputs.train"
     with pytest.raises(ValidationError) as info:
-        plan.build(job(tmp_path, code="./missing"), settings(), [1], tmp_path / "run")
+        plan.build(job(tmp_path, code="./missing"), settings(), [1], run_dir=tmp_path / "run")
     assert info.value.problems[0].path == "code"
 
 
 def test_remote_outputs_land_in_the_run_folder_with_a_note(tmp_path):
     remote = job(tmp_path, outputs={"model": {"uri": "gs://bkt/model"}})
-    spec = plan.build(remote, settings(), [1], tmp_path / "run")[0]
+    spec = plan.build(remote, settings(), [1], run_dir=tmp_path / "run")[0]
     assert spec.argv[-1] == str(tmp_path / "run" / "outputs" / "model")
     note = next(n for n in plan.notes(remote, settings()) if n.field == "outputs.model")
     assert note.kind is NoteKind.APPROXIMATED and "gs://bkt/model" in note.message

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,30 +14,44 @@ from omnidist.runtime import context
 
 
 def job(**kw) -> DistributedJob:
-    return DistributedJob(name="demo", framework=kw.pop("framework", "pytorch"), command="python t.py",
-                          workers=Role(replicas=2), **kw)
+    return DistributedJob(name="demo", framework=kw.pop("framework", "pytorch"),
+                          command=kw.pop("command", "python t.py"), workers=Role(replicas=2), **kw)
 
 
-def slots_for(job: DistributedJob) -> list[Slot]:
+def settings(emulate: str = "vertex", **kw) -> SimpleNamespace:
+    return SimpleNamespace(**{"emulate": emulate, "workdir": None, "python": None, "use_chief_in_tf_config": False,
+                              **kw})
+
+
+def layout_for(job: DistributedJob, emulate: str = "vertex", **kw):
     from omnidist.local import plan
 
-    return plan.slots(job, range(40000, 40100))
+    return plan.layout(job, settings(emulate, **kw))
 
 
-def contexts(job: DistributedJob, emulate: str, use_chief: bool = False):
-    """Each slot and the context the runtime reads from its platform variables and hints."""
-    placed = slots_for(job)
-    envs = platform_env(job, emulate, placed, use_chief=use_chief)
+def slots_for(job: DistributedJob, emulate: str = "vertex", **kw) -> list[Slot]:
+    from omnidist.local import plan
+
+    return plan.slots(layout_for(job, emulate, **kw), range(40000, 40100))
+
+
+def envs_for(job: DistributedJob, emulate: str, **kw) -> list[dict[str, str]]:
+    return platform_env(job, emulate, slots_for(job, emulate, **kw), layout_for(job, emulate, **kw).native)
+
+
+def contexts(job: DistributedJob, emulate: str, **kw):
+    """Each running slot and the context the runtime reads from its platform variables and hints."""
+    placed = [s for s in slots_for(job, emulate, **kw) if s.runs]
+    envs = envs_for(job, emulate, **kw)
     return [(s, context({**hint_env(job, emulate, s.role), **env})) for s, env in zip(placed, envs)]
 
 
 def test_vertex_every_role():
-    demo = job(parameter_servers=Role(replicas=1), evaluators=Role(replicas=1),
-               reduction_servers=Role(replicas=2))
+    demo = job(parameter_servers=Role(replicas=1), evaluators=Role(replicas=1))
     found = contexts(demo, "vertex")
     assert [(s.role, s.index) for s, _ in found] == [
         (RoleName.PRIMARY, 0), (RoleName.WORKERS, 0), (RoleName.WORKERS, 1), (RoleName.PARAMETER_SERVERS, 0),
-        (RoleName.EVALUATORS, 0)]  # reduction servers are not run locally
+        (RoleName.EVALUATORS, 0)]
     cluster = {"primary": ["127.0.0.1:40000"], "worker": ["127.0.0.1:40001", "127.0.0.1:40002"],
                "parameter_server": ["127.0.0.1:40003"], "evaluator": ["127.0.0.1:40004"]}
     for slot, ctx in found:
@@ -46,9 +61,43 @@ def test_vertex_every_role():
     assert [ctx.node_rank for _, ctx in found] == [0, 1, 2, None, None]
 
 
+GPU_JOB = dict(image="gcr.io/p/t:1", primary=Role(accelerator="V100:8"))
+
+
+@pytest.mark.parametrize("reducers", [2, "auto"])
+def test_vertex_lists_the_reduction_server_pool_compile_sized(reducers):
+    """Vertex's CLUSTER_SPEC names every pool, workerpool2's reducers too (as many as compile
+    sized for auto); the reducers themselves are not run locally."""
+    import omnidist
+
+    demo = job(reduction_servers=Role(replicas=reducers), **GPU_JOB)
+    listed = int(omnidist.compile(demo, backend="vertex").request["jobSpec"]["workerPoolSpecs"][2]["replicaCount"])
+    assert listed == 2 if reducers == 2 else listed > 2
+    placed = slots_for(demo)
+    assert [s.runs for s in placed] == [True] * 3 + [False] * listed
+    found = contexts(demo, "vertex")
+    assert [s.role for s, _ in found] == [RoleName.PRIMARY, RoleName.WORKERS, RoleName.WORKERS]
+    spec = json.loads(envs_for(demo, "vertex")[1]["CLUSTER_SPEC"])
+    assert spec["cluster"]["workerpool2"] == [f"127.0.0.1:{40003 + i}" for i in range(listed)]
+    for _, ctx in found:
+        assert len(ctx.cluster["reduction_server"]) == listed and ctx.world_size == 3
+    assert "ps" not in json.loads(envs_for(demo, "vertex")[0]["TF_CONFIG"])["cluster"]
+
+
+def test_vertex_writes_the_compiled_custom_job_spec_as_job():
+    import omnidist
+
+    demo = job(parameter_servers=Role(replicas=1), image="gcr.io/p/t:1")
+    compiled = omnidist.compile(demo, backend="vertex").request["jobSpec"]
+    for env in envs_for(demo, "vertex"):
+        assert json.loads(env["CLUSTER_SPEC"])["job"] == compiled
+        assert json.loads(env["TF_CONFIG"])["job"] == compiled
+    no_image = json.loads(envs_for(job(), "vertex")[0]["CLUSTER_SPEC"])["job"]
+    assert no_image["workerPoolSpecs"][1]["replicaCount"] == "2"
+
+
 def test_vertex_tf_config_and_hints():
-    placed = slots_for(job(parameter_servers=Role(replicas=1), evaluators=Role(replicas=1)))
-    envs = platform_env(job(parameter_servers=Role(replicas=1), evaluators=Role(replicas=1)), "vertex", placed)
+    envs = envs_for(job(parameter_servers=Role(replicas=1), evaluators=Role(replicas=1)), "vertex")
     tf = json.loads(envs[4]["TF_CONFIG"])
     assert tf["cluster"] == {"chief": ["127.0.0.1:40000"], "worker": ["127.0.0.1:40001", "127.0.0.1:40002"],
                              "ps": ["127.0.0.1:40003"]}
@@ -59,22 +108,32 @@ def test_vertex_tf_config_and_hints():
 
 def test_vertex_single_replica_has_no_tf_config():
     single = DistributedJob(name="one", framework="pytorch", command="python t.py")
-    (env,) = platform_env(single, "vertex", slots_for(single))
+    (env,) = envs_for(single, "vertex")
     assert "TF_CONFIG" not in env and json.loads(env["CLUSTER_SPEC"])["task"] == {"type": "workerpool0", "index": 0}
 
 
-@pytest.mark.parametrize(("use_chief", "name"), [(False, "master"), (True, "chief")])
-def test_ai_platform(use_chief, name):
-    demo = job(parameter_servers=Role(replicas=1))
-    placed = slots_for(demo)
-    envs = platform_env(demo, "ai_platform", placed, use_chief=use_chief)
+@pytest.mark.parametrize(("framework", "use_chief", "name"), [
+    ("pytorch", False, "master"), ("pytorch", True, "chief"), ("tensorflow", False, "chief")])
+def test_ai_platform(framework, use_chief, name):
+    """``chief`` when compile sets useChiefInTfConfig (TensorFlow jobs) or the setting asks."""
+    demo = job(framework=framework, parameter_servers=Role(replicas=1))
+    envs = envs_for(demo, "ai_platform", use_chief_in_tf_config=use_chief)
     spec = json.loads(envs[0]["CLUSTER_SPEC"])
     assert sorted(spec["cluster"]) == sorted([name, "worker", "ps"]) and spec["task"] == {"type": name, "index": 0}
+    assert json.loads(envs[0]["TF_CONFIG"]) == spec
+    assert spec["job"]["workerCount"] == 2 and spec["job"]["masterConfig"]["containerCommand"] == ["python", "t.py"]
     assert hint_env(demo, "ai_platform", RoleName.PRIMARY) == {}  # the platform has no env field for hints
     found = [context(env) for env in envs]
     assert [(c.platform, c.role, c.node_rank) for c in found] == [
         ("ai_platform", "primary", 0), ("ai_platform", "worker", 1), ("ai_platform", "worker", 2),
         ("ai_platform", "parameter_server", None)]
+
+
+def test_ai_platform_reducers_take_the_ps_slot_with_chief():
+    demo = job(reduction_servers=Role(replicas=2), **GPU_JOB)
+    spec = json.loads(envs_for(demo, "ai_platform")[0]["CLUSTER_SPEC"])
+    assert spec["cluster"] == {"chief": ["127.0.0.1:40000"], "worker": ["127.0.0.1:40001", "127.0.0.1:40002"],
+                               "ps": ["127.0.0.1:40003", "127.0.0.1:40004"]}
 
 
 @pytest.mark.parametrize("framework", ["pytorch", "deepspeed", "custom", "horovod", "tensorflow"])
@@ -91,11 +150,31 @@ def test_azure_ml_by_framework(framework):
         assert ctx.tf_config()["cluster"]["worker"] == ["127.0.0.1:40001", "127.0.0.1:40002"]
 
 
+@pytest.mark.parametrize(("framework", "source"), [("pytorch", "MASTER_ADDR"), ("horovod", "OMPI_COMM_WORLD_RANK")])
+def test_azure_ml_starts_the_processes_azure_starts(framework, source):
+    """process_count_per_instance: 2 -> two processes per node, each with its own rank, as Azure does."""
+    demo = job(framework=framework, processes_per_node=2)
+    placed = slots_for(demo, "azure_ml")
+    assert [s.processes for s in placed] == [2, 2, 2]
+    envs = envs_for(demo, "azure_ml")
+    found = [context({**hint_env(demo, "azure_ml", RoleName.WORKERS), **env}) for env in envs]
+    assert [(c.rank, c.local_rank, c.node_rank, c.world_size, c.num_nodes) for c in found] == [
+        (r, r % 2, r // 2, 6, 3) for r in range(6)]
+    assert {(c.source, c.processes_per_node) for c in found} == {(source, 2)}
+
+
+def test_azure_ml_launch_command_gets_one_process_per_node():
+    demo = job(processes_per_node=2, command=["omnidist", "launch", "--", "t.py"])
+    assert [s.processes for s in slots_for(demo, "azure_ml")] == [1, 1, 1]
+    assert [json.loads(json.dumps(e))["RANK"] for e in envs_for(demo, "azure_ml")] == ["0", "1", "2"]
+
+
 def test_azure_ml_common_variables_and_empty_ps():
     demo = job(framework="tensorflow")
-    envs = platform_env(demo, "azure_ml", slots_for(demo))
+    envs = envs_for(demo, "azure_ml")
     assert all(env["AZUREML_RUN_ID"] == "demo_local" for env in envs)
     assert [env["AZUREML_CR_NODE_RANK"] for env in envs] == ["0", "1", "2"]
+    assert {env["AZUREML_NODE_COUNT"] for env in envs} == {"3"}
     assert json.loads(envs[0]["TF_CONFIG"])["cluster"]["ps"] == []
     hints = hint_env(demo, "azure_ml", RoleName.WORKERS)
     assert "OMNIDIST_ROLE" not in hints and hints["OMNIDIST_JOB_NAME"] == "demo"
@@ -109,7 +188,7 @@ def test_azure_ml_tensorflow_parameter_servers():
 
 
 def test_none_sets_nothing():
-    assert all(env == {} for env in platform_env(job(), "none", slots_for(job())))
+    assert all(env == {} for env in envs_for(job(), "none"))
     assert sorted(environments.PLATFORM_ENV) == sorted(environments.EMULATIONS)
 
 

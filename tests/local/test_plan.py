@@ -26,8 +26,7 @@ def demo(**kw) -> DistributedJob:
 
 
 def test_one_spec_per_replica_in_pool_order():
-    job = demo(evaluators=Role(replicas=1, command=["python", "eval.py"], args=[]),
-               reduction_servers=Role(replicas="auto"))
+    job = demo(evaluators=Role(replicas=1, command=["python", "eval.py"], args=[]))
     specs = plan.build(job, settings(), [5000, 5001, 5002, 5003])
     assert [s.label for s in specs] == ["primary-0", "worker-0", "worker-1", "evaluator-0"]
     assert specs[0].argv == (sys.executable, "train.py", "--lr", "1")
@@ -35,6 +34,15 @@ def test_one_spec_per_replica_in_pool_order():
     assert {s.cwd for s in specs} == {"/jobs/demo"}
     assert specs[1].env["A"] == "1" and specs[1].env["B"] == "2" and "B" not in specs[0].env
     assert specs[2].env["OMNIDIST_ROLE"] == "worker" and '"workerpool1"' in specs[2].env["CLUSTER_SPEC"]
+
+
+def test_reduction_servers_get_addresses_but_no_process():
+    job = demo(primary=Role(accelerator="V100:8"), reduction_servers=Role(replicas=2))
+    layout = plan.layout(job, settings())
+    assert layout.port_count == 5 and [p.runs for p in layout.places] == [True, True, True, False, False]
+    specs = plan.build(job, settings(), [5000, 5001, 5002, 5003, 5004], plan=layout)
+    assert [s.label for s in specs] == ["primary-0", "worker-0", "worker-1"]
+    assert '"workerpool2": ["127.0.0.1:5003", "127.0.0.1:5004"]' in specs[0].env["CLUSTER_SPEC"]
 
 
 def test_python_and_workdir_settings():
@@ -74,14 +82,70 @@ def test_a_role_without_command_is_invalid():
 @pytest.mark.parametrize(("extra", "feature"), [
     ({"evaluators": Role(replicas=1)}, "evaluators"),
     ({"parameter_servers": Role(replicas=1)}, "parameter_servers"),
+    ({"primary": Role(accelerator="V100:8"), "reduction_servers": Role(replicas=2)}, "reduction_servers"),
+    ({"workers": Role(replicas=2, env={"B": "2"})}, "workers.env"),
 ])
-def test_azure_emulation_refuses_what_azure_cannot_run(extra, feature):
+def test_azure_emulation_refuses_what_compile_for_azure_refuses(extra, feature):
+    """The same error (and exit code 3) as `omnidist compile --backend azure_ml`, not a silent skip."""
+    import omnidist
+
+    job = demo(**{"workers": Role(replicas=2), **extra})
+    with pytest.raises(UnsupportedFeatureError) as compiled:
+        omnidist.compile(job, backend="azure_ml")
     with pytest.raises(UnsupportedFeatureError) as info:
-        plan.build(demo(**extra), settings(emulate="azure_ml"), range(10))
-    assert info.value.feature == feature and "azure_ml" in info.value.backend
+        plan.build(job, settings(emulate="azure_ml"), range(10))
+    assert (info.value.feature, info.value.backend, str(info.value)) == (
+        feature, "azure_ml", str(compiled.value))
+    assert info.value.exit_code == compiled.value.exit_code == 3
+
+
+def test_core_rules_stand_in_for_a_missing_backend():
+    """Without the emulated platform's plugin, the core refuses the same roles, with a note."""
+    from omnidist.local import native as native_module
+
+    for extra, feature in (({"reduction_servers": Role(replicas=2)}, "reduction_servers"),
+                           ({"evaluators": Role(replicas=1)}, "evaluators")):
+        with pytest.raises(UnsupportedFeatureError) as info:
+            plan._check_emulation(demo(**extra), "azure_ml")
+        assert info.value.feature == feature and info.value.exit_code == 3
+    plan._check_emulation(demo(evaluators=Role(replicas=1)), "vertex")
+    assert native_module.native(demo(), "none") == native_module.Native()
 
 
 def test_ports_must_cover_every_replica():
+    layout = plan.layout(demo(), settings())
     with pytest.raises(ValueError, match="3 replicas need 3 ports"):
-        plan.slots(demo(), [1])
-    assert plan.replica_count(demo(reduction_servers=Role(replicas=4))) == 3
+        plan.slots(layout, [1])
+    assert plan.replica_count(demo(primary=Role(accelerator="V100:8"), reduction_servers=Role(replicas=4))) == 3
+
+
+def test_ai_platform_emulation_carries_processes_per_node_as_compile_does():
+    """Legacy AI Platform has no field (and no env field for the hint): a launch command carries
+    the count, exactly as compile writes it, so the world is 2 nodes x 2 processes, not 2."""
+    import omnidist
+
+    job = demo(command=["omnidist", "launch", "--", "train.py"], args=[], processes_per_node=2, env={},
+               workers=Role(replicas=2))
+    specs = plan.build(job, settings(emulate="ai_platform"), range(3))
+    compiled = omnidist.compile(job, backend="ai_platform").request["trainingInput"]
+    assert all(s.argv == tuple(compiled["masterConfig"]["containerCommand"]) for s in specs)
+    assert specs[0].argv == ("omnidist", "launch", "--nproc-per-node=2", "--", "train.py")
+    assert "OMNIDIST_PROCESSES_PER_NODE" not in specs[0].env  # the platform has no env field for it
+    found = [n for n in plan.notes(job, settings(emulate="ai_platform")) if n.field == "processes_per_node"]
+    assert [n.kind for n in found] == [NoteKind.APPROXIMATED] and "ai_platform compile:" in found[0].message
+
+
+def test_ai_platform_emulation_says_loudly_when_the_platform_drops_processes_per_node():
+    job = demo(processes_per_node=2)
+    specs = plan.build(job, settings(emulate="ai_platform"), range(3))
+    assert specs[0].argv == (sys.executable, "train.py", "--lr", "1")
+    (note,) = [n for n in plan.notes(job, settings(emulate="ai_platform")) if n.field == "processes_per_node"]
+    assert note.kind is NoteKind.DROPPED and "legacy has no field for it" in note.message
+
+
+def test_azure_tensorflow_emulation_notes_the_empty_ps():
+    job = demo(framework="tensorflow", workers=Role(replicas=2))
+    (note,) = [n for n in plan.notes(job, settings(emulate="azure_ml")) if n.field == "TF_CONFIG"]
+    assert '"ps": []' in note.message and "init_tensorflow()" in note.message
+    with_ps = demo(framework="tensorflow", workers=Role(replicas=2), parameter_servers=Role(replicas=1))
+    assert not [n for n in plan.notes(with_ps, settings(emulate="azure_ml")) if n.field == "TF_CONFIG"]

@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import omnidist
 from omnidist import errors, registry, serde
 from omnidist.testing import strategies
+from omnidist.runtime.launch import plan_launch
+from omnidist.runtime.tfconfig import tf_config_fix
 from omnidist.testing.cli import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -226,8 +228,34 @@ def environments(draw: st.DrawFn) -> dict[str, str]:
     return env
 
 
-@FUZZ
+def _spec(name: str, cluster: dict, task: dict, **extra: Any) -> dict[str, str]:
+    return {name: json.dumps({"cluster": cluster, "task": task, **extra})}
+
+
+FOUND_ENVIRONMENTS = (
+    # task.type of a JSON type that cannot be a dict key (a list, an object): TypeError once
+    _spec("CLUSTER_SPEC", {"workerpool0": ["127.0.0.1:1"]}, {"type": ["workerpool0"], "index": 0}),
+    _spec("CLUSTER_SPEC", {"master": ["127.0.0.1:1"]}, {"type": {"value": "master"}, "index": 0}),
+    _spec("TF_CONFIG", {"worker": ["127.0.0.1:1"]}, {"type": ["worker"], "index": 0}),
+    {"AZUREML_RUN_ID": "r", **_spec("TF_CONFIG", {"worker": ["127.0.0.1:1"], "ps": []}, {"type": {}, "index": 0})},
+    # other fields of the wrong JSON type
+    _spec("TF_CONFIG", {"worker": ["127.0.0.1:1"]}, {"type": "worker", "index": 0, "trial": [1]}),
+    _spec("TF_CONFIG", {"chief": ["127.0.0.1:1"]}, {"type": "chief", "index": 0}, environment=["cloud"]),
+    _spec("CLUSTER_SPEC", {"workerpool0": ["127.0.0.1:1"]}, {"type": "workerpool0", "index": "0"}),
+    {"TF_CONFIG": "[" * 100_000},  # deeper than json's recursion limit
+)
+"""Environments the fuzzing below once found crashing; pinned so every run tries them."""
+
+
+def _found(test):
+    for env in FOUND_ENVIRONMENTS:
+        test = example(env=env)(test)
+    return test
+
+
+@settings(FUZZ, derandomize=True)  # the same examples on every run: no test that passes or fails at random
 @given(env=environments())
+@_found
 def test_mutated_runtime_environments_fail_only_with_runtime_errors(env):
     from omnidist import runtime
 
@@ -237,11 +265,22 @@ def test_mutated_runtime_environments_fail_only_with_runtime_errors(env):
     except runtime.RuntimeEnvError:
         return
     json.dumps(ctx.to_dict())
-    for method in (ctx.torch_env, ctx.tf_config):
+    for method in (ctx.torch_env, ctx.tf_config, lambda: tf_config_fix(ctx, env),
+                   lambda: plan_launch(ctx, ["train.py"], environ=env)):
         try:
             method()
         except runtime.RuntimeEnvError:
             pass
+
+
+def test_found_environments_are_named_runtime_errors():
+    """Each pinned case is a RuntimeEnvError naming the variable, not a TypeError (as it once was)."""
+    from omnidist import runtime
+
+    for env in FOUND_ENVIRONMENTS:
+        with pytest.raises(runtime.RuntimeEnvError) as info:
+            runtime.context(env)
+        assert info.value.variable in env
 
 
 def test_runtime_seeds_are_valid():

@@ -13,7 +13,9 @@ import pytest
 from omnidist.local.environments import inherited
 from omnidist.local.runner import free_ports
 from omnidist.runtime import RuntimeEnvError, context
-from omnidist.runtime.launch import launch_argv, torchrun_argv
+from omnidist.runtime.launch import (
+    carry_processes_per_node, is_launch_command, launch_argv, plan_launch, torchrun_argv,
+)
 
 OMNIDIST = str(Path(sys.executable).with_name("omnidist"))
 
@@ -47,13 +49,96 @@ def test_roles_outside_the_world_run_the_command_directly():
 
 @pytest.mark.parametrize(("command", "environ", "nproc", "variable"), [
     ([], {}, None, "argv"),
-    (["t.py"], {"TORCHELASTIC_RUN_ID": "x"}, None, "TORCHELASTIC_RUN_ID"),
     (["t.py"], {}, 0, "--nproc-per-node"),
 ])
 def test_launch_refuses(command, environ, nproc, variable):
     with pytest.raises(RuntimeEnvError) as info:
         launch_argv(context({}), command, nproc, environ=environ)
     assert info.value.variable == variable
+
+
+AZURE = {"AZUREML_RUN_ID": "run", "MASTER_ADDR": "10.0.0.4", "MASTER_PORT": "6105", "AZUREML_NODE_COUNT": "2",
+         "OMNIDIST_PROCESSES_PER_NODE": "8", "OMNIDIST_FRAMEWORK": "pytorch"}
+"""An Azure ML PyTorch node of a 2-node job whose processes_per_node is 8."""
+
+ALREADY_LAUNCHED = {
+    # process_count_per_instance: 8 -> Azure started 8 processes per node, with process-level ranks
+    "azure-per-process-node1": {**AZURE, "WORLD_SIZE": "16", "NODE_RANK": "1", "RANK": "9", "LOCAL_RANK": "1"},
+    "azure-per-process-rank0": {**AZURE, "WORLD_SIZE": "16", "NODE_RANK": "0", "RANK": "0", "LOCAL_RANK": "0"},
+    "azure-mpi": {"AZUREML_RUN_ID": "run", "OMPI_COMM_WORLD_RANK": "3", "OMPI_COMM_WORLD_SIZE": "16",
+                  "OMPI_COMM_WORLD_LOCAL_RANK": "3", "OMPI_COMM_WORLD_LOCAL_SIZE": "8",
+                  "AZ_BATCH_MASTER_NODE": "10.0.0.4:6105"},
+    "torchrun-inside-vertex": {**vertex("workerpool1", 0), "TORCHELASTIC_RUN_ID": "x", "RANK": "3", "LOCAL_RANK": "1",
+                               "WORLD_SIZE": "6", "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1",
+                               "MASTER_PORT": "2222"},
+    "bare-torchrun": {"TORCHELASTIC_RUN_ID": "x", "RANK": "1", "LOCAL_RANK": "1", "WORLD_SIZE": "2",
+                      "LOCAL_WORLD_SIZE": "2", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "2222"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALREADY_LAUNCHED))
+def test_processes_the_platform_launched_run_the_command_directly(name):
+    """One launcher, never two: no torchrun inside Azure's per-process launch, mpirun or torchrun."""
+    env = ALREADY_LAUNCHED[name]
+    plan = plan_launch(context(env), ["train.py", "--lr", "1"], environ=env, python="py")
+    assert plan.argv == ("py", "train.py", "--lr", "1")
+    assert "already started this node's processes" in plan.notes[-1]
+    assert launch_argv(context(env), ["./run.sh"], environ=env) == ["./run.sh"]
+
+
+def test_azure_one_process_per_node_gets_torchrun_for_the_rest():
+    """What `compile --backend azure_ml` asks for with an `omnidist launch` command: one process per node."""
+    env = {**AZURE, "WORLD_SIZE": "2", "NODE_RANK": "1", "RANK": "1", "LOCAL_RANK": "0"}
+    plan = plan_launch(context(env), ["train.py"], environ=env, python="py")
+    assert plan.argv == ("py", "-m", "torch.distributed.run", "--nnodes=2", "--node_rank=1",
+                         "--master_addr=10.0.0.4", "--master_port=6105", "--nproc_per_node=8", "train.py")
+    assert plan.notes == () and plan.env == {}
+
+
+def test_tensorflow_jobs_run_directly_with_a_tf_config_tensorflow_accepts():
+    """Azure's TensorFlow distribution writes "ps": [] (TensorFlow >= 2.13 rejects it)."""
+    tf_config = {"cluster": {"worker": ["h0:2222", "h1:2222"], "ps": []}, "task": {"type": "worker", "index": 1},
+                 "environment": "cloud"}
+    env = {"AZUREML_RUN_ID": "run", "TF_CONFIG": json.dumps(tf_config), "OMNIDIST_FRAMEWORK": "tensorflow",
+           "OMNIDIST_PROCESSES_PER_NODE": "4"}
+    plan = plan_launch(context(env), ["train.py"], environ=env, python="py")
+    assert plan.argv == ("py", "train.py")
+    assert json.loads(plan.env["TF_CONFIG"]) == {**tf_config, "cluster": {"worker": ["h0:2222", "h1:2222"]}}
+    assert any("'ps'" in note for note in plan.notes)
+
+
+def test_tensorflow_jobs_get_a_tf_config_where_the_platform_sets_none():
+    env = {**AZURE, "WORLD_SIZE": "2", "NODE_RANK": "1", "RANK": "1", "LOCAL_RANK": "0",
+           "AZ_BATCH_HOST_LIST": "10.0.0.4,10.0.0.5", "OMNIDIST_FRAMEWORK": "tensorflow"}
+    plan = plan_launch(context(env), ["train.py"], environ=env, python="py")
+    assert plan.argv == ("py", "train.py")
+    assert json.loads(plan.env["TF_CONFIG"]) == {"cluster": {"chief": ["10.0.0.4:6105"], "worker": ["10.0.0.5:6105"]},
+                                                 "task": {"type": "worker", "index": 0}}
+
+
+def test_a_pytorch_job_keeps_torchrun_and_gets_the_empty_ps_dropped():
+    env = {**vertex("workerpool0", 0, nodes=2), "TF_CONFIG": json.dumps(
+        {"cluster": {"chief": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223"], "ps": []},
+         "task": {"type": "chief", "index": 0}})}
+    plan = plan_launch(context(env), ["train.py"], environ=env, python="py")
+    assert plan.argv[1:3] == ("-m", "torch.distributed.run")
+    assert "ps" not in json.loads(plan.env["TF_CONFIG"])["cluster"]
+
+
+@pytest.mark.parametrize(("command", "expected"), [
+    (["omnidist", "launch", "--", "train.py"], ("omnidist", "launch", "--nproc-per-node=4", "--", "train.py")),
+    (["/usr/bin/omnidist", "launch", "train.py"], ("/usr/bin/omnidist", "launch", "--nproc-per-node=4", "train.py")),
+    (["python", "-m", "omnidist.cli", "launch", "--", "t.py"],
+     ("python", "-m", "omnidist.cli", "launch", "--nproc-per-node=4", "--", "t.py")),
+    (["omnidist", "launch", "--nproc-per-node", "2", "--", "t.py"], None),
+    (["omnidist", "launch", "--nproc-per-node=2", "--", "t.py"], None),
+    (["python", "train.py"], None),
+    (["omnidist", "env"], None),
+])
+def test_launch_commands_carry_the_process_count(command, expected):
+    assert carry_processes_per_node(command, 4) == (expected or tuple(command))
+    assert carry_processes_per_node(command, 1) == tuple(command)
+    assert is_launch_command(command) == (command not in (["python", "train.py"], ["omnidist", "env"]))
 
 
 def test_cli_dry_run_and_bad_environment():

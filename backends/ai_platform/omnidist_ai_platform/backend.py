@@ -116,7 +116,8 @@ class AIPlatformSettings(ClientSettings):
         runtime_version, python_version, python_module, package_uris: a Python-package job on
             Google's runtime image instead of a custom container (``runtimeVersion`` XOR ``imageUri``).
         job_dir, service_account, network: copied to ``trainingInput``.
-        use_chief_in_tf_config: write ``chief`` instead of ``master`` into TF_CONFIG.
+        use_chief_in_tf_config: write ``chief`` instead of ``master`` into TF_CONFIG; unset, it is
+            on for TensorFlow jobs (TensorFlow 2 rejects ``master``) and with a Reduction Server.
         scale_tier: ``CUSTOM`` (default); other tiers only for a single CPU replica without machine types.
         enable_web_access: interactive shell access to the replicas.
         staging_bucket: gs://BUCKET[/PATH] where a local code folder is uploaded at submit.
@@ -137,7 +138,7 @@ class AIPlatformSettings(ClientSettings):
     job_dir: Optional[str] = None
     service_account: Optional[str] = None
     network: Optional[str] = None
-    use_chief_in_tf_config: bool = False
+    use_chief_in_tf_config: Optional[bool] = None
     scale_tier: str = attrs.field(default="CUSTOM", validator=_one_of(SCALE_TIERS))
     enable_web_access: bool = False
     # Code and data (SPEC §7; omnidist_ai_platform.code_data).

@@ -11,13 +11,14 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import labels
+from omnidist import labels, lowering
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.catalog import Machine, check_named, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole, effective_roles, has_gpus, size_reducers
+from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
 
 from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.backend import NAME, REDUCER_IMAGE, ROLE_PREFIXES, AIPlatformSettings
@@ -92,11 +93,32 @@ def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = Non
     return found
 
 
+def carries_processes(roles: dict[RoleName, EffectiveRole], settings: AIPlatformSettings,
+                      job: DistributedJob) -> bool:
+    """True when the primary's command is ``omnidist launch …``, which can carry the process
+    count as ``--nproc-per-node`` (legacy has no field, and no env field for the runtime hint)."""
+    return not settings.package_mode and is_launch_command(roles[RoleName.PRIMARY].command)
+
+
+def launch_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
+    """The role's command, with ``--nproc-per-node=N`` added to an ``omnidist launch`` command
+    when the job runs N > 1 processes per node (the same rule the local emulation applies)."""
+    processes = lowering.processes_per_node(ctx.job)
+    command = carry_processes_per_node(role.command, processes)
+    if command != tuple(role.command) and role.name is RoleName.PRIMARY:
+        ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field="processes_per_node",
+                              message=f"{processes} processes per node: carried as `omnidist launch "
+                                      f"--nproc-per-node={processes}` in the command (legacy has no field or "
+                                      "environment variable for it)"))
+    return command
+
+
 def wrapped_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
-    """The role's command, prefixed with ``env K=V …`` when it has environment variables
-    (legacy has no env field)."""
+    """The role's command (:func:`launch_command`), prefixed with ``env K=V …`` when it has
+    environment variables (legacy has no env field)."""
+    command = launch_command(role, ctx)
     if not role.env:
-        return role.command
+        return command
     if not role.command:
         raise unsupported(
             "env", f"{role.name.value} sets {', '.join(sorted(role.env))}, but legacy AI Platform has no "
@@ -106,7 +128,7 @@ def wrapped_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
     ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{role.name.value}.env",
                           message="passed by prefixing containerCommand with `env K=V …` "
                                   "(no env field in legacy)"))
-    return ("env", *(f"{key}={value}" for key, value in sorted(role.env.items())), *role.command)
+    return ("env", *(f"{key}={value}" for key, value in sorted(role.env.items())), *command)
 
 
 def replica_config(role: EffectiveRole, ctx: _Context, machine: Optional[Machine]) -> dict[str, Any]:
@@ -189,9 +211,10 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
     if job.interconnect is Interconnect.INFINIBAND:
         raise unsupported("interconnect infiniband", "Google Cloud machines have no InfiniBand.",
                           "Set interconnect: any, or use --backend azure_ml.")
-    if job.processes_per_node != AUTO:
+    if job.processes_per_node != AUTO and not carries_processes(roles, settings, job):
         notes.append(Note(kind=NoteKind.DROPPED, field="processes_per_node",
-                          message="legacy has no field for it; start that many processes in your command"))
+                          message="legacy has no field for it; start that many processes in your command "
+                                  "(omnidist launch -- … in the command carries it)"))
     primary = roles[RoleName.PRIMARY]
     if settings.package_mode:
         if not (settings.python_module and settings.package_uris):
@@ -221,6 +244,28 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
                               path=f"{_SETTINGS_PATH}.scale_tier")
 
 
+def use_chief(ctx: _Context) -> bool:
+    """``useChiefInTfConfig``: forced with a Reduction Server, else the setting, else on for
+    TensorFlow jobs in a custom container, whose ``tf.distribute`` strategies reject a task
+    named ``master`` (the field has no effect on Python-package jobs, the API says)."""
+    explicit = ctx.settings.use_chief_in_tf_config
+    if RoleName.REDUCTION_SERVERS in ctx.roles:
+        return True
+    tensorflow = ctx.job.framework is Framework.TENSORFLOW and not ctx.settings.package_mode
+    if explicit is not None:
+        if tensorflow and not explicit:
+            ctx.notes.append(Note(kind=NoteKind.HINT, field="useChiefInTfConfig",
+                                  message="false, as asked: TF_CONFIG names the primary `master`, which TensorFlow "
+                                          "2's tf.distribute rejects (ValueError: Disallowed task type)"))
+        return explicit
+    if tensorflow:
+        ctx.notes.append(Note(kind=NoteKind.DEFAULTED, field="useChiefInTfConfig",
+                              message="true for a TensorFlow job: TF_CONFIG names the primary `chief`, since "
+                                      "TensorFlow 2's tf.distribute rejects `master` (set backends.ai_platform."
+                                      "use_chief_in_tf_config: false to keep `master`)"))
+    return tensorflow
+
+
 def training_input(ctx: _Context) -> dict[str, Any]:
     """``trainingInput``: the pools, then the job-wide fields, in the API's order."""
     settings, roles = ctx.settings, ctx.roles
@@ -234,7 +279,7 @@ def training_input(ctx: _Context) -> dict[str, Any]:
         config = replica_config(roles[RoleName.PRIMARY], ctx, None)
         if config:
             native["masterConfig"] = config
-    if settings.use_chief_in_tf_config or RoleName.REDUCTION_SERVERS in roles:
+    if use_chief(ctx):
         native["useChiefInTfConfig"] = True
     optional = {"runtimeVersion": settings.runtime_version, "pythonVersion": settings.python_version,
                 "pythonModule": settings.python_module, "packageUris": list(settings.package_uris) or None}

@@ -234,3 +234,44 @@ def test_bad_settings_name_their_path(block, path):
     assert path in str(err.value)
     if "standrd" in str(block):
         assert "did you mean 'n1-standard-4'" in str(err.value)
+
+
+# --- TensorFlow's chief, and processes per node -------------------------------------------------
+
+def test_a_tensorflow_job_gets_use_chief_in_tf_config_with_a_note():
+    """TensorFlow 2's tf.distribute rejects a task named master (ValueError: Disallowed task type)."""
+    compiled = compile_checked(base(framework="tensorflow", workers={"replicas": 2}, parameter_servers={"replicas": 1}))
+    assert compiled.request["trainingInput"]["useChiefInTfConfig"] is True
+    (note,) = [n for n in compiled.diagnostics if n.field == "useChiefInTfConfig"]
+    assert note.kind is NoteKind.DEFAULTED and "master" in note.message
+
+
+def test_use_chief_in_tf_config_false_is_kept_with_a_warning_and_pytorch_gets_none():
+    kept = compile_checked(base(framework="tensorflow"), use_chief_in_tf_config=False)
+    assert "useChiefInTfConfig" not in kept.request["trainingInput"]
+    assert [n.kind for n in kept.diagnostics if n.field == "useChiefInTfConfig"] == [NoteKind.HINT]
+    plain = compile_checked(base(workers={"replicas": 1}))
+    assert "useChiefInTfConfig" not in plain.request["trainingInput"]
+    assert not [n for n in plain.diagnostics if n.field == "useChiefInTfConfig"]
+
+
+def test_a_python_package_tensorflow_job_is_left_alone():
+    """useChiefInTfConfig has no effect without a custom container, the API says."""
+    job = {"name": "pkg", "framework": "tensorflow", "primary": {}}
+    compiled = compile_checked(job, runtime_version="2.11", python_module="trainer.task",
+                               package_uris=["gs://b/t.tar.gz"])
+    assert "useChiefInTfConfig" not in compiled.request["trainingInput"]
+
+
+def test_a_launch_command_carries_processes_per_node():
+    """Legacy has no field (and no env field for the runtime hint): the command carries the count."""
+    compiled = compile_checked(base(command=["omnidist", "launch", "--", "train.py"], processes_per_node=2,
+                                    workers={"replicas": 1}))
+    ti = compiled.request["trainingInput"]
+    assert ti["masterConfig"]["containerCommand"] == ["omnidist", "launch", "--nproc-per-node=2", "--", "train.py"]
+    assert ti["workerConfig"]["containerCommand"] == ti["masterConfig"]["containerCommand"]
+    (note,) = [n for n in compiled.diagnostics if n.field == "processes_per_node"]
+    assert note.kind is NoteKind.APPROXIMATED and "--nproc-per-node=2" in note.message
+    plain = compile_checked(base(processes_per_node=2))
+    assert [n.kind for n in plain.diagnostics if n.field == "processes_per_node"] == [NoteKind.DROPPED]
+    assert plain.request["trainingInput"]["masterConfig"]["containerCommand"] == ["python", "train.py"]

@@ -19,6 +19,7 @@ from omnidist.catalog import big_enough, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole
+from omnidist.runtime.launch import is_launch_command
 
 from omnidist_azure_ml import catalog, code_data
 from omnidist_azure_ml.backend import (
@@ -314,13 +315,26 @@ def distribution_to_native(job: DistributedJob, notes: list[Note]) -> dict[str, 
                                       "node(s) as in Azure's documented example (how Azure places them is "
                                       "unconfirmed)"))
         return {"type": kind, "worker_count": lowering.num_nodes(job), "parameter_server_count": servers}
+    processes = lowering.processes_per_node(job)
+    launches = is_launch_command(lowering.effective_role(job, RoleName.PRIMARY).command)
     if job.framework in LAUNCHES_OWN_PROCESSES:
         notes.append(Note(kind=NoteKind.HINT, field="framework",
                           message="custom: Azure starts the command once per node with MASTER_ADDR, NODE_RANK "
                                   "and WORLD_SIZE set; start your processes_per_node processes yourself "
                                   "(e.g. `omnidist launch -- …`)"))
         return {"type": kind, "process_count_per_instance": 1}
-    return {"type": kind, "process_count_per_instance": lowering.processes_per_node(job)}
+    if launches and kind == "pytorch":
+        # One launcher, never two: Azure starting N processes that each run torchrun with N more
+        # would make N x N per node.
+        notes.append(Note(kind=NoteKind.DEFAULTED, field="distribution.process_count_per_instance",
+                          message=f"1: the command is `omnidist launch …`, which starts the node's {processes} "
+                                  "process(es) itself (torchrun); Azure starts one per node"))
+        return {"type": kind, "process_count_per_instance": 1}
+    if launches:
+        notes.append(Note(kind=NoteKind.HINT, field="distribution.process_count_per_instance",
+                          message=f"{processes}: Azure's mpirun starts the node's processes, and `omnidist launch` "
+                                  "in each of them runs the command directly"))
+    return {"type": kind, "process_count_per_instance": processes}
 
 
 def env_to_native(job: DistributedJob, primary: EffectiveRole, nodes: Nodes,

@@ -22,6 +22,7 @@ from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Role
 from omnidist.runtime import hints
+from omnidist.runtime.launch import is_launch_command
 
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.backend import (
@@ -123,6 +124,9 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
     notes: list[Note] = []
     env = dict(native.environment_variables)
     framework, per_node = native_to_framework(native.distribution, env, notes)
+    command = native_to_command(native.command, notes)
+    if is_launch_command(command) and framework is not Framework.HOROVOD:
+        per_node = _hinted_processes(env) or per_node  # Azure starts 1 per node; the launcher starts the rest
     sku = catalog.lookup(native.resources.instance_type) if native.resources.instance_type else None
     accelerator = _accelerator(sku, native, notes)
     nodes, servers = native_to_nodes(native.distribution, native.resources.instance_count)
@@ -133,7 +137,7 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
         name=native_to_name(native, notes),
         framework=framework,
         image=image,
-        command=native_to_command(native.command, notes),
+        command=command,
         env=env,
         primary=Role(accelerator=accelerator),
         workers=Role(replicas=nodes - 1) if nodes > 1 else None,

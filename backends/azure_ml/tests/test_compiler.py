@@ -100,6 +100,24 @@ def test_custom_gets_one_process_per_node_and_a_hint(compile_, to_rest):
     to_rest(compiled.request)
 
 
+@pytest.mark.parametrize("command", [["omnidist", "launch", "--", "train.py"],
+                                     ["/opt/venv/bin/omnidist", "launch", "--nproc-per-node", "8", "--", "t.py"]])
+def test_an_omnidist_launch_command_gets_one_process_per_node(command, compile_):
+    """One launcher, never two: Azure starts one process per node and `omnidist launch` the rest."""
+    compiled = compile_(job(command=command, args=[], primary={"accelerator": "V100:8"}, workers={"replicas": 1}))
+    assert compiled.request["distribution"] == {"type": "pytorch", "process_count_per_instance": 1}
+    assert compiled.request["environment_variables"]["OMNIDIST_PROCESSES_PER_NODE"] == "8"
+    (note,) = [n for n in compiled.diagnostics if n.field == "distribution.process_count_per_instance"]
+    assert note.kind is NoteKind.DEFAULTED and "omnidist launch" in note.message
+
+
+def test_under_mpi_azure_starts_the_processes_and_launch_runs_directly(compile_):
+    compiled = compile_(job(framework="horovod", command=["omnidist", "launch", "--", "train.py"], args=[],
+                            primary={"accelerator": "V100:4"}))
+    assert compiled.request["distribution"] == {"type": "mpi", "process_count_per_instance": 4}
+    assert any(n.kind is NoteKind.HINT and "directly" in n.message for n in compiled.diagnostics)
+
+
 # --- SKUs and InfiniBand ------------------------------------------------------------------------
 
 @pytest.mark.parametrize("accelerator, nodes, interconnect, sku", [

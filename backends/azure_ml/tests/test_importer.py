@@ -245,3 +245,15 @@ def test_round_trip_of_each_framework(sdk_check):
         again = BACKEND.import_native(first.request)
         assert again.framework is framework and again.processes_per_node == 4
         assert _compile(again).request == first.request
+
+
+def test_round_trip_of_an_omnidist_launch_job(sdk_check):
+    """Compile asks Azure for one process per node; the hint keeps the job's processes_per_node."""
+    data = {"name": "rt", "framework": "pytorch", "image": "x.example/t:1", "command": ["omnidist", "launch", "--",
+            "t.py"], "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 1}, "processes_per_node": 4}
+    first = _compile(serde.job_from_dict(data))
+    sdk_check(first.request)
+    assert first.request["distribution"]["process_count_per_instance"] == 1
+    again = BACKEND.import_native(first.request)
+    assert again.processes_per_node == 4 and again.command == ("omnidist", "launch", "--", "t.py")
+    assert _compile(again).request == first.request
