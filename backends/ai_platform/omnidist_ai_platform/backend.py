@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Optional
 import attrs
 
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
-from omnidist.errors import ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, RoleName
 from omnidist.retry import ClientSettings
 
@@ -176,27 +176,33 @@ class AIPlatformBackend(Backend):
         """The body of ``projects.jobs.create``; pure and deterministic."""
         from omnidist_ai_platform import compiler
 
-        return compiler.compile_job(job, settings)
+        compiled = compiler.compile_job(job, settings)
+        if job.tuning is not None:  # the same body, with trainingInput.hyperparameters
+            from omnidist_ai_platform import tuning
+
+            compiled = tuning.with_hyperparameters(compiled, job.tuning)
+        return compiled
 
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
         """A portable job from a create body or a ``trainingInput`` config.
 
         The notes on what did not carry over exactly come from :meth:`import_with_notes`.
         """
-        from omnidist_ai_platform import importer
-
-        return importer.import_with_notes(request)[0]
+        return self.import_with_notes(request)[0]
 
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
         """The imported job and the notes on what did not carry over exactly (``migrate`` reads them)."""
-        from omnidist_ai_platform import importer
+        from omnidist_ai_platform import importer, tuning
 
+        if tuning.split(request)[1] is not None:  # a tuning job: trainingInput.hyperparameters
+            return tuning.import_with_tuning(request, importer.import_with_notes)
         return importer.import_with_notes(request)
 
     def submit(self, compiled: CompiledJob, settings: AIPlatformSettings) -> JobHandle:
         """Create the job (a unique ``jobId`` suffix unless pinned; retried creates never duplicate)."""
         from omnidist_ai_platform import client
 
+        refuse_tuning_submit(compiled)
         body = dict(compiled.request)
         if settings.job_id is None:
             body["jobId"] = f"{body['jobId']}_{self._suffix()}"
@@ -235,6 +241,17 @@ class AIPlatformBackend(Backend):
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+
+def refuse_tuning_submit(compiled: CompiledJob) -> None:
+    """Tuning jobs compile and run locally; creating them on AI Platform is not wired up yet."""
+    if "hyperparameters" in compiled.request.get("trainingInput", {}):
+        raise UnsupportedFeatureError(
+            "tuning", NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to "
+            "trainingInput.hyperparameters (omnidist compile) and runs its trials locally (omnidist run), but "
+            "omnidist does not create it on AI Platform.",
+            "Run the trials locally with omnidist run, or create the compiled job yourself "
+            "(omnidist compile JOB --backend ai_platform > job.json).")
 
 
 def status_of(job: Mapping[str, Any]) -> JobStatus:
