@@ -124,6 +124,7 @@ def tunings(
     algorithms=tuple(Algorithm),
     early_stopping: st.SearchStrategy[bool] = st.booleans(),
     max_parameters: int = 4,
+    max_failed_trials: st.SearchStrategy[int] = st.integers(0, 5),
 ) -> st.SearchStrategy[Tuning]:
     """Valid tuning blocks; constrain parameters and algorithms to what a backend can express."""
 
@@ -138,7 +139,7 @@ def tunings(
             algorithm=draw(st.sampled_from(list(algorithms))),
             max_trials=max_trials,
             parallel_trials=draw(st.integers(1, max_trials)),
-            max_failed_trials=draw(st.integers(0, 5)),
+            max_failed_trials=draw(max_failed_trials),
             early_stopping=draw(early_stopping),
         )
 
