@@ -315,11 +315,8 @@ class Parameter:
                 raise ValidationError(f"required for a {kind} parameter", path=bound)
         whole = self.type is ParameterType.INTEGER
         low, high = _number(self.min, "min", whole), _number(self.max, "max", whole)
-        if low > high:
+        if low > high:  # min == max pins the value, as the clouds allow
             raise ValidationError(f"must be <= max ({high}), got {low}", path="min")
-        if low == high and not whole:
-            raise ValidationError(f"a double range needs min < max, got {low} for both; for one value use "
-                                  "type: discrete", path="max")
         if self.scale is Scale.LOG and low <= 0:
             raise ValidationError(f"scale: log needs min > 0 (the logarithm of {low} does not exist); "
                                   "raise min or use scale: linear", path="min")

@@ -87,7 +87,6 @@ def test_pyyaml_style_exponents_in_a_job_file(tmp_path):
 @pytest.mark.parametrize("changes, path, message", [
     ({"parameters": {"lr": {"type": "dubble", "min": 1, "max": 2}}}, "tuning.parameters.lr.type", "did you mean 'double'"),
     ({"parameters": {"lr": {"type": "double", "min": 3, "max": 2}}}, "tuning.parameters.lr.min", "must be <= max (2)"),
-    ({"parameters": {"lr": {"type": "double", "min": 2, "max": 2}}}, "tuning.parameters.lr.max", "needs min < max"),
     ({"parameters": {"lr": {"type": "double", "max": 2}}}, "tuning.parameters.lr.min", "required for a double"),
     ({"parameters": {"lr": {"type": "double", "min": "abc", "max": 2}}}, "tuning.parameters.lr.min", "expected a number"),
     ({"parameters": {"lr": {"type": "double", "min": 0, "max": 2, "scale": "log"}}}, "tuning.parameters.lr.min",
@@ -130,6 +129,11 @@ def test_invalid_tuning_names_the_field(changes, path, message):
     text = str(caught.value)
     assert text.startswith(f"job.yaml: {path}: "), text
     assert message in text
+
+
+def test_min_equal_to_max_pins_a_value():
+    tuning = serde.job_from_dict(with_tuning(parameters={"lr": {"type": "double", "min": 0.1, "max": 0.1}})).tuning
+    assert tuning.parameters["lr"].min == tuning.parameters["lr"].max == 0.1
 
 
 def test_missing_max_trials_is_required():

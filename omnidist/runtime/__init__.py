@@ -23,8 +23,9 @@ from omnidist.runtime import hints
 from omnidist.runtime.context import RuntimeContext
 from omnidist.runtime.detect import context
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.report import report
 
-__all__ = ["RuntimeContext", "RuntimeEnvError", "context", "hints", "init_torch"]
+__all__ = ["RuntimeContext", "RuntimeEnvError", "context", "hints", "init_torch", "report"]
 
 
 def _free_port() -> int:

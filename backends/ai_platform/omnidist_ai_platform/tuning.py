@@ -81,10 +81,12 @@ class NativeParameter:
 
     parameterName: str  # noqa: N815 - the API's spelling
     type: str = attrs.field(validator=_enum(("PARAMETER_TYPE_UNSPECIFIED", *TYPE_NAMES)))
-    minValue: Optional[float] = None  # noqa: N815
-    maxValue: Optional[float] = None  # noqa: N815
-    discreteValues: Optional[tuple[float, ...]] = None  # noqa: N815
-    categoricalValues: Optional[tuple[str, ...]] = None  # noqa: N815
+    # Numbers are checked by the portable Parameter, which also reads the strings YAML 1.1 makes
+    # of exponents without a sign or a dot (``50.e9``, ``1e-4``), as gcloud's loader reads numbers.
+    minValue: Any = None  # noqa: N815
+    maxValue: Any = None  # noqa: N815
+    discreteValues: Any = None  # noqa: N815
+    categoricalValues: Any = None  # noqa: N815
     scaleType: Optional[str] = attrs.field(  # noqa: N815
         default=None, validator=_enum(("NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE")))
 
@@ -210,7 +212,9 @@ def native_to_parameter(native: NativeParameter, path: str, notes: list[Note]) -
                                   message=f"scaleType {native.scaleType}: portable {kind.value} parameters have no "
                                           "scale"))
             whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values or ()]
-            parameter = Parameter(type=kind, values=whole if kind is ParameterType.DISCRETE else values)
+            if kind is ParameterType.CATEGORICAL and values is not None:
+                whole = values
+            parameter = Parameter(type=kind, values=whole)
     except ValidationError as exc:
         raise ValidationError([attrs.evolve(p, path=_native_path(p.path, kind)) for p in exc.problems]
                               ).prefixed(path) from None

@@ -177,12 +177,12 @@ def _enum(value: Any, names: Mapping[str, Any], numbers: Mapping[int, str], path
     return value
 
 
-def _count(native: Mapping[str, Any], key: str, default: Optional[int], notes: list[Note], field: str) -> int:
+def _count(native: Mapping[str, Any], key: str, default: int, notes: list[Note], field: str) -> int:
     value = native.get(key)
     if value is None:
-        if default is None:
-            raise ValidationError("required: a tuning job says how many trials to run", path=key)
-        notes.append(Note(kind=NoteKind.DEFAULTED, field=field, message=f"no {key}; {default}"))
+        if field:  # gcloud takes the trial counts as flags, so config files often leave them out
+            notes.append(Note(kind=NoteKind.DEFAULTED, field=field, message=(
+                f"the file sets no {key} (gcloud takes it as a flag); {default}: set {field} to what you ran")))
         return default
     if isinstance(value, bool) or not isinstance(value, (int, str)) or not str(value).isdigit():
         raise ValidationError(f"expected a whole number, got {value!r}", path=key)
@@ -269,7 +269,7 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
             notes.append(Note(kind=NoteKind.DROPPED, field="tuning",
                               message=f"studySpec.{key} ({study[key]}) has no portable form"))
     fields = {"metric": {"name": metric.get("metricId"), "goal": GOAL_NAMES[goal]}, "parameters": parameters,
-              "algorithm": ALGORITHM_NAMES[algorithm], "max_trials": _count(native, "maxTrialCount", None, notes, ""),
+              "algorithm": ALGORITHM_NAMES[algorithm], "max_trials": _count(native, "maxTrialCount", 1, notes, "tuning.max_trials"),
               "parallel_trials": _count(native, "parallelTrialCount", 1, notes, "tuning.parallel_trials"),
               "max_failed_trials": _count(native, "maxFailedTrialCount", 0, [], ""),
               "early_stopping": bool(stopping)}

@@ -175,7 +175,6 @@ def test_import_accepts_enum_numbers_and_notes_changed_distributions():
      "optimizes 2 metrics"),
     (lambda r: r["studySpec"]["parameters"][0].update(conditionalParameterSpecs=[{"parameterSpec": {}}]),
      UnsupportedFeatureError, "conditional parameters"),
-    (lambda r: r.pop("maxTrialCount"), ValidationError, "maxTrialCount: required"),
     (lambda r: r.update(parallelTrialCount=50), ValidationError, "parallelTrialCount: 50 trials at a time"),
     (lambda r: r["studySpec"]["parameters"][0]["doubleValueSpec"].update(minValue=1.0),
      ValidationError, "studySpec.parameters[0].doubleValueSpec.min: must be <= max"),
