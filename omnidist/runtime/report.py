@@ -9,9 +9,9 @@ go, the first that applies wins:
    ``CLOUD_ML_TRIAL_ID`` is set): the file the Google tuning service reads, written exactly as the
    ``cloudml-hypertune`` package writes it: ``$CLOUD_ML_HP_METRIC_FILE`` (default
    ``/tmp/hypertune/output.metrics``) is rewritten on every report with this process's last 100
-   entries, one JSON object per line with sorted keys:
-   ``{"global_step": "100", "<metric>": "0.91", "timestamp": 1525851440.12, "trial": "3"}``
-   (values as strings, ``trial`` from ``CLOUD_ML_TRIAL_ID``, default ``"0"``), one entry per metric.
+   entries, one JSON object per line with sorted keys: ``{"<metric>": "0.91", "checkpoint_path": "",
+   "global_step": "100", "timestamp": 1525851440.12, "trial": "3"}`` (values as strings, ``trial``
+   from ``CLOUD_ML_TRIAL_ID``, default ``"0"``), one entry per metric (cloudml-hypertune 0.1.0.dev6).
 3. Azure ML: ``mlflow.log_metric(name, value, step=step)``, which the sweep reads as its
    ``primary_metric``; without ``mlflow`` installed, a warning says so (nothing crashes).
 4. Anywhere else nothing is listening: a warning, once.
@@ -88,7 +88,9 @@ def _checked(step: Any, metrics: Mapping[str, Any]) -> dict[str, float]:
         raise ValueError(f"report(step=…) takes a whole number >= 0, got {step!r}")
     values = {}
     for name, value in metrics.items():
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
+        if isinstance(value, bool):
+            raise TypeError(f"report({name}=…) takes a number, got {value!r}")
+        if not isinstance(value, (int, float)):
             try:  # numpy and torch scalars convert; text and containers do not
                 value = float(value)
             except (TypeError, ValueError):
@@ -116,7 +118,7 @@ def write_hypertune(env: Mapping[str, str], metrics: dict[str, float], step: Opt
         entries = _entries.setdefault(path, collections.deque(maxlen=HYPERTUNE_KEEP))
         for name, value in metrics.items():
             entries.append({"timestamp": time.time(), "trial": trial, name: str(value),
-                            "global_step": str(int(step) if step else 0)})
+                            "global_step": str(int(step) if step else 0), "checkpoint_path": ""})
         directory = os.path.dirname(path)
         if directory:
             os.makedirs(directory, exist_ok=True)
