@@ -305,7 +305,7 @@ class _Search:
                    disable=None if self.progress is None else not self.progress, leave=True)
         try:
             launched = 0
-            while launched < self.total or self.running:
+            while (launched < self.total and not message) or self.running:
                 while launched < self.total and len(self.running) < self.tuning.parallel_trials and not message:
                     launched += 1
                     self._launch(pool, launched)
@@ -384,21 +384,31 @@ class _Search:
         value = reports[-1][1] if reports else None
         if running.stopped:
             state, message = running.stopped, ""
-            self.study.tell(running.trial, state=state_of.PRUNED if state == "pruned" else state_of.FAIL)
+            self._tell(running.trial, state=state_of.PRUNED if state == "pruned" else state_of.FAIL)
         elif code == 0 and value is not None and math.isfinite(value):
             state, message = "succeeded", ""
-            self.study.tell(running.trial, value)
+            self._tell(running.trial, value)
         else:
             state = "failed"
             message = error or (f"exit code {code}" if code else f"reported no {self.tuning.metric.name}")
             self.failures += 1
-            self.study.tell(running.trial, state=state_of.FAIL)
+            self._tell(running.trial, state=state_of.FAIL)
             from tqdm import tqdm
 
             tqdm.write(f"omnidist: trial {running.number} failed: {message}", file=self.err)
         self.results.append(TrialResult(number=running.number, params=running.params, state=state,
                                         value=value if state != "failed" else None,
                                         exit_code=code, message=message))
+
+    def _tell(self, trial: Any, *values: float, **state: Any) -> None:
+        try:
+            self.study.tell(trial, *values, **state)
+        except RuntimeError as exc:
+            # GridSampler asks the study to stop once its grid is used up, which Optuna allows only
+            # inside study.optimize; the trial is recorded either way, and this search stops on its
+            # own count (trial_count).
+            if "Study.stop" not in str(exc):
+                raise
 
     def _best(self) -> Optional[TrialResult]:
         done = [t for t in self.results if t.state == "succeeded"]
