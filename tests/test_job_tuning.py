@@ -168,3 +168,9 @@ def test_cli_validate_exits_2_with_the_path(tmp_path):
 def test_any_tuning_round_trips_through_yaml(job):
     again = serde.job_from_yaml(job.to_yaml())
     assert again == job and again.tuning == job.tuning
+
+
+def test_notebook_html_shows_the_search():
+    job = serde.job_from_yaml(SPEC_EXAMPLE)
+    assert "maximize accuracy over lr, layers, batch_size, optimizer (bayesian, 20 trials, 4 at a time)" in \
+        job._repr_html_()
