@@ -188,14 +188,14 @@ class AIPlatformBackend(Backend):
 
         The notes on what did not carry over exactly come from :meth:`import_with_notes`.
         """
-        return self.import_with_notes(request)[0]
+        from omnidist_ai_platform import importer
+
+        return importer.import_with_notes(request)[0]
 
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
         """The imported job and the notes on what did not carry over exactly (``migrate`` reads them)."""
-        from omnidist_ai_platform import importer, tuning
+        from omnidist_ai_platform import importer
 
-        if tuning.split(request)[1] is not None:  # a tuning job: trainingInput.hyperparameters
-            return tuning.import_with_tuning(request, importer.import_with_notes)
         return importer.import_with_notes(request)
 
     def submit(self, compiled: CompiledJob, settings: AIPlatformSettings) -> JobHandle:
