@@ -91,6 +91,7 @@ class _Running:
     procs: list = attrs.field(factory=list)
     steps: set = attrs.field(factory=set)
     stopped: str = ""
+    killed: bool = False
 
 
 # --- what runs ------------------------------------------------------------------------------------
@@ -321,6 +322,7 @@ class _Search:
                 if limit and self.failures >= limit and not message:
                     message = f"{self.failures} trials failed (max_failed_trials: {limit}); stopping the search"
                     code = 1
+                if message:  # every pass: a trial that was still starting is stopped once it has started
                     self._stop_all("stopped")
         except (KeyboardInterrupt, _Terminated) as exc:
             interrupted, code = True, 143 if isinstance(exc, _Terminated) else 130
@@ -329,6 +331,9 @@ class _Search:
             bar.clear()
             self.err.write(f"omnidist: {message}\n")
             self._drain()
+        except BaseException:  # a bug or a broken machine: leave no trial running behind the error
+            self._stop_all("stopped")
+            raise
         finally:
             bar.close()
             pool.shutdown(wait=True)
@@ -370,7 +375,7 @@ class _Search:
                     running.trial.report(value, step)
             if running.steps and running.trial.should_prune():
                 running.stopped = "pruned"
-                runner.stop_all(running.procs, self.settings.grace_period)
+                self._stop(running)
 
     def _finish(self, future: Future, running: _Running) -> None:
         """Record a finished trial and tell Optuna how it went."""
@@ -417,10 +422,16 @@ class _Search:
         pick = max if self.tuning.metric.goal is Goal.MAXIMIZE else min
         return pick(done, key=lambda t: t.value)
 
+    def _stop(self, running: _Running) -> None:
+        """Stop a trial's replicas (once they have all started: the runner reports them together)."""
+        if running.procs and not running.killed:
+            running.killed = True
+            runner.stop_all(running.procs, self.settings.grace_period)
+
     def _stop_all(self, why: str) -> None:
         for running in self.running.values():
             running.stopped = running.stopped or why
-            runner.stop_all(running.procs, self.settings.grace_period)
+            self._stop(running)
 
     def _drain(self) -> None:
         """After Ctrl-C: stop every trial (including one that starts meanwhile) and wait for them."""
