@@ -12,7 +12,7 @@ setup: $(STAMP)
 $(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e . $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
+	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
 	touch $(STAMP)
 
 run: setup

@@ -189,7 +189,8 @@ def job_html(job: Any) -> str:
         [("command", " ".join(job.command)), ("args", " ".join(job.args)),
          ("env", ", ".join(f"{k}={v}" for k, v in mask_env(job.env).items())),
          ("processes per node", job.processes_per_node), ("interconnect", job.interconnect.value),
-         ("spot", job.spot), ("timeout (s)", job.timeout), ("labels", job.labels or None)],
+         ("spot", job.spot), ("timeout (s)", job.timeout), ("labels", job.labels or None),
+         ("tuning", str(job.tuning) if job.tuning is not None else None)],
         ("field", "value"),
     )
     return summary + program

@@ -75,11 +75,11 @@ def detect_backend(native: Union[Mapping[str, Any], Sequence[Any]]) -> str:
         return "vertex"
     keys = set(native)
     schema = str(native.get("$schema", ""))
-    if "azureml" in schema or str(native.get("type", "")).lower() == "command" or len(keys & AZURE_KEYS) >= 2:
+    if "azureml" in schema or str(native.get("type", "")).lower() in ("command", "sweep") or len(keys & AZURE_KEYS) >= 2:
         return "azure_ml"
     if keys & {"trainingInput", "masterType", "masterConfig", "scaleTier", "parameterServerType"}:
         return "ai_platform"
-    if keys & {"jobSpec", "workerPoolSpecs", "worker_pool_specs"}:
+    if keys & {"jobSpec", "workerPoolSpecs", "worker_pool_specs", "trialJobSpec", "studySpec"}:
         return "vertex"
     raise ValidationError("cannot tell which backend this spec is for; pass --from vertex|ai_platform|azure_ml")
 
@@ -409,7 +409,8 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
     return entries, consumed
 
 
-JOB_FIELDS = ("name", "framework", "image", "command", "args", "env", "processes_per_node", "interconnect", "spot", "timeout", "labels")
+JOB_FIELDS = ("name", "framework", "image", "command", "args", "env", "processes_per_node", "interconnect", "spot", "timeout", "labels",
+              "tuning")
 """Job-wide fields listed as exact when set and no other entry speaks of them."""
 
 

@@ -25,7 +25,10 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn, overrid
 
 from omnidist import jobdata
 from omnidist.errors import Problem, ValidationError
-from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Replicas, Role
+from omnidist.job import (
+    AUTO, Accelerator, Algorithm, DistributedJob, Framework, Goal, Interconnect, Parameter, ParameterType, Replicas, Role,
+    Scale, Tuning,
+)
 from omnidist.jobdata import NO_ACCELERATOR, JobInput, JobOutput
 
 T = TypeVar("T")
@@ -159,7 +162,7 @@ _converter.register_structure_hook_func(
     lambda t: isinstance(t, type) and issubclass(t, enum.Enum), _structure_enum
 )
 # str-valued enums would otherwise dispatch to the str hook (singledispatch sees str first).
-for _enum in (Framework, Interconnect):
+for _enum in (Framework, Interconnect, ParameterType, Scale, Goal, Algorithm):
     _converter.register_structure_hook(_enum, _structure_enum)
 def _register_exact(type_: Any, hook: Any) -> None:
     # Generic aliases (tuple[str, ...], dict[str, str]) are not classes, so they are matched
@@ -237,12 +240,35 @@ _converter.register_structure_hook(
 
 _converter.register_unstructure_hook(Accelerator, lambda a: f"{a.type}:{a.count}")
 _converter.register_unstructure_hook(tuple, list)
-for _enum in (Framework, Interconnect):
+for _enum in (Framework, Interconnect, ParameterType, Scale, Goal, Algorithm):
     _converter.register_unstructure_hook(_enum, lambda e: e.value)
 _converter.register_unstructure_hook(
     Role, make_dict_unstructure_fn(
         Role, _converter, _cattrs_omit_if_default=True, replicas=override(omit_if_default=False)
     )
+)
+# Tuning: a parameter's bounds and values are checked and normalized by Parameter itself, which
+# knows its type (numbers for ranges and discrete lists, text for categorical ones).
+_structure_parameter_fields = make_dict_structure_fn(
+    Parameter, _converter, _cattrs_forbid_extra_keys=True,
+    **{name: override(struct_hook=lambda v, _: v) for name in ("min", "max", "values")},
+)
+
+
+def _structure_parameter(value: Any, _: type) -> Parameter:
+    if not isinstance(value, Mapping):
+        raise ValueError(f"expected a mapping such as {{type: double, min: 0.001, max: 0.1}}, got {_kind(value)}")
+    return _structure_parameter_fields(value, Parameter)
+
+
+_converter.register_structure_hook(Parameter, _structure_parameter)
+_converter.register_unstructure_hook(
+    Parameter, make_dict_unstructure_fn(Parameter, _converter, _cattrs_omit_if_default=True,
+                                        type=override(omit_if_default=False))
+)
+_unstructure_tuning_fields = make_dict_unstructure_fn(Tuning, _converter, _cattrs_omit_if_default=True)
+_converter.register_unstructure_hook(  # in the field order SPEC §8 writes them
+    Tuning, lambda t: dict(sorted(_unstructure_tuning_fields(t).items(), key=lambda kv: _field_names(Tuning).index(kv[0])))
 )
 _converter.register_unstructure_hook(
     DistributedJob,

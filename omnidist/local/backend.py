@@ -23,7 +23,7 @@ import attrs
 
 from omnidist import accelerators
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
-from omnidist.errors import NotFoundError, ValidationError
+from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, Role, RoleName
 from omnidist.local import code_data, gpus, plan, runner
 from omnidist.local.environments import EMULATIONS, PLATFORM_PREFIXES, PLATFORM_VARIABLES
@@ -142,6 +142,11 @@ class LocalBackend(Backend):
         notes.append(Note(kind=NoteKind.HINT, field="gpus", message="GPUs are given out when the job runs "
                           f"(one {GPU_VARIABLE} per replica, from this machine's GPUs)"))
         request = {"emulate": settings.emulate, "replicas": [s.to_dict() for s in specs]}
+        if job.tuning is not None:  # each trial runs these replicas, with its values appended
+            from omnidist.local import tuning
+
+            tuning.check(job.tuning)
+            request["tuning"] = tuning.describe(job)
         return CompiledJob(backend=self.name, request=request, diagnostics=notes, format=self.output_format, job=job)
 
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
@@ -178,6 +183,10 @@ class LocalBackend(Backend):
     def run(self, job: DistributedJob, settings: LocalSettings, out: Optional[IO[str]] = None,
             err: Optional[IO[str]] = None) -> runner.RunResult:
         """Run the job in the foreground (``omnidist run``) and return how it ended."""
+        if job.tuning is not None:  # its trials, sampled by Optuna (omnidist.local.tuning)
+            from omnidist.local import tuning
+
+            return tuning.run(job, settings, out=out, err=err)
         err = err or sys.stderr
         run_dir = runs_root(settings.runs_dir) / self.new_run_id(job.name)  # where outputs land (SPEC §7)
         specs, found = self._plan(job, settings, run_dir)
@@ -200,6 +209,9 @@ class LocalBackend(Backend):
     def submit(self, compiled: CompiledJob, settings: LocalSettings) -> JobHandle:
         """Start the run detached, under a supervisor that records it in a run directory."""
         job = compiled.job
+        if job is not None and job.tuning is not None:
+            raise UnsupportedFeatureError("tuning", self.name, "a detached local run holds one job, not a search.",
+                                          "Run the trials in the foreground with omnidist run.")
         if job is None:
             raise ValidationError("the local backend submits compiled jobs that carry their job; "
                                   "use omnidist.submit(job) or omnidist.compile(job, backend='local')")

@@ -26,10 +26,11 @@ from omnidist.runtime.context import RuntimeContext
 from omnidist.runtime.detect import context
 from omnidist.runtime.devices import TorchPlacement, torch_placement
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.report import report
 from omnidist.runtime.tfconfig import tf_config_fix
 
 __all__ = ["RuntimeContext", "RuntimeEnvError", "TorchPlacement", "context", "hints", "init_tensorflow",
-           "init_torch", "torch_device"]
+           "init_torch", "report", "torch_device"]
 
 _placement: Optional[TorchPlacement] = None
 """What :func:`init_torch` chose for this process (read by :func:`torch_device`)."""

@@ -50,6 +50,7 @@ from typing import Any, Optional
 from omnidist.runtime import hints
 from omnidist.runtime.context import ROLES, RuntimeContext
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.report import trial_id
 
 Env = Mapping[str, str]
 
@@ -446,6 +447,8 @@ def _refine(ctx: RuntimeContext, env: Env) -> RuntimeContext:
             value = _int(env, name, minimum=1 if name == "WORLD_SIZE" else 0)
             if value is not None:
                 changes[field] = value
+    # Tuning: the trial id from wherever this platform puts it (see omnidist.runtime.report).
+    changes["trial"] = trial_id(env, ctx.platform, ctx.trial)
     return dataclasses.replace(ctx, **changes)
 
 

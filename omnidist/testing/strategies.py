@@ -10,7 +10,10 @@ from typing import Optional
 from hypothesis import strategies as st
 
 from omnidist.accelerators import BY_NAME
-from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role
+from omnidist.job import (
+    Accelerator, Algorithm, DistributedJob, Framework, Goal, Interconnect, Metric, Parameter, ParameterType, Role, Scale,
+    Tuning,
+)
 
 names = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
 env_names = st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True).filter(lambda n: not n.startswith("OMNIDIST_"))
@@ -51,6 +54,7 @@ def jobs(
     evaluators: Optional[st.SearchStrategy] = None,
     reduction_servers: Optional[st.SearchStrategy] = None,
     backends: st.SearchStrategy = st.just({}),
+    tuning: st.SearchStrategy = st.none(),
 ) -> st.SearchStrategy[DistributedJob]:
     """Valid portable jobs; every part can be constrained by passing a strategy."""
     return st.builds(
@@ -73,4 +77,70 @@ def jobs(
         timeout=st.none() | st.integers(1, 10**7),
         labels=st.dictionaries(names, names, max_size=3),
         backends=backends,
+        tuning=tuning,
     )
+
+
+# --- tuning ---------------------------------------------------------------------------------------
+
+parameter_names = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
+# Bounds with few significant digits, as people write them: they survive every native format
+# (JSON doubles, Azure's natural-log bounds) exactly.
+_positive = st.integers(1, 10**6).map(lambda i: i / 1000)
+_bounds = st.integers(-10**6, 10**6).map(lambda i: i / 1000)
+
+
+@st.composite
+def _double(draw, scales=tuple(Scale)) -> Parameter:
+    scale = draw(st.sampled_from(list(scales)))
+    low = draw(_positive if scale is Scale.LOG else _bounds)
+    high = draw(_positive.filter(lambda h: h > low) if scale is Scale.LOG else _bounds.filter(lambda h: h > low))
+    return Parameter(type="double", min=low, max=high, scale=scale)
+
+
+@st.composite
+def _integer(draw, scales=tuple(Scale), lowest: int = -100, widest: int = 200) -> Parameter:
+    scale = draw(st.sampled_from(list(scales)))
+    low = draw(st.integers(max(lowest, 1) if scale is Scale.LOG else lowest, 100))
+    return Parameter(type="integer", min=low, max=draw(st.integers(low, low + widest)), scale=scale)
+
+
+def parameters(types=tuple(ParameterType), scales=tuple(Scale), max_integer_span: int = 200,
+               lowest_integer: int = -100) -> st.SearchStrategy[Parameter]:
+    """Valid tuned parameters of the given types and range scales."""
+    made = {
+        ParameterType.DOUBLE: _double(scales),
+        ParameterType.INTEGER: _integer(scales, lowest_integer, max_integer_span),
+        ParameterType.DISCRETE: st.lists(_bounds, min_size=1, max_size=5, unique=True).map(
+            lambda v: Parameter(type="discrete", values=v)),
+        ParameterType.CATEGORICAL: st.lists(st.from_regex(r"[a-z][a-z0-9_.-]{0,8}", fullmatch=True), min_size=1,
+                                            max_size=4, unique=True).map(lambda v: Parameter(type="categorical", values=v)),
+    }
+    return st.one_of([made[ParameterType(t)] for t in types])
+
+
+def tunings(
+    parameter: st.SearchStrategy[Parameter] | None = None,
+    algorithms=tuple(Algorithm),
+    early_stopping: st.SearchStrategy[bool] = st.booleans(),
+    max_parameters: int = 4,
+    max_failed_trials: st.SearchStrategy[int] = st.integers(0, 5),
+) -> st.SearchStrategy[Tuning]:
+    """Valid tuning blocks; constrain parameters and algorithms to what a backend can express."""
+
+    @st.composite
+    def build(draw) -> Tuning:
+        max_trials = draw(st.integers(1, 50))
+        return Tuning(
+            metric=Metric(name=draw(st.from_regex(r"[a-z][a-z0-9_/]{0,12}", fullmatch=True)),
+                          goal=draw(st.sampled_from(list(Goal)))),
+            parameters=draw(st.dictionaries(parameter_names, parameter if parameter is not None else parameters(),
+                                            min_size=1, max_size=max_parameters)),
+            algorithm=draw(st.sampled_from(list(algorithms))),
+            max_trials=max_trials,
+            parallel_trials=draw(st.integers(1, max_trials)),
+            max_failed_trials=draw(max_failed_trials),
+            early_stopping=draw(early_stopping),
+        )
+
+    return build()

@@ -32,6 +32,6 @@ def test_using_the_runtime_loads_only_the_standard_library():
     omnidist_modules = {m for m in loaded if m.startswith("omnidist")}
     assert omnidist_modules <= {"omnidist", "omnidist.runtime", "omnidist.runtime.context", "omnidist.runtime.detect",
                                 "omnidist.runtime.devices", "omnidist.runtime.errors", "omnidist.runtime.hints",
-                                "omnidist.runtime.launch", "omnidist.runtime.tfconfig"}
+                                "omnidist.runtime.launch", "omnidist.runtime.report", "omnidist.runtime.tfconfig"}
     assert "torch" not in loaded  # init_torch imports torch only when called
     assert "tensorflow" not in loaded  # init_tensorflow never does

@@ -18,7 +18,7 @@ import attrs
 
 from omnidist import data, display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
-from omnidist.errors import ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, RoleName
 from omnidist.retry import ClientSettings
 
@@ -189,7 +189,12 @@ class AIPlatformBackend(Backend):
         """The body of ``projects.jobs.create``; pure and deterministic."""
         from omnidist_ai_platform import compiler
 
-        return compiler.compile_job(job, settings)
+        compiled = compiler.compile_job(job, settings)
+        if job.tuning is not None:  # the same body, with trainingInput.hyperparameters
+            from omnidist_ai_platform import tuning
+
+            compiled = tuning.with_hyperparameters(compiled, job.tuning)
+        return compiled
 
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
         """A portable job from a create body or a ``trainingInput`` config.
@@ -211,6 +216,7 @@ class AIPlatformBackend(Backend):
         suffix unless pinned; retried creates never duplicate)."""
         from omnidist_ai_platform import client, staging
 
+        refuse_tuning_submit(compiled)
         body = dict(staging.stage(compiled, settings, sleep=self._sleep))
         if settings.job_id is None:
             body["jobId"] = f"{body['jobId']}_{self._suffix()}"
@@ -253,6 +259,17 @@ class AIPlatformBackend(Backend):
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+
+def refuse_tuning_submit(compiled: CompiledJob) -> None:
+    """Tuning jobs compile and run locally; creating them on AI Platform is not wired up yet."""
+    if "hyperparameters" in compiled.request.get("trainingInput", {}):
+        raise UnsupportedFeatureError(
+            "tuning", NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to "
+            "trainingInput.hyperparameters (omnidist compile) and runs its trials locally (omnidist run), but "
+            "omnidist does not create it on AI Platform.",
+            "Run the trials locally with omnidist run, or create the compiled job yourself "
+            "(omnidist compile JOB --backend ai_platform > job.json).")
 
 
 def status_of(job: Mapping[str, Any]) -> JobStatus:

@@ -178,9 +178,6 @@ def parse(request: Mapping[str, Any]) -> NativeJob:
 
 def refuse_unportable(ti: NativeTrainingInput) -> None:
     """Exit 3 for what the portable job cannot hold."""
-    if ti.hyperparameters is not None:
-        raise unsupported("hyperparameters", "hyperparameter tuning is not part of the portable job format.",
-                          "Remove trainingInput.hyperparameters and tune with Vertex AI tuning jobs.")
     if ti.encryptionConfig is not None:
         raise unsupported("encryptionConfig", "customer-managed encryption keys are not part of the portable "
                           "job format.", "Remove trainingInput.encryptionConfig; set the key on the target.")
@@ -340,8 +337,12 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
 
     Raises:
         ValidationError: malformed input, naming the field path.
-        UnsupportedFeatureError: something the portable format cannot hold (K80, TPUs, tuning…).
+        UnsupportedFeatureError: something the portable format cannot hold (K80, TPUs…).
     """
+    from omnidist_ai_platform import tuning
+
+    if tuning.split(request)[1] is not None:  # the tuning block, then the rest of the body
+        return tuning.import_with_tuning(request, import_with_notes)
     native = parse(request)
     ti = native.trainingInput
     refuse_unportable(ti)

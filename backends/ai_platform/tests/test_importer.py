@@ -151,7 +151,6 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
         "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_K80"}}}}, "accelerator NVIDIA_TESLA_K80"),
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "standard_gpu"}}, "accelerator NVIDIA_TESLA_K80"),
     ({"trainingInput": {"scaleTier": "BASIC_TPU"}}, "scaleTier BASIC_TPU"),
-    ({"trainingInput": {"hyperparameters": {"goal": "MAXIMIZE"}}}, "hyperparameters"),
     ({"predictionInput": {}}, "predictionInput"),
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
         "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},

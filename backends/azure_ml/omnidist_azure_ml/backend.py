@@ -15,7 +15,7 @@ import attrs
 
 from omnidist import data, display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
-from omnidist.errors import ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.retry import ClientSettings
 
@@ -171,7 +171,12 @@ class AzureMLBackend(Backend):
         """The command job YAML (as a dict) for ``job``; pure."""
         from omnidist_azure_ml import compiler
 
-        return compiler.compile_job(job, settings)
+        compiled = compiler.compile_job(job, settings)
+        if job.tuning is not None:  # a sweep job whose trial is this command job
+            from omnidist_azure_ml import tuning
+
+            compiled = tuning.sweep_job(compiled, job.tuning)
+        return compiled
 
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
         """A portable job from a command job YAML (as parsed); pure."""
@@ -179,16 +184,17 @@ class AzureMLBackend(Backend):
 
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
         """The portable job plus what was inferred (GPUs from the SKU), approximated or dropped."""
-        from omnidist_azure_ml import importer
+        from omnidist_azure_ml import importer, tuning
 
+        if tuning.recognizes(request):  # a sweep job around a command job
+            return tuning.import_sweep(request, importer.import_command_job)
         return importer.import_command_job(request)
 
     def submit(self, compiled: CompiledJob, settings: AzureMLSettings) -> JobHandle:
         """PUT the job under ``<display_name>-<suffix>``, one name per submit, reused on retry."""
-        from omnidist_azure_ml import client
+        from omnidist_azure_ml import client, code_data
 
-        from omnidist_azure_ml import code_data
-
+        refuse_tuning_submit(compiled)
         name = f"{compiled.request.get('display_name', 'omnidist')}-{self._suffix()}"
         origin = compiled.job.source if compiled.job is not None else None
         with display.masking_errors(display.secret_values(compiled.request)):  # a 400 may quote an env value
@@ -222,6 +228,17 @@ class AzureMLBackend(Backend):
             return ""
         return (f"https://ml.azure.com/runs/{job_id}?wsid=/subscriptions/{settings.subscription_id}"
                 f"/resourcegroups/{settings.resource_group}/workspaces/{settings.workspace}")
+
+
+def refuse_tuning_submit(compiled: CompiledJob) -> None:
+    """Tuning jobs compile and run locally; creating sweeps on Azure ML is not wired up yet."""
+    if compiled.request.get("type") == "sweep":
+        raise UnsupportedFeatureError(
+            "tuning", NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to a "
+            "sweep job (omnidist compile) and runs its trials locally (omnidist run), but omnidist does not "
+            "create it on Azure ML.",
+            "Run the trials locally with omnidist run, or create the compiled sweep yourself "
+            "(omnidist compile JOB --backend azure_ml > sweep.yml; az ml job create --file sweep.yml).")
 
 
 def native_state(state: str) -> JobState:

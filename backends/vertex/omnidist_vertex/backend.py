@@ -16,7 +16,7 @@ import attrs
 
 from omnidist import data, display
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
-from omnidist.errors import ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the client and importer read it here
 from omnidist.retry import ClientSettings
@@ -249,7 +249,12 @@ class VertexBackend(Backend):
         """Build the CustomJob REST body (camelCase, enum names). Pure."""
         from omnidist_vertex import compiler
 
-        return compiler.compile_job(job, settings or VertexSettings())
+        compiled = compiler.compile_job(job, settings or VertexSettings())
+        if job.tuning is not None:  # a HyperparameterTuningJob around the CustomJob's spec
+            from omnidist_vertex import tuning
+
+            compiled = tuning.tuning_job(compiled, job.tuning)
+        return compiled
 
     def import_native(self, request: Any) -> DistributedJob:
         """Read a CustomJob, a ``gcloud --config`` CustomJobSpec or ``--worker-pool-spec`` strings. Pure."""
@@ -257,9 +262,12 @@ class VertexBackend(Backend):
 
     def import_with_notes(self, request: Any) -> tuple[DistributedJob, tuple[Note, ...]]:
         """:meth:`import_native`, plus what was defaulted (a missing name or framework)."""
-        from omnidist_vertex import importer
+        from omnidist_vertex import importer, tuning
 
-        job, notes = importer.import_native(request)
+        if tuning.recognizes(request):  # a HyperparameterTuningJob
+            job, notes = tuning.import_tuning_job(request, importer.spec_to_job)
+        else:
+            job, notes = importer.import_native(request)
         return job, tuple(notes)
 
     def submit(self, compiled: CompiledJob, settings: VertexSettings) -> JobHandle:
@@ -267,6 +275,7 @@ class VertexBackend(Backend):
         without ever making two)."""
         from omnidist_vertex import client, staging
 
+        refuse_tuning_submit(compiled)
         request = staging.stage(compiled, settings, sleep=self.sleep)
         with display.masking_errors(display.secret_values(request)):  # a 400 may quote an env value
             name = client.submit(request, settings, self.request_id(), sleep=self.sleep)
@@ -302,6 +311,17 @@ class VertexBackend(Backend):
             return ""
         project, region, number = parts
         return CONSOLE_URL.format(region=region, job=number, project=project)
+
+
+def refuse_tuning_submit(compiled: CompiledJob) -> None:
+    """Tuning jobs compile and run locally; creating them on Vertex is not wired up yet."""
+    if "studySpec" in compiled.request:
+        raise UnsupportedFeatureError(
+            "tuning", "vertex", "submitting tuning jobs is not supported yet: a job with a tuning block compiles "
+            "to a HyperparameterTuningJob (omnidist compile) and runs its trials locally (omnidist run), but omnidist "
+            "does not create it on Vertex.",
+            "Run the trials locally with omnidist run, or create the compiled HyperparameterTuningJob yourself "
+            "(omnidist compile JOB --backend vertex > tuning.json).")
 
 
 _RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs/(?P<id>[^/]+)$")
