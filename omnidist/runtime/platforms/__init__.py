@@ -30,23 +30,26 @@ node: why, else ``None``).
 
 A platform the local backend can emulate also defines:
 
-=========================  ================================================================
-``emulate(job, slots,      the variables of each process the platform starts, in slot order:
-decided)``                 ``slot.processes`` dicts per running slot, none for the others
-``HINTS_PER_ROLE``         the ``OMNIDIST_*`` hints its compiler adds: ``None`` none, ``False``
-                           all but ``OMNIDIST_ROLE`` (one environment for every node), ``True`` all
-``ENV_FIELD``              whether its request has an environment field (without one, the data
-                           hints are absent and a launch command carries the process count)
-=========================  ================================================================
+==================================  ========================================================
+``emulate(job, slots, decided)``    the variables of each process the platform starts, in
+                                    slot order: ``slot.processes`` dicts per running slot,
+                                    none for the others
+``HINTS_PER_ROLE``                  the ``OMNIDIST_*`` hints its compiler adds: ``None``
+                                    none, ``False`` all but ``OMNIDIST_ROLE`` (one
+                                    environment for every node), ``True`` all
+``ENV_FIELD``                       whether its request has an environment field (without
+                                    one, the data hints are absent and a launch command
+                                    carries the process count)
+==================================  ========================================================
 
 and may define ``roles(decided)`` (the roles its environment can place; default all) and
 ``notes(job, decided)`` (``(field, message)`` hints for ``omnidist run``). When a backend of the
 same name compiles for the platform, the emulation follows that compile, and the module says how:
 
-=========================  ================================================================
-``follow(request, job)``   what the compiled request decided (:class:`Decided`)
-``assume(job)``            the same, when the platform's backend is not installed
-=========================  ================================================================
+==================================  ========================================================
+``follow(request, job)``            what the compiled request decided (:class:`Decided`)
+``assume(job)``                     the same, when the platform's backend is not installed
+==================================  ========================================================
 """
 
 from __future__ import annotations

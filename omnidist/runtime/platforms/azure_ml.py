@@ -234,8 +234,7 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
     for slot in slots:
         common = {RUN_ID: f"{job.name}_local", NODE_COUNT: str(len(nodes)), HOST_LIST: ",".join(nodes)}
         if slot.role == "parameter_server":  # TensorFlow only (see DISTRIBUTION_ROLES)
-            spec = {"cluster": {"worker": nodes, "ps": servers}, "task": {"type": "ps", "index": slot.index},
-                    "environment": "cloud"}
+            spec = _tf_config(nodes, servers, "parameter_server", slot.index)
             result.append({**common, tf_config.VARIABLE: json.dumps(spec)})
             continue
         common[CR_NODE_RANK] = str(node_rank)
@@ -247,15 +246,21 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
     return result
 
 
+def _tf_config(nodes: list[str], servers: list[str], role: str, index: int) -> dict[str, Any]:
+    """The TensorFlow distribution's ``TF_CONFIG``: every node a ``worker`` (0 acts as the chief),
+    and a ``ps`` list even when it is empty, as Azure writes it."""
+    types = tf_config.TASK_TYPES
+    return {"cluster": {types["worker"]: nodes, types["parameter_server"]: servers},
+            "task": {"type": types[role], "index": index}, "environment": "cloud"}
+
+
 def _process_env(distribution: str, slot: Slot, nodes: list[str], servers: list[str], node_rank: int, rank: int,
                  local_rank: int, world: int) -> dict[str, str]:
     """One process's distribution variables."""
     master = nodes[0]
     master_addr, _, master_port = master.rpartition(":")
     if distribution == "tensorflow":
-        spec = {"cluster": {"worker": nodes, "ps": servers}, "task": {"type": "worker", "index": node_rank},
-                "environment": "cloud"}
-        return {tf_config.VARIABLE: json.dumps(spec)}
+        return {tf_config.VARIABLE: json.dumps(_tf_config(nodes, servers, "worker", node_rank))}
     if distribution == "mpi":
         return {
             "OMPI_COMM_WORLD_RANK": str(rank), "OMPI_COMM_WORLD_SIZE": str(world),
