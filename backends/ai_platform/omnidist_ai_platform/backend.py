@@ -21,20 +21,17 @@ from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobS
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, RoleName
 from omnidist.retry import ClientSettings
+from omnidist.runtime.platforms import ai_platform as platform
 
 from omnidist_ai_platform import catalog
 
 NAME = "ai_platform"
 
-ROLE_PREFIXES: dict[RoleName, str] = {
-    RoleName.EVALUATORS: "evaluator",
-    RoleName.PARAMETER_SERVERS: "parameterServer",
-    RoleName.PRIMARY: "master",
-    RoleName.REDUCTION_SERVERS: "parameterServer",
-    RoleName.WORKERS: "worker",
-}
+ROLE_PREFIXES: dict[RoleName, str] = {role: platform.FIELD_PREFIXES[role.singular] for role in sorted(RoleName)}
 """Role -> the prefix of its ``trainingInput`` fields (``<prefix>Type/Count/Config``); reducers
-take the parameter-server slot."""
+take the parameter-server slot: the platform's own table
+(:data:`omnidist.runtime.platforms.ai_platform.FIELD_PREFIXES`), beside the task type each slot
+gets in ``CLUSTER_SPEC``."""
 
 ROLES_BY_PREFIX: dict[str, RoleName] = {
     prefix: role for role, prefix in ROLE_PREFIXES.items() if role is not RoleName.REDUCTION_SERVERS

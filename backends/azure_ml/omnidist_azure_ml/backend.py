@@ -18,19 +18,16 @@ from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobS
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.retry import ClientSettings
+from omnidist.runtime.platforms import azure_ml as platform
 
 from omnidist_azure_ml import catalog
 
 NAME = "azure_ml"
 
-FRAMEWORK_DISTRIBUTIONS: dict[Framework, str] = {
-    Framework.CUSTOM: "pytorch",
-    Framework.DEEPSPEED: "pytorch",
-    Framework.HOROVOD: "mpi",
-    Framework.PYTORCH: "pytorch",
-    Framework.TENSORFLOW: "tensorflow",
-}
-"""Portable framework -> Azure ``distribution.type`` (custom: see LAUNCHES_OWN_PROCESSES)."""
+FRAMEWORK_DISTRIBUTIONS: dict[Framework, str] = {f: platform.DISTRIBUTIONS[f.value] for f in sorted(Framework)}
+"""Portable framework -> Azure ``distribution.type`` (custom: see LAUNCHES_OWN_PROCESSES): the
+platform's own table (:data:`omnidist.runtime.platforms.azure_ml.DISTRIBUTIONS`), which decides
+the variables the nodes get."""
 
 DISTRIBUTION_FRAMEWORKS: dict[str, Framework] = {
     kind: min((f for f, k in FRAMEWORK_DISTRIBUTIONS.items() if k == kind), key=lambda f: f.value != kind)

@@ -20,6 +20,7 @@ from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the client and importer read it here
 from omnidist.retry import ClientSettings
+from omnidist.runtime.platforms import vertex as platform
 
 # --- tables: portable <-> Vertex --------------------------------------------------------------
 
@@ -59,14 +60,10 @@ ACCELERATOR_ENUM: dict[str, int] = {
 ACCELERATOR_BY_NUMBER: dict[int, str] = {v: k for k, v in ACCELERATOR_ENUM.items()}
 """``AcceleratorType`` number -> name (derived)."""
 
-POOL_INDEX: dict[RoleName, int] = {
-    RoleName.EVALUATORS: 3,
-    RoleName.PARAMETER_SERVERS: 2,
-    RoleName.PRIMARY: 0,
-    RoleName.REDUCTION_SERVERS: 2,
-    RoleName.WORKERS: 1,
-}
-"""Role -> position in ``workerPoolSpecs`` (pool 2 holds parameter servers or reducers)."""
+POOL_INDEX: dict[RoleName, int] = {role: platform.POOL_INDEX[role.singular] for role in sorted(RoleName)}
+"""Role -> position in ``workerPoolSpecs`` (pool 2 holds parameter servers or reducers): the
+platform's own table (:data:`omnidist.runtime.platforms.vertex.POOL_INDEX`), which the runtime reads
+``CLUSTER_SPEC`` with."""
 
 ROLES_AT: dict[int, tuple[RoleName, ...]] = {
     i: tuple(r for r in RoleName if POOL_INDEX[r] == i) for i in sorted(set(POOL_INDEX.values()))
