@@ -220,10 +220,12 @@ class Backend(ABC):
         from omnidist.errors import BackendError
 
         if self.client is None:
-            raise BackendError("this backend talks to no cloud: it cannot submit or follow jobs", backend=self.name)
-        given = {"request_id": getattr(self, "request_id", None), "suffix": getattr(self, "suffix", None),
-                 "sleep": getattr(self, "sleep", None)}
-        return self.client(settings, backend=self, injected=Injected(**{k: v for k, v in given.items() if v is not None}))
+            raise BackendError("this backend talks to no cloud: it cannot submit or follow jobs",
+                               backend=self.name)
+        # getattr: a subclass with an __init__ of its own may not have called this one.
+        given = {key: getattr(self, key, None) for key in ("request_id", "suffix", "sleep")}
+        injected = Injected(**{key: value for key, value in given.items() if value is not None})
+        return self.client(settings, backend=self, injected=injected)
 
 
 @attrs.frozen(kw_only=True)

@@ -39,6 +39,7 @@ T = TypeVar("T")
 N = TypeVar("N")
 """A cloud's native job, as its SDK returns it (a message, a resource object or a dict)."""
 Sleep = Optional[Callable[[float], None]]
+Translate = Callable[[BaseException], Optional[BackendError]]
 
 
 def new_request_id() -> str:
@@ -155,8 +156,8 @@ class Client(ABC, Generic[N]):
     One is made per call, by :class:`~omnidist.backend.Backend`, for one settings value.
 
     Args:
-        settings: the backend's settings (their retry, timeout and polling keys are
-            :class:`omnidist.retry.ClientSettings`').
+        settings: the backend's settings, a :class:`omnidist.retry.ClientSettings` (the retry,
+            timeout and polling keys the template reads).
         backend: the backend this client serves (its name and console URLs).
         injected: ids and waits (tests replace them).
     """
@@ -237,7 +238,7 @@ class Client(ABC, Generic[N]):
                              backend=self.name, status=409)
 
     def timed_out(self, exc: BaseException) -> bool:
-        """Whether a failed create timed out waiting for its answer (the server may still make the job)."""
+        """Whether a failed create timed out waiting for its answer (the server may still make it)."""
         return False
 
     @property
@@ -270,22 +271,24 @@ class Client(ABC, Generic[N]):
         """A fresh idempotency key (injected)."""
         return self.injected.request_id()
 
-    def translated(self, fn: Callable[[], T]) -> T:
-        """``fn()`` once, its SDK exceptions raised as omnidist's (``raise … from exc``)."""
+    def translated(self, fn: Callable[[], T], translate: Optional[Translate] = None) -> T:
+        """``fn()`` once, its SDK exceptions raised as omnidist's (``raise … from exc``), by
+        :meth:`translate` or the given translator (another SDK's, e.g. a code upload's)."""
         try:
             return fn()
         except OmnidistError:
             raise
         except Exception as exc:
-            error = self.translate(exc)
+            error = (translate or self.translate)(exc)
             if error is None:
                 raise
             raise error from exc
 
-    def call(self, fn: Callable[[], T]) -> T:
-        """``fn()`` translated and retried under the settings' policy (transient errors only)."""
-        policy = self.settings.retry_policy() if hasattr(self.settings, "retry_policy") else retry.DEFAULT_POLICY
-        return retry.call(lambda: self.translated(fn), policy, self.injected.sleep)
+    def call(self, fn: Callable[[], T], translate: Optional[Translate] = None) -> T:
+        """``fn()`` translated (see :meth:`translated`) and retried under the settings' policy
+        (transient errors only)."""
+        policy = self.settings.retry_policy()
+        return retry.call(lambda: self.translated(fn, translate), policy, self.injected.sleep)
 
     def submit(self, compiled: CompiledJob) -> tuple[str, str]:
         """Create the job exactly once; its id and the URL the cloud gave it (may be ``""``).
@@ -330,12 +333,13 @@ class Client(ABC, Generic[N]):
             while True:
                 page = self.read_logs(job_id, cursor, follow=follow)
                 secrets |= page.secrets
-                change = self.state_line(job_id, page.status) if page.status is not None else ""
-                change, shown = (change, change) if change and change != shown else ("", shown)
                 ended = page.status is None or page.status.state.terminal
-                for line in ([change] if change and not ended else []) + list(page.lines) + (
-                        [change] if change and ended else []):
-                    yield display.mask_text(line, secrets)
+                line = self.state_line(job_id, page.status) if page.status is not None else ""
+                change = [line] if line and line != shown else []
+                shown = line or shown
+                # A new state reads before its page's lines, how the job ended after them.
+                for text in ([] if ended else change) + list(page.lines) + (change if ended else []):
+                    yield display.mask_text(text, secrets)
                 if page.last or ended or not follow:
                     return
                 sleep = self.injected.sleep if self.injected.sleep is not None else time.sleep
@@ -392,7 +396,8 @@ class Client(ABC, Generic[N]):
             return job
 
         job = self.call(attempt)
-        if self.idempotency is Idempotency.LABEL and (creates.pending or (creates.unanswered and creates.made)):
+        duplicates_possible = creates.pending or (creates.unanswered and creates.made)
+        if self.idempotency is Idempotency.LABEL and duplicates_possible:
             job = self._settle(keyed, job, creates)
         return job
 

@@ -73,7 +73,8 @@ class ToyCloud(FakeService):
     def on_list(self, record: Recorded, match: re.Match[str]) -> Response:
         key = record.query["key"][0]
         with self.lock:
-            return Response(200, [job for job in self.jobs.values() if job["labels"][REQUEST_ID_LABEL] == key])
+            found = [job for job in self.jobs.values() if job["labels"][REQUEST_ID_LABEL] == key]
+            return Response(200, found)
 
     def on_get(self, record: Recorded, match: re.Match[str]) -> Response:
         with self.lock:
@@ -126,8 +127,8 @@ class ToyClient(Client[dict]):
     def translate(self, exc: BaseException) -> Optional[BackendError]:
         if isinstance(exc, urllib.error.HTTPError):
             message = json.loads(exc.read() or b"{}").get("error", {}).get("message", str(exc))
-            return error_for_status(exc.code)(message, backend="toy", status=exc.code,
-                                              retry_after=retry.parse_retry_after(exc.headers.get("Retry-After")))
+            after = retry.parse_retry_after(exc.headers.get("Retry-After"))
+            return error_for_status(exc.code)(message, backend="toy", status=exc.code, retry_after=after)
         if isinstance(exc, (urllib.error.URLError, ConnectionError, TimeoutError)):
             return TransientBackendError(f"connection failed: {exc}", backend="toy")
         return None
@@ -168,7 +169,8 @@ class ToyClient(Client[dict]):
         self._http("POST", f"/jobs/{job_id}:cancel", {})
 
     def status_of(self, job: dict) -> JobStatus:
-        return JobStatus(state=self.STATES[job["state"]], native_state=job["state"], message=job.get("error", ""))
+        return JobStatus(state=self.STATES[job["state"]], native_state=job["state"],
+                         message=job.get("error", ""))
 
     def id_of(self, keyed: Keyed, job: dict) -> str:
         return job["id"]
@@ -260,7 +262,8 @@ def test_attempts_are_bounded(backend, toy, sleeps):
 
 # --- exactly once, per idempotency style ---------------------------------------------------------------
 
-@pytest.mark.parametrize("fault", [Fault.drop_after_create(), Fault.close_after_create()], ids=["reset", "closed"])
+@pytest.mark.parametrize("fault", [Fault.drop_after_create(), Fault.close_after_create()],
+                         ids=["reset", "closed"])
 def test_label_an_unanswered_create_is_found_by_its_label(backend, toy, fault):
     toy.fail("create", fault)
     handle = submit(backend, toy)

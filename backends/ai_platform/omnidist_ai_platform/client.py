@@ -134,7 +134,7 @@ class AIPlatformClient(Client[dict]):
         from omnidist_ai_platform import staging
 
         refuse_tuning_submit(compiled)
-        return attrs.evolve(compiled, request=staging.stage(compiled, self.settings, sleep=self.injected.sleep))
+        return attrs.evolve(compiled, request=staging.stage(compiled, self))
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The create body: a unique ``jobId`` suffix unless the settings pin it, and the marker label."""

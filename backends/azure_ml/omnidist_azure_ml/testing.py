@@ -64,7 +64,8 @@ class FakeAzureML(FakeService):
     """
 
     ROUTES = {
-        "put_environment": ("PUT", "^" + WORKSPACE + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$"),
+        "put_environment": ("PUT", "^" + WORKSPACE
+                            + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$"),
         "create": ("PUT", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$"),
         "get": ("GET", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$"),
         "cancel": ("POST", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)/cancel$"),

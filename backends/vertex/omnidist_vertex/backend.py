@@ -18,7 +18,7 @@ from omnidist import data
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
-from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the client and importer read it here
+from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the importer reads it here
 from omnidist.retry import ClientSettings
 
 # --- tables: portable <-> Vertex --------------------------------------------------------------

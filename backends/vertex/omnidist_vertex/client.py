@@ -132,8 +132,9 @@ class VertexClient(Client[Any]):
         if isinstance(exc, api_exceptions.GoogleAPICallError):
             status = exc.code if isinstance(exc.code, int) else None
             response = getattr(exc, "response", None)
-            after = retry.parse_retry_after(response.headers.get("Retry-After")) if response is not None else None
-            return error_for_status(status)(_server_message(exc), backend=BACKEND, status=status, retry_after=after)
+            headers = response.headers if response is not None else {}
+            return error_for_status(status)(_server_message(exc), backend=BACKEND, status=status,
+                                            retry_after=retry.parse_retry_after(headers.get("Retry-After")))
         if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
                             requests.exceptions.ChunkedEncodingError, auth_exceptions.TransportError)):
             return TransientBackendError(f"connection failed: {exc}", backend=BACKEND)
@@ -154,23 +155,30 @@ class VertexClient(Client[Any]):
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
         """Refuse a tuning job (not submitted yet); upload a local code folder to the staging
-        bucket (once per content)."""
+        bucket (once per content).
+
+        Raises:
+            UnsupportedFeatureError: a tuning job.
+            ConfigError: no project to create the job in.
+        """
         from omnidist_vertex import staging
 
         refuse_tuning_submit(compiled)
-        return attrs.evolve(compiled, request=staging.stage(compiled, self.settings, sleep=self.injected.sleep))
+        if not self.settings.project:
+            raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s '
+                              "backends.vertex block")
+        return attrs.evolve(compiled, request=staging.stage(compiled, self))
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The ``CustomJob`` message, labelled with a fresh request id."""
         from google.cloud import aiplatform_v1
 
-        if not self.settings.project:
-            raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s backends.vertex block')
         key = self.request_id()
         try:
             message = aiplatform_v1.CustomJob.from_json(json.dumps(labelled(compiled.request, key)))
         except Exception as exc:  # json_format.ParseError and friends: the request is not a CustomJob
-            raise InvalidRequestError(f"the request is not a valid CustomJob: {exc}", backend=BACKEND) from exc
+            raise InvalidRequestError(f"the request is not a valid CustomJob: {exc}",
+                                      backend=BACKEND) from exc
         return Keyed(request=message, key=key)
 
     @property
@@ -180,7 +188,8 @@ class VertexClient(Client[Any]):
     def create_job(self, keyed: Keyed) -> Any:
         """``create_custom_job`` in the settings' region."""
         return client_for(self.settings, self.settings.region).create_custom_job(
-            parent=self._parent, custom_job=keyed.request, retry=None, timeout=self.settings.request_timeout_s)
+            parent=self._parent, custom_job=keyed.request, retry=None,
+            timeout=self.settings.request_timeout_s)
 
     def find_jobs(self, keyed: Keyed) -> list[Any]:
         """Every job carrying the request id, earliest created first (ties broken by name)."""
@@ -189,7 +198,8 @@ class VertexClient(Client[Any]):
             retry=None, timeout=self.settings.request_timeout_s)
         # The label is checked again: a filter the server ignored must not fool us.
         jobs = [job for job in pager if job.labels.get(REQUEST_ID_LABEL) == keyed.key]
-        return sorted(jobs, key=lambda job: (job.create_time.timestamp() if job.create_time else 0.0, job.name))
+        return sorted(jobs, key=lambda job: (job.create_time.timestamp() if job.create_time else 0.0,
+                                             job.name))
 
     def get_job(self, job_id: str) -> Any:
         """``get_custom_job`` (a full name, or a number in the settings' project and region)."""
@@ -204,10 +214,11 @@ class VertexClient(Client[Any]):
             name=name, retry=None, timeout=self.settings.request_timeout_s)
 
     def status_of(self, job: Any) -> JobStatus:
-        """The state through :data:`~omnidist_vertex.backend.JOB_STATES`, with the job's error message."""
+        """The state through :data:`~omnidist_vertex.backend.JOB_STATES`, with its error message."""
         native = getattr(job.state, "name", str(job.state))
         message = job.error.message if job.error and job.error.message else ""
-        return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native, message=message)
+        return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
+                         message=message)
 
     def secrets_of(self, job: Any) -> frozenset[str]:
         """The values of the secret-looking variables the job's pools get."""
@@ -226,7 +237,8 @@ class VertexClient(Client[Any]):
         try:
             from google.cloud import logging as cloud_logging  # optional dependency
         except ImportError:
-            return LogStart(header=(*header, "(install google-cloud-logging to stream this job's logs here)"))
+            hint = "(install google-cloud-logging to stream this job's logs here)"
+            return LogStart(header=(*header, hint))
         self._reading_entries = True
         secrets = self.secrets_of(self.call(lambda: self.get_job(job_id)))
         try:
@@ -285,4 +297,5 @@ class _Entries:
             if key not in self.seen:
                 self.seen.add(key)
                 payload = entry.payload
-                yield payload.get("message", json.dumps(payload)) if isinstance(payload, dict) else str(payload)
+                yield (payload.get("message", json.dumps(payload)) if isinstance(payload, dict)
+                       else str(payload))
