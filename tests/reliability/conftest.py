@@ -79,11 +79,8 @@ class Cloud:
 
     def job_count(self) -> int:
         """How many jobs exist on the fake cloud, not counting ones the client cancelled."""
-        return sum(1 for job in self.service.jobs.values() if not _cancelled(self.service.state(job)))
-
-
-def _cancelled(state: str) -> bool:
-    return "cancel" in state.lower()  # JOB_STATE_CANCELLING, CANCELLED, CancelRequested, Canceled…
+        cancelled = {self.service.CANCELLING, self.service.CANCELLED}
+        return sum(1 for job in self.service.jobs.values() if self.service.state(job) not in cancelled)
 
 
 def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
