@@ -2,20 +2,25 @@
 
 A backend is one class: tables of differences plus small functions. ``compile`` and
 ``import_native`` are pure (no network, no SDK import); ``submit``/``status``/``logs``/
-``cancel`` are the only methods that touch a cloud SDK, and they import it lazily.
+``cancel`` are the only methods that touch a cloud, through the backend's declared
+:attr:`Backend.client` (:mod:`omnidist.clients`: the SDK is imported inside its methods).
 """
 
 from __future__ import annotations
 
 import enum
+import importlib
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
 from omnidist.job import DistributedJob, Framework, RoleName
+
+if TYPE_CHECKING:
+    from omnidist.clients import Client
 
 
 class NoteKind(str, enum.Enum):
@@ -127,15 +132,47 @@ class JobStatus:
     message: str = ""
 
 
+class LazyClient:
+    """Declares :attr:`Backend.client` by its import path, ``"package.module:Class"``: the class
+    is imported when first used, so loading a backend to compile loads no client code."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __get__(self, instance: object, owner: type) -> type[Client]:
+        module, _, name = self.path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
 class Backend(ABC):
     """What every backend implements. Subclasses are registered under the entry-point
-    group ``omnidist.backends`` with the same name as :attr:`name`."""
+    group ``omnidist.backends`` with the same name as :attr:`name`.
+
+    A cloud backend declares its :attr:`client`; ``submit``/``status``/``logs``/``cancel``
+    then go through it (retries, exactly-once creates, masking: :mod:`omnidist.clients`).
+    A backend without one (``local``) overrides those four methods instead.
+
+    Args:
+        request_id: makes the idempotency key each submit marks its create with (injectable for
+            tests; ``compile`` never calls it, so compiling stays deterministic).
+        suffix: makes the suffix that gives each submitted job a name of its own (injectable for
+            tests; default: the client's own).
+        sleep: how retries and log polls wait (injectable for tests; default: real time).
+    """
 
     name: ClassVar[str]
     capabilities: ClassVar[Capabilities]
     settings_type: ClassVar[type]
     """An attrs class holding the backend's settings (profile keys and ``backends.<name>``)."""
     output_format: ClassVar[str] = "json"
+    client: ClassVar[Optional[type[Client]]] = None
+    """The cloud's client (a :class:`omnidist.clients.Client` subclass, or a :class:`LazyClient`
+    naming one); ``None`` for a backend that talks to no cloud."""
+
+    def __init__(self, *, request_id: Optional[Callable[[], str]] = None,
+                 suffix: Optional[Callable[[], str]] = None,
+                 sleep: Optional[Callable[[float], None]] = None) -> None:
+        self.request_id, self.suffix, self.sleep = request_id, suffix, sleep
 
     @abstractmethod
     def compile(self, job: DistributedJob, settings: Any) -> CompiledJob:
@@ -151,25 +188,44 @@ class Backend(ABC):
         importer has something to say; the default has nothing to add."""
         return self.import_native(request), ()
 
-    @abstractmethod
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
-        """Create the job on the cloud."""
+        """Create the job on the cloud: retried on transient errors, never twice."""
+        job_id, url = self.connect(settings).submit(compiled)
+        return JobHandle(backend=self.name, id=job_id, url=url or self.console_url(job_id, settings),
+                         settings=settings, driver=self)
 
-    @abstractmethod
     def status(self, job_id: str, settings: Any) -> JobStatus:
         """The job's current state."""
+        return self.connect(settings).status(job_id)
 
-    @abstractmethod
     def logs(self, job_id: str, settings: Any, follow: bool = False) -> Iterator[str]:
         """The job's log lines (following until it ends when ``follow``)."""
+        return self.connect(settings).logs(job_id, follow=follow)
 
-    @abstractmethod
     def cancel(self, job_id: str, settings: Any) -> None:
         """Ask the cloud to cancel the job; a no-op on a finished job."""
+        self.connect(settings).cancel(job_id)
 
     def console_url(self, job_id: str, settings: Any) -> str:
         """Where a person can look at the job; empty when there is no console."""
         return ""
+
+    def connect(self, settings: Any) -> Client:
+        """A :attr:`client` for ``settings``, with this backend's injected ids and waits.
+
+        Raises:
+            BackendError: the backend declares no client.
+        """
+        from omnidist.clients import Injected
+        from omnidist.errors import BackendError
+
+        if self.client is None:
+            raise BackendError("this backend talks to no cloud: it cannot submit or follow jobs",
+                               backend=self.name)
+        # getattr: a subclass with an __init__ of its own may not have called this one.
+        given = {key: getattr(self, key, None) for key in ("request_id", "suffix", "sleep")}
+        injected = Injected(**{key: value for key, value in given.items() if value is not None})
+        return self.client(settings, backend=self, injected=injected)
 
 
 @attrs.frozen(kw_only=True)

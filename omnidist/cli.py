@@ -14,6 +14,7 @@ import click
 
 from omnidist.cli_migrate import import_command, migrate_command
 from omnidist.errors import OmnidistError
+from omnidist.runtime import platforms
 
 
 class _Group(click.Group):
@@ -199,8 +200,10 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
 
 @main.command()
 @click.argument("job_file", type=click.Path(dir_okay=False))
-@click.option("--emulate", type=click.Choice(["vertex", "ai_platform", "azure_ml", "none"]),
-              help="Platform environment to give the replicas (default: the local backend's setting, vertex).")
+@click.option("--emulate", type=click.Choice(sorted(platforms.emulations(),
+                                                   key=lambda name: name != platforms.DEFAULT_EMULATION)),
+              help="Platform environment to give the replicas (default: the local backend's setting, "
+                   f"{platforms.DEFAULT_EMULATION}).")
 @profile_option
 def run(job_file: str, emulate: Optional[str], profile: Optional[str]) -> None:
     """Run JOB_FILE on this machine: one process per replica, output prefixed [primary-0], [worker-0]…

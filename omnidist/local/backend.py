@@ -26,10 +26,10 @@ from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobS
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, Role, RoleName
 from omnidist.local import code_data, gpus, plan, runner
-from omnidist.local.environments import EMULATIONS, PLATFORM_PREFIXES, PLATFORM_VARIABLES
+from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.runs import RunDir, runs_root
-from omnidist.runtime import hints
+from omnidist.runtime import hints, platforms
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute, Any], None]:
@@ -37,6 +37,11 @@ def _one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute, Any], N
         if value not in choices:
             raise ValidationError(f"must be one of {', '.join(choices)}, got {value!r}", path=attribute.name)
     return check
+
+
+def _emulation(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """One of the platforms :mod:`omnidist.runtime.platforms` can emulate (found when asked)."""
+    _one_of(platforms.emulations())(instance, attribute, value)
 
 
 def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> None:
@@ -55,7 +60,8 @@ class LocalSettings:
     """Settings of the local backend (profile keys and the job's ``backends.local`` block).
 
     Attributes:
-        emulate: the platform whose environment replicas get: vertex, ai_platform, azure_ml or none.
+        emulate: the platform whose environment replicas get: one of
+            :func:`omnidist.runtime.platforms.emulations` (vertex, ai_platform, azure_ml, none).
         workdir: the replicas' working directory (default: the job file's folder).
         python: the interpreter that replaces a leading ``python``/``python3`` in commands
             (default: the one running omnidist, so the job sees the same packages).
@@ -69,7 +75,7 @@ class LocalSettings:
             (``{"gs://bkt/" = "/data/bkt/"}``).
     """
 
-    emulate: str = attrs.field(default="vertex", validator=_one_of(EMULATIONS))
+    emulate: str = attrs.field(default=platforms.DEFAULT_EMULATION, validator=_emulation)
     workdir: Optional[str] = None
     python: Optional[str] = None
     runs_dir: Optional[str] = None

@@ -29,8 +29,6 @@ from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
 
 BACKEND = "local"
-NO_HINTS = frozenset({"ai_platform"})
-"""Emulations whose platform cannot carry the runtime's data hints."""
 
 
 @attrs.frozen(kw_only=True)
@@ -79,7 +77,14 @@ def prepare(job: DistributedJob, settings: Any, run_dir: Path) -> tuple[Distribu
     values = data.resolve(job, lambda name, inp: _input(name, inp, job), output)
     model_dir = outputs.get("model")
     return job, LocalData(job=job, values=values, cwd=cwd, outputs=outputs, model_dir=model_dir,
-                          notes=tuple(notes), hints=settings.emulate not in NO_HINTS)
+                          notes=tuple(notes), hints=_carries_hints(settings.emulate))
+
+
+def _carries_hints(emulate: str) -> bool:
+    """Whether the emulated platform's request has an environment field for the data hints."""
+    from omnidist.runtime import platforms
+
+    return platforms.emulation(emulate).ENV_FIELD
 
 
 def _code(job: DistributedJob) -> Optional[str]:

@@ -3,11 +3,13 @@
 Emulating a platform means giving replicas what that platform would give them for the request
 ``omnidist compile`` sends it. So the emulation compiles the job with the emulated platform's
 backend (when its plugin is installed) and follows the result: it refuses what compile refuses
-(with the same error and exit code), lists the Reduction Server pool compile sized, writes the
-compiled job (Vertex's CustomJob spec, AI Platform's ``trainingInput``) as ``CLUSTER_SPEC``'s
-``job``, names the AI Platform primary ``chief``
-when compile sets ``useChiefInTfConfig``, and starts as many processes per Azure ML node as
-compile asks Azure to start. Without the plugin, the core's own rules stand in and a note says so.
+(with the same error and exit code), and the platform's module (``follow`` in
+:mod:`omnidist.runtime.platforms`) reads from the request what its environment shows — the
+Reduction Server pool compile sized, the compiled job Vertex and AI Platform write as
+``CLUSTER_SPEC``'s ``job``, AI Platform's ``useChiefInTfConfig``, the processes compile asks
+Azure ML to start per node. Without the plugin, the module's ``assume`` stands in, the roles
+the platform's environment cannot place are refused, and a note says compile's own checks
+were not made.
 
 The job is compiled as it is, except that a job without ``image`` gets :data:`PLACEHOLDER_IMAGE`
 (a local run needs none; every cloud does), and that its data stays on this machine: inputs,
@@ -17,16 +19,17 @@ is locally is :mod:`omnidist.local.code_data`'s business, not the emulated cloud
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Mapping
 from typing import Any, Optional
 
 import attrs
 
 from omnidist import config, lowering, registry
 from omnidist.backend import CompiledJob, Note, NoteKind
-from omnidist.errors import ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, RoleName
 from omnidist.jobdata import REFERENCE
+from omnidist.runtime import platforms
 
 PLACEHOLDER_IMAGE = "local/omnidist-run:latest"
 """The image a job without one is compiled with for the emulation (never pulled)."""
@@ -45,20 +48,25 @@ class Native:
 
     Attributes:
         request: the compiled request (``None`` without the platform's plugin, or for ``none``).
-        reducers: Reduction Server replicas the platform lists in its cluster (never run locally).
-        processes_per_node: processes the platform itself starts on each training node (Azure ML).
-        use_chief: AI Platform's ``useChiefInTfConfig``.
-        job_spec: what the platform writes as ``CLUSTER_SPEC``'s and ``TF_CONFIG``'s ``job``: Vertex's
-            CustomJob spec, AI Platform's ``trainingInput``.
+        facts: the job as the platform's module sees it (``None`` for ``none``).
+        decided: what the platform's module read from the request (or assumed without one).
         notes: compile notes that matter to a local run, and what the emulation could not check.
     """
 
     request: Optional[dict[str, Any]] = None
-    reducers: int = 0
-    processes_per_node: int = 1
-    use_chief: bool = False
-    job_spec: dict[str, Any] = attrs.field(factory=dict)
+    facts: Optional[platforms.JobFacts] = None
+    decided: platforms.Decided = attrs.field(factory=platforms.Decided)
     notes: tuple[Note, ...] = ()
+
+    @property
+    def reducers(self) -> int:
+        """Reduction Server replicas the platform lists in its cluster (never run locally)."""
+        return self.decided.reducers
+
+    @property
+    def processes_per_node(self) -> int:
+        """Processes the platform itself starts on each training node (Azure ML)."""
+        return self.decided.processes_per_node
 
 
 def _data_kept_local(job: DistributedJob) -> DistributedJob:
@@ -92,60 +100,70 @@ def _compiled(job: DistributedJob, emulate: str) -> CompiledJob:
         raise (exc if exc.source else exc.with_source(job.source)) from None
 
 
-def _vertex(job: DistributedJob, compiled: CompiledJob) -> dict[str, Any]:
-    spec = compiled.request.get("jobSpec", {})
-    pools = spec.get("workerPoolSpecs", [])
-    reducers = 0
-    if job.reduction_servers is not None and len(pools) > 2 and pools[2]:
-        reducers = int(pools[2].get("replicaCount", 0))
-    return {"reducers": reducers, "job_spec": spec}
+def job_facts(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, Any]] = None) -> platforms.JobFacts:
+    """The job as the emulated platform's module sees it: plain data, with the job's
+    ``backends.<emulate>`` block and the local backend's ``overrides`` on top."""
+    block = job.backends.get(emulate, {})
+    return platforms.JobFacts(
+        name=job.name, framework=job.framework.value,
+        replicas={name.singular: lowering.replicas(job, name) for name in RoleName if job.role(name) is not None},
+        settings={**(block if isinstance(block, Mapping) else {}), **(overrides or {})})
 
 
-def _ai_platform(job: DistributedJob, compiled: CompiledJob) -> dict[str, Any]:
-    training = compiled.request.get("trainingInput", {})
-    reducers = int(training.get("parameterServerCount", 0)) if job.reduction_servers is not None else 0
-    return {"reducers": reducers, "use_chief": bool(training.get("useChiefInTfConfig", False)),
-            "job_spec": training}
+def _check_places(job: DistributedJob, emulate: str, module: Any, decided: platforms.Decided) -> None:
+    """Refuse roles the platform's environment cannot place (its ``roles(decided)``), the error
+    compile would raise: without the plugin nothing else stops them."""
+    if not hasattr(module, "roles"):
+        return
+    placed = module.roles(decided)
+    for role in lowering.effective_roles(job):
+        if role.name.singular not in placed:
+            others = ", ".join(n for n in platforms.emulations() if n != emulate)
+            raise UnsupportedFeatureError(role.name.value, emulate, f"the {emulate} environment has no place for "
+                                          f"{role.name.value}.", f"Run it under another --emulate ({others}), or "
+                                          "drop the role.")
 
 
-def _azure_ml(job: DistributedJob, compiled: CompiledJob) -> dict[str, Any]:
-    distribution = compiled.request.get("distribution", {})
-    return {"processes_per_node": int(distribution.get("process_count_per_instance", 1))}
-
-
-FOLLOW: dict[str, Callable[[DistributedJob, CompiledJob], dict[str, Any]]] = {
-    "ai_platform": _ai_platform,
-    "azure_ml": _azure_ml,
-    "vertex": _vertex,
-}
-"""Emulated platform -> what the emulation takes from its compiled request."""
-
-
-def native(job: DistributedJob, emulate: str, use_chief: bool = False) -> Native:
+def native(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, Any]] = None) -> Native:
     """The emulated platform's decisions for ``job`` (see the module docstring).
 
     Args:
         job: the job to run locally.
-        emulate: the emulated platform (``none`` compiles nothing).
-        use_chief: the local backend's own ``use_chief_in_tf_config`` setting (it adds to compile's).
+        emulate: the emulated platform (one without ``follow``, such as ``none``, compiles nothing).
+        overrides: the local backend's settings that add to the platform block's
+            (``use_chief_in_tf_config``), only those set.
 
     Raises:
         UnsupportedFeatureError: the emulated platform cannot run the job (compile's own error).
         ValidationError: the job is invalid for the emulated platform (compile's own error).
     """
-    if emulate not in FOLLOW:
+    module = platforms.emulation(emulate)
+    if not hasattr(module, "follow"):  # no backend compiles for it
+        _check_places(job, emulate, module, platforms.Decided())
         return Native()
     if emulate not in registry.installed():
-        reducers = lowering.replicas(job, RoleName.REDUCTION_SERVERS) if emulate != "azure_ml" else 0
-        from_block = bool(job.backends.get("ai_platform", {}).get("use_chief_in_tf_config", False))
-        note = Note(kind=NoteKind.HINT, field="emulate",
-                    message=f"the {emulate} backend is not installed (pip install "
-                            f"{registry.KNOWN_DISTRIBUTIONS[emulate]}), so the emulation uses omnidist's core "
-                            f"rules: it does not check the job the way compile for {emulate} would")
-        return Native(reducers=reducers, use_chief=use_chief or from_block, notes=(note,))
+        return assumed(job, emulate, overrides)
+    facts = job_facts(job, emulate, overrides)
     compiled = _compiled(job, emulate)
-    facts = FOLLOW[emulate](job, compiled)
-    facts["use_chief"] = use_chief or facts.get("use_chief", False)
+    decided = module.follow(compiled.request, facts)
+    _check_places(job, emulate, module, decided)
     notes = tuple(n for n in compiled.diagnostics if n.field in RUN_NOTE_FIELDS)
-    return Native(request=compiled.request, notes=notes, **facts)
+    return Native(request=compiled.request, facts=facts, decided=decided, notes=notes)
 
+
+def assumed(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, Any]] = None) -> Native:
+    """What :func:`native` gives when the emulated platform's backend is not installed: the
+    module's ``assume``, the roles its environment cannot place refused, and a note.
+
+    Raises:
+        UnsupportedFeatureError: a role the platform's environment has no place for.
+    """
+    module = platforms.emulation(emulate)
+    facts = job_facts(job, emulate, overrides)
+    decided = module.assume(facts)
+    _check_places(job, emulate, module, decided)
+    install = registry.KNOWN_DISTRIBUTIONS.get(emulate, f"the {emulate} backend's distribution")
+    note = Note(kind=NoteKind.HINT, field="emulate",
+                message=f"the {emulate} backend is not installed (pip install {install}), so the emulation uses "
+                        f"omnidist's core rules: it does not check the job the way compile for {emulate} would")
+    return Native(facts=facts, decided=decided, notes=(note,))

@@ -19,13 +19,14 @@ import attrs
 
 from omnidist import lowering
 from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob, Framework, RoleName
+from omnidist.errors import ValidationError
+from omnidist.job import DistributedJob, RoleName
 from omnidist.local import code_data, environments
 from omnidist.local.environments import Slot
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
 from omnidist.local.native import Native, native
+from omnidist.runtime import platforms
 from omnidist.runtime.launch import carry_processes_per_node
 
 PREVIEW_PORT = 29500
@@ -34,15 +35,8 @@ PREVIEW_PORT = 29500
 PYTHON_NAMES = frozenset({"python", "python3"})
 """Program names replaced by the interpreter running omnidist (or the ``python`` setting)."""
 
-AZURE_ROLES = frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS})
-"""Roles an Azure ML command job has (parameter servers only with TensorFlow)."""
-
 TRAINING_ROLES = frozenset({RoleName.PRIMARY, RoleName.WORKERS})
 """Roles whose replicas are nodes of the training world (they get GPUs)."""
-
-NO_HINT_FIELD = frozenset({"ai_platform"})
-"""Emulations whose platform cannot carry ``OMNIDIST_PROCESSES_PER_NODE``, so launch commands
-carry ``--nproc-per-node`` instead (as their compiler writes it)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -78,25 +72,6 @@ class ReplicaSpec:
     def from_dict(cls, data: dict[str, Any]) -> ReplicaSpec:
         """The inverse of :meth:`to_dict`."""
         return cls(**data)
-
-
-def _check_emulation(job: DistributedJob, emulate: str) -> None:
-    """Core rules for an emulated platform whose backend is not installed (with it installed,
-    its own compile decides: :mod:`omnidist.local.native`); the errors that compiler raises."""
-    if emulate != "azure_ml":
-        return
-    for role in lowering.effective_roles(job):
-        if role.name is RoleName.REDUCTION_SERVERS:
-            raise UnsupportedFeatureError("reduction_servers", "azure_ml", "Azure ML has no Reduction Server; NCCL "
-                                          "all-reduce runs among the GPU nodes themselves.",
-                                          "Drop `reduction_servers`, or run under --emulate vertex.")
-        if role.name not in AZURE_ROLES:
-            raise UnsupportedFeatureError(role.name.value, "azure_ml", "an Azure ML command job has no such role.",
-                                          "Run it under --emulate vertex, or drop the role.")
-        if role.name is RoleName.PARAMETER_SERVERS and job.framework is not Framework.TENSORFLOW:
-            raise UnsupportedFeatureError("parameter_servers", "azure_ml",
-                                          "Azure ML has parameter servers only in TensorFlow distributions.",
-                                          "Set framework: tensorflow, or run under --emulate vertex.")
 
 
 @attrs.frozen(kw_only=True)
@@ -146,9 +121,8 @@ def layout(job: DistributedJob, settings: Any) -> Layout:
         UnsupportedFeatureError: the emulated platform cannot run the job (compile's error).
         ValidationError: the job is invalid for the emulated platform (compile's error).
     """
-    followed = native(job, settings.emulate, bool(getattr(settings, "use_chief_in_tf_config", False)))
-    if followed.request is None:
-        _check_emulation(job, settings.emulate)
+    overrides = {"use_chief_in_tf_config": True} if getattr(settings, "use_chief_in_tf_config", False) else {}
+    followed = native(job, settings.emulate, overrides)
     places: list[Place] = []
     for role in lowering.effective_roles(job):
         if role.name is RoleName.REDUCTION_SERVERS:
@@ -242,7 +216,7 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
             raise ValidationError(f"{slot.role.value} has no command; the local backend runs the job's command "
                                   "(e.g. command: [python, train.py])", source=job.source, path="command")
         command = role.command
-        if settings.emulate in NO_HINT_FIELD:
+        if not platforms.emulation(settings.emulate).ENV_FIELD:  # no field for the hint: the command carries it
             command = carry_processes_per_node(command, lowering.processes_per_node(job))
         gpu = {} if visible is None else {GPU_VARIABLE: visible}
         env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
@@ -278,11 +252,10 @@ def notes(job: DistributedJob, settings: Any, plan: Optional[Layout] = None,
         found.append(Note(kind=NoteKind.DEFAULTED, field="command", message=f"python runs as "
                           f"{settings.python or sys.executable} (the interpreter running omnidist; set "
                           "backends.local.python to change it)"))
-    if (settings.emulate == "azure_ml" and job.framework is Framework.TENSORFLOW
-            and not lowering.replicas(job, RoleName.PARAMETER_SERVERS)):
-        found.append(Note(kind=NoteKind.HINT, field="TF_CONFIG", message="TF_CONFIG has \"ps\": [] as Azure ML "
-                          "writes it; TensorFlow >= 2.13 rejects it: call omnidist.runtime.init_tensorflow() "
-                          "before building a strategy, or start the command with omnidist launch"))
+    module = platforms.emulation(settings.emulate)
+    if hasattr(module, "notes") and plan.native.facts is not None:
+        found += [Note(kind=NoteKind.HINT, field=field, message=message)
+                  for field, message in module.notes(plan.native.facts, plan.native.decided)]
     found += [Note(kind=n.kind, field=n.field, message=f"{settings.emulate} compile: {n.message}")
               for n in plan.native.notes]
     return found

@@ -10,8 +10,9 @@ Example:
     >>> ctx.role, ctx.node_rank, ctx.world_size  # doctest: +SKIP
     ('worker', 2, 3)
 
-See :mod:`omnidist.runtime.detect` for the detection order and :mod:`omnidist.runtime.hints`
-for the ``OMNIDIST_*`` variables compilers add.
+See :mod:`omnidist.runtime.detect` for the detection order, :mod:`omnidist.runtime.platforms`
+for each platform's variables (one module per platform), and :mod:`omnidist.runtime.hints` for
+the ``OMNIDIST_*`` variables compilers add.
 """
 
 from __future__ import annotations

@@ -16,16 +16,6 @@ ROLES = ("primary", "worker", "parameter_server", "evaluator", "reduction_server
 TRAINING_ROLES = ("primary", "worker")
 """Roles whose replicas are nodes of the training world (they have a ``node_rank``)."""
 
-PLATFORMS = ("vertex", "ai_platform", "azure_ml", "torchrun", "local", "none")
-"""Values of :attr:`RuntimeContext.platform`."""
-
-_TF_TASK_TYPES = {
-    "evaluator": "evaluator",
-    "parameter_server": "ps",
-    "primary": "chief",
-    "worker": "worker",
-}
-"""Runtime role -> TensorFlow task type in a TF_CONFIG omnidist writes."""
 
 
 @dataclasses.dataclass(repr=False, frozen=True)
@@ -36,7 +26,9 @@ class RuntimeContext:
     ``framework`` and ``source`` are additions.
 
     Attributes:
-        platform: ``vertex``, ``ai_platform``, ``azure_ml``, ``torchrun``, ``local`` or ``none``.
+        platform: the platform module that read it (:mod:`omnidist.runtime.platforms`):
+            ``vertex``, ``ai_platform``, ``azure_ml``, ``torchrun`` or ``none``; ``local`` for a
+            ``TF_CONFIG`` no platform claims.
         role: ``primary``, ``worker``, ``parameter_server``, ``evaluator`` or ``reduction_server``.
         index: index of this replica within its role.
         node_rank: primary 0, worker ``i`` -> ``i + 1``; ``None`` for roles that do not train.
@@ -144,6 +136,8 @@ class RuntimeContext:
             RuntimeEnvError: the platform does not reveal every node's address (e.g. Azure ML
                 PyTorch without ``AZ_BATCH_HOST_LIST``), or this replica is a reduction server.
         """
+        from omnidist.runtime.platforms.tf_config import TASK_TYPES  # it reads contexts: imported here
+
         hosts = dict(self.cluster)
         if not hosts.get("primary") and self.num_nodes == 1 and self.master_addr and self.master_port:
             hosts["primary"] = [f"{self.master_addr}:{self.master_port}"]
@@ -152,11 +146,11 @@ class RuntimeContext:
             raise RuntimeEnvError(self.source or "TF_CONFIG", f"the platform names {known} of {self.num_nodes} "
                                   "training nodes' addresses, so no TF_CONFIG can be written; TensorFlow needs "
                                   "every node's host:port")
-        if self.role not in _TF_TASK_TYPES:
+        if self.role not in TASK_TYPES:
             raise RuntimeEnvError(self.source or "OMNIDIST_ROLE", f"a {self.role} has no TensorFlow task type")
-        cluster = {_TF_TASK_TYPES[role]: list(hosts[role]) for role in ("primary", "worker", "parameter_server")
+        cluster = {TASK_TYPES[role]: list(hosts[role]) for role in ("primary", "worker", "parameter_server")
                    if hosts.get(role)}
-        task: dict[str, Any] = {"type": _TF_TASK_TYPES[self.role], "index": self.index}
+        task: dict[str, Any] = {"type": TASK_TYPES[self.role], "index": self.index}
         if self.trial is not None:
             task["trial"] = self.trial
         return {"cluster": cluster, "task": task}

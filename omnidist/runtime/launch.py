@@ -123,29 +123,26 @@ def launched_by(ctx: RuntimeContext, env: Mapping[str, str]) -> Optional[str]:
 
     - torchrun: ``TORCHELASTIC_RUN_ID``;
     - mpirun (Azure ML's MPI distribution, Horovod): ``OMPI_COMM_WORLD_*``;
-    - Azure ML's PyTorch distribution with ``process_count_per_instance`` > 1: Azure sets
-      ``RANK``/``LOCAL_RANK`` per process, so a process with ``LOCAL_RANK`` > 0, a ``RANK``
-      other than its ``NODE_RANK``, or more processes (``WORLD_SIZE``) than nodes
-      (``AZUREML_NODE_COUNT``/``AZ_BATCH_HOST_LIST``) is one of several. With one process per
-      node (``WORLD_SIZE`` = nodes, ``LOCAL_RANK`` 0), the launcher starts the rest.
+    - the platform itself, on a training node, as its module's ``launched_by`` hook says
+      (:mod:`omnidist.runtime.platforms`): Azure ML's PyTorch distribution with
+      ``process_count_per_instance`` > 1 sets ``RANK``/``LOCAL_RANK`` per process, so a process
+      with ``LOCAL_RANK`` > 0, a ``RANK`` other than its ``NODE_RANK``, or more processes
+      (``WORLD_SIZE``) than nodes (``AZUREML_NODE_COUNT``/``AZ_BATCH_HOST_LIST``) is one of
+      several. With one process per node (``WORLD_SIZE`` = nodes, ``LOCAL_RANK`` 0), the
+      launcher starts the rest.
 
     Vertex AI and AI Platform start one process per replica and set no process-level variables.
     """
+    from omnidist.runtime import platforms
+
     if "TORCHELASTIC_RUN_ID" in env:
         return "torchrun (TORCHELASTIC_RUN_ID is set)"
     if any(k.startswith("OMPI_COMM_WORLD_") for k in env):
         return "mpirun (OMPI_COMM_WORLD_* are set)"
-    if ctx.platform != "azure_ml" or not ctx.trains:
+    platform = platforms.named(ctx.platform)
+    if not ctx.trains or not hasattr(platform, "launched_by"):
         return None
-    nodes_known = bool(env.get("AZUREML_NODE_COUNT") or env.get("AZ_BATCH_HOST_LIST"))
-    local_size = env.get("LOCAL_WORLD_SIZE", "1")
-    several = ((ctx.local_rank or 0) > 0 or (local_size.isdigit() and int(local_size) > 1)
-               or (env.get("RANK") is not None and ctx.rank != ctx.node_rank)
-               or (nodes_known and ctx.world_size > ctx.num_nodes))
-    if several:
-        return (f"Azure ML's PyTorch distribution ({ctx.world_size} processes on {ctx.num_nodes} node(s); this is "
-                f"rank {ctx.rank}, local rank {ctx.local_rank})")
-    return None
+    return platform.launched_by(ctx, env)
 
 
 def plan_launch(ctx: RuntimeContext, command: Sequence[str], nproc_per_node: Optional[int] = None,

@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Optional
 
 from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import _cluster, _json_object
+from omnidist.runtime.detect import cluster, json_object
 from omnidist.runtime.errors import RuntimeEnvError
 
 VARIABLE = "TF_CONFIG"
@@ -49,12 +49,12 @@ def tf_config_fix(ctx: RuntimeContext, env: Mapping[str, str]) -> TfConfigFix:
             processes run per node (TensorFlow's multi-worker strategies want one per node).
     """
     if VARIABLE in env:
-        spec = _json_object(env, VARIABLE)
-        cluster = _cluster(spec, VARIABLE)
-        empty = sorted(key for key, hosts in cluster.items() if not hosts)
+        spec = json_object(env, VARIABLE)
+        listing = cluster(spec, VARIABLE)
+        empty = sorted(key for key, hosts in listing.items() if not hosts)
         if not empty:
             return TfConfigFix()
-        spec["cluster"] = {key: hosts for key, hosts in cluster.items() if hosts}
+        spec["cluster"] = {key: hosts for key, hosts in listing.items() if hosts}
         return TfConfigFix(json.dumps(spec), tuple(f"dropped the empty {key!r} list (TensorFlow >= 2.13 "
                                                    "rejects it)" for key in empty))
     distributed = ctx.num_nodes > 1 or any(role not in ("primary", "worker") for role in ctx.cluster)

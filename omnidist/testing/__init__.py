@@ -1,8 +1,9 @@
 """Test helpers that ship with omnidist: a local fake cloud HTTP server with fault
-injection, for driving the real cloud SDKs end to end (backends' tests, the benchmarks,
-and plugin authors' own tests)."""
+injection and the base class of every fake cloud service, for driving the real cloud SDKs end
+to end (backends' tests, the benchmarks, and plugin authors' own tests)."""
 
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded, Response
+from omnidist.testing.fakeservice import FakeService
 
 
 class SleepRecorder(list):
@@ -13,4 +14,4 @@ class SleepRecorder(list):
         self.append(seconds)
 
 
-__all__ = ["FakeServer", "Fault", "Recorded", "Response", "SleepRecorder"]
+__all__ = ["FakeServer", "FakeService", "Fault", "Recorded", "Response", "SleepRecorder"]

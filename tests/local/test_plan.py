@@ -99,17 +99,37 @@ def test_azure_emulation_refuses_what_compile_for_azure_refuses(extra, feature):
     assert info.value.exit_code == compiled.value.exit_code == 3
 
 
-def test_core_rules_stand_in_for_a_missing_backend():
-    """Without the emulated platform's plugin, the core refuses the same roles, with a note."""
+@pytest.mark.parametrize(("extra", "feature"), [
+    ({"reduction_servers": Role(replicas=2)}, "reduction_servers"),
+    ({"evaluators": Role(replicas=1)}, "evaluators"),
+    ({"parameter_servers": Role(replicas=1)}, "parameter_servers"),
+])
+def test_without_the_backend_the_platforms_environment_refuses_what_it_cannot_place(extra, feature):
+    """Without the emulated platform's plugin, the roles its environment has no place for are
+    refused with exit code 3 (runtime/platforms/azure_ml.py DISTRIBUTION_ROLES), and a note says
+    compile's own checks were not made."""
     from omnidist.local import native as native_module
 
-    for extra, feature in (({"reduction_servers": Role(replicas=2)}, "reduction_servers"),
-                           ({"evaluators": Role(replicas=1)}, "evaluators")):
-        with pytest.raises(UnsupportedFeatureError) as info:
-            plan._check_emulation(demo(**extra), "azure_ml")
-        assert info.value.feature == feature and info.value.exit_code == 3
-    plan._check_emulation(demo(evaluators=Role(replicas=1)), "vertex")
+    with pytest.raises(UnsupportedFeatureError) as info:
+        native_module.assumed(demo(workers=Role(replicas=1), **extra), "azure_ml")
+    assert (info.value.feature, info.value.backend, info.value.exit_code) == (feature, "azure_ml", 3)
+    fine = native_module.assumed(demo(workers=Role(replicas=1), framework="tensorflow",
+                                      parameter_servers=Role(replicas=1)), "azure_ml")
+    assert fine.request is None and fine.decided.details == {"distribution": "tensorflow"}
+    assert [n.field for n in fine.notes] == ["emulate"] and "omnidist-azure-ml" in fine.notes[0].message
+    assert native_module.assumed(demo(evaluators=Role(replicas=1)), "vertex").decided.reducers == 0
     assert native_module.native(demo(), "none") == native_module.Native()
+
+
+def test_without_the_backend_the_job_block_and_setting_still_choose_chief():
+    from omnidist.local import native as native_module
+
+    job = demo(backends={"ai_platform": {"use_chief_in_tf_config": True}})
+    assert native_module.assumed(job, "ai_platform").decided.details["use_chief"] is True
+    assert native_module.assumed(demo(), "ai_platform").decided.details["use_chief"] is False
+    overridden = native_module.assumed(demo(), "ai_platform", {"use_chief_in_tf_config": True})
+    assert overridden.decided.details["use_chief"] is True
+    assert native_module.assumed(demo(reduction_servers=Role(replicas=3)), "ai_platform").reducers == 3
 
 
 def test_ports_must_cover_every_replica():

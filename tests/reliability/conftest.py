@@ -1,5 +1,6 @@
-"""The clouds the reliability suite drives: each backend's fake service on a FakeServer, the
-backend with injected ids and sleeps, and settings that point the real SDK client at the fake.
+"""The clouds the reliability suite drives: each backend's fake service (a
+:class:`omnidist.testing.FakeService`) on a FakeServer, the backend with injected ids and sleeps,
+and settings that point the real SDK client at the fake.
 
 Every cross-backend test takes the ``cloud`` fixture, parametrized over :data:`CLOUDS`, so a
 row of the fault matrix runs once per backend with the same expectations.
@@ -15,7 +16,7 @@ import attrs
 import pytest
 
 from omnidist.backend import Backend
-from omnidist.testing import FakeServer
+from omnidist.testing import FakeServer, FakeService
 
 JOB: dict[str, Any] = {
     "name": "reliable-ddp",
@@ -38,23 +39,27 @@ class Cloud:
         server: the FakeServer the fake service's routes live on.
         service: the fake service (its ``jobs`` dict is what exists on the "cloud").
         backend: the backend, with deterministic ids and a recording ``sleep``.
-        create: ``(method, path regex)`` of the request that creates a job.
-        poll: path regex of the GET that reads one job's status.
         make_settings: settings pointing at the server, with the given overrides (every backend's
             settings share the retry/timeout keys of :class:`omnidist.retry.ClientSettings`).
         sleeps: every wait the retry policy asked for (none actually happens).
-        state_of: a stored job's native state (to tell cancelled duplicates from live jobs).
     """
 
     name: str
     server: FakeServer
-    service: Any
+    service: FakeService
     backend: Backend
-    create: tuple[str, str]
-    poll: str
     make_settings: Callable[..., Any]
     sleeps: list[float]
-    state_of: Callable[[dict[str, Any]], str]
+
+    @property
+    def create(self) -> tuple[str, str]:
+        """``(method, path regex)`` of the request that creates a job."""
+        return self.service.ROUTES["create"]
+
+    @property
+    def poll(self) -> str:
+        """Path regex of the GET that reads one job's status."""
+        return self.service.ROUTES["get"][1]
 
     def settings(self, **overrides: Any) -> Any:
         """Settings for the fake with fast, bounded retries (4 attempts)."""
@@ -74,11 +79,8 @@ class Cloud:
 
     def job_count(self) -> int:
         """How many jobs exist on the fake cloud, not counting ones the client cancelled."""
-        return sum(1 for job in self.service.jobs.values() if not _cancelled(self.state_of(job)))
-
-
-def _cancelled(state: str) -> bool:
-    return "cancel" in state.lower()  # JOB_STATE_CANCELLING, CANCELLED, CancelRequested, Canceled…
+        cancelled = {self.service.CANCELLING, self.service.CANCELLED}
+        return sum(1 for job in self.service.jobs.values() if self.service.state(job) not in cancelled)
 
 
 def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
@@ -89,11 +91,10 @@ def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
     return Cloud(
         name="vertex", server=server, service=FakeVertex(server),
         backend=VertexBackend(request_id=lambda: next(ids), sleep=sleeps.append),
-        create=("POST", r"/customJobs$"), poll=r"/customJobs/[^/:]+$",
         make_settings=lambda **o: VertexSettings(**{
             "project": "p", "region": "us-central1", "api_endpoint": server.url, "credentials": "anonymous",
             "retry_attempts": 4, "retry_deadline_s": 30.0, "create_settle_s": 3.0, **o}),
-        sleeps=sleeps, state_of=lambda job: job["state"])
+        sleeps=sleeps)
 
 
 def _ai_platform(server: FakeServer, sleeps: list[float]) -> Cloud:
@@ -104,11 +105,10 @@ def _ai_platform(server: FakeServer, sleeps: list[float]) -> Cloud:
     return Cloud(
         name="ai_platform", server=server, service=FakeMLService(server),
         backend=AIPlatformBackend(suffix=lambda: next(suffixes), sleep=sleeps.append),
-        create=("POST", r"/jobs$"), poll=r"/jobs/[^/:]+$",
         make_settings=lambda **o: AIPlatformSettings(**{
             "project": "proj", "api_endpoint": server.url, "credentials": "anonymous", "retry_attempts": 4,
             "retry_deadline_s": 30.0, "retry_initial_wait_s": 0.01, **o}),
-        sleeps=sleeps, state_of=lambda job: job["state"])
+        sleeps=sleeps)
 
 
 def _azure_ml(server: FakeServer, sleeps: list[float]) -> Cloud:
@@ -119,11 +119,10 @@ def _azure_ml(server: FakeServer, sleeps: list[float]) -> Cloud:
     return Cloud(
         name="azure_ml", server=server, service=FakeAzureML(server),
         backend=AzureMLBackend(suffix=lambda: next(suffixes), sleep=sleeps.append),
-        create=("PUT", r"/jobs/[^/]+$"), poll=r"/jobs/[^/]+$",
         make_settings=lambda **o: AzureMLSettings(**{
             "subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1", "credential": "anonymous",
             "endpoint": server.url, "retry_attempts": 4, "retry_deadline_s": 30.0, "poll_interval_s": 0.0, **o}),
-        sleeps=sleeps, state_of=lambda job: job["properties"]["status"])
+        sleeps=sleeps)
 
 
 CLOUDS: dict[str, Callable[[FakeServer, list[float]], Cloud]] = {

@@ -145,17 +145,6 @@ ECHO = (f"Invalid credential API_KEY={SECRETS['API_KEY']}: the hub refused token
 """A cloud repeating the job's secret values back (an error quoting the request, a job's failure)."""
 
 
-def _fail_jobs_with(cloud, message: str) -> None:
-    """Make the fake cloud's jobs fail with ``message`` as their error."""
-    service = cloud.service
-    if cloud.name == "vertex":
-        service.final, service.error_message = "JOB_STATE_FAILED", message
-    elif cloud.name == "ai_platform":
-        service.final_state, service.error_message = "FAILED", message
-    else:
-        service.timeline, service.error_message = ["NotStarted", "Queued", "Running", "Failed"], message
-
-
 def _masked(text: str) -> bool:
     """The echo is shown, its secrets masked."""
     return "Invalid credential API_KEY=" + MASK in text and leaks(text) == []
@@ -170,7 +159,7 @@ def test_an_error_quoting_the_request_shows_its_secrets_masked(cloud):
 
 
 def test_a_failed_jobs_message_shows_its_secrets_masked(cloud):
-    _fail_jobs_with(cloud, ECHO)
+    cloud.service.fail_jobs(ECHO)
     handle = cloud.submit(JOB)
     final = handle.wait(poll_interval=0, sleep=lambda s: None)
     assert final.state is JobState.FAILED and _masked(final.message), final
@@ -219,7 +208,7 @@ def test_cli_create_error_quoting_a_secret_is_masked(cloud, tmp_path, project):
 
 def test_cli_failed_job_status_and_logs_are_masked(cloud, tmp_path, project):
     env = project
-    _fail_jobs_with(cloud, ECHO)
+    cloud.service.fail_jobs(ECHO)
     if cloud.name == "azure_ml":
         cloud.service.output["Running"] = {"user_logs/std_log.txt": f"wandb key {SECRETS['API_KEY']}\n"}
     waited = run_cli("submit", "job.yaml", "--wait", "--poll", "0", cwd=tmp_path, env=env)

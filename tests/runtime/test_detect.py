@@ -9,7 +9,7 @@ import pytest
 
 import omnidist.errors
 from omnidist.runtime import RuntimeEnvError, context
-from omnidist.runtime.detect import SOURCES
+from omnidist.runtime import platforms
 
 # The Vertex AI documentation's CLUSTER_SPEC example (seeds/000), with its placeholder trial.
 VERTEX_CLUSTER = {
@@ -232,7 +232,7 @@ def test_hints_fill_name_framework_and_processes():
 
 
 def test_detection_order_is_the_documented_one():
-    assert [name for name, _, _ in SOURCES] == ["vertex", "ai_platform", "azure_ml", "tf_config", "torchrun", "none"]
+    assert [m.NAME for m in platforms.modules()] == ["vertex", "ai_platform", "azure_ml", "tf_config", "torchrun", "none"]
     both = {**vertex_env("workerpool0", 0), **AZURE_PYTORCH}
     assert context(both).platform == "vertex"
     assert context({**AZURE_PYTORCH, "TORCHELASTIC_RUN_ID": "x"}).platform == "azure_ml"

@@ -8,33 +8,27 @@ reads and writes its job files for migration and submits to API-compatible endpo
 from __future__ import annotations
 
 import re
-import secrets
-import time
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Optional
 
 import attrs
 
-from omnidist import data, display
-from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
+from omnidist import data
+from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, RoleName
 from omnidist.retry import ClientSettings
+from omnidist.runtime.platforms import ai_platform as platform
 
 from omnidist_ai_platform import catalog
 
 NAME = "ai_platform"
 
-ROLE_PREFIXES: dict[RoleName, str] = {
-    RoleName.EVALUATORS: "evaluator",
-    RoleName.PARAMETER_SERVERS: "parameterServer",
-    RoleName.PRIMARY: "master",
-    RoleName.REDUCTION_SERVERS: "parameterServer",
-    RoleName.WORKERS: "worker",
-}
+ROLE_PREFIXES: dict[RoleName, str] = {role: platform.FIELD_PREFIXES[role.singular] for role in sorted(RoleName)}
 """Role -> the prefix of its ``trainingInput`` fields (``<prefix>Type/Count/Config``); reducers
-take the parameter-server slot."""
+take the parameter-server slot: the platform's own table
+(:data:`omnidist.runtime.platforms.ai_platform.FIELD_PREFIXES`), beside the task type each slot
+gets in ``CLUSTER_SPEC``."""
 
 ROLES_BY_PREFIX: dict[str, RoleName] = {
     prefix: role for role, prefix in ROLE_PREFIXES.items() if role is not RoleName.REDUCTION_SERVERS
@@ -152,19 +146,12 @@ class AIPlatformSettings(ClientSettings):
         return bool(self.runtime_version or self.python_module or self.package_uris)
 
 
-def default_suffix() -> str:
-    """A unique ``jobId`` suffix: UTC time plus 6 random hex digits (``20250131_120000_a1b2c3``)."""
-    return f"{time.strftime('%Y%m%d_%H%M%S', time.gmtime())}_{secrets.token_hex(3)}"
-
-
 class AIPlatformBackend(Backend):
     """Legacy AI Platform Training (``ml v1``): compile, import, and submit to compatible endpoints.
 
-    Args:
-        suffix: makes submitted ``jobId``s unique (injectable for tests).
-        sleep: the retry policy's sleep (injectable for tests).
-        request_id: makes the marker a submit labels its job with, to recognise the job as its
-            own when a repeated create finds the ``jobId`` taken (injectable for tests).
+    Submitting and following go through :class:`~omnidist_ai_platform.client.AIPlatformClient`; a
+    test injects ``suffix`` (makes each ``jobId`` unique), ``request_id`` (the marker a submit labels
+    its job with) and ``sleep`` (see :class:`omnidist.backend.Backend`).
     """
 
     name: ClassVar[str] = NAME
@@ -179,11 +166,7 @@ class AIPlatformBackend(Backend):
     )
     settings_type: ClassVar[type] = AIPlatformSettings
     output_format: ClassVar[str] = "json"
-
-    def __init__(self, *, suffix: Callable[[], str] = default_suffix,
-                 sleep: Optional[Callable[[float], None]] = None,
-                 request_id: Callable[[], str] = lambda: uuid.uuid4().hex) -> None:
-        self._suffix, self._sleep, self._request_id = suffix, sleep, request_id
+    client = LazyClient("omnidist_ai_platform.client:AIPlatformClient")
 
     def compile(self, job: DistributedJob, settings: AIPlatformSettings) -> CompiledJob:
         """The body of ``projects.jobs.create``; pure and deterministic."""
@@ -211,51 +194,6 @@ class AIPlatformBackend(Backend):
 
         return importer.import_with_notes(request)
 
-    def submit(self, compiled: CompiledJob, settings: AIPlatformSettings) -> JobHandle:
-        """Upload a local code folder (once per content), then create the job (a unique ``jobId``
-        suffix unless pinned; retried creates never duplicate)."""
-        from omnidist_ai_platform import client, staging
-
-        refuse_tuning_submit(compiled)
-        body = dict(staging.stage(compiled, settings, sleep=self._sleep))
-        if settings.job_id is None:
-            body["jobId"] = f"{body['jobId']}_{self._suffix()}"
-        with display.masking_errors(display.secret_values(body)):  # a 400 may quote an env value
-            job = client.create(body, settings, request_id=self._request_id(), pinned=settings.job_id is not None,
-                                sleep=self._sleep)
-        job_id = job.get("jobId", body["jobId"])
-        return JobHandle(backend=NAME, id=job_id, url=self.console_url(job_id, settings),
-                         settings=settings, driver=self)
-
-    def status(self, job_id: str, settings: AIPlatformSettings) -> JobStatus:
-        """The job's state, mapped through :data:`JOB_STATES`; the values of secret-looking
-        variables in its ``env K=V`` wrapper are masked in the message."""
-        from omnidist_ai_platform import client
-
-        job = client.get(job_id, settings, sleep=self._sleep)
-        return display.mask_status(status_of(job), display.secret_values(job))
-
-    def logs(self, job_id: str, settings: AIPlatformSettings, follow: bool = False) -> Iterator[str]:
-        """The console URL and the job's state (changes, with ``follow``). Legacy jobs logged to
-        Cloud Logging, which this backend does not read: open the console URL for the log lines."""
-        yield f"logs: {self.console_url(job_id, settings)} (Cloud Logging is not read by this backend)"
-        last = None
-        while True:
-            status = self.status(job_id, settings)
-            if status.native_state != last:
-                last = status.native_state
-                message = f" — {status.message}" if status.message else ""
-                yield f"job state: {status.native_state}{message}"
-            if not follow or status.state.terminal:
-                return
-            (self._sleep or time.sleep)(settings.poll_interval_s)
-
-    def cancel(self, job_id: str, settings: AIPlatformSettings) -> None:
-        """Request cancellation; a no-op when the job already ended."""
-        from omnidist_ai_platform import client
-
-        client.cancel(job_id, settings, sleep=self._sleep)
-
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
@@ -270,10 +208,3 @@ def refuse_tuning_submit(compiled: CompiledJob) -> None:
             "omnidist does not create it on AI Platform.",
             "Run the trials locally with omnidist run, or create the compiled job yourself "
             "(omnidist compile JOB --backend ai_platform > job.json).")
-
-
-def status_of(job: Mapping[str, Any]) -> JobStatus:
-    """A :class:`JobStatus` from a native ``Job`` resource."""
-    native = str(job.get("state") or "STATE_UNSPECIFIED")
-    return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
-                     message=str(job.get("errorMessage") or ""))

@@ -1,32 +1,47 @@
 """The ``ml v1`` client: googleapiclient with its bundled discovery document, imported lazily.
 
-Every call runs once per attempt (``execute(num_retries=0)``: the SDK's own retries are off) under
-:mod:`omnidist.retry`; SDK and transport exceptions become omnidist errors here, at the boundary,
-carrying the server's message. A create is made safe to repeat by its client-chosen ``jobId`` and
-a request marker in its labels: a 409 means the ``jobId`` is taken, and when the job holding it
-carries this submit's marker, an earlier attempt made it. That earlier attempt may be one
-omnidist never saw fail: httplib2 itself re-sends a request once, without telling its caller,
-when the server closes the connection without answering (a stale keep-alive connection to
+:class:`AIPlatformClient` is the protocol of :class:`omnidist.clients.Client`; the template
+retries, creates exactly once, cancels unless finished and masks. Every request runs once per
+attempt (``execute(num_retries=0)``: the SDK's own retries are off). A create is made safe to
+repeat by its client-chosen ``jobId`` and a request marker in its labels
+(:attr:`~omnidist.clients.Idempotency.CHOSEN_ID`): a 409 means the ``jobId`` is taken, and when
+the job holding it carries this submit's marker, an earlier attempt made it. That earlier attempt
+may be one omnidist never saw fail: httplib2 itself re-sends a request once, without telling its
+caller, when the server closes the connection without answering (a stale keep-alive connection to
 httplib2, but also a create that was done when the connection dropped).
 """
 
 from __future__ import annotations
 
+import functools
 import http.client
 import json
+import secrets
 import socket
-from collections.abc import Callable, Mapping
-from typing import Any, Optional
+import time
+from typing import TYPE_CHECKING, Any, Optional
+
+import attrs
 
 from omnidist import retry
-from omnidist.labels import REQUEST_ID_LABEL
+from omnidist.backend import JobState, JobStatus
+from omnidist.clients import Client, Idempotency, Keyed, LogStart, labelled
 from omnidist.errors import (
     AuthenticationError, BackendError, ConfigError, ConflictError, TransientBackendError, error_for_status,
 )
+from omnidist.labels import REQUEST_ID_LABEL
 
-from omnidist_ai_platform.backend import NAME, AIPlatformSettings, status_of
+from omnidist_ai_platform.backend import JOB_STATES, NAME, AIPlatformSettings, refuse_tuning_submit
+
+if TYPE_CHECKING:
+    from omnidist.backend import CompiledJob
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+
+
+def default_suffix() -> str:
+    """A unique ``jobId`` suffix: UTC time plus 6 random hex digits (``20250131_120000_a1b2c3``)."""
+    return f"{time.strftime('%Y%m%d_%H%M%S', time.gmtime())}_{secrets.token_hex(3)}"
 
 
 def credentials(settings: AIPlatformSettings) -> Any:
@@ -70,28 +85,6 @@ def _message(exc: Any) -> str:
         return str(getattr(exc, "reason", "") or exc)
 
 
-def execute(request: Any) -> dict[str, Any]:
-    """Run one request once, translating every SDK/transport failure into omnidist's tree."""
-    import httplib2
-    from google.auth import exceptions as auth_errors
-    from googleapiclient.errors import HttpError
-
-    try:
-        return request.execute(num_retries=0) or {}
-    except HttpError as exc:
-        status = exc.resp.status
-        after = retry.parse_retry_after(exc.resp.get("retry-after"))
-        raise error_for_status(status)(_message(exc), backend=NAME, status=status, retry_after=after) from exc
-    except (ConnectionError, TimeoutError, socket.timeout, http.client.HTTPException) as exc:
-        raise TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME) from exc
-    except auth_errors.TransportError as exc:
-        raise TransientBackendError(f"credentials transport failed ({exc})", backend=NAME) from exc
-    except auth_errors.GoogleAuthError as exc:
-        raise AuthenticationError(f"credentials were refused ({exc})", backend=NAME) from exc
-    except (httplib2.HttpLib2Error, OSError) as exc:  # DNS failures, bad URLs: not worth retrying
-        raise BackendError(f"cannot reach the endpoint ({type(exc).__name__}: {exc})", backend=NAME) from exc
-
-
 def _project(settings: AIPlatformSettings) -> str:
     if not settings.project:
         raise ConfigError("backends.ai_platform.project: required to submit or follow jobs; set project "
@@ -104,57 +97,95 @@ def job_name(job_id: str, settings: AIPlatformSettings) -> str:
     return job_id if job_id.startswith("projects/") else f"projects/{_project(settings)}/jobs/{job_id}"
 
 
-def create(body: Mapping[str, Any], settings: AIPlatformSettings, *, request_id: str, pinned: bool,
-           sleep: Optional[Callable[[float], None]] = None) -> dict[str, Any]:
-    """Create the job labelled with ``request_id``; retried on transient errors with the same
-    ``jobId``, never making two.
+class AIPlatformClient(Client[dict]):
+    """``projects.jobs`` create / get / cancel; native jobs are the ``Job`` resources as dicts."""
 
-    A 409 answer fetches the job holding the ``jobId``: when it carries ``request_id`` an earlier
-    attempt of this very submit made it (its answer was lost, or httplib2 re-sent the create
-    after the connection closed), and it is returned.
+    idempotency = Idempotency.CHOSEN_ID
+    new_suffix = staticmethod(default_suffix)
 
-    Raises:
-        ConflictError: the ``jobId`` belongs to a job this submit did not make.
-    """
-    parent = f"projects/{_project(settings)}"
-    name = f"{parent}/jobs/{body['jobId']}"
-    sent = {**body, "labels": {**(body.get("labels") or {}), REQUEST_ID_LABEL: request_id}}
-    collection = jobs(settings)
+    @functools.cached_property
+    def _jobs(self) -> Any:
+        return jobs(self.settings)
 
-    def attempt() -> dict[str, Any]:
-        try:
-            return execute(collection.create(parent=parent, body=dict(sent)))
-        except ConflictError as exc:
-            existing = execute(collection.get(name=name))
-            if (existing.get("labels") or {}).get(REQUEST_ID_LABEL) == request_id:
-                return existing  # made by an earlier attempt of this submit
-            hint = ("pick another backends.ai_platform.job_id, or drop it to get a unique suffix"
-                    if pinned else "submit again for a new suffix")
-            raise ConflictError(f"a job with id {body['jobId']!r} already exists in project {settings.project} "
-                                f"and this submit did not make it (it is not labelled {REQUEST_ID_LABEL}="
-                                f"{request_id}; {exc}); {hint}", backend=NAME, status=409) from exc
+    def translate(self, exc: BaseException) -> Optional[BackendError]:
+        """``HttpError`` by status (with the server's message and ``Retry-After``); dropped
+        connections and timeouts as transient; refused credentials; unreachable endpoints as final."""
+        import httplib2
+        from google.auth import exceptions as auth_errors
+        from googleapiclient.errors import HttpError
 
-    return retry.call(attempt, settings.retry_policy(), sleep)
+        if isinstance(exc, HttpError):
+            status = exc.resp.status
+            after = retry.parse_retry_after(exc.resp.get("retry-after"))
+            return error_for_status(status)(_message(exc), backend=NAME, status=status, retry_after=after)
+        if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, http.client.HTTPException)):
+            return TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME)
+        if isinstance(exc, auth_errors.TransportError):
+            return TransientBackendError(f"credentials transport failed ({exc})", backend=NAME)
+        if isinstance(exc, auth_errors.GoogleAuthError):
+            return AuthenticationError(f"credentials were refused ({exc})", backend=NAME)
+        if isinstance(exc, (httplib2.HttpLib2Error, OSError)):  # DNS failures, bad URLs: not worth retrying
+            return BackendError(f"cannot reach the endpoint ({type(exc).__name__}: {exc})", backend=NAME)
+        return None
 
+    def prepare(self, compiled: CompiledJob) -> CompiledJob:
+        """Refuse a tuning job (not submitted yet); upload a local code folder to the staging
+        bucket (once per content)."""
+        from omnidist_ai_platform import staging
 
-Sleep = Optional[Callable[[float], None]]
+        refuse_tuning_submit(compiled)
+        return attrs.evolve(compiled, request=staging.stage(compiled, self))
 
+    def keyed(self, compiled: CompiledJob) -> Keyed:
+        """The create body: a unique ``jobId`` suffix unless the settings pin it, and the marker label."""
+        body = dict(compiled.request)
+        if self.settings.job_id is None:
+            body["jobId"] = f"{body['jobId']}_{self.suffix()}"
+        key = self.request_id()
+        return Keyed(request=labelled(body, key), key=key)
 
-def get(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) -> dict[str, Any]:
-    """The native ``Job`` resource."""
-    collection = jobs(settings)
-    name = job_name(job_id, settings)
-    return retry.call(lambda: execute(collection.get(name=name)), settings.retry_policy(), sleep)
+    def create_job(self, keyed: Keyed) -> dict[str, Any]:
+        """``projects.jobs.create``."""
+        parent = f"projects/{_project(self.settings)}"
+        return self._jobs.create(parent=parent, body=dict(keyed.request)).execute(num_retries=0) or {}
 
+    def find_jobs(self, keyed: Keyed) -> list[dict[str, Any]]:
+        """The job holding the chosen ``jobId``, when it carries this submit's marker."""
+        existing = self.get_job(keyed.request["jobId"])
+        return [existing] if (existing.get("labels") or {}).get(REQUEST_ID_LABEL) == keyed.key else []
 
-def cancel(job_id: str, settings: AIPlatformSettings, *, sleep: Sleep = None) -> None:
-    """Cancel the job unless it already ended (then nothing happens)."""
-    collection = jobs(settings)
-    name = job_name(job_id, settings)
+    def conflict(self, keyed: Keyed, exc: ConflictError) -> BackendError:
+        """The ``jobId`` belongs to a job this submit did not make: pick another one."""
+        pinned = self.settings.job_id is not None
+        hint = ("pick another backends.ai_platform.job_id, or drop it to get a unique suffix"
+                if pinned else "submit again for a new suffix")
+        return ConflictError(f"a job with id {keyed.request['jobId']!r} already exists in project "
+                             f"{self.settings.project} and this submit did not make it (it is not labelled "
+                             f"{REQUEST_ID_LABEL}={keyed.key}; {exc}); {hint}", backend=NAME, status=409)
 
-    def attempt() -> None:
-        if status_of(execute(collection.get(name=name))).state.terminal:
-            return
-        execute(collection.cancel(name=name, body={}))
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """``projects.jobs.get`` (a bare id or a full name)."""
+        return self._jobs.get(name=job_name(job_id, self.settings)).execute(num_retries=0) or {}
 
-    retry.call(attempt, settings.retry_policy(), sleep)
+    def cancel_job(self, job_id: str) -> None:
+        """``projects.jobs.cancel``."""
+        self._jobs.cancel(name=job_name(job_id, self.settings), body={}).execute(num_retries=0)
+
+    def status_of(self, job: dict[str, Any]) -> JobStatus:
+        """The state through :data:`~omnidist_ai_platform.backend.JOB_STATES`, with ``errorMessage``."""
+        native = str(job.get("state") or "STATE_UNSPECIFIED")
+        return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
+                         message=str(job.get("errorMessage") or ""))
+
+    def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
+        """The job's ``jobId``."""
+        return job.get("jobId", keyed.request["jobId"])
+
+    def open_logs(self, job_id: str) -> LogStart:
+        """Where the lines are: legacy jobs logged to Cloud Logging, which this backend does not read."""
+        url = self.backend.console_url(job_id, self.settings)
+        return LogStart(header=(f"logs: {url} (Cloud Logging is not read by this backend)",))
+
+    def state_line(self, job_id: str, status: JobStatus) -> str:
+        """``job state: RUNNING`` (the native state, with a failed job's message)."""
+        return f"job state: {status.native_state}" + (f" — {status.message}" if status.message else "")

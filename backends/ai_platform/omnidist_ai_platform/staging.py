@@ -5,21 +5,23 @@ then name it.
 
 The object is created with ``ifGenerationMatch=0`` (only if absent), so a retried or racing
 upload can never replace it; a 412 means the same content is already there. The storage
-client's own retries are off; transient failures are retried under the backend's policy.
+client's own retries are off; transient failures are retried under the backend's policy, by
+the client's :meth:`~omnidist.clients.Client.call` (with this module's :func:`translate`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, BinaryIO, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
-from omnidist import data, packaging, retry
+from omnidist import data, packaging
 from omnidist.backend import CompiledJob
 from omnidist.errors import AuthenticationError, BackendError, TransientBackendError, error_for_status
 from omnidist_ai_platform.backend import NAME, AIPlatformSettings
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from omnidist_ai_platform.client import AIPlatformClient
+
 log = logging.getLogger("omnidist.ai_platform")
 
 
@@ -59,25 +61,14 @@ def translate(exc: BaseException) -> Optional[BackendError]:
     return None
 
 
-def _call(fn: Callable[[], T], settings: AIPlatformSettings, sleep: Optional[Callable[[float], None]]) -> T:
-    def attempt() -> T:
-        try:
-            return fn()
-        except BackendError:
-            raise
-        except Exception as exc:
-            error = translate(exc)
-            if error is None:
-                raise
-            raise error from exc
-
-    return retry.call(attempt, settings.retry_policy(), sleep)
-
-
-def stage(compiled: CompiledJob, settings: AIPlatformSettings,
-          sleep: Optional[Callable[[float], None]] = None) -> dict[str, Any]:
+def stage(compiled: CompiledJob, client: AIPlatformClient) -> dict[str, Any]:
     """The body to create: unchanged for a job without a local code folder; else with the
     folder uploaded (unless its content is already there) and its hash filled in."""
+    settings = client.settings
+
+    def call(fn: Any) -> Any:
+        return client.call(fn, translate=translate)
+
     job = compiled.job
     folder = data.code_folder(job) if job is not None else None
     if folder is None:
@@ -100,8 +91,8 @@ def stage(compiled: CompiledJob, settings: AIPlatformSettings,
 
         packaging.upload_once(
             package,
-            exists=lambda: _call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None), settings, sleep),
-            upload=lambda stream, size: _call(lambda: upload(stream, size), settings, sleep), what=uri)
+            exists=lambda: call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None)),
+            upload=lambda stream, size: call(lambda: upload(stream, size)), what=uri)
     finally:
         package.remove()
     return data.fill_code_hash(compiled.request, package.sha256)

@@ -3,10 +3,10 @@
 - :func:`schema_problems` walks a value against the discovery document that
   google-api-python-client bundles (``$ref``, ``properties``, ``additionalProperties``, ``items``,
   scalar types, ``int64`` and enums), so a compiled body can hold only what the API defines.
-- :class:`FakeMLService` serves ``create``/``get``/``cancel`` from a job store on
-  :class:`omnidist.testing.FakeServer`: 409 for a taken ``jobId``, 400 with the API's wording for
-  fields the schema does not define and for labels Google Cloud refuses, and states that advance
-  on every ``get`` so ``wait`` ends.
+- :class:`FakeMLService` (a :class:`omnidist.testing.FakeService`) serves ``create``/``get``/
+  ``cancel``: 409 for a taken ``jobId``, 400 with the API's wording for fields the schema does
+  not define and for labels Google Cloud refuses, and states that advance on every ``get`` so
+  ``wait`` ends.
 
 Reads the discovery JSON file without importing the SDK.
 """
@@ -17,11 +17,11 @@ import functools
 import importlib.util
 import json
 import re
-import threading
 from pathlib import Path
 from typing import Any, Optional
 
-from omnidist.testing.fakeserver import FakeServer, Recorded, Response, error_body
+from omnidist.testing import FakeService
+from omnidist.testing.fakeserver import Recorded, Response, error_body
 
 JOB_SCHEMA = "GoogleCloudMlV1__Job"
 
@@ -94,39 +94,25 @@ _JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 _LABEL_KEY = re.compile(r"^[^\W\d_][\w-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
 FAILURE = "The replica master 0 exited with a non-zero status of 1."
-"""The ``errorMessage`` of a job the fake fails (``error_message`` replaces it)."""
-ADVANCE: dict[str, str] = {"CANCELLING": "CANCELLED", "PREPARING": "RUNNING", "QUEUED": "PREPARING"}
-"""State -> the next one, one step per ``get`` (RUNNING then goes to the job's final state)."""
+"""The ``errorMessage`` of a job the fake fails (``fail_jobs(message)`` replaces it)."""
 
 
-class FakeMLService:
-    """``projects.jobs`` create/get/cancel backed by a dict, on a :class:`FakeServer`.
+class FakeMLService(FakeService):
+    """``projects.jobs`` create/get/cancel, jobs keyed by ``(project, jobId)``.
 
-    Args:
-        server: the started server to add the routes to.
-        final_state: where RUNNING jobs go on the next ``get`` (``None`` keeps them running).
-
-    Attributes:
-        error_message: the ``errorMessage`` of a job that goes to ``FAILED``.
+    A ``get`` answers the job as it is, then moves it one state along.
     """
 
-    def __init__(self, server: FakeServer, final_state: Optional[str] = "SUCCEEDED") -> None:
-        self.server, self.final_state = server, final_state
-        self.error_message = FAILURE
-        self.jobs: dict[tuple[str, str], dict[str, Any]] = {}
-        self._lock = threading.Lock()
-        server.route("POST", r"^/v1/projects/([^/]+)/jobs$", self._create)
-        server.route("GET", r"^/v1/projects/([^/]+)/jobs/([^/:]+)$", self._get)
-        server.route("POST", r"^/v1/projects/([^/]+)/jobs/([^/:]+):cancel$", self._cancel)
+    ROUTES = {
+        "create": ("POST", r"^/v1/projects/([^/]+)/jobs$"),
+        "get": ("GET", r"^/v1/projects/([^/]+)/jobs/([^/:]+)$"),
+        "cancel": ("POST", r"^/v1/projects/([^/]+)/jobs/([^/:]+):cancel$"),
+    }
+    TIMELINE = ("QUEUED", "PREPARING", "RUNNING", "SUCCEEDED")
+    TERMINAL = frozenset({"SUCCEEDED", "FAILED", "CANCELLED"})
+    FAILURE = FAILURE
 
-    def reset(self, final_state: Optional[str] = "SUCCEEDED") -> None:
-        """Forget every job (to share one server between tests)."""
-        with self._lock:
-            self.jobs.clear()
-            self.final_state = final_state
-            self.error_message = FAILURE
-
-    def _create(self, request: Recorded, match: re.Match[str]) -> Response:
+    def on_create(self, request: Recorded, match: re.Match[str]) -> Response:
         body = request.body if isinstance(request.body, dict) else {}
         problems = schema_problems(body)
         if problems:
@@ -140,36 +126,34 @@ class FakeMLService:
         for key, value in labels.items():
             if not (_LABEL_KEY.match(key) and _LABEL_VALUE.match(value) and (key + value) == (key + value).lower()):
                 return Response(400, error_body(400, f"Field: job.labels Error: invalid label {key}={value}"))
-        with self._lock:
+        with self.lock:
             key = (match[1], job_id)
             if key in self.jobs:
                 return Response(409, error_body(409, f"Field: job.job_id Error: A job with this id already "
                                                      f"exists: {job_id}"))
-            self.jobs[key] = {**body, "state": "QUEUED", "createTime": "2025-01-01T00:00:00Z", "etag": "e1"}
-            return Response(200, dict(self.jobs[key]))
+            job = self.add(key, {**body, "createTime": "2025-01-01T00:00:00Z", "etag": "e1"})
+            return Response(200, self._render(job))
 
-    def _get(self, request: Recorded, match: re.Match[str]) -> Response:
-        with self._lock:
+    def on_get(self, request: Recorded, match: re.Match[str]) -> Response:
+        with self.lock:
             job = self.jobs.get((match[1], match[2]))
             if job is None:
                 return Response(404, error_body(404, f"Field: name Error: The job projects/{match[1]}/jobs/"
                                                      f"{match[2]} was not found."))
-            state = job["state"]
-            if state in ADVANCE:
-                job["state"] = ADVANCE[state]
-            elif state == "RUNNING" and self.final_state:
-                job["state"] = self.final_state
-                if self.final_state == "FAILED":
-                    job["errorMessage"] = self.error_message
-            return Response(200, dict(job, state=state))
+            rendered = self._render(job)
+            self.advance((match[1], match[2]))
+            return Response(200, rendered)
 
-    def _cancel(self, request: Recorded, match: re.Match[str]) -> Response:
-        with self._lock:
+    def on_cancel(self, request: Recorded, match: re.Match[str]) -> Response:
+        with self.lock:
             job = self.jobs.get((match[1], match[2]))
             if job is None:
                 message = f"The job projects/{match[1]}/jobs/{match[2]} was not found."
                 return Response(404, error_body(404, message))
-            if job["state"] in ("SUCCEEDED", "FAILED", "CANCELLED"):
+            if not self.cancelled((match[1], match[2])):
                 return Response(400, error_body(400, f"Cannot cancel a job in state {job['state']}."))
-            job["state"] = "CANCELLING"
             return Response(200, {})
+
+    def _render(self, job: dict[str, Any]) -> dict[str, Any]:
+        failed = job["state"] == self.FAILED and self.error_message
+        return {**job, "errorMessage": self.error_message} if failed else dict(job)

@@ -59,7 +59,7 @@ def test_submit_wait_status_cancel(project, service):
     status = omnidist(project, "status", job_id)
     assert (status.returncode, status.stdout.strip()) == (0, "succeeded")
 
-    service.final_state = None  # a job that keeps running, to cancel
+    service.keep_running()  # a job to cancel
     second = omnidist(project, "submit", "job.yaml")
     running_id = second.stdout.splitlines()[0]
     assert running_id != job_id  # a fresh suffix per submit
@@ -73,7 +73,7 @@ def test_submit_wait_status_cancel(project, service):
 
 
 def test_failed_job_exits_1_and_unknown_job_says_so(project, service):
-    service.final_state = "FAILED"
+    service.fail_jobs()
     done = omnidist(project, "submit", "job.yaml", "--wait", "--poll", "0.05")
     assert done.returncode == 1 and "failed" in done.stdout and "non-zero status" in done.stdout
     missing = omnidist(project, "status", "no_such_job")

@@ -24,7 +24,7 @@ def compiled(**settings):
 
 
 def test_create_get_cancel_through_the_discovery_client(backend, settings, service, server):
-    service.final_state = None  # keep it running so cancel has something to do
+    service.keep_running()  # so cancel has something to do
     handle = backend.submit(compiled(), settings)
     assert handle.id == "mnist_ddp_s1"
     assert handle.url == "https://console.cloud.google.com/ai-platform/jobs/mnist_ddp_s1?project=proj"
@@ -51,7 +51,7 @@ def test_wait_ends_and_logs_say_where_the_lines_are(backend, settings, service):
 
 
 def test_failed_job_carries_the_error_message(backend, settings, service):
-    service.final_state = "FAILED"
+    service.fail_jobs()
     handle = backend.submit(compiled(), settings)
     final = handle.wait(poll_interval=0, sleep=lambda s: None)
     assert final.state is JobState.FAILED and "non-zero status" in final.message

@@ -1,36 +1,33 @@
 """The Azure ML backend: its settings, the tables where Azure differs, and the glue.
 
 Compiling and importing live in :mod:`.compiler` and :mod:`.importer` (pure); talking to
-Azure lives in :mod:`.client` (``azure-ai-ml``, imported lazily).
+Azure lives in :mod:`.client` (:class:`~omnidist_azure_ml.client.AzureMLClient`; ``azure-ai-ml``,
+imported lazily).
 """
 
 from __future__ import annotations
 
 import re
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, display
-from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
+from omnidist import data
+from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.retry import ClientSettings
+from omnidist.runtime.platforms import azure_ml as platform
 
 from omnidist_azure_ml import catalog
 
 NAME = "azure_ml"
 
-FRAMEWORK_DISTRIBUTIONS: dict[Framework, str] = {
-    Framework.CUSTOM: "pytorch",
-    Framework.DEEPSPEED: "pytorch",
-    Framework.HOROVOD: "mpi",
-    Framework.PYTORCH: "pytorch",
-    Framework.TENSORFLOW: "tensorflow",
-}
-"""Portable framework -> Azure ``distribution.type`` (custom: see LAUNCHES_OWN_PROCESSES)."""
+FRAMEWORK_DISTRIBUTIONS: dict[Framework, str] = {f: platform.DISTRIBUTIONS[f.value] for f in sorted(Framework)}
+"""Portable framework -> Azure ``distribution.type`` (custom: see LAUNCHES_OWN_PROCESSES): the
+platform's own table (:data:`omnidist.runtime.platforms.azure_ml.DISTRIBUTIONS`), which decides
+the variables the nodes get."""
 
 DISTRIBUTION_FRAMEWORKS: dict[str, Framework] = {
     kind: min((f for f, k in FRAMEWORK_DISTRIBUTIONS.items() if k == kind), key=lambda f: f.value != kind)
@@ -136,22 +133,19 @@ class AzureMLSettings(ClientSettings):
     """Prefix rewrites for input, output and code URIs (``{"gs://bkt/" = "azureml://datastores/ds/paths/"}``)."""
 
 
-def _random_suffix() -> str:
-    return uuid.uuid4().hex[:8]
-
-
 class AzureMLBackend(Backend):
     """Azure ML command jobs: PyTorch / DeepSpeed / Horovod (MPI) / TensorFlow distribution on
     one homogeneous set of nodes, with InfiniBand SKUs for multi-node GPU training.
 
-    Args:
-        suffix: makes the per-submit job-name suffix (``<job-name>-<suffix>``); injectable for tests.
-        sleep: used between retries and polls; injectable for tests.
+    Submitting and following go through :class:`~omnidist_azure_ml.client.AzureMLClient`; a test
+    injects ``suffix`` (each submit's job is ``<display_name>-<suffix>``) and ``sleep`` (see
+    :class:`omnidist.backend.Backend`).
     """
 
     name = NAME
     output_format = "yaml"
     settings_type = AzureMLSettings
+    client = LazyClient("omnidist_azure_ml.client:AzureMLClient")
     capabilities = Capabilities(
         roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS}),
         accelerators=frozenset(catalog.offered_accelerators()),
@@ -161,11 +155,6 @@ class AzureMLBackend(Backend):
         env=True,
         reduction_server=False,
     )
-
-    def __init__(self, *, suffix: Callable[[], str] = _random_suffix,
-                 sleep: Optional[Callable[[float], None]] = None) -> None:
-        self._suffix = suffix
-        self._sleep = sleep
 
     def compile(self, job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
         """The command job YAML (as a dict) for ``job``; pure."""
@@ -189,38 +178,6 @@ class AzureMLBackend(Backend):
         if tuning.recognizes(request):  # a sweep job around a command job
             return tuning.import_sweep(request, importer.import_command_job)
         return importer.import_command_job(request)
-
-    def submit(self, compiled: CompiledJob, settings: AzureMLSettings) -> JobHandle:
-        """PUT the job under ``<display_name>-<suffix>``, one name per submit, reused on retry."""
-        from omnidist_azure_ml import client, code_data
-
-        refuse_tuning_submit(compiled)
-        name = f"{compiled.request.get('display_name', 'omnidist')}-{self._suffix()}"
-        origin = compiled.job.source if compiled.job is not None else None
-        with display.masking_errors(display.secret_values(compiled.request)):  # a 400 may quote an env value
-            url = client.submit(compiled.request, settings, name=name, source=origin, sleep=self._sleep,
-                                show_progress=code_data.announce_upload(compiled))
-        return JobHandle(backend=self.name, id=name, url=url or self.console_url(name, settings),
-                         settings=settings, driver=self)
-
-    def status(self, job_id: str, settings: AzureMLSettings) -> JobStatus:
-        """The job's status, mapped through :data:`STATES`."""
-        from omnidist_azure_ml import client
-
-        return client.status(job_id, settings, sleep=self._sleep)
-
-    def logs(self, job_id: str, settings: AzureMLSettings, follow: bool = False) -> Iterator[str]:
-        """The studio URL, then the lines of the job's streamed log files (``user_logs/std_log*.txt``,
-        as ``az ml job stream`` shows them) and its state changes; ``follow`` polls until it ends."""
-        from omnidist_azure_ml import client
-
-        return client.logs(job_id, settings, follow=follow, sleep=self._sleep)
-
-    def cancel(self, job_id: str, settings: AzureMLSettings) -> None:
-        """Request cancellation; a no-op once the job has ended."""
-        from omnidist_azure_ml import client
-
-        client.cancel(job_id, settings, sleep=self._sleep)
 
     def console_url(self, job_id: str, settings: AzureMLSettings) -> str:
         """The Azure ML studio page of the job (built locally, no network)."""

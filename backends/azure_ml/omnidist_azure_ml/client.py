@@ -1,10 +1,11 @@
-"""Azure ML through ``azure.ai.ml.MLClient``: submit, status, logs, cancel.
+"""Azure ML through ``azure.ai.ml.MLClient``: the protocol of :class:`omnidist.clients.Client`.
 
 The SDK is imported inside these functions only (it costs 1-2 s). Its own retries are
-turned off (``retry_total=0``) so every attempt is omnidist's: SDK exceptions are translated
-here into omnidist's tree and only :class:`~omnidist.errors.TransientBackendError` is retried,
-under :mod:`omnidist.retry`. A create is a PUT by job name, and the name is fixed once per
-submit, so a retried create cannot make a second job; a retry first looks the name up.
+turned off (``retry_total=0``) so every attempt is the template's: SDK exceptions are translated
+here into omnidist's tree and only :class:`~omnidist.errors.TransientBackendError` is retried.
+A create is a PUT by job name, and the name is fixed once per submit
+(:attr:`~omnidist.clients.Idempotency.NAME`), so a retried create cannot make a second job; a
+retry first looks the name up.
 
 ``settings.endpoint`` points every management call at another resource manager (a sovereign
 cloud, or the local fake server in tests) through the SDK's ``cloud``/``cloud_metadata``
@@ -19,25 +20,28 @@ The values of secret-looking ``environment_variables`` of the job are masked in 
 
 from __future__ import annotations
 
+import functools
 import io
 import logging
 import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, Optional
+
+import attrs
 
 from omnidist import display, retry, serde
-from omnidist.backend import JobState, JobStatus
+from omnidist.backend import JobStatus
+from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart
 from omnidist.errors import (
-    BackendError, ConfigError, InvalidRequestError, NotFoundError, OmnidistError, TransientBackendError,
-    error_for_status,
+    BackendError, ConfigError, InvalidRequestError, OmnidistError, TransientBackendError, error_for_status,
 )
 
-from omnidist_azure_ml.backend import NAME, AzureMLSettings, native_state
+from omnidist_azure_ml.backend import NAME, AzureMLSettings, native_state, refuse_tuning_submit
 
-T = TypeVar("T")
-Sleep = Optional[Callable[[float], None]]
+if TYPE_CHECKING:
+    from omnidist.backend import CompiledJob
 
 PUBLIC_CLOUD: dict[str, str] = {
     "active_directory": "https://login.microsoftonline.com/",
@@ -141,54 +145,140 @@ def _is_validation(exc: BaseException) -> bool:
     return isinstance(exc, (ValidationException, SchemaError))
 
 
-def _call(fn: Callable[[], T], settings: AzureMLSettings, sleep: Sleep) -> T:
-    """``fn`` with SDK errors translated, retried on transient ones under the settings' policy."""
-    def guarded() -> T:
+@attrs.frozen
+class _Command:
+    """A command job to create: its YAML (named) and the file its relative paths are relative to."""
+
+    text: str
+    origin: str
+
+
+class AzureMLClient(Client[Any]):
+    """Command jobs through ``MLClient``; native jobs are the SDK's ``Job`` objects."""
+
+    idempotency = Idempotency.NAME
+    _show_progress = False
+    """Whether the SDK shows its progress bar while it uploads the job's code (a large folder)."""
+
+    @functools.cached_property
+    def ml(self) -> Any:
+        """The ``MLClient`` (made on first use)."""
+        return ml_client(self.settings, show_progress=self._show_progress)
+
+    def prepare(self, compiled: CompiledJob) -> CompiledJob:
+        """Refuse a sweep (not submitted yet). The SDK uploads a local code folder itself, during
+        the create: warn when it is unusually large, and show the SDK's progress bar for it."""
+        from omnidist_azure_ml import code_data
+
+        refuse_tuning_submit(compiled)
+        self._show_progress = code_data.announce_upload(compiled)
+        return compiled
+
+    def translate(self, exc: BaseException) -> BackendError:
+        """:func:`translate`."""
+        return translate(exc)
+
+    def keyed(self, compiled: CompiledJob) -> Keyed:
+        """The job YAML named ``<display_name>-<suffix>``, one name per submit (the key)."""
+        name = f"{compiled.request.get('display_name', 'omnidist')}-{self.suffix()}"
+        source = compiled.job.source if compiled.job is not None else None
+        # load_job resolves relative paths (code, local inputs) against the *parent* of this origin,
+        # so it is the job file itself (or a file name in the current folder).
+        origin = os.path.abspath(source) if source else os.path.join(os.getcwd(), "job.yml")
+        return Keyed(request=_Command(serde.dump_yaml({**compiled.request, "name": name}), origin), key=name)
+
+    def create_job(self, keyed: Keyed) -> Any:
+        """``load_job`` (the SDK's own schema checks), then ``jobs.create_or_update`` (which
+        registers an inline image environment, then PUTs the job)."""
+        from azure.ai.ml import load_job
+
+        job = load_job(io.StringIO(keyed.request.text), relative_origin=keyed.request.origin)
+        return self.ml.jobs.create_or_update(job)
+
+    def find_jobs(self, keyed: Keyed) -> list[Any]:
+        """The job of that name."""
+        return [self.ml.jobs.get(keyed.key)]
+
+    def get_job(self, job_id: str) -> Any:
+        """``jobs.get``."""
+        return self.ml.jobs.get(job_id)
+
+    def cancel_job(self, job_id: str) -> None:
+        """``POST …/jobs/{name}/cancel``; accepted at once (``polling=False``), status() shows
+        CancelRequested -> Canceled."""
+        self.ml.jobs.begin_cancel(job_id, polling=False)
+
+    def status_of(self, job: Any) -> JobStatus:
+        """The status through :data:`~omnidist_azure_ml.backend.STATES`."""
+        native = _state_name(job)
+        return JobStatus(state=native_state(native), native_state=native)
+
+    def failure_message(self, job_id: str, job: Any) -> str:
+        """The error message of a failed job's run (what ``jobs.stream`` raises and the studio
+        shows), or ``""`` when the run history cannot tell (the status stands without it)."""
         try:
-            return fn()
-        except Exception as exc:  # noqa: BLE001 - translated at the boundary, never swallowed
-            raise translate(exc) from exc
+            details = self.call(lambda: _run_details(self.ml, self.settings))
+            run = self.call(lambda: details(job_id))
+        except BackendError as exc:
+            logging.getLogger("omnidist.azure_ml").debug("no error message for %s: %s", job_id, exc)
+            return ""
+        return _error_of(run)
 
-    return retry.call(guarded, settings.retry_policy(), sleep)
+    def secrets_of(self, job: Any) -> frozenset[str]:
+        """The values of the secret-looking ``environment_variables`` of a fetched job."""
+        return display.secret_values(dict(getattr(job, "environment_variables", None) or {}))
+
+    def id_of(self, keyed: Keyed, job: Any) -> str:
+        """The job's name."""
+        return keyed.key
+
+    def url_of(self, job: Any) -> str:
+        """The studio URL the service gave the job."""
+        return job.studio_url or ""
+
+    # --- logs ---------------------------------------------------------------------------------------
+
+    def open_logs(self, job_id: str) -> LogStart:
+        """The job's studio URL; the secrets of the job."""
+        job = self.call(lambda: self.get_job(job_id))
+        return LogStart(header=(f"{job_id}: logs at {job.studio_url or 'the Azure ML studio'}",),
+                        secrets=self.secrets_of(job), cursor=_Cursor(job_type=job.type or "command"))
+
+    def read_logs(self, job_id: str, cursor: _Cursor, *, follow: bool) -> LogPage:
+        """The lines of the log files ``az ml job stream`` shows, and the run's state.
+
+        The files are found as ``jobs.stream`` finds them: the workspace's ``discoveryUrl`` names
+        the run-history service, whose run details list every log file with a SAS URL into blob
+        storage, filtered by the SDK's own streamable-file rule (``user_logs/std_log*.txt`` of the
+        primary process, else the legacy ``azureml-logs/NN_*.txt``). Each read asks each file
+        only for the bytes after its last complete line (``Range: bytes=N-``), so every line
+        comes out once and in order; a line still being written waits for its newline until the
+        job ends. A failed job's state carries its run's error.
+        """
+        if cursor.details is None:
+            cursor.details = self.call(lambda: _run_details(self.ml, self.settings))
+            cursor.tail = _LogTail(self)
+        run = self.call(lambda: cursor.details(job_id))
+        native = str(run.status or "Unknown")
+        status = JobStatus(state=native_state(native), native_state=native, message=_error_of(run))
+        files = _streamed_files(run.log_files or {}, cursor.job_type)
+        lines = tuple(cursor.tail.read(files, final=not follow or status.state.terminal))
+        return LogPage(status=status, lines=lines, cursor=cursor)
+
+    def state_line(self, job_id: str, status: JobStatus) -> str:
+        """``NAME: Running (running)`` (with a failed run's error)."""
+        return f"{job_id}: {status.native_state} ({status.state.value})" + (
+            f" — {status.message}" if status.message else "")
 
 
-def _find(client: Any, name: str) -> Any:
-    try:
-        return client.jobs.get(name)
-    except Exception as exc:  # noqa: BLE001
-        error = translate(exc)
-        if isinstance(error, NotFoundError):
-            return None
-        raise error from exc
+@attrs.define
+class _Cursor:
+    """Where reading a job's logs stands: the run-history reader (found on the first read) and
+    each log file's offset."""
 
-
-def submit(request: Mapping[str, Any], settings: AzureMLSettings, *, name: str, source: Optional[str] = None,
-           sleep: Sleep = None, show_progress: bool = False) -> str:
-    """Create the command job ``request`` as ``name``; returns its studio URL.
-
-    The YAML goes through ``azure.ai.ml.load_job`` (the SDK's own schema checks) and
-    ``jobs.create_or_update`` (which registers an inline image environment, then PUTs the job).
-    """
-    from azure.ai.ml import load_job
-
-    client = ml_client(settings, show_progress=show_progress)  # the SDK uploads a local code folder itself
-    text = serde.dump_yaml({**request, "name": name})
-    # load_job resolves relative paths (code, local inputs) against the *parent* of this origin,
-    # so it is the job file itself (or a file name in the current folder).
-    origin = os.path.abspath(source) if source else os.path.join(os.getcwd(), "job.yml")
-    attempts = {"count": 0}
-
-    def create() -> Any:
-        attempts["count"] += 1
-        if attempts["count"] > 1:  # the last PUT may have landed before its answer was lost
-            existing = _find(client, name)
-            if existing is not None:
-                return existing
-        job = load_job(io.StringIO(text), relative_origin=origin)
-        return client.jobs.create_or_update(job)
-
-    created = _call(create, settings, sleep)
-    return created.studio_url or ""
+    job_type: str
+    details: Optional[Callable[[str], Any]] = None
+    tail: Any = None
 
 
 def _state_name(job: Any) -> str:
@@ -196,85 +286,9 @@ def _state_name(job: Any) -> str:
     return str(getattr(state, "value", state) or "Unknown")
 
 
-def status(name: str, settings: AzureMLSettings, *, sleep: Sleep = None) -> JobStatus:
-    """The job's status through ``jobs.get``; a failed job's carries its run's error message
-    (what ``jobs.stream`` raises and the studio shows), secret values masked."""
-    client = ml_client(settings)
-    job = _call(lambda: client.jobs.get(name), settings, sleep)
-    found = _status_of(job)
-    if found.state is not JobState.FAILED:
-        return found
-    message = _failure(client, name, settings, sleep)
-    return JobStatus(state=found.state, native_state=found.native_state,
-                     message=display.mask_text(message, secrets_of(job)))
-
-
-def secrets_of(job: Any) -> frozenset[str]:
-    """The values of the secret-looking ``environment_variables`` of a fetched job."""
-    return display.secret_values(dict(getattr(job, "environment_variables", None) or {}))
-
-
-def _failure(client: Any, name: str, settings: AzureMLSettings, sleep: Sleep) -> str:
-    """The error message of a failed job's run, or ``""`` when the run history cannot tell
-    (the status stands without it)."""
-    try:
-        details = _call(lambda: _run_details(client, settings), settings, sleep)
-        run = _call(lambda: details(name), settings, sleep)
-    except BackendError as exc:
-        logging.getLogger("omnidist.azure_ml").debug("no error message for %s: %s", name, exc)
-        return ""
-    return _error_of(run).removeprefix(" — ")
-
-
 def _error_of(run: Any) -> str:
-    """`` — message`` of a run's error (run history's ``error.error.message``), else ``""``."""
-    message = getattr(getattr(getattr(run, "error", None), "error", None), "message", None)
-    return f" — {message}" if message else ""
-
-
-def _status_of(job: Any) -> JobStatus:
-    native = _state_name(job)
-    return JobStatus(state=native_state(native), native_state=native)
-
-
-def logs(name: str, settings: AzureMLSettings, *, follow: bool = False, sleep: Sleep = None) -> Iterator[str]:
-    """The job's studio URL, then the lines of the log files ``az ml job stream`` shows and its
-    state changes; with ``follow``, polled every ``poll_interval_s`` until the job ends.
-
-    The files are found as ``jobs.stream`` finds them: the workspace's ``discoveryUrl`` names
-    the run-history service, whose run details list every log file with a SAS URL into blob
-    storage, filtered by the SDK's own streamable-file rule (``user_logs/std_log*.txt`` of the
-    primary process, else the legacy ``azureml-logs/NN_*.txt``). Each poll asks each file only
-    for the bytes after its last complete line (``Range: bytes=N-``), so every line comes out
-    once and in order; a line still being written waits for its newline until the job ends.
-    A failed job's last line carries its run's error. The values of the job's secret-looking
-    ``environment_variables`` are masked in every line.
-    """
-    client = ml_client(settings)
-    job = _call(lambda: client.jobs.get(name), settings, sleep)
-    yield from display.mask_lines(_lines(client, job, name, settings, follow, sleep), secrets_of(job))
-
-
-def _lines(client: Any, job: Any, name: str, settings: AzureMLSettings, follow: bool, sleep: Sleep) -> Iterator[str]:
-    yield f"{name}: logs at {job.studio_url or 'the Azure ML studio'}"
-    details = _call(lambda: _run_details(client, settings), settings, sleep)
-    tail = _LogTail(client, settings, sleep)
-    last, wait = None, sleep if sleep is not None else time.sleep
-    while True:
-        run = _call(lambda: details(name), settings, sleep)
-        native = str(run.status or "Unknown")
-        state = native_state(native)
-        ended = not follow or state.terminal
-        change = f"{name}: {native} ({state.value}){_error_of(run)}" if native != last else None
-        last = native
-        if change and not state.terminal:  # a start reads before its lines, an end after them
-            yield change
-        yield from tail.read(_streamed_files(run.log_files or {}, job.type or "command"), final=ended)
-        if change and state.terminal:
-            yield change
-        if ended:
-            return
-        wait(settings.poll_interval_s)
+    """A run's error message (run history's ``error.error.message``), else ``""``."""
+    return getattr(getattr(getattr(run, "error", None), "error", None), "message", None) or ""
 
 
 def _https_option(url: str) -> dict[str, bool]:
@@ -346,10 +360,10 @@ def _http_error(response: Any, what: str) -> OmnidistError:
 class _LogTail:
     """Where each log file's next unread line starts (a byte offset), and the file last shown."""
 
-    def __init__(self, client: Any, settings: AzureMLSettings, sleep: Sleep):
+    def __init__(self, client: AzureMLClient):
         # MLClient's plain pipeline: no credential (the SAS URL is the credential), SDK retries off.
-        self._pipeline = client._requests_pipeline
-        self._settings, self._sleep = settings, sleep
+        self._client = client
+        self._pipeline = client.ml._requests_pipeline
         self._offsets: dict[str, int] = {}
         self._shown: Optional[str] = None
 
@@ -358,7 +372,7 @@ class _LogTail:
         each file's under a ``==> path <==`` header whenever the output switches files."""
         for path, url in files.items():
             offset = self._offsets.get(path, 0)
-            data = _call(lambda: self._fetch(path, url, offset), self._settings, self._sleep)
+            data = self._client.call(lambda: self._fetch(path, url, offset))
             complete = data if final else data[:data.rfind(b"\n") + 1]
             if not complete:
                 continue
@@ -370,7 +384,8 @@ class _LogTail:
                 yield line.removesuffix("\r")
 
     def _fetch(self, path: str, url: str, offset: int) -> bytes:
-        response = self._pipeline.get(url, headers={"Range": f"bytes={offset}-"}, **_timeouts(self._settings))
+        response = self._pipeline.get(url, headers={"Range": f"bytes={offset}-"},
+                                      **_timeouts(self._client.settings))
         if response.status_code in (404, 416):  # not uploaded yet / nothing after the offset
             return b""
         if response.status_code == 206:
@@ -378,13 +393,3 @@ class _LogTail:
         if response.status_code == 200:  # a server that ignores Range sends the whole file
             return response.body()[offset:]
         raise _http_error(response, f"log file {path}")
-
-
-def cancel(name: str, settings: AzureMLSettings, *, sleep: Sleep = None) -> None:
-    """Request cancellation (``POST …/jobs/{name}/cancel``); a no-op on an ended job."""
-    client = ml_client(settings)
-    job = _call(lambda: client.jobs.get(name), settings, sleep)
-    if _status_of(job).state.terminal:
-        return
-    # polling=False: the request is accepted at once; status() shows CancelRequested -> Canceled.
-    _call(lambda: client.jobs.begin_cancel(name, polling=False), settings, sleep)

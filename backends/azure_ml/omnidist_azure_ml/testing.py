@@ -1,5 +1,5 @@
-"""Test helpers: a local Azure ML service for the real ``MLClient``, on
-:class:`omnidist.testing.FakeServer` (for this backend's tests, the reliability suite and the
+"""Test helpers: a local Azure ML service for the real ``MLClient``, a
+:class:`omnidist.testing.FakeService` (for this backend's tests, the reliability suite and the
 benchmarks).
 
 :class:`FakeAzureML` implements exactly the routes omnidist's client makes the SDK call:
@@ -20,21 +20,19 @@ files; cancel moves it to CancelRequested/Canceled. Imports no SDK.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.testing import FakeServer
+from omnidist.testing import FakeServer, FakeService
 from omnidist.testing.fakeserver import Recorded, Response
 
 WORKSPACE = (r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
              r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)")
-TERMINAL = {"Completed", "Failed", "Canceled"}
 BLOB = "/blob/azureml/ExperimentRun/dcid."
 SAS = "sv=2019-07-07&sr=b&sp=r&sig=fake-signature"
 
 FAILURE = "Execution failed. User process 'python' exited with status code 1."
-"""The run error of a job the fake fails (``error_message`` replaces it)."""
+"""The run error of a job the fake fails (``fail_jobs(message)`` replaces it)."""
 
 DEFAULT_OUTPUT: dict[str, dict[str, str]] = {
     "Preparing": {"system_logs/lifecycler/execution-wrapper.log": "pulling the image\n"},
@@ -56,75 +54,75 @@ def _blob_error(status: int, code: str, message: str) -> Response:
                             f"<Message>{message}</Message></Error>", {"x-ms-error-code": code})
 
 
-class FakeAzureML:
-    """The fake service's state and routes.
+class FakeAzureML(FakeService):
+    """The fake service's routes, jobs keyed by name; a GET of the job or of its run details
+    moves it one state along, then answers.
 
     Attributes:
-        timeline: the statuses a new job steps through, one per GET.
+        environments: ``name:version`` -> the registered environment.
         output: status -> log file -> text appended on each step into that status.
-        error_message: the run's ``error.error.message`` once a job is ``Failed``.
     """
 
-    def __init__(self, server: FakeServer):
-        self.server = server
-        self.jobs: dict[str, dict[str, Any]] = {}
-        self.environments: dict[str, dict[str, Any]] = {}
-        self.timeline = ["NotStarted", "Queued", "Running", "Completed"]
-        self.output: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_OUTPUT.items()}
-        self.error_message = FAILURE
-        self._lock = threading.Lock()
-        server.route("PUT", "^" + WORKSPACE + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$",
-                     self.put_environment)
-        server.route("PUT", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.put_job)
-        server.route("GET", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$", self.get_job)
-        server.route("POST", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)/cancel$", self.cancel_job)
-        server.route("GET", "^" + WORKSPACE + "$", self.get_workspace)
-        server.route("GET", r"^/discovery$", self.get_discovery)
-        server.route("GET", r"^/history/v1\.0" + WORKSPACE + r"/runs/(?P<name>[^/]+)/details$",
-                     self.get_run_details)
-        server.route("GET", "^" + re.escape(BLOB) + r"(?P<name>[^/]+)/(?P<file>.+)$", self.get_blob)
+    ROUTES = {
+        "put_environment": ("PUT", "^" + WORKSPACE
+                            + r"/environments/(?P<env>[^/]+)/versions/(?P<ver>[^/]+)$"),
+        "create": ("PUT", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$"),
+        "get": ("GET", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)$"),
+        "cancel": ("POST", "^" + WORKSPACE + r"/jobs/(?P<name>[^/]+)/cancel$"),
+        "workspace": ("GET", "^" + WORKSPACE + "$"),
+        "discovery": ("GET", r"^/discovery$"),
+        "run_details": ("GET", r"^/history/v1\.0" + WORKSPACE + r"/runs/(?P<name>[^/]+)/details$"),
+        "blob": ("GET", "^" + re.escape(BLOB) + r"(?P<name>[^/]+)/(?P<file>.+)$"),
+    }
+    TIMELINE = ("NotStarted", "Queued", "Running", "Completed")
+    STATE = ("properties", "status")
+    RUNNING, FAILED, CANCELLING, CANCELLED = "Running", "Failed", "CancelRequested", "Canceled"
+    TERMINAL = frozenset({"Completed", "Failed", "Canceled"})
+    FAILURE = FAILURE
 
-    def put_environment(self, rec: Recorded, m: re.Match) -> Response:
+    def __init__(self, server: FakeServer):
+        self.environments: dict[str, dict[str, Any]] = {}
+        self.output: dict[str, dict[str, str]] = {k: dict(v) for k, v in DEFAULT_OUTPUT.items()}
+        self._logs: dict[str, dict[str, bytes]] = {}
+        super().__init__(server)
+
+    def on_put_environment(self, rec: Recorded, m: re.Match) -> Response:
         body = {"id": rec.path, "name": m["ver"], "properties": rec.body["properties"],
                 "type": "Microsoft.MachineLearningServices/workspaces/environments/versions"}
         self.environments[f"{m['env']}:{m['ver']}"] = body
         return Response(200, body)
 
-    def put_job(self, rec: Recorded, m: re.Match) -> Response:
+    def on_create(self, rec: Recorded, m: re.Match) -> Response:
         props = (rec.body or {}).get("properties", {})
         if props.get("jobType") != "Command" or not props.get("command"):
             return _arm_error(400, "UserError", "properties.jobType must be Command with a command")
-        with self._lock:
+        with self.lock:
             if m["name"] in self.jobs:  # PUT by name: the same job, not a second one
-                return Response(200, self._public(m["name"]))
-            props = {**props, "status": self.timeline[0], "services": {"Studio": {
-                "jobServiceType": "Studio", "endpoint": f"https://ml.azure.com/runs/{m['name']}?wsid=fake"}}}
-            self.jobs[m["name"]] = {"id": rec.path, "name": m["name"], "properties": props,
-                                    "type": "Microsoft.MachineLearningServices/workspaces/jobs",
-                                    "_timeline": list(self.timeline[1:]), "_step": 0, "_logs": {}}
-            self._write_output(self.jobs[m["name"]])
-        return Response(201, self._public(m["name"]))
+                return Response(200, self.jobs[m["name"]])
+            studio = f"https://ml.azure.com/runs/{m['name']}?wsid=fake"
+            props = {**props, "services": {"Studio": {"jobServiceType": "Studio", "endpoint": studio}}}
+            self._logs[m["name"]] = {}
+            job = self.add(m["name"], {"id": rec.path, "name": m["name"], "properties": props,
+                                       "type": "Microsoft.MachineLearningServices/workspaces/jobs"})
+            return Response(201, job)
 
-    def get_job(self, rec: Recorded, m: re.Match) -> Response:
-        with self._lock:
+    def on_get(self, rec: Recorded, m: re.Match) -> Response:
+        with self.lock:
+            if m["name"] not in self.jobs:
+                return _arm_error(404, "UserError", f"Job {m['name']} not found")
+            self.advance(m["name"])
+            return Response(200, self.jobs[m["name"]])
+
+    def on_cancel(self, rec: Recorded, m: re.Match) -> Response:
+        with self.lock:
             job = self.jobs.get(m["name"])
             if job is None:
                 return _arm_error(404, "UserError", f"Job {m['name']} not found")
-            self._advance(job)
-        return Response(200, self._public(m["name"]))
-
-    def cancel_job(self, rec: Recorded, m: re.Match) -> Response:
-        with self._lock:
-            job = self.jobs.get(m["name"])
-            if job is None:
-                return _arm_error(404, "UserError", f"Job {m['name']} not found")
-            if job["properties"]["status"] in TERMINAL:
-                return _arm_error(400, "UserError", f"Job {m['name']} is already {job['properties']['status']}")
-            job["properties"]["status"] = "CancelRequested"
-            job["_timeline"] = ["Canceled"]
+            if not self.cancelled(m["name"]):
+                return _arm_error(400, "UserError", f"Job {m['name']} is already {self.state(job)}")
         return Response(202, None, {"Location": f"{self.server.url}/operationResults/cancel-{m['name']}"})
 
-    def get_workspace(self, rec: Recorded, m: re.Match) -> Response:
+    def on_workspace(self, rec: Recorded, m: re.Match) -> Response:
         """The workspace, whose ``discoveryUrl`` leads the SDK to the run-history service."""
         return Response(200, {
             "id": rec.path, "name": m["ws"], "location": "eastus",
@@ -132,36 +130,36 @@ class FakeAzureML:
             "properties": {"friendlyName": m["ws"], "discoveryUrl": f"{self.server.url}/discovery",
                            "mlFlowTrackingUri": f"azureml://eastus.api.azureml.ms/mlflow/v1.0{rec.path}"}})
 
-    def get_discovery(self, rec: Recorded, m: re.Match) -> Response:
+    def on_discovery(self, rec: Recorded, m: re.Match) -> Response:
         """The region's service URLs (all of them this server)."""
         keys = ("api", "catalog", "experimentation", "gallery", "history", "hyperdrive", "labeling",
                 "modelmanagement", "pipelines")
         return Response(200, {**{key: self.server.url for key in keys}, "studio": "https://ml.azure.com"})
 
-    def get_run_details(self, rec: Recorded, m: re.Match) -> Response:
+    def on_run_details(self, rec: Recorded, m: re.Match) -> Response:
         """The run's details: its status and a SAS URL per log file written so far."""
         if not rec.headers.get("Authorization", "").startswith("Bearer "):
             return _arm_error(401, "AuthenticationFailed", "run history needs a bearer token")
-        with self._lock:
+        with self.lock:
             job = self.jobs.get(m["name"])
             if job is None:
                 return _arm_error(404, "UserError", f"Run {m['name']} was not found")
-            self._advance(job)
-            files = sorted(job["_logs"])
+            self.advance(m["name"])
+            status = self.state(job)
             details = {
-                "runId": m["name"], "runUuid": f"uuid-{m['name']}", "target": "serverless",
-                "status": job["properties"]["status"],
-                "logFiles": {path: f"{self.server.url}{BLOB}{m['name']}/{path}?{SAS}" for path in files}}
-            if job["properties"]["status"] == "Failed" and self.error_message:
+                "runId": m["name"], "runUuid": f"uuid-{m['name']}", "target": "serverless", "status": status,
+                "logFiles": {path: f"{self.server.url}{BLOB}{m['name']}/{path}?{SAS}"
+                             for path in sorted(self._logs[m["name"]])}}
+            if status == self.FAILED and self.error_message:
                 details["error"] = {"error": {"code": "UserError", "message": self.error_message}}
             return Response(200, details)
 
-    def get_blob(self, rec: Recorded, m: re.Match) -> Response:
+    def on_blob(self, rec: Recorded, m: re.Match) -> Response:
         """A log file's bytes, or the part of them a ``Range: bytes=N-`` asks for."""
         if rec.query.get("sig") != ["fake-signature"]:
             return _blob_error(403, "AuthenticationFailed", "Signature did not match")
-        with self._lock:
-            data = self.jobs.get(m["name"], {}).get("_logs", {}).get(m["file"])
+        with self.lock:
+            data = self._logs.get(m["name"], {}).get(m["file"])
         if data is None:
             return _blob_error(404, "BlobNotFound", "The specified blob does not exist.")
         wanted = re.fullmatch(r"bytes=(\d+)-", rec.headers.get("Range", ""))
@@ -177,24 +175,16 @@ class FakeAzureML:
 
     def write(self, name: str, path: str, text: str) -> None:
         """Append ``text`` to the job's log file ``path`` (created if new)."""
-        with self._lock:
-            logs = self.jobs[name]["_logs"]
+        with self.lock:
+            logs = self._logs[name]
             logs[path] = logs.get(path, b"") + text.encode()
 
     def log_text(self, name: str, path: str) -> str:
         """What the job's log file holds now."""
-        return self.jobs[name]["_logs"].get(path, b"").decode()
+        return self._logs[name].get(path, b"").decode()
 
-    def _advance(self, job: dict[str, Any]) -> None:
-        if job["_timeline"]:
-            job["properties"]["status"] = job["_timeline"].pop(0)
-            job["_step"] += 1
-            self._write_output(job)
-
-    def _write_output(self, job: dict[str, Any]) -> None:
-        writes: Mapping[str, str] = self.output.get(job["properties"]["status"], {})
+    def stepped(self, key: Any, job: dict[str, Any]) -> None:
+        """Append the output of the status the job stepped into to its log files."""
+        writes: Mapping[str, str] = self.output.get(self.state(job), {})
         for path, text in writes.items():
-            job["_logs"][path] = job["_logs"].get(path, b"") + text.format(step=job["_step"]).encode()
-
-    def _public(self, name: str) -> dict[str, Any]:
-        return {k: v for k, v in self.jobs[name].items() if not k.startswith("_")}
+            self.write(key, path, text.format(step=self.steps(key)))

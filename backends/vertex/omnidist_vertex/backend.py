@@ -1,25 +1,26 @@
 """The Vertex AI backend: its tables of differences, its settings, and the glue.
 
 Compiling and importing live in :mod:`.compiler` and :mod:`.importer` (pure); the SDK is
-touched only in :mod:`.client`, imported when a job is submitted or followed.
+touched only in :mod:`.client` (:class:`~omnidist_vertex.client.VertexClient`), whose methods
+import it when a job is submitted or followed.
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, display
-from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note
+from omnidist import data
+from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
-from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the client and importer read it here
+from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the importer reads it here
 from omnidist.retry import ClientSettings
+from omnidist.runtime.platforms import vertex as platform
 
 # --- tables: portable <-> Vertex --------------------------------------------------------------
 
@@ -59,14 +60,10 @@ ACCELERATOR_ENUM: dict[str, int] = {
 ACCELERATOR_BY_NUMBER: dict[int, str] = {v: k for k, v in ACCELERATOR_ENUM.items()}
 """``AcceleratorType`` number -> name (derived)."""
 
-POOL_INDEX: dict[RoleName, int] = {
-    RoleName.EVALUATORS: 3,
-    RoleName.PARAMETER_SERVERS: 2,
-    RoleName.PRIMARY: 0,
-    RoleName.REDUCTION_SERVERS: 2,
-    RoleName.WORKERS: 1,
-}
-"""Role -> position in ``workerPoolSpecs`` (pool 2 holds parameter servers or reducers)."""
+POOL_INDEX: dict[RoleName, int] = {role: platform.POOL_INDEX[role.singular] for role in sorted(RoleName)}
+"""Role -> position in ``workerPoolSpecs`` (pool 2 holds parameter servers or reducers): the
+platform's own table (:data:`omnidist.runtime.platforms.vertex.POOL_INDEX`), which the runtime reads
+``CLUSTER_SPEC`` with."""
 
 ROLES_AT: dict[int, tuple[RoleName, ...]] = {
     i: tuple(r for r in RoleName if POOL_INDEX[r] == i) for i in sorted(set(POOL_INDEX.values()))
@@ -212,22 +209,17 @@ class VertexSettings(ClientSettings):
 # --- the backend ----------------------------------------------------------------------------------
 
 
-def _new_request_id() -> str:
-    return uuid.uuid4().hex
-
-
 class VertexBackend(Backend):
     """Vertex AI CustomJobs: positional worker pools, per-role machines, Reduction Server.
 
-    Args:
-        request_id: makes the id a submit labels its create with (injectable for tests;
-            ``compile`` never calls it, so compiling stays deterministic).
-        sleep: how retries wait (injectable for tests).
+    Submitting and following go through :class:`~omnidist_vertex.client.VertexClient`; a test
+    injects ``request_id`` (the create's label) and ``sleep`` (see :class:`omnidist.backend.Backend`).
     """
 
     name = "vertex"
     output_format = "json"
     settings_type = VertexSettings
+    client = LazyClient("omnidist_vertex.client:VertexClient")
     capabilities = Capabilities(
         roles=frozenset(RoleName),
         frameworks=frozenset(Framework),
@@ -238,12 +230,6 @@ class VertexBackend(Backend):
         env=True,
         reduction_server=True,
     )
-
-    def __init__(
-        self, request_id: Callable[[], str] = _new_request_id, sleep: Optional[Callable[[float], None]] = None
-    ) -> None:
-        self.request_id = request_id
-        self.sleep = sleep
 
     def compile(self, job: DistributedJob, settings: VertexSettings) -> CompiledJob:
         """Build the CustomJob REST body (camelCase, enum names). Pure."""
@@ -269,39 +255,6 @@ class VertexBackend(Backend):
         else:
             job, notes = importer.import_native(request)
         return job, tuple(notes)
-
-    def submit(self, compiled: CompiledJob, settings: VertexSettings) -> JobHandle:
-        """Upload a local code folder (once per content), then create the CustomJob (retried
-        without ever making two)."""
-        from omnidist_vertex import client, staging
-
-        refuse_tuning_submit(compiled)
-        request = staging.stage(compiled, settings, sleep=self.sleep)
-        with display.masking_errors(display.secret_values(request)):  # a 400 may quote an env value
-            name = client.submit(request, settings, self.request_id(), sleep=self.sleep)
-        return JobHandle(
-            backend=self.name, id=name, url=self.console_url(name, settings), settings=settings, driver=self
-        )
-
-    def status(self, job_id: str, settings: VertexSettings) -> JobStatus:
-        """The job's state, mapped through :data:`JOB_STATES`."""
-        from omnidist_vertex import client
-
-        return client.status(job_id, settings, sleep=self.sleep)
-
-    def logs(self, job_id: str, settings: VertexSettings, follow: bool = False) -> Iterator[str]:
-        """The console URL, then Cloud Logging entries when ``google-cloud-logging`` is installed."""
-        from omnidist_vertex import client
-
-        return client.logs(
-            job_id, settings, self.console_url(job_id, settings), follow=follow, sleep=self.sleep
-        )
-
-    def cancel(self, job_id: str, settings: VertexSettings) -> None:
-        """Cancel the job; nothing happens when it already ended."""
-        from omnidist_vertex import client
-
-        client.cancel(job_id, settings, sleep=self.sleep)
 
     def console_url(self, job_id: str, settings: VertexSettings) -> str:
         """The Cloud Console page for ``job_id`` (a full resource name or a bare number)."""

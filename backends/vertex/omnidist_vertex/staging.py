@@ -4,22 +4,23 @@
 
 The object is created with ``ifGenerationMatch=0`` (only if absent), so a retried or racing
 upload can never replace it; a 412 means another upload of the same content won, which is
-success. Errors are translated like the job calls' (:func:`omnidist_vertex.client.translate`)
-and retried under the same policy.
+success. Errors are translated like the job calls' (:meth:`omnidist_vertex.client.VertexClient.translate`)
+and retried under the same policy, by the client's :meth:`~omnidist.clients.Client.call`.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
-from typing import Any, BinaryIO, Optional, TypeVar
+from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
-from omnidist import data, packaging, retry
+from omnidist import data, packaging
 from omnidist.backend import CompiledJob
 from omnidist.errors import BackendError, error_for_status
 from omnidist_vertex.backend import VertexSettings
 
-T = TypeVar("T")
+if TYPE_CHECKING:
+    from omnidist_vertex.client import VertexClient
+
 log = logging.getLogger("omnidist.vertex")
 
 
@@ -40,23 +41,6 @@ def storage_client(settings: VertexSettings) -> Any:
                           client_options=options)
 
 
-def _call(fn: Callable[[], T], settings: VertexSettings, sleep: Optional[Callable[[float], None]]) -> T:
-    from omnidist_vertex.client import translate
-
-    def attempt() -> T:
-        try:
-            return fn()
-        except BackendError:
-            raise
-        except Exception as exc:
-            error = translate(exc) or _media_error(exc)
-            if error is None:
-                raise
-            raise error from exc
-
-    return retry.call(attempt, settings.retry_policy(), sleep)
-
-
 def _media_error(exc: BaseException) -> Optional[BackendError]:
     """The storage client's upload errors (``InvalidResponse``) carry the HTTP response."""
     status = getattr(getattr(exc, "response", None), "status_code", None)
@@ -65,10 +49,14 @@ def _media_error(exc: BaseException) -> Optional[BackendError]:
     return error_for_status(status)(f"uploading the code failed: {exc}", backend="vertex", status=status)
 
 
-def stage(compiled: CompiledJob, settings: VertexSettings,
-          sleep: Optional[Callable[[float], None]] = None) -> dict[str, Any]:
+def stage(compiled: CompiledJob, client: VertexClient) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
     folder uploaded (unless its content is already there) and its hash filled in."""
+    settings = client.settings
+
+    def call(fn: Any) -> Any:
+        return client.call(fn, translate=lambda exc: client.translate(exc) or _media_error(exc))
+
     job = compiled.job
     folder = data.code_folder(job) if job is not None else None
     if folder is None:
@@ -90,9 +78,8 @@ def stage(compiled: CompiledJob, settings: VertexSettings,
                 log.info("code %s was uploaded meanwhile", package.sha256[:12])
 
         uploaded = packaging.upload_once(
-            package, exists=lambda: _call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None),
-                                          settings, sleep),
-            upload=lambda stream, size: _call(lambda: upload(stream, size), settings, sleep), what=uri)
+            package, exists=lambda: call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None)),
+            upload=lambda stream, size: call(lambda: upload(stream, size)), what=uri)
         log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
     finally:
         package.remove()

@@ -68,7 +68,7 @@ def test_compile_submit_wait_status(project, vertex, valid):
 
 
 def test_submit_status_cancel(project, vertex):
-    vertex.hold = True
+    vertex.keep_running()
     submitted = omnidist(project, "submit", "job.yaml")
     assert submitted.returncode == 0, submitted.stderr
     job_id = submitted.stdout.split("\n")[0]

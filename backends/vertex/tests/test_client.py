@@ -90,13 +90,13 @@ def test_submit_status_wait(driver, vertex, valid):
 
 
 def test_failed_job_carries_the_message(driver, vertex):
-    vertex.final, vertex.error_message = "JOB_STATE_FAILED", "replica workerpool1-0 exited with code 1"
+    vertex.fail_jobs("replica workerpool1-0 exited with code 1")
     final = submit(driver, vertex).wait(poll_interval=0, sleep=lambda s: None)
     assert final.state is JobState.FAILED and "exited with code 1" in final.message
 
 
 def test_cancel_running_and_finished(driver, vertex):
-    vertex.hold = True
+    vertex.keep_running()
     handle = submit(driver, vertex)
     for _ in range(3):
         handle.status()

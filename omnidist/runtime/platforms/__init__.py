@@ -1,0 +1,195 @@
+"""Each platform's environment contract, one module per platform (standard library only).
+
+A platform module holds everything omnidist knows about the variables one platform gives a
+training process: its tables (pool index <-> role, task type <-> role, variable names, default
+ports), how to recognise it, how to read it, and — for the platforms ``omnidist run`` emulates —
+how to write it. The runtime reads with these modules, the compilers take their tables from
+them (Vertex's pool indexes, Azure ML's distributions, AI Platform's task names), and the local
+backend writes with them, so the contract is written once.
+
+Every module of this package whose name does not start with ``_`` is a platform (found with
+:mod:`pkgutil`: a new platform is one new file, with no edit elsewhere). It defines:
+
+===================  ======================================================================
+``NAME``             the platform's name, the module's name (``RuntimeContext.platform``,
+                     ``--emulate``, and the backend whose compile the emulation follows)
+``ORDER``            its place in the detection order: of the platforms present, the lowest
+                     ``ORDER`` wins (Vertex 10, AI Platform 20, Azure ML 30, a bare
+                     ``TF_CONFIG`` 40, torchrun 50, none last)
+``VARIABLES``        names of the variables that describe its cluster, and ``PREFIXES`` of
+                     those that come in families; ``omnidist run`` drops them from the
+                     environment replicas inherit
+``detect(env)``      is this platform's environment present?
+``parse(env)``       the node-level :class:`~omnidist.runtime.context.RuntimeContext`
+===================  ======================================================================
+
+Optional hooks: ``model_dir(env, argv)`` (a model folder the platform's own variable or
+argument names), ``default_model_dir()`` (where the model goes when nothing names a folder),
+``launched_by(ctx, env)`` (the platform already started this process as one of several on its
+node: why, else ``None``).
+
+A platform the local backend can emulate also defines:
+
+==================================  ========================================================
+``emulate(job, slots, decided)``    the variables of each process the platform starts, in
+                                    slot order: ``slot.processes`` dicts per running slot,
+                                    none for the others
+``HINTS_PER_ROLE``                  the ``OMNIDIST_*`` hints its compiler adds: ``None``
+                                    none, ``False`` all but ``OMNIDIST_ROLE`` (one
+                                    environment for every node), ``True`` all
+``ENV_FIELD``                       whether its request has an environment field (without
+                                    one, the data hints are absent and a launch command
+                                    carries the process count)
+==================================  ========================================================
+
+and may define ``roles(decided)`` (the roles its environment can place; default all) and
+``notes(job, decided)`` (``(field, message)`` hints for ``omnidist run``). When a backend of the
+same name compiles for the platform, the emulation follows that compile, and the module says how:
+
+==================================  ========================================================
+``follow(request, job)``            what the compiled request decided (:class:`Decided`)
+``assume(job)``                     the same, when the platform's backend is not installed
+==================================  ========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import pkgutil
+from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any, Optional
+
+DEFAULT_EMULATION = "vertex"
+"""The platform ``omnidist run`` emulates unless told otherwise."""
+
+REQUIRED = ("NAME", "ORDER", "VARIABLES", "PREFIXES", "detect", "parse")
+"""What every platform module defines."""
+
+EMULATION = ("emulate", "HINTS_PER_ROLE", "ENV_FIELD")
+"""What a platform module defines to be emulated (``emulate`` present means all of them)."""
+
+COMPILED = ("follow", "assume")
+"""What a platform module a backend compiles for defines (one present means both)."""
+
+
+class PlatformModuleError(ImportError):
+    """A module in :mod:`omnidist.runtime.platforms` does not hold a platform's contract."""
+
+
+def _check(module: ModuleType) -> ModuleType:
+    short = module.__name__.rpartition(".")[2]
+    wanted = (REQUIRED + (EMULATION if hasattr(module, "emulate") else ())
+              + (COMPILED if any(hasattr(module, name) for name in COMPILED) else ()))
+    missing = [name for name in wanted if not hasattr(module, name)]
+    if missing:
+        raise PlatformModuleError(f"{module.__name__} is in the platforms package but does not define "
+                                  f"{', '.join(missing)} (see omnidist.runtime.platforms)")
+    if module.NAME != short:
+        raise PlatformModuleError(f"{module.__name__} says NAME = {module.NAME!r}; a platform's NAME is its "
+                                  f"module's name, {short!r}")
+    return module
+
+
+@functools.lru_cache(maxsize=1)
+def modules() -> tuple[ModuleType, ...]:
+    """Every platform module of this package, in detection order (``ORDER``, then ``NAME``).
+
+    Raises:
+        PlatformModuleError: a module in the package lacks part of the contract.
+    """
+    found = [_check(importlib.import_module(f"{__name__}.{info.name}"))
+             for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    return tuple(sorted(found, key=lambda m: (m.ORDER, m.NAME)))
+
+
+def named(name: str) -> Optional[ModuleType]:
+    """The platform module called ``name``, or ``None``."""
+    return next((m for m in modules() if m.NAME == name), None)
+
+
+def emulations() -> tuple[str, ...]:
+    """Names of the platforms the local backend can emulate, sorted."""
+    return tuple(sorted(m.NAME for m in modules() if hasattr(m, "emulate")))
+
+
+def emulation(name: str) -> ModuleType:
+    """The platform module ``omnidist run --emulate name`` writes with.
+
+    Raises:
+        KeyError: no platform of that name can be emulated.
+    """
+    module = named(name)
+    if module is None or not hasattr(module, "emulate"):
+        raise KeyError(f"no platform to emulate is called {name!r}; the choices are {', '.join(emulations())}")
+    return module
+
+
+def variables() -> tuple[frozenset[str], tuple[str, ...]]:
+    """Every platform's cluster variables and variable prefixes (for a clean inherited environment)."""
+    names = frozenset().union(*(m.VARIABLES for m in modules()))
+    prefixes = tuple(sorted({p for m in modules() for p in m.PREFIXES}))
+    return names, prefixes
+
+
+# --- what an emulation is given, as plain data ---------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Slot:
+    """One replica of the emulated cluster.
+
+    Attributes:
+        role: its runtime role (``primary``, ``worker``, ``parameter_server``…).
+        index: its index within the role.
+        address: ``host:port`` where it listens.
+        runs: False for replicas the platform lists but the local backend does not start
+            (reduction servers run Google's image on real machines).
+        processes: processes the platform itself starts for it (Azure ML), else 1.
+    """
+
+    role: str
+    index: int
+    address: str
+    runs: bool = True
+    processes: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
+class JobFacts:
+    """What an emulation needs to know of the portable job.
+
+    Attributes:
+        name: the job's name.
+        framework: ``pytorch``, ``tensorflow``, ``horovod``, ``deepspeed`` or ``custom``.
+        replicas: runtime role -> replicas, for each role the job has (``auto`` counts 0).
+        settings: the job's ``backends.<platform>`` block, with the local backend's settings of
+            the same names on top where they are set.
+    """
+
+    name: str
+    framework: str
+    replicas: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    settings: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Decided:
+    """What the platform's compiled request decided that its environment shows.
+
+    Attributes:
+        reducers: Reduction Server replicas the platform lists in its cluster (never run locally).
+        processes_per_node: processes the platform itself starts on each training node.
+        details: the rest, read back by the platform's own ``emulate`` (the compiled job the
+            Google platforms write as ``CLUSTER_SPEC``'s ``job``, Azure's distribution…).
+    """
+
+    reducers: int = 0
+    processes_per_node: int = 1
+    details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+def hosts(slots: Sequence[Slot], *roles: str) -> list[str]:
+    """The addresses of the slots of ``roles``, in slot order."""
+    return [s.address for s in slots if s.role in roles]

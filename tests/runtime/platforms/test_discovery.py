@@ -1,0 +1,120 @@
+"""A platform is one file in omnidist/runtime/platforms/: dropped in, it is found, put in the
+detection order by its ORDER, read by the runtime and emulated by the local backend, with no
+edit elsewhere."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+
+import pytest
+
+from omnidist.runtime import context, platforms
+
+KUBE = textwrap.dedent('''
+    """A Kubernetes PyTorchJob: the operator sets PET_NNODES, PET_NODE_RANK and the master's address."""
+
+    from omnidist.runtime.context import RuntimeContext
+    from omnidist.runtime.detect import integer
+    from omnidist.runtime.platforms import hosts
+
+    NAME = "kube"
+    ORDER = 35
+    VARIABLES = frozenset({"PET_NNODES", "PET_NODE_RANK"})
+    PREFIXES = ("PET_",)
+    HINTS_PER_ROLE = True
+    ENV_FIELD = True
+
+
+    def detect(env):
+        return "PET_NNODES" in env
+
+
+    def parse(env):
+        nodes, node = integer(env, "PET_NNODES", minimum=1), integer(env, "PET_NODE_RANK")
+        addr, port = env["MASTER_ADDR"], integer(env, "MASTER_PORT", minimum=1)
+        return RuntimeContext(platform=NAME, role="primary" if node == 0 else "worker", index=max(node - 1, 0),
+                              node_rank=node, num_nodes=nodes, rank=node, world_size=nodes, master_addr=addr,
+                              master_port=port, cluster={"primary": [f"{addr}:{port}"]}, source="PET_NNODES")
+
+
+    def roles(decided):
+        return frozenset({"primary", "worker"})
+
+
+    def emulate(job, slots, decided):
+        nodes = hosts(slots, "primary", "worker")
+        addr, _, port = nodes[0].rpartition(":")
+        return [{"PET_NNODES": str(len(nodes)), "PET_NODE_RANK": str(rank), "MASTER_ADDR": addr, "MASTER_PORT": port}
+                for rank, _ in enumerate(s for s in slots if s.runs)]
+''')
+
+
+@pytest.fixture
+def drop_in(tmp_path, monkeypatch):
+    """Put a module file in the platforms package (a second folder on its ``__path__``)."""
+    dropped = []
+
+    def drop(name: str, source: str) -> None:
+        (tmp_path / f"{name}.py").write_text(source)
+        dropped.append(name)
+        monkeypatch.setattr(platforms, "__path__", [*platforms.__path__, str(tmp_path)])
+        platforms.modules.cache_clear()
+
+    yield drop
+    platforms.modules.cache_clear()
+    for name in dropped:
+        sys.modules.pop(f"{platforms.__name__}.{name}", None)
+        if hasattr(platforms, name):
+            delattr(platforms, name)
+
+
+def test_the_platforms_found_and_their_order():
+    assert [(m.NAME, m.ORDER) for m in platforms.modules()][:-1] == [
+        ("vertex", 10), ("ai_platform", 20), ("azure_ml", 30), ("tf_config", 40), ("torchrun", 50)]
+    assert platforms.modules()[-1].NAME == "none"
+    assert platforms.emulations() == ("ai_platform", "azure_ml", "none", "vertex")
+    assert platforms.DEFAULT_EMULATION in platforms.emulations()
+
+
+def test_a_dropped_in_platform_is_detected_in_its_order_and_emulated(drop_in):
+    drop_in("kube", KUBE)
+    assert [m.NAME for m in platforms.modules()] == ["vertex", "ai_platform", "azure_ml", "kube", "tf_config",
+                                                     "torchrun", "none"]
+    assert "kube" in platforms.emulations()
+    env = {"PET_NNODES": "3", "PET_NODE_RANK": "2", "MASTER_ADDR": "m", "MASTER_PORT": "23456",
+           "TF_CONFIG": json.dumps({"cluster": {"chief": ["c:1"]}, "task": {"type": "chief"}})}
+    ctx = context(env, argv=[])  # before the bare TF_CONFIG (40), after Azure ML (30)
+    assert (ctx.platform, ctx.role, ctx.index, ctx.node_rank) == ("kube", "worker", 1, 2)
+    assert context({**env, "AZUREML_RUN_ID": "r"}, argv=[]).platform == "azure_ml"
+    assert "PET_NNODES" in platforms.variables()[0]
+
+    import omnidist
+    from omnidist.job import DistributedJob, Role
+
+    job = DistributedJob(name="demo", framework="pytorch", command="python t.py", workers=Role(replicas=2))
+    replicas = omnidist.compile(job, backend="local", settings={"emulate": "kube"}).request["replicas"]
+    found = [context(r["env"], argv=[]) for r in replicas]
+    assert [(c.platform, c.role, c.index, c.node_rank) for c in found] == [
+        ("kube", "primary", 0, 0), ("kube", "worker", 0, 1), ("kube", "worker", 1, 2)]
+    assert {r["env"]["OMNIDIST_ROLE"] for r in replicas} == {"primary", "worker"}  # HINTS_PER_ROLE
+
+    from omnidist.errors import UnsupportedFeatureError
+
+    with pytest.raises(UnsupportedFeatureError) as info:  # roles(decided) has no place for evaluators
+        omnidist.compile(DistributedJob(name="demo", framework="pytorch", command="python t.py",
+                                        evaluators=Role(replicas=1)), backend="local", settings={"emulate": "kube"})
+    assert (info.value.feature, info.value.backend, info.value.exit_code) == ("evaluators", "kube", 3)
+
+
+def test_a_module_without_the_contract_is_named(drop_in):
+    drop_in("half", 'NAME = "half"\n\ndef detect(env):\n    return False\n')
+    with pytest.raises(platforms.PlatformModuleError, match="half.*ORDER, VARIABLES, PREFIXES, parse"):
+        platforms.modules()
+
+
+def test_a_platform_is_named_after_its_module(drop_in):
+    drop_in("kubeflow", KUBE)
+    with pytest.raises(platforms.PlatformModuleError, match="NAME = 'kube'.*'kubeflow'"):
+        platforms.modules()
