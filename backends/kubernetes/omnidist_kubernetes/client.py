@@ -1,11 +1,15 @@
-"""Talking to a cluster through the official ``kubernetes`` client, imported lazily.
+"""Talking to a cluster through the official ``kubernetes`` client, imported lazily:
+:class:`KubernetesClient` is the protocol of :class:`omnidist.clients.Client`; the template
+retries, creates exactly once, cancels unless finished and masks.
 
-Every call runs once per attempt (the client's own urllib3 retries are off) under
-:mod:`omnidist.retry`; ``ApiException`` and transport errors become omnidist errors here, at
-the boundary, carrying the API server's message. A create is made safe to repeat by the name
-fixed at submit (``<name>-<suffix>``) and a request-id label: a 409 means the name is taken,
-and when the job holding it carries this submit's request id, an earlier attempt made it (its
-answer was lost). Cancel is a delete with foreground propagation: the pods go first.
+Every request runs once per attempt (the client's own urllib3 retries are off);
+``ApiException`` and transport errors become omnidist errors in :meth:`KubernetesClient.translate`,
+carrying the API server's message. A create is made safe to repeat by the name fixed once per
+submit (``<name>-<suffix>``) and a request-id label (:attr:`~omnidist.clients.Idempotency.CHOSEN_ID`):
+a 409 means the name is taken, and when the job holding it carries this submit's request id, an
+earlier attempt made it (its answer was lost). Cancel is a delete with foreground propagation:
+the job's pods go first. Logs are the pods' (label ``training.kubeflow.org/job-name``); following
+streams the primary pod's log as it is written.
 
 Job ids are ``NAMESPACE/KIND/NAME`` (``default/pytorchjob/bert-x7k2p``); ``KIND/NAME`` and a
 bare ``NAME`` take the namespace from the settings (a bare name is looked up in every kind).
@@ -14,15 +18,19 @@ bare ``NAME`` take the namespace from the settings (a bare name is looked up in 
 from __future__ import annotations
 
 import copy
+import functools
 import http.client
 import json
+import secrets
 import socket
+import string
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any, Optional
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist import display, retry
 from omnidist.backend import JobState, JobStatus
+from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart
 from omnidist.errors import (
     BackendError, ConfigError, ConflictError, NotFoundError, TransientBackendError, ValidationError,
     error_for_status,
@@ -31,17 +39,20 @@ from omnidist.labels import REQUEST_ID_LABEL
 
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
-    CONDITION_ORDER, CONDITION_STATES, GROUP, JOB_NAME_LABEL, KINDS, LAUNCHER, MAX_NAME, QUEUE_LABEL,
+    CONDITION_ORDER, CONDITION_STATES, GROUP, JOB_NAME_LABEL, KINDS, LAUNCHER, MAX_NAME, NAME, QUEUE_LABEL,
     REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, Kind,
 )
 
-Sleep = Optional[Callable[[float], None]]
+if TYPE_CHECKING:
+    from omnidist.backend import CompiledJob
 
 ROLE_LABEL = "training.kubeflow.org/job-role"
 """mpi-operator's pod label for ``launcher`` / ``worker``."""
 
 PRIMARY_ORDER = ("launcher", "master", "chief", "worker")
 """Which pod's log ``logs --follow`` streams: the first of these replica types (index 0)."""
+
+SUFFIX_ALPHABET = string.ascii_lowercase + string.digits
 
 
 # --- names and ids -------------------------------------------------------------------------------
@@ -100,6 +111,283 @@ def parse_job_id(text: str, settings: KubernetesSettings) -> tuple[str, Optional
                           "KIND/NAME or NAME, with KIND pytorchjob, tfjob or mpijob", path="job_id")
 
 
+# --- reading a job ----------------------------------------------------------------------------------
+
+def status_of(job: Mapping[str, Any]) -> JobStatus:
+    """A :class:`JobStatus` from a job's ``status.conditions`` (the first true one in
+    :data:`CONDITION_ORDER`); a suspended job waiting in a Kueue queue is queued, one being
+    deleted is cancelling."""
+    conditions = (job.get("status") or {}).get("conditions") or []
+    true = {c.get("type"): c for c in conditions if isinstance(c, Mapping) and c.get("status") == "True"}
+    metadata = job.get("metadata") or {}
+    deleting = bool(metadata.get("deletionTimestamp"))
+    for kind in CONDITION_ORDER:
+        if kind in true:
+            condition = true[kind]
+            state = CONDITION_STATES[kind]
+            if kind == "Suspended" and QUEUE_LABEL in (metadata.get("labels") or {}):
+                state = JobState.QUEUED
+            if deleting and not state.terminal:
+                state = JobState.CANCELLING
+            message = str(condition.get("message") or condition.get("reason") or "")
+            return JobStatus(state=state, native_state=kind, message=message)
+    return JobStatus(state=JobState.CANCELLING if deleting else JobState.QUEUED, native_state="",
+                     message="the operator has not reported on the job yet")
+
+
+def pod_tag(pod: Any) -> tuple[str, int, str]:
+    """(replica type, index, ``type-index``) of a job's pod, from the operators' labels."""
+    labels = pod.metadata.labels or {}
+    rtype = (labels.get(REPLICA_TYPE_LABEL) or labels.get(ROLE_LABEL) or "pod").lower()
+    index = labels.get(REPLICA_INDEX_LABEL)
+    number = int(index) if index and index.isdigit() else 0
+    return rtype, number, rtype if index is None else f"{rtype}-{index}"
+
+
+def _pod_order(pod: Any) -> tuple[int, int, str]:
+    rtype, index, _ = pod_tag(pod)
+    rank = PRIMARY_ORDER.index(rtype) if rtype in PRIMARY_ORDER else len(PRIMARY_ORDER)
+    return rank, index, pod.metadata.name
+
+
+def _started(pod: Any) -> bool:
+    return bool(pod.status and pod.status.phase in ("Running", "Succeeded", "Failed"))
+
+
+def _restarts(pod: Any) -> int:
+    return sum(c.restart_count or 0 for c in ((pod.status and pod.status.container_statuses) or []))
+
+
+def stream_lines(response: Any) -> Iterator[str]:
+    """The lines of a streamed (``follow``) log response, as they arrive."""
+    pending = b""
+    try:
+        for chunk in response.stream(4096, decode_content=True):
+            pending += chunk
+            *lines, pending = pending.split(b"\n")
+            for line in lines:
+                yield line.decode("utf-8", "replace")
+        if pending:
+            yield pending.decode("utf-8", "replace")
+    finally:
+        response.release_conn()
+
+
+# --- the client -------------------------------------------------------------------------------------
+
+def random_suffix() -> str:
+    """Five lowercase letters and digits, like the names Kubernetes generates."""
+    return "".join(secrets.choice(SUFFIX_ALPHABET) for _ in range(5))
+
+
+class KubernetesClient(Client[dict]):
+    """Kubeflow jobs created, read and deleted as custom objects; logs from their pods."""
+
+    idempotency = Idempotency.CHOSEN_ID
+    new_suffix = staticmethod(random_suffix)
+
+    @functools.cached_property
+    def _api(self) -> Any:
+        return api_client(self.settings)
+
+    @functools.cached_property
+    def _objects(self) -> Any:
+        from kubernetes import client
+
+        return client.CustomObjectsApi(self._api)
+
+    @functools.cached_property
+    def _core(self) -> Any:
+        from kubernetes import client
+
+        return client.CoreV1Api(self._api)
+
+    @property
+    def _timeout(self) -> float:
+        return self.settings.request_timeout_s
+
+    def translate(self, exc: BaseException) -> Optional[BackendError]:
+        """``ApiException`` by status (the ``Status`` message, ``Retry-After``); dropped connections
+        and timeouts as transient (``status=None``: no answer came); unreachable servers as final."""
+        from kubernetes.client.exceptions import ApiException
+        from urllib3 import exceptions as url_errors
+
+        if isinstance(exc, ApiException):
+            if not exc.status:
+                return BackendError(f"the request failed ({exc.reason})", backend=NAME)
+            after = retry.parse_retry_after((exc.headers or {}).get("Retry-After"))
+            return error_for_status(exc.status)(_message(exc), backend=NAME, status=exc.status, retry_after=after)
+        if isinstance(exc, url_errors.MaxRetryError) and exc.reason is not None:
+            exc = exc.reason
+        if isinstance(exc, url_errors.NewConnectionError):  # nothing listens there: retrying will not help
+            return BackendError(f"cannot reach the API server ({exc})", backend=NAME)
+        if isinstance(exc, (url_errors.ProtocolError, url_errors.TimeoutError, url_errors.HTTPError,
+                            ConnectionError, TimeoutError, socket.timeout, http.client.HTTPException)):
+            return TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME)
+        if isinstance(exc, OSError):
+            return BackendError(f"cannot reach the API server ({type(exc).__name__}: {exc})", backend=NAME)
+        return None
+
+    def keyed(self, compiled: CompiledJob) -> Keyed:
+        """The job named ``<name>-<suffix>`` and labelled with a fresh request id."""
+        key = self.request_id()
+        return Keyed(request=named(compiled.request, self.suffix(), key), key=key)
+
+    def _where(self, body: Mapping[str, Any]) -> tuple[str, Kind, str]:
+        metadata = body["metadata"]
+        return metadata.get("namespace") or self.settings.namespace, _kind_of(body), metadata["name"]
+
+    def create_job(self, keyed: Keyed) -> dict[str, Any]:
+        """``POST …/namespaces/NS/KIND-PLURAL``."""
+        namespace, kind, _ = self._where(keyed.request)
+        return self._objects.create_namespaced_custom_object(
+            GROUP, kind.version, namespace, kind.plural, dict(keyed.request), _request_timeout=self._timeout)
+
+    def find_jobs(self, keyed: Keyed) -> list[dict[str, Any]]:
+        """The job holding the chosen name, when it carries this submit's request id."""
+        namespace, kind, name = self._where(keyed.request)
+        existing = self._objects.get_namespaced_custom_object(
+            GROUP, kind.version, namespace, kind.plural, name, _request_timeout=self._timeout)
+        return [existing] if (existing.get("metadata", {}).get("labels") or {}).get(REQUEST_ID_LABEL) == keyed.key \
+            else []
+
+    def conflict(self, keyed: Keyed, exc: ConflictError) -> BackendError:
+        """The name belongs to a job this submit did not make."""
+        namespace, kind, name = self._where(keyed.request)
+        return ConflictError(f"a {kind.kind} named {name!r} already exists in namespace {namespace} and this "
+                             f"submit did not make it (it is not labelled {REQUEST_ID_LABEL}={keyed.key}; {exc}); "
+                             "submit again for a new name suffix", backend=NAME, status=409)
+
+    def get_job(self, job_id: str) -> dict[str, Any]:
+        """The job object; a bare name is looked up in every kind."""
+        from kubernetes.client.exceptions import ApiException
+
+        namespace, kind, name = parse_job_id(job_id, self.settings)
+        kinds = [kind] if kind is not None else list(KINDS.values())
+        for candidate in kinds:
+            try:
+                return self._objects.get_namespaced_custom_object(
+                    GROUP, candidate.version, namespace, candidate.plural, name, _request_timeout=self._timeout)
+            except ApiException as exc:
+                if exc.status != 404 or kind is not None:
+                    raise
+        raise NotFoundError(f"no PyTorchJob, TFJob or MPIJob named {name!r} in namespace {namespace}",
+                            backend=NAME, status=404)
+
+    def cancel_job(self, job_id: str) -> None:
+        """Delete the job, its pods first (``propagationPolicy: Foreground``)."""
+        job = self.get_job(job_id)
+        namespace, kind, name = self._where(job)
+        self._objects.delete_namespaced_custom_object(
+            GROUP, kind.version, namespace, kind.plural, name, propagation_policy="Foreground",
+            _request_timeout=self._timeout)
+
+    def status_of(self, job: dict[str, Any]) -> JobStatus:
+        """The state from ``status.conditions`` (:func:`status_of`)."""
+        return status_of(job)
+
+    def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
+        """``NAMESPACE/KIND/NAME``."""
+        namespace, kind, name = self._where(job if job.get("metadata") else keyed.request)
+        return job_id(namespace, kind, name)
+
+    def state_line(self, job_id: str, status: JobStatus) -> str:
+        """``job state: running`` with the condition's message."""
+        return f"job state: {status.state.value}" + (f" — {status.message}" if status.message else "")
+
+    # --- logs ------------------------------------------------------------------------------------
+
+    def pods(self, job: Mapping[str, Any]) -> list[Any]:
+        """The job's pods (label ``training.kubeflow.org/job-name``), primary first."""
+        namespace, _, name = self._where(job)
+        found = self.call(lambda: self._core.list_namespaced_pod(
+            namespace, label_selector=f"{JOB_NAME_LABEL}={name}", _request_timeout=self._timeout))
+        return sorted(found.items or [], key=_pod_order)
+
+    def _container(self, job: Mapping[str, Any], pod: Any) -> Optional[str]:
+        kind = _kind_of(job)
+        if kind.container is not None:
+            return kind.container
+        containers = pod.spec.containers if pod.spec is not None else []
+        return containers[0].name if containers else None
+
+    def _log(self, job: Mapping[str, Any], pod: Any, *, follow: bool) -> Any:
+        """The pod's log as a raw response: the client decodes a ``str`` answer as ``str(bytes)``
+        (and parses one that happens to be JSON), so the body is read here."""
+        namespace = self._where(job)[0]
+        container = self._container(job, pod)
+        if follow:
+            return self.call(lambda: self._core.read_namespaced_pod_log(
+                pod.metadata.name, namespace, container=container, follow=True, _preload_content=False))
+        response = self.call(lambda: self._core.read_namespaced_pod_log(
+            pod.metadata.name, namespace, container=container, _preload_content=False,
+            _request_timeout=self._timeout))
+        try:
+            return response.data.decode("utf-8", "replace")
+        finally:
+            response.release_conn()
+
+    def read_logs(self, job_id: str, cursor: Any, *, follow: bool) -> LogPage:
+        """Every started pod's log, each line prefixed ``[master-0]``… (one page)."""
+        job = self.call(lambda: self.get_job(job_id))
+        lines = []
+        for pod in self.pods(job):
+            tag = pod_tag(pod)[2]
+            if not _started(pod):
+                lines.append(f"[{tag}] (not started: {pod.status.phase if pod.status else 'unknown'})")
+                continue
+            lines += [f"[{tag}] {line}" for line in (self._log(job, pod, follow=False) or "").splitlines()]
+        return LogPage(status=self._status(job_id, job), lines=lines, secrets=self.secrets_of(job), last=True)
+
+    def logs(self, job_id: str, follow: bool = False) -> Iterator[str]:
+        """Every pod's lines; with ``follow``, the primary pod's log streamed as it is written (the
+        Master, Chief or Launcher: rank 0 and mpirun's output), its state changes around it, until
+        the job ends. The job's secret values are masked in lines and errors."""
+        if not follow:
+            return super().logs(job_id, follow=False)
+        return self._follow(job_id)
+
+    def _follow(self, job_id: str) -> Iterator[str]:
+        secrets: set[str] = set()
+        shown, streamed = "", set()
+        sleep = self.injected.sleep if self.injected.sleep is not None else time.sleep
+        try:
+            while True:
+                job = self.call(lambda: self.get_job(job_id))
+                secrets |= self.secrets_of(job)
+                status = self._status(job_id, job)
+                line, ended = self.state_line(job_id, status), status.state.terminal
+                if line != shown and not ended:  # a new state reads before the lines it brings
+                    shown = line
+                    yield display.mask_text(line, secrets)
+                started = [p for p in self.pods(job) if _started(p)]
+                primary = started[0] if started else None
+                if primary is not None and (primary.metadata.name, _restarts(primary)) not in streamed:
+                    streamed.add((primary.metadata.name, _restarts(primary)))
+                    tag = pod_tag(primary)[2]
+                    for text in self._lines(self._log(job, primary, follow=True)):
+                        yield display.mask_text(f"[{tag}] {text}", secrets)
+                    continue  # read the state again before waiting
+                if ended:  # how it ended, after its lines
+                    if line != shown:
+                        yield display.mask_text(line, secrets)
+                    return
+                sleep(self.settings.poll_interval_s)
+        except Exception as exc:
+            display.mask_error(exc, secrets)
+            raise
+
+    def _lines(self, response: Any) -> Iterator[str]:
+        """The streamed lines, a connection dropped mid-stream translated."""
+        lines = stream_lines(response)
+        while True:
+            try:
+                line = self.translated(lambda: next(lines))
+            except StopIteration:
+                return
+            yield line
+
+
 # --- the SDK boundary ------------------------------------------------------------------------------
 
 def api_client(settings: KubernetesSettings) -> Any:
@@ -127,7 +415,7 @@ def api_client(settings: KubernetesSettings) -> Any:
             except config.ConfigException:
                 raise ConfigError(f"kubernetes: no kubeconfig found ({exc}) and not inside a cluster; set "
                                   "backends.kubernetes.kubeconfig, or api_server for kubectl proxy") from exc
-    configuration.retries = False  # omnidist's retry policy is the only one
+    configuration.retries = False  # the template's retry policy is the only one
     return client.ApiClient(configuration)
 
 
@@ -143,262 +431,3 @@ def _message(exc: Any) -> str:
         if text:
             return str(text)
     return str(exc.reason or exc)
-
-
-def translate(exc: BaseException) -> BackendError:
-    """An SDK or transport exception as omnidist's error (transient ones are retried)."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3 import exceptions as url_errors
-
-    if isinstance(exc, ApiException):
-        if not exc.status:
-            return BackendError(f"the request failed ({exc.reason})", backend="kubernetes")
-        headers = exc.headers or {}
-        after = retry.parse_retry_after(headers.get("Retry-After") if hasattr(headers, "get") else None)
-        return error_for_status(exc.status)(_message(exc), backend="kubernetes", status=exc.status, retry_after=after)
-    if isinstance(exc, (url_errors.ProtocolError, url_errors.TimeoutError, url_errors.NewConnectionError,
-                        url_errors.MaxRetryError, ConnectionError, TimeoutError, socket.timeout,
-                        http.client.HTTPException)):
-        return TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend="kubernetes")
-    return BackendError(f"cannot reach the API server ({type(exc).__name__}: {exc})", backend="kubernetes")
-
-
-def _attempt(fn: Callable[[], Any]) -> Callable[[], Any]:
-    """``fn`` with every SDK or transport failure translated."""
-    from kubernetes.client.exceptions import ApiException
-    from urllib3.exceptions import HTTPError
-
-    def run() -> Any:
-        try:
-            return fn()
-        except (ApiException, HTTPError, OSError, http.client.HTTPException) as exc:
-            raise translate(exc) from exc
-
-    return run
-
-
-def call(fn: Callable[[], Any], settings: KubernetesSettings, sleep: Sleep = None) -> Any:
-    """``fn`` under the retry policy, failures translated."""
-    return retry.call(_attempt(fn), settings.retry_policy(), sleep)
-
-
-def custom_objects(settings: KubernetesSettings) -> Any:
-    """The ``CustomObjectsApi`` the jobs are created, read and deleted through."""
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client(settings))
-
-
-# --- create, get, delete -----------------------------------------------------------------------------
-
-def create(body: Mapping[str, Any], settings: KubernetesSettings, *, sleep: Sleep = None) -> str:
-    """Create the job (labelled with its request id by :func:`named`); retried without ever making
-    two. Returns its id.
-
-    Raises:
-        ConflictError: the name belongs to a job this submit did not make.
-    """
-    kind = _kind_of(body)
-    metadata = body["metadata"]
-    namespace, name = metadata.get("namespace") or settings.namespace, metadata["name"]
-    request_id = metadata["labels"][REQUEST_ID_LABEL]
-    api = custom_objects(settings)
-    timeout = settings.request_timeout_s
-
-    def attempt() -> Any:
-        try:
-            return _attempt(lambda: api.create_namespaced_custom_object(
-                GROUP, kind.version, namespace, kind.plural, dict(body), _request_timeout=timeout))()
-        except ConflictError as exc:
-            existing = _attempt(lambda: api.get_namespaced_custom_object(
-                GROUP, kind.version, namespace, kind.plural, name, _request_timeout=timeout))()
-            if (existing.get("metadata", {}).get("labels") or {}).get(REQUEST_ID_LABEL) == request_id:
-                return existing  # an earlier attempt of this submit made it; its answer was lost
-            raise ConflictError(f"a {kind.kind} named {name!r} already exists in namespace {namespace} and this "
-                                f"submit did not make it (it is not labelled {REQUEST_ID_LABEL}={request_id}; "
-                                f"{exc}); submit again for a new name suffix", backend="kubernetes",
-                                status=409) from exc
-
-    retry.call(attempt, settings.retry_policy(), sleep)
-    return job_id(namespace, kind, name)
-
-
-def get(job: str, settings: KubernetesSettings, *, sleep: Sleep = None) -> dict[str, Any]:
-    """The job object (a bare name is looked up in every kind).
-
-    Raises:
-        NotFoundError: no job of that name.
-    """
-    namespace, kind, name = parse_job_id(job, settings)
-    api = custom_objects(settings)
-    kinds = [kind] if kind is not None else list(KINDS.values())
-    for candidate in kinds:
-        try:
-            return call(lambda: api.get_namespaced_custom_object(
-                GROUP, candidate.version, namespace, candidate.plural, name,
-                _request_timeout=settings.request_timeout_s), settings, sleep)
-        except NotFoundError:
-            if candidate is kinds[-1]:
-                raise NotFoundError(f"no {' or '.join(k.kind for k in kinds)} named {name!r} in namespace "
-                                    f"{namespace}", backend="kubernetes", status=404) from None
-    raise AssertionError("unreachable")  # pragma: no cover
-
-
-def status_of(job: Mapping[str, Any]) -> JobStatus:
-    """A :class:`JobStatus` from a job's ``status.conditions`` (the first true one in
-    :data:`CONDITION_ORDER`); a suspended job waiting in a Kueue queue is queued."""
-    conditions = (job.get("status") or {}).get("conditions") or []
-    true = {c.get("type"): c for c in conditions if isinstance(c, Mapping) and c.get("status") == "True"}
-    deleting = bool((job.get("metadata") or {}).get("deletionTimestamp"))
-    for kind in CONDITION_ORDER:
-        if kind in true:
-            condition = true[kind]
-            state = CONDITION_STATES[kind]
-            if kind == "Suspended" and QUEUE_LABEL in ((job.get("metadata") or {}).get("labels") or {}):
-                state = JobState.QUEUED
-            if deleting and not state.terminal:
-                state = JobState.CANCELLING
-            message = str(condition.get("message") or condition.get("reason") or "")
-            return JobStatus(state=state, native_state=kind, message=message)
-    return JobStatus(state=JobState.CANCELLING if deleting else JobState.QUEUED, native_state="",
-                     message="the operator has not reported on the job yet")
-
-
-def cancel(job: str, settings: KubernetesSettings, *, sleep: Sleep = None) -> None:
-    """Delete the job with foreground propagation (its pods first); nothing happens once it has
-    ended or is gone."""
-    try:
-        found = get(job, settings, sleep=sleep)
-    except NotFoundError:
-        return
-    if status_of(found).state.terminal:
-        return
-    kind = _kind_of(found)
-    metadata = found["metadata"]
-    api = custom_objects(settings)
-    try:
-        call(lambda: api.delete_namespaced_custom_object(
-            GROUP, kind.version, metadata.get("namespace") or settings.namespace, kind.plural, metadata["name"],
-            propagation_policy="Foreground", _request_timeout=settings.request_timeout_s), settings, sleep)
-    except NotFoundError:
-        return
-
-
-# --- logs ----------------------------------------------------------------------------------------------
-
-def _pod_tag(pod: Any) -> tuple[str, int, str]:
-    """(replica type, index, ``[type-index]``) of a job's pod, from the operators' labels."""
-    labels = pod.metadata.labels or {}
-    rtype = (labels.get(REPLICA_TYPE_LABEL) or labels.get(ROLE_LABEL) or "pod").lower()
-    index = labels.get(REPLICA_INDEX_LABEL)
-    index_number = int(index) if index and index.isdigit() else 0
-    tag = rtype if index is None else f"{rtype}-{index}"
-    return rtype, index_number, tag
-
-
-def _order(pod: Any) -> tuple[int, int, str]:
-    rtype, index, _ = _pod_tag(pod)
-    rank = PRIMARY_ORDER.index(rtype) if rtype in PRIMARY_ORDER else len(PRIMARY_ORDER)
-    return rank, index, pod.metadata.name
-
-
-def job_pods(job: Mapping[str, Any], settings: KubernetesSettings, sleep: Sleep = None) -> list[Any]:
-    """The job's pods (label ``training.kubeflow.org/job-name``), primary first."""
-    from kubernetes import client
-
-    core = client.CoreV1Api(api_client(settings))
-    metadata = job["metadata"]
-    namespace = metadata.get("namespace") or settings.namespace
-    found = call(lambda: core.list_namespaced_pod(namespace, label_selector=f"{JOB_NAME_LABEL}={metadata['name']}",
-                                                  _request_timeout=settings.request_timeout_s), settings, sleep)
-    return sorted(found.items or [], key=_order)
-
-
-def _container(job: Mapping[str, Any], pod: Any) -> Optional[str]:
-    kind = _kind_of(job)
-    if kind.container is not None:
-        return kind.container
-    containers = pod.spec.containers if pod.spec is not None else []
-    return containers[0].name if containers else None
-
-
-def _stream_lines(response: Any) -> Iterator[str]:
-    """Lines of a streamed (``follow``) log response, as they arrive."""
-    pending = b""
-    try:
-        for chunk in response.stream(4096, decode_content=True):
-            pending += chunk
-            *lines, pending = pending.split(b"\n")
-            for line in lines:
-                yield line.decode("utf-8", "replace")
-        if pending:
-            yield pending.decode("utf-8", "replace")
-    finally:
-        response.release_conn()
-
-
-def _started(pod: Any) -> bool:
-    return bool(pod.status and pod.status.phase in ("Running", "Succeeded", "Failed"))
-
-
-def logs(job: str, settings: KubernetesSettings, *, follow: bool = False, sleep: Sleep = None) -> Iterator[str]:
-    """The job's log lines: every pod's, prefixed ``[master-0]``…; with ``follow``, the primary
-    pod's as they come (state changes meanwhile), until the job ends. Values of secret-looking
-    variables of the job are masked."""
-    found = get(job, settings, sleep=sleep)
-    secrets = display.secret_values(found)
-    lines = _follow(found, settings, sleep) if follow else _all_logs(found, settings, sleep)
-    return display.mask_lines(lines, secrets)
-
-
-def _read_log(found: Mapping[str, Any], pod: Any, settings: KubernetesSettings, sleep: Sleep, *,
-              stream: bool) -> Any:
-    from kubernetes import client
-
-    core = client.CoreV1Api(api_client(settings))
-    namespace = found["metadata"].get("namespace") or settings.namespace
-    if stream:
-        return call(lambda: core.read_namespaced_pod_log(pod.metadata.name, namespace, container=_container(found, pod),
-                                                         follow=True, _preload_content=False), settings, sleep)
-    return call(lambda: core.read_namespaced_pod_log(pod.metadata.name, namespace, container=_container(found, pod),
-                                                     _request_timeout=settings.request_timeout_s), settings, sleep)
-
-
-def _all_logs(found: Mapping[str, Any], settings: KubernetesSettings, sleep: Sleep) -> Iterator[str]:
-    pods = job_pods(found, settings, sleep)
-    if not pods:
-        yield f"no pods yet; job state: {status_of(found).state.value}"
-    for pod in pods:
-        if not _started(pod):
-            yield f"[{_pod_tag(pod)[2]}] (not started: {pod.status.phase if pod.status else 'unknown'})"
-            continue
-        text = _read_log(found, pod, settings, sleep, stream=False) or ""
-        for line in text.splitlines():
-            yield f"[{_pod_tag(pod)[2]}] {line}"
-
-
-def _follow(found: Mapping[str, Any], settings: KubernetesSettings, sleep: Sleep) -> Iterator[str]:
-    wait = sleep or time.sleep
-    name = job_id(found["metadata"].get("namespace") or settings.namespace, _kind_of(found),
-                  found["metadata"]["name"])
-    streamed: set[tuple[str, int]] = set()
-    last = None
-    while True:
-        status = status_of(found)
-        if status.native_state != last:
-            last = status.native_state
-            yield f"job state: {status.state.value}" + (f" — {status.message}" if status.message else "")
-        pods = [p for p in job_pods(found, settings, sleep) if _started(p)]
-        primary = pods[0] if pods else None
-        restarts = sum(c.restart_count or 0 for c in (primary.status.container_statuses or [])) if primary else 0
-        if primary is not None and (primary.metadata.name, restarts) not in streamed:
-            streamed.add((primary.metadata.name, restarts))
-            tag = _pod_tag(primary)[2]
-            for line in _stream_lines(_read_log(found, primary, settings, sleep, stream=True)):
-                yield f"[{tag}] {line}"
-            found = get(name, settings, sleep=sleep)
-            continue
-        if status.state.terminal:
-            return
-        wait(settings.poll_interval_s)
-        found = get(name, settings, sleep=sleep)

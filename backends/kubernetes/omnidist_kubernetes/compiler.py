@@ -266,9 +266,9 @@ def launcher_to_native(primary: EffectiveRole, env: dict[str, str], nodes: int, 
         raise _refuse("command", "an MPIJob's launcher runs mpirun, which needs the program to start; the job runs "
                       "its image's ENTRYPOINT.", "Give the job a command (e.g. [python, train.py]).")
     forwarded = [part for name in (*MPIRUN_FORWARDED, *env) for part in ("-x", name)]
-    argv = [*MPIRUN, "-np", str(nodes * slots), *forwarded, *primary.command, *primary.args]
-    launcher = attrs.evolve(primary, command=tuple(argv), args=(), accelerator=None, cpus=None, memory_gb=None,
-                            disk_gb=None)
+    argv = [*MPIRUN, "-np", str(nodes * slots), *forwarded, *primary.command]
+    # The container's command and args make one argv: the job's args stay args.
+    launcher = attrs.evolve(primary, command=tuple(argv), accelerator=None, cpus=None, memory_gb=None, disk_gb=None)
     return container_to_native(MPI_CONTAINERS[LAUNCHER], launcher, env)
 
 

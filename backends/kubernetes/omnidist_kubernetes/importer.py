@@ -70,7 +70,7 @@ def documents(native: Any) -> list[Any]:
 
 def is_training_job(doc: Any) -> bool:
     """A Kubeflow job of a kind omnidist reads."""
-    if not isinstance(doc, Mapping) or doc.get("kind") not in KINDS:
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str) or doc["kind"] not in KINDS:
         return False
     group, _, version = str(doc.get("apiVersion", "")).partition("/")
     return group == GROUP and version in VERSIONS[doc["kind"]]
@@ -84,8 +84,9 @@ def recognizes(native: Any) -> bool:
 def _what(doc: Any) -> str:
     if not isinstance(doc, Mapping):
         return type(doc).__name__
-    name = mapping(doc.get("metadata"), "metadata").get("name")
-    return f"{doc.get('apiVersion', '?')} {doc.get('kind', '?')}" + (f" {name}" if name else "")
+    meta = doc.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    return f"{doc.get('apiVersion', '?')} {doc.get('kind', '?')}" + (f" {name}" if isinstance(name, str) else "")
 
 
 def pick_job(native: Any, notes: list[Note]) -> tuple[Mapping[str, Any], str]:
@@ -235,23 +236,29 @@ def _mpi_roles(found: dict[str, tuple[int, Optional[str], NativePod]], spec: Map
     if replicas != 1:
         raise ValidationError(f"must be 1, got {replicas}", path=f"{path}spec.mpiReplicaSpecs.{LAUNCHER}.replicas")
     workers = found.get("Worker")
-    command = launcher_program(launcher, spec, workers[0] if workers else 0, notes)
+    program = launcher_program(launcher, spec, workers[0] if workers else 0, path, notes)
+    # The launcher's args end its argv: they are the program's args (as compile writes them).
+    split = len(launcher.args) if launcher.args and program[-len(launcher.args):] == launcher.args else 0
+    command, args = (program[:-split], launcher.args) if split and program[:-split] else (program, ())
     if spec.get("runLauncherAsWorker") is True or not workers or not workers[0]:
         # The launcher is a node too (or the only one): it runs ranks on its own hardware.
-        nodes = [(1, _with(launcher, command))] + ([(workers[0], workers[2])] if workers and workers[0] else [])
+        nodes = [(1, _with(launcher, command, args))]
+        if workers and workers[0]:
+            nodes.append((workers[0], _with(workers[2], command, args, env=launcher.env)))
         roles = {RoleName.PRIMARY: nodes[0]}
         if len(nodes) > 1:
-            roles[RoleName.WORKERS] = (nodes[1][0], _with(nodes[1][1], command, env=launcher.env))
+            roles[RoleName.WORKERS] = nodes[1]
         return roles
     count, _, worker = workers
-    return split_first(count, _with(worker, command, env={**worker.env, **launcher.env}))
+    return split_first(count, _with(worker, command, args, env={**worker.env, **launcher.env}))
 
 
-def _with(pod: NativePod, command: tuple[str, ...], env: Optional[dict[str, str]] = None) -> NativePod:
-    return attrs.evolve(pod, command=command, args=(), env=pod.env if env is None else env)
+def _with(pod: NativePod, command: tuple[str, ...], args: tuple[str, ...],
+          env: Optional[dict[str, str]] = None) -> NativePod:
+    return attrs.evolve(pod, command=command, args=args, env=pod.env if env is None else env)
 
 
-def launcher_program(launcher: NativePod, spec: Mapping[str, Any], worker_pods: int,
+def launcher_program(launcher: NativePod, spec: Mapping[str, Any], worker_pods: int, path: str,
                      notes: list[Note]) -> tuple[str, ...]:
     """The program the launcher's ``mpirun`` starts on every slot (the whole command when it is no
     ``mpirun`` line omnidist can read, with a note)."""
@@ -263,7 +270,7 @@ def launcher_program(launcher: NativePod, spec: Mapping[str, Any], worker_pods: 
                                   "itself; on other platforms give the training program instead", NoteKind.CHANGED)
         return argv
     options, program = parsed
-    slots = spec.get("slotsPerWorker", MPI_SLOTS_DEFAULT)
+    slots = _int(spec.get("slotsPerWorker"), f"{path}spec.slotsPerWorker", default=MPI_SLOTS_DEFAULT, minimum=1)
     asked = (options.get("-np") or options.get("-n") or options.get("--np") or options.get("-c") or [None])[-1]
     nodes = worker_pods + (1 if spec.get("runLauncherAsWorker") is True else 0)
     if asked is not None and asked != str(max(nodes, 1) * slots):
@@ -380,12 +387,20 @@ def restart_policy_to_block(kind: Kind, found: dict[str, tuple[int, Optional[str
     block["restart_policy"] = _uniform(list(chosen.values()), "restart_policy", notes)
 
 
+def _compiled_from(name: Any, hint: Optional[str]) -> bool:
+    """Whether ``name`` is what compile (and submit) made of the job name ``hint``: cut to fit,
+    trailing dashes gone, maybe a suffix added."""
+    return bool(hint) and isinstance(name, str) and name.startswith(hint[:len(name)].rstrip("-"))
+
+
 def _metadata(obj: Mapping[str, Any], path: str, job: dict[str, Any], block: dict[str, Any],
-              notes: list[Note]) -> str:
+              hint: Optional[str], notes: list[Note]) -> str:
     meta = mapping(obj.get("metadata"), f"{path}metadata")
     raw = meta.get("name") or meta.get("generateName")
-    name = importing.pick_name((raw,), fallback="kubeflow-job", missing="the job has no name; called it 'kubeflow-job'",
-                               notes=notes)
+    # The job's own name, when the manifest is omnidist's (its name may be cut or suffixed).
+    candidates = (hint, raw) if _compiled_from(raw, hint) else (raw,)
+    name = importing.pick_name(candidates, fallback="kubeflow-job",
+                               missing="the job has no name; called it 'kubeflow-job'", notes=notes)
     namespace = meta.get("namespace")
     if namespace and namespace != "default":
         block["namespace"] = text(namespace, f"{path}metadata.namespace")
@@ -424,8 +439,8 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, path: st
             value = 1
     elif kind.kind == "MPIJob":
         value = _int(spec.get("slotsPerWorker"), f"{path}spec.slotsPerWorker", default=MPI_SLOTS_DEFAULT, minimum=1)
-    else:
-        return "auto"
+    else:  # a TFJob runs one process per pod whatever the job says; only the hint tells
+        value = int(told) if told and told.isdigit() else "auto"
     auto = primary.gpus if primary.gpus and primary.accelerator else 1
     return "auto" if value in ("auto", auto) else value
 
@@ -478,8 +493,8 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
         seen.append(pod)
     job: dict[str, Any] = {}
     block: dict[str, Any] = {}
-    job["name"] = _metadata(obj, path, job, block, notes)
     primary = roles[RoleName.PRIMARY][1]
+    job["name"] = _metadata(obj, path, job, block, primary.env.get(hints.JOB_NAME), notes)
     launcher = found[LAUNCHER][2] if LAUNCHER in found else None
     job["framework"] = primary.env.get(hints.FRAMEWORK) or KIND_FRAMEWORKS[kind.kind].value
     pod_block, spot = block_from_pods(roles, launcher, notes)

@@ -18,6 +18,7 @@ import attrs
 from omnidist.backend import JobState
 from omnidist.catalog import COMPUTE_ENGINE_GPU_MACHINES
 from omnidist.job import Framework, RoleName
+from omnidist.runtime.platforms import kubernetes as platform
 
 NAME = "kubernetes"
 """The backend's name (entry point, settings block ``backends.kubernetes``)."""
@@ -59,32 +60,24 @@ MPI_JOB = Kind(kind="MPIJob", version="v2beta1", plural="mpijobs", replica_specs
 KINDS: dict[str, Kind] = {k.kind: k for k in (MPI_JOB, PYTORCH_JOB, TF_JOB)}
 """``kind`` -> the job kind."""
 
-FRAMEWORK_KINDS: dict[Framework, str] = {
-    Framework.CUSTOM: "PyTorchJob",
-    Framework.DEEPSPEED: "PyTorchJob",
-    Framework.HOROVOD: "MPIJob",
-    Framework.PYTORCH: "PyTorchJob",
-    Framework.TENSORFLOW: "TFJob",
-}
-"""Portable framework -> the kind it compiles to (custom: a PyTorchJob, whose operator sets the
-torch variables ``MASTER_ADDR``, ``RANK``, ``WORLD_SIZE`` that any launcher can read)."""
+FRAMEWORK_KINDS: dict[Framework, str] = {framework: platform.KINDS[framework.value] for framework in sorted(Framework)}
+"""Portable framework -> the kind it compiles to, from the platform's own table
+(:data:`omnidist.runtime.platforms.kubernetes.KINDS`), which the runtime reads too."""
 
 KIND_FRAMEWORKS: dict[str, Framework] = {
-    "MPIJob": Framework.HOROVOD,
-    "PyTorchJob": Framework.PYTORCH,
-    "TFJob": Framework.TENSORFLOW,
+    kind: min((f for f, k in FRAMEWORK_KINDS.items() if k == kind), key=lambda f: f.value not in kind.lower())
+    for kind in sorted(set(FRAMEWORK_KINDS.values()))
 }
-"""Kind -> the framework an imported job gets when its environment does not say (the inverse of
-:data:`FRAMEWORK_KINDS`, picking the framework named after the kind)."""
+"""Kind -> the framework an imported job gets when its environment does not say (derived,
+preferring the framework the kind is named after; MPIJob: horovod)."""
 
 REPLICA_TYPES: dict[str, dict[RoleName, str]] = {
-    "MPIJob": {RoleName.PRIMARY: "Worker", RoleName.WORKERS: "Worker"},
-    "PyTorchJob": {RoleName.PRIMARY: "Master", RoleName.WORKERS: "Worker"},
-    "TFJob": {RoleName.EVALUATORS: "Evaluator", RoleName.PARAMETER_SERVERS: "PS", RoleName.PRIMARY: "Chief",
-              RoleName.WORKERS: "Worker"},
+    kind: {role: types[role.singular] for role in RoleName if role.singular in types}
+    for kind, types in platform.REPLICA_TYPES.items()
 }
-"""Kind -> role -> replica type. An MPIJob's primary and workers are all ``Worker`` pods (one
-template, ``replicas`` = nodes); its ``Launcher`` runs ``mpirun`` and is no node of the job."""
+"""Kind -> role -> replica type, from the platform's table. An MPIJob's primary and workers are
+all ``Worker`` pods (one template, ``replicas`` = nodes); its ``Launcher`` runs ``mpirun`` and is
+no node of the job."""
 
 REPLICA_ROLES: dict[str, dict[str, RoleName]] = {
     kind: {rtype: role for role, rtype in roles.items()} for kind, roles in REPLICA_TYPES.items() if kind != "MPIJob"

@@ -11,23 +11,26 @@ fake of the Kubernetes API calls the client makes, on top of :class:`omnidist.te
   ``pkg/webhooks/{pytorch,tensorflow}``, mpi-operator ``pkg/apis/kubeflow/validation``).
 - :func:`pod_templates` deserializes every pod template into the ``kubernetes`` client's
   ``V1PodTemplateSpec`` and serializes it back: a field the models do not know is lost there.
-- :class:`FakeKubernetes` serves custom-object create / get / delete, pod lists and pod logs.
+- :class:`FakeKubernetes` (a :class:`omnidist.testing.FakeService`) serves custom-object
+  create / get / delete, pod lists and pod logs.
 """
 
 from __future__ import annotations
 
+import copy
 import re
-import threading
 import uuid
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from typing import Any, Optional
 from urllib.parse import unquote
 
-from omnidist.testing import FakeServer
+from omnidist.testing import FakeServer, FakeService
 from omnidist.testing.fakeserver import Recorded, Response
 
 from omnidist_kubernetes import names
-from omnidist_kubernetes.tables import GROUP, JOB_NAME_LABEL, KINDS, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL
+from omnidist_kubernetes.tables import (
+    GROUP, JOB_NAME_LABEL, KINDS, LAUNCHER, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
+)
 
 # --- the CRDs' structural schema, for the fields omnidist writes --------------------------------
 
@@ -185,6 +188,27 @@ def _mpi_problems(spec: Mapping[str, Any], specs: Mapping[str, Any]) -> list[str
     return found
 
 
+def check_manifest(job: Mapping[str, Any]) -> dict[str, Any]:
+    """Assert that a job passes what a cluster checks: the CRD schema, the operator's admission
+    rules, and the client's models for every pod template (:func:`pod_templates`, returned)."""
+    assert schema_problems(job) == [], schema_problems(job)
+    assert webhook_problems(job) == [], webhook_problems(job)
+    return pod_templates(job)
+
+
+def compile_job(data: Mapping[str, Any], **overrides: Any) -> Any:
+    """Compile a job given as plain data for Kubernetes, its ``backends.kubernetes`` block and
+    ``overrides`` honoured, without reading any profile."""
+    from omnidist import config, serde
+
+    from omnidist_kubernetes import KubernetesBackend, KubernetesSettings
+
+    job = serde.job_from_dict(data)
+    resolved = config.settings_for(KubernetesSettings, "kubernetes", config.Target(backend="kubernetes"), job,
+                                   overrides)
+    return KubernetesBackend().compile(job, resolved)
+
+
 def pod_templates(job: Mapping[str, Any]) -> dict[str, Any]:
     """Replica type -> its template as the ``kubernetes`` client's ``V1PodTemplateSpec``.
 
@@ -210,6 +234,18 @@ def pod_templates(job: Mapping[str, Any]) -> dict[str, Any]:
 OBJECT = r"^/apis/kubeflow\.org/(?P<version>[^/]+)/namespaces/(?P<ns>[^/]+)/(?P<plural>[a-z]+)"
 PODS = r"^/api/v1/namespaces/(?P<ns>[^/]+)/pods"
 
+CONDITIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "Created": (("Created", "True"),),
+    "Deleted": (("Created", "True"),),
+    "Deleting": (("Created", "True"), ("Running", "True")),
+    "Failed": (("Created", "True"), ("Running", "False"), ("Failed", "True")),
+    "Restarting": (("Created", "True"), ("Restarting", "True")),
+    "Running": (("Created", "True"), ("Running", "True")),
+    "Succeeded": (("Created", "True"), ("Running", "False"), ("Succeeded", "True")),
+    "Suspended": (("Created", "True"), ("Suspended", "True")),
+}
+"""The fake's state -> the ``status.conditions`` (type, status) the operator reports in it."""
+
 
 def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
     """A ``Status`` object, as the API server answers errors."""
@@ -217,40 +253,36 @@ def status_body(code: int, reason: str, message: str) -> dict[str, Any]:
             "reason": reason, "code": code}
 
 
-class FakeKubernetes:
-    """Kubeflow job create / get / delete and pod list / log, the objects kept in dicts.
+class FakeKubernetes(FakeService):
+    """Kubeflow job create / get / delete and pod list / log; jobs keyed by (namespace, plural, name).
 
-    Created jobs are checked like the API server with strict field validation and the
-    operators' webhooks would check them (422 with the problems). Tests add pods
-    (:meth:`add_pod`) and conditions (:meth:`set_conditions`) to play the operator.
+    A created job is checked the way the API server with strict field validation and the
+    operators' webhooks check it (422 listing the problems), and steps through :attr:`timeline`
+    one state per GET, its ``status.conditions`` written as the operator writes them. When a job
+    starts running, the fake makes its pods (labelled like the operators' pods), each logging
+    :attr:`output`; tests may add pods of their own (:meth:`add_pod`). DELETE marks the job
+    deleting (``deletionTimestamp``); the next GET finds it gone.
     """
 
+    ROUTES = {
+        "create": ("POST", OBJECT + "$"),
+        "get": ("GET", OBJECT + "/(?P<name>[^/]+)$"),
+        "cancel": ("DELETE", OBJECT + "/(?P<name>[^/]+)$"),
+        "pods": ("GET", PODS + "$"),
+        "log": ("GET", PODS + "/(?P<pod>[^/]+)/log$"),
+    }
+    TIMELINE = ("Created", "Running", "Succeeded")
+    STATE = ("_state",)
+    RUNNING, FAILED, CANCELLING, CANCELLED = "Running", "Failed", "Deleting", "Deleted"
+    TERMINAL = frozenset({"Deleted", "Failed", "Succeeded"})
+    FAILURE = "pytorchjob default/bert-abcde is failed because 1 Master replica(s) failed."
+
     def __init__(self, server: FakeServer) -> None:
-        self.server = server
-        self.jobs: dict[tuple[str, str, str], dict[str, Any]] = {}
         self.pods: dict[str, list[dict[str, Any]]] = {}
         self.logs: dict[str, str] = {}
-        self._lock = threading.Lock()
-        server.route("POST", OBJECT + "$", self._create)
-        server.route("GET", OBJECT + "/(?P<name>[^/]+)$", self._get)
-        server.route("DELETE", OBJECT + "/(?P<name>[^/]+)$", self._delete)
-        server.route("GET", PODS + "$", self._list_pods)
-        server.route("GET", PODS + "/(?P<pod>[^/]+)/log$", self._log)
-
-    @property
-    def url(self) -> str:
-        """The fake's base URL, for the ``api_server`` setting."""
-        return self.server.url
-
-    def job(self, namespace: str, plural: str, name: str) -> Optional[dict[str, Any]]:
-        """A stored job, or ``None``."""
-        return self.jobs.get((namespace, plural, name))
-
-    def set_conditions(self, namespace: str, plural: str, name: str, *conditions: tuple[str, str, str]) -> None:
-        """Set ``status.conditions`` to ``(type, status, message)`` entries, as the operator would."""
-        with self._lock:
-            self.jobs[(namespace, plural, name)]["status"] = {"conditions": [
-                {"type": t, "status": s, "message": m, "reason": f"Job{t}"} for t, s, m in conditions]}
+        self.output = "{tag}: step {step}\n"
+        """What each pod of a running job logs (``{tag}`` is ``master-0``…, ``{step}`` its line)."""
+        super().__init__(server)
 
     def add_pod(self, namespace: str, job: str, replica_type: str, index: Optional[int], log: str = "",
                 container: str = "pytorch", phase: str = "Running", restarts: int = 0) -> str:
@@ -259,7 +291,7 @@ class FakeKubernetes:
         labels = {JOB_NAME_LABEL: job, REPLICA_TYPE_LABEL: replica_type.lower()}
         if index is not None:
             labels[REPLICA_INDEX_LABEL] = str(index)
-        with self._lock:
+        with self.lock:
             self.pods.setdefault(namespace, []).append({
                 "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod, "namespace": namespace, "labels": labels},
                 "spec": {"containers": [{"name": container, "image": "img"}]},
@@ -269,7 +301,34 @@ class FakeKubernetes:
             self.logs[f"{namespace}/{pod}"] = log
         return pod
 
-    def _create(self, record: Recorded, match: re.Match[str]) -> Response:
+    def stepped(self, key: Hashable, job: dict[str, Any]) -> None:
+        """A job that starts running gets its pods, each with :attr:`output` for a log."""
+        namespace, plural, name = key
+        if self.state(job) != self.RUNNING or any(p["metadata"]["labels"][JOB_NAME_LABEL] == name
+                                                   for p in self.pods.get(namespace, [])):
+            return
+        kind = next(k for k in KINDS.values() if k.plural == plural)
+        for rtype, body in job["spec"][kind.replica_specs].items():
+            container = body["template"]["spec"]["containers"][0]["name"]
+            indexes = [None] if rtype == LAUNCHER else range(body.get("replicas", 1))
+            for index in indexes:
+                tag = rtype.lower() if index is None else f"{rtype.lower()}-{index}"
+                log = "".join(self.output.format(tag=tag, step=step) for step in range(2))
+                self.add_pod(namespace, name, rtype, index, log, container=container)
+
+    def render(self, job: Mapping[str, Any]) -> dict[str, Any]:
+        """The job as the API server answers it: its conditions from its state."""
+        body = copy.deepcopy({k: v for k, v in job.items() if k != "_state"})
+        state = job["_state"]
+        body["status"] = {"conditions": [
+            {"type": kind, "status": status, "reason": f"Job{kind}",
+             "message": self.error_message if kind == "Failed" else f"job is {kind.lower()}"}
+            for kind, status in CONDITIONS[state]]}
+        if state in (self.CANCELLING, self.CANCELLED):
+            body["metadata"]["deletionTimestamp"] = "2025-01-01T00:10:00Z"
+        return body
+
+    def on_create(self, record: Recorded, match: re.Match[str]) -> Response:
         body = record.body if isinstance(record.body, dict) else {}
         kind = KINDS.get(body.get("kind"))
         if kind is None or kind.plural != match["plural"] or kind.version != match["version"]:
@@ -280,40 +339,49 @@ class FakeKubernetes:
             return Response(422, status_body(422, "Invalid", f"{kind.kind}.{GROUP} is invalid: " + "; ".join(problems)))
         name = body["metadata"]["name"]
         key = (match["ns"], match["plural"], name)
-        with self._lock:
+        with self.lock:
             if key in self.jobs:
                 return Response(409, status_body(409, "AlreadyExists",
                                                  f'{match["plural"]}.{GROUP} "{name}" already exists'))
             stored = {**body, "metadata": {**body["metadata"], "namespace": match["ns"], "uid": str(uuid.uuid4()),
                                            "resourceVersion": "1", "creationTimestamp": "2025-01-01T00:00:00Z"}}
-            self.jobs[key] = stored
-        return Response(201, stored)
+            self.add(key, stored)
+            return Response(201, self.render(stored))
 
-    def _get(self, record: Recorded, match: re.Match[str]) -> Response:
-        with self._lock:
-            found = self.jobs.get((match["ns"], match["plural"], match["name"]))
-        if found is None:
-            return Response(404, status_body(404, "NotFound", f'{match["plural"]}.{GROUP} "{match["name"]}" not found'))
-        return Response(200, found)
+    def _missing(self, match: re.Match[str]) -> Response:
+        return Response(404, status_body(404, "NotFound", f'{match["plural"]}.{GROUP} "{match["name"]}" not found'))
 
-    def _delete(self, record: Recorded, match: re.Match[str]) -> Response:
-        with self._lock:
-            found = self.jobs.pop((match["ns"], match["plural"], match["name"]), None)
-        if found is None:
-            return Response(404, status_body(404, "NotFound", f'{match["plural"]}.{GROUP} "{match["name"]}" not found'))
+    def on_get(self, record: Recorded, match: re.Match[str]) -> Response:
+        key = (match["ns"], match["plural"], match["name"])
+        with self.lock:
+            job = self.jobs.get(key)
+            if job is None or self.state(job) == self.CANCELLED:
+                self.jobs.pop(key, None)
+                return self._missing(match)
+            answer = self.render(job)
+            self.advance(key)
+        return Response(200, answer)
+
+    def on_cancel(self, record: Recorded, match: re.Match[str]) -> Response:
+        key = (match["ns"], match["plural"], match["name"])
+        with self.lock:
+            if key not in self.jobs or self.state(self.jobs[key]) == self.CANCELLED:
+                return self._missing(match)
+            if not self.cancelled(key):  # an ended job is deleted at once
+                self.jobs.pop(key)
         return Response(200, {"kind": "Status", "apiVersion": "v1", "status": "Success",
                               "details": {"name": match["name"], "kind": match["plural"]}})
 
-    def _list_pods(self, record: Recorded, match: re.Match[str]) -> Response:
+    def on_pods(self, record: Recorded, match: re.Match[str]) -> Response:
         selector = unquote((record.query.get("labelSelector") or [""])[0])
         wanted = dict(part.split("=", 1) for part in selector.split(",") if "=" in part)
-        with self._lock:
+        with self.lock:
             found = [p for p in self.pods.get(match["ns"], [])
                      if all(p["metadata"]["labels"].get(k) == v for k, v in wanted.items())]
         return Response(200, {"apiVersion": "v1", "kind": "PodList", "metadata": {}, "items": found})
 
-    def _log(self, record: Recorded, match: re.Match[str]) -> Response:
-        with self._lock:
+    def on_log(self, record: Recorded, match: re.Match[str]) -> Response:
+        with self.lock:
             text = self.logs.get(f"{match['ns']}/{match['pod']}")
         if text is None:
             return Response(404, status_body(404, "NotFound", f'pods "{match["pod"]}" not found'))
