@@ -2,8 +2,9 @@
 report what carried over exactly, what was approximated, inferred, changed or dropped.
 
 The steps, each reporting what it did: :func:`import_job` (the source's importer, then the
-framework), :func:`move_job` (the source's settings block, Azure ML inputs, the image,
-machine sizes), :func:`compile_dropping` (the target's compiler, giving up what it refuses),
+framework), :func:`move_job` (the command and image the user gives, see
+:mod:`omnidist.migration_needs`; the source's settings block, Azure ML inputs, machine sizes),
+:func:`compile_dropping` (the target's compiler, giving up what it refuses),
 :func:`machine_entries` (which machine the target chose for each role, and why).
 
 ``--strict`` refuses any drop or change in meaning. A machine picked for the same
@@ -20,9 +21,9 @@ from typing import Any, Callable, Optional, Union
 
 import attrs
 
-from omnidist import api, commandline, importing, lowering, registry, serde
+from omnidist import api, importing, lowering, registry, serde
 from omnidist.backend import CompiledJob, Note, NoteKind
-from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role, RoleName
 from omnidist.migration_report import (  # noqa: F401 - re-exported: the report is part of this API
     Fidelity,
@@ -32,6 +33,7 @@ from omnidist.migration_report import (  # noqa: F401 - re-exported: the report 
     _entry,
     _order,
 )
+from omnidist.migration_needs import cannot_express, give_command, give_image, with_flag_hint
 from omnidist.native import Native, detect_backend, read_native  # noqa: F401 - re-exported
 
 GOOGLE_BACKENDS = frozenset({"vertex", "ai_platform"})
@@ -197,70 +199,6 @@ def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any]) -> tuple[Distr
     return job, entries
 
 
-IMAGE_NOTES = ("image", "environment.build", "environment.conda_file")
-"""Import notes about what the source ran instead of (or on top of) a plain image; ``--image``
-answers them."""
-
-
-def _runs_instead(job: DistributedJob, source: str, entries: list[ReportEntry]) -> Optional[str]:
-    """What the source spec runs that other clouds do not have, when it names no image to run."""
-    if job.image or job.primary.image:
-        return None
-    block = job.backends.get(source, {})
-    if "runtime_version" in block or "python_module" in block:
-        return f"runs a Python package on Google's runtime {block.get('runtime_version', 'default')}"
-    if "environment" in block:
-        return f"runs the Azure ML environment {block['environment']}"
-    if any(e.field == "environment.build" for e in entries):
-        return "runs an image Azure ML builds from a Docker context"
-    return "names no container image (it came from the command line that submitted the file)"
-
-
-def give_image(job: DistributedJob, source: str, target: str, image: Optional[str],
-               entries: list[ReportEntry]) -> tuple[DistributedJob, list[ReportEntry], list[ReportEntry]]:
-    """Set the image given with ``--image`` (it answers the import's notes about environments the
-    source built or registered); a Python-package job runs its module with it.
-
-    Returns:
-        The job, the import entries left, and the entries this step adds.
-
-    Raises:
-        UnsupportedFeatureError: moving to another backend, the job has no image and its spec ran
-            something only the source provides (a legacy runtime version, a registered or built
-            Azure ML environment): exit 3, naming ``--image``.
-    """
-    block = job.backends.get(source, {})
-    if image is None:
-        runs = _runs_instead(job, source, entries) if source != target else None
-        if runs:
-            raise UnsupportedFeatureError(
-                "image", target, f"the {source} spec {runs}, and {target} runs a container image.",
-                "Pass --image (image= in Python) with a training container that holds the program.")
-        return job, entries, []
-    replaced = [e for e in entries if e.field in IMAGE_NOTES and e.field != "image"]
-    what = f", in place of {', '.join(e.field for e in replaced)}" if replaced else ""
-    added = [ReportEntry(fidelity="exact", field="image", message=f"{image} (from --image{what})")]
-    module = block.get("python_module")
-    if module and not job.command:
-        rest = {k: v for k, v in block.items() if k != "python_module"}
-        job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source: rest})
-        added.append(ReportEntry(fidelity="approximated", field=f"backends.{source}.python_module",
-                                 message=f"{module} became the command python -m {module}: the image must have the "
-                                         "package installed"))
-    kept = [e for e in entries if e.field not in IMAGE_NOTES]
-    return attrs.evolve(job, image=image), kept, added
-
-
-def give_command(job: DistributedJob, command: Optional[str]) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Set the command given with ``--command`` (one string, read like a shell reads it)."""
-    if command is None:
-        return job, []
-    argv, wrapped = commandline.shell_argv(command, "--command")
-    how = " (kept whole as bash -c: it needs a shell)" if wrapped else ""
-    entry = ReportEntry(fidelity="exact", field="command", message=f"{_short(shlex.join(argv))} (from --command{how})")
-    return attrs.evolve(job, command=argv), [entry]
-
-
 MEMORY_SLACK = 0.9
 """Across providers a CPU role asks for this share of its source machine's memory: clouds
 package memory differently (``n1-standard-4`` has 15 GB, ``Standard_D4s_v3`` 16 GB), and the
@@ -376,44 +314,14 @@ def compile_dropping(job: DistributedJob, target: str, profile: Optional[str] = 
                     job = smaller
                     break
             else:
-                raise _with_flag_hint(exc) from None
+                raise with_flag_hint(exc) from None
         except ValidationError as exc:
             fixed = _without_machine(job, target, exc)
             if fixed is None:
-                raise _cannot_express(exc, target) from None
+                raise cannot_express(exc, target) from None
             job, role, machine = fixed
             entries.append(ReportEntry(fidelity="approximated", field=f"backends.{target}.machine_types.{role}",
                                        message=f"{target} does not offer {machine}; it picks one for the same accelerator"))
-
-
-FLAG_HINTS: dict[str, str] = {
-    "command": "Pass --command '…' (command= in Python): the program to run, which the spec left to the image.",
-    "env": "Pass --command '…' (command= in Python) so that the variables can go in front of it.",
-    "framework": "Pass --framework (framework= in Python) to say what the training code is written with.",
-    "image": "Pass --image (image= in Python) with a training container that holds the program.",
-}
-"""The first part of a field the target asked for -> the ``migrate`` flag that gives it."""
-
-
-def _flag_hint(feature: str) -> str:
-    return FLAG_HINTS.get(re.split(r"[.\s]", feature.split(".")[-1])[0], "")
-
-
-def _with_flag_hint(exc: UnsupportedFeatureError) -> UnsupportedFeatureError:
-    """The target's refusal, pointing at the ``migrate`` flag that answers it (when one does)."""
-    hint = _flag_hint(exc.feature)
-    if not hint or hint in exc.hint:
-        return exc
-    return UnsupportedFeatureError(exc.feature, exc.backend, exc.message, hint)
-
-
-def _cannot_express(exc: ValidationError, target: str) -> OmnidistError:
-    """What the target's compiler rejects in a job imported from a valid spec is a gap between
-    the two clouds (exit 3), not invalid input; settings the caller gave stay invalid input."""
-    problem = exc.problems[0]
-    if problem.path.startswith(("backends.", "settings.")) or exc.source:
-        return exc
-    return UnsupportedFeatureError(problem.path or "the job", target, problem.message, _flag_hint(problem.path))
 
 
 # --- which machines the target chose ------------------------------------------------------------
@@ -513,10 +421,23 @@ def exact_entries(job: DistributedJob, entries: list[ReportEntry],
     found = [ReportEntry(fidelity="exact", field=r.name.value,
                          message=f"{r.replicas} replica(s), {_hardware(_as_imported(r, imported))}")
              for r in lowering.effective_roles(job) if r.name.value not in changed]
+    found += own_program_entries(job, spoken | changed)
     for name in JOB_FIELDS:
         value = getattr(job, name)
         if name not in spoken and value not in (None, (), {}, False, "auto", Interconnect.ANY):
             found.append(ReportEntry(fidelity="exact", field=name, message=_shown(value, name)))
+    return found
+
+
+def own_program_entries(job: DistributedJob, spoken: set[str]) -> list[ReportEntry]:
+    """Each role's own image, command and args (they differ from the job's), carried as written."""
+    found = []
+    for name in RoleName:
+        role = job.role(name)
+        for field in ("image", "command", "args"):
+            value = getattr(role, field, None) if role is not None else None
+            if value and name.value not in spoken:
+                found.append(ReportEntry(fidelity="exact", field=f"{name.value}.{field}", message=_shown(value, field)))
     return found
 
 

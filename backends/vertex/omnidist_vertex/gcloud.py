@@ -1,22 +1,131 @@
-"""``gcloud ai custom-jobs create …`` pasted into a file -> the CustomJob it creates. Pure.
+"""gcloud's forms of a Vertex job -> the CustomJob they create. Pure.
 
-The flags are read as gcloud reads them: ``--worker-pool-spec`` once per pool, ``--config`` a
-CustomJobSpec file that the flags override, ``--args``/``--command`` comma-separated lists given
-to every pool's container (the Reduction Server pool excepted).
+- ``--worker-pool-spec`` flag strings: ``{"worker_pool_specs": ["machine-type=…,…", …]}`` (or
+  just the list), optionally with ``display_name``, ``command``, ``args``, ``labels``,
+  ``region``, ``service_account``, ``network`` and ``enable_web_access``, the other flags;
+- ``gcloud ai custom-jobs create …`` pasted into a file, its flags read as gcloud reads them:
+  ``--worker-pool-spec`` once per pool, ``--config`` a CustomJobSpec file that the flags
+  override, ``--args``/``--command`` comma-separated lists given to every pool's container (the
+  Reduction Server pool excepted).
 """
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+import shlex
+from collections.abc import Mapping, Sequence
+from typing import Any, Optional
 
-from omnidist import importing
+from omnidist import importing, serde
 from omnidist.backend import Note, NoteKind
 from omnidist.commandline import CommandLine, Flags, key_values, merged, parse_flags
 from omnidist.errors import ValidationError
+from omnidist.importing import cannot_hold
 from omnidist.job import DistributedJob
 
 from omnidist_vertex.backend import REDUCTION_SERVER_IMAGE
-from omnidist_vertex.importer import flag_to_pool, spec_to_job
+from omnidist_vertex.importer import spec_to_job
+
+# --- --worker-pool-spec strings --------------------------------------------------------------------
+
+FLAG_KEYS: dict[str, Optional[str]] = {
+    "accelerator-count": "machineSpec.acceleratorCount",
+    "accelerator-type": "machineSpec.acceleratorType",
+    "container-image-uri": "containerSpec.imageUri",
+    "disk-size": "diskSpec.bootDiskSizeGb",
+    "disk-type": "diskSpec.bootDiskType",
+    "executor-image-uri": None,
+    "local-package-path": None,
+    "machine-type": "machineSpec.machineType",
+    "python-module": None,
+    "replica-count": "replicaCount",
+    "script": None,
+}
+"""``--worker-pool-spec`` key -> ``WorkerPoolSpec`` field (``None``: Python packages and
+autopackaging, which need a local build and have no portable form)."""
+
+_FLAG_OPTIONS = (
+    "args",
+    "command",
+    "display_name",
+    "enable_web_access",
+    "labels",
+    "network",
+    "region",
+    "service_account",
+    "worker_pool_specs",
+)
+
+
+def flag_to_pool(text: Any, path: str) -> dict[str, Any]:
+    """One ``--worker-pool-spec`` value -> a ``WorkerPoolSpec`` mapping (``{}`` when empty)."""
+    if not isinstance(text, str):
+        raise ValidationError(
+            f"expected a flag string such as 'machine-type=n1-standard-4,replica-count=1', got {text!r}",
+            path=path,
+        )
+    text = text.strip().removeprefix("--worker-pool-spec=").strip("'\"")
+    pool: dict[str, Any] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or key not in FLAG_KEYS:
+            close = difflib.get_close_matches(key, list(FLAG_KEYS), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise ValidationError(
+                f"unknown key {key!r}{hint} Keys: {', '.join(FLAG_KEYS)}", path=f"{path}.{key}"
+            )
+        target = FLAG_KEYS[key]
+        if target is None:
+            raise cannot_hold(
+                f"--worker-pool-spec {key}",
+                "Python packages and autopackaging need a local build.",
+                "Build the image and pass container-image-uri.",
+            )
+        outer, _, inner = target.rpartition(".")
+        (pool.setdefault(outer, {}) if outer else pool)[inner] = value.strip("'\"")
+    return pool
+
+
+def _argv(value: Any, path: str) -> tuple[str, ...]:
+    """``--command``/``--args``: a list, or one string split like a shell would."""
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    return tuple(serde.structure(value, Optional[tuple[str, ...]], path=path) or ())
+
+
+def flags_to_job(data: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
+    """``{"worker_pool_specs": [...], …}`` (the gcloud flags) -> portable job."""
+    unknown = [k for k in data if k not in _FLAG_OPTIONS]
+    if unknown:
+        raise ValidationError(f"unknown key; allowed: {', '.join(_FLAG_OPTIONS)}", path=unknown[0])
+    specs = data.get("worker_pool_specs")
+    if not isinstance(specs, Sequence) or isinstance(specs, str):
+        raise ValidationError("expected a list of --worker-pool-spec strings", path="worker_pool_specs")
+    pools = [flag_to_pool(s, f"worker_pool_specs[{i}]") for i, s in enumerate(specs)]
+    command, args = (_argv(data.get(key), key) for key in ("command", "args"))
+    for pool in pools:
+        container = pool.get("containerSpec")
+        if container and not REDUCTION_SERVER_IMAGE.search(container.get("imageUri", "")):
+            container.update({k: list(v) for k, v in (("command", command), ("args", args)) if v})
+    spec = {
+        "workerPoolSpecs": pools,
+        **{
+            camel: data[snake]
+            for camel, snake in (
+                ("network", "network"),
+                ("serviceAccount", "service_account"),
+                ("enableWebAccess", "enable_web_access"),
+            )
+            if data.get(snake)
+        },
+    }
+    outer = {"displayName": data.get("display_name"), "labels": data.get("labels")}
+    if data.get("region"):
+        outer["name"] = f"projects/-/locations/{data['region']}/customJobs/-"
+    return spec_to_job(spec, outer, notes)
+
+
+# --- a gcloud command line ------------------------------------------------------------------------
 
 COMMAND = ("ai", "custom-jobs", "create")
 """The gcloud command (after ``gcloud`` and an optional ``beta``/``alpha``)."""

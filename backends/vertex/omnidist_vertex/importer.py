@@ -9,10 +9,8 @@ These inputs are understood:
 - a ``HyperparameterTuningJob``: its ``trialJobSpec`` is the job (see :func:`tuning_notes`);
 - any of these with protobuf's field names (``worker_pool_specs``, ``machine_spec``…), which
   protobuf's JSON parsers take as well as the JSON names;
-- ``--worker-pool-spec`` flag strings: ``{"worker_pool_specs": ["machine-type=…,…", …]}`` (or
-  just the list), optionally with ``display_name``, ``command``, ``args``, ``labels``,
-  ``region``, ``service_account``, ``network`` and ``enable_web_access``, the other flags;
-- a ``gcloud ai custom-jobs create …`` command line (:mod:`.gcloud`).
+- ``--worker-pool-spec`` flag strings, and a ``gcloud ai custom-jobs create …`` command line
+  (:mod:`.gcloud`).
 
 The machine types go into ``backends.vertex.machine_types`` so a Vertex -> Vertex round trip
 is exact, and each role records the vCPUs and memory of its machine; the ``OMNIDIST_*`` runtime
@@ -25,7 +23,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -427,108 +424,19 @@ def tuning_notes(native: Mapping[str, Any]) -> list[Note]:
     The trial job runs as it is, with the arguments it has; the values each trial would have
     been given (``--NAME=VALUE``) are not passed.
     """
-    return [dropped(key, f"{importing.short(native[key])}: hyperparameter tuning is not imported; the job "
-                         "runs once, as one trial without the searched values")
+    return [dropped(key, f"{_searched(native[key]) if key == 'studySpec' else native[key]}: hyperparameter tuning "
+                         "is not imported; the job runs once, as one trial without the searched values")
             for key in TUNING_FIELDS if native.get(key) is not None]
 
 
-# --- gcloud --worker-pool-spec flags ------------------------------------------------------------
-
-FLAG_KEYS: dict[str, Optional[str]] = {
-    "accelerator-count": "machineSpec.acceleratorCount",
-    "accelerator-type": "machineSpec.acceleratorType",
-    "container-image-uri": "containerSpec.imageUri",
-    "disk-size": "diskSpec.bootDiskSizeGb",
-    "disk-type": "diskSpec.bootDiskType",
-    "executor-image-uri": None,
-    "local-package-path": None,
-    "machine-type": "machineSpec.machineType",
-    "python-module": None,
-    "replica-count": "replicaCount",
-    "script": None,
-}
-"""``--worker-pool-spec`` key -> ``WorkerPoolSpec`` field (``None``: Python packages and
-autopackaging, which need a local build and have no portable form)."""
-
-_FLAG_OPTIONS = (
-    "args",
-    "command",
-    "display_name",
-    "enable_web_access",
-    "labels",
-    "network",
-    "region",
-    "service_account",
-    "worker_pool_specs",
-)
-
-
-def flag_to_pool(text: Any, path: str) -> dict[str, Any]:
-    """One ``--worker-pool-spec`` value -> a ``WorkerPoolSpec`` mapping (``{}`` when empty)."""
-    if not isinstance(text, str):
-        raise ValidationError(
-            f"expected a flag string such as 'machine-type=n1-standard-4,replica-count=1', got {text!r}",
-            path=path,
-        )
-    text = text.strip().removeprefix("--worker-pool-spec=").strip("'\"")
-    pool: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or key not in FLAG_KEYS:
-            close = difflib.get_close_matches(key, list(FLAG_KEYS), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValidationError(
-                f"unknown key {key!r}{hint} Keys: {', '.join(FLAG_KEYS)}", path=f"{path}.{key}"
-            )
-        target = FLAG_KEYS[key]
-        if target is None:
-            raise cannot_hold(
-                f"--worker-pool-spec {key}",
-                "Python packages and autopackaging need a local build.",
-                "Build the image and pass container-image-uri.",
-            )
-        outer, _, inner = target.rpartition(".")
-        (pool.setdefault(outer, {}) if outer else pool)[inner] = value.strip("'\"")
-    return pool
-
-
-def _argv(value: Any, path: str) -> tuple[str, ...]:
-    """``--command``/``--args``: a list, or one string split like a shell would."""
-    if isinstance(value, str):
-        return tuple(shlex.split(value))
-    return tuple(serde.structure(value, Optional[tuple[str, ...]], path=path) or ())
-
-
-def flags_to_job(data: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
-    """``{"worker_pool_specs": [...], …}`` (the gcloud flags) -> portable job."""
-    unknown = [k for k in data if k not in _FLAG_OPTIONS]
-    if unknown:
-        raise ValidationError(f"unknown key; allowed: {', '.join(_FLAG_OPTIONS)}", path=unknown[0])
-    specs = data.get("worker_pool_specs")
-    if not isinstance(specs, Sequence) or isinstance(specs, str):
-        raise ValidationError("expected a list of --worker-pool-spec strings", path="worker_pool_specs")
-    pools = [flag_to_pool(s, f"worker_pool_specs[{i}]") for i, s in enumerate(specs)]
-    command, args = (_argv(data.get(key), key) for key in ("command", "args"))
-    for pool in pools:
-        container = pool.get("containerSpec")
-        if container and not REDUCTION_SERVER_IMAGE.search(container.get("imageUri", "")):
-            container.update({k: list(v) for k, v in (("command", command), ("args", args)) if v})
-    spec = {
-        "workerPoolSpecs": pools,
-        **{
-            camel: data[snake]
-            for camel, snake in (
-                ("network", "network"),
-                ("serviceAccount", "service_account"),
-                ("enableWebAccess", "enable_web_access"),
-            )
-            if data.get(snake)
-        },
-    }
-    outer = {"displayName": data.get("display_name"), "labels": data.get("labels")}
-    if data.get("region"):
-        outer["name"] = f"projects/-/locations/{data['region']}/customJobs/-"
-    return spec_to_job(spec, outer, notes)
+def _searched(study: Any) -> str:
+    """``3 parameter(s) (lr, layers, …), metric f1 MAXIMIZE``: what a ``studySpec`` searches."""
+    if not isinstance(study, Mapping):
+        return importing.short(study)
+    params = [p.get("parameterId") for p in study.get("parameters") or [] if isinstance(p, Mapping)]
+    metrics = [f"{m.get('metricId')} {m.get('goal', '')}".strip() for m in study.get("metrics") or []
+               if isinstance(m, Mapping)]
+    return f"{len(params)} parameter(s) ({importing.short(params, 48)}), metric {', '.join(metrics) or 'none'}"
 
 
 def _is_flags(native: Mapping[str, Any]) -> bool:
@@ -552,9 +460,13 @@ def import_native(native: Any) -> tuple[DistributedJob, list[Note]]:
 
         return gcloud.command_to_job(native, notes), notes
     if isinstance(native, Sequence) and not isinstance(native, (str, bytes)):
+        from omnidist_vertex.gcloud import flags_to_job
+
         return flags_to_job({"worker_pool_specs": list(native)}, notes), notes
     native = _mapping(native, "")
     if _is_flags(native):
+        from omnidist_vertex.gcloud import flags_to_job
+
         return flags_to_job(native, notes), notes
     native = importing.proto_json_keys(native)
     if "trialJobSpec" in native or "studySpec" in native:
