@@ -292,14 +292,15 @@ def native_to_environment(environment: Any, notes: list[Note]) -> tuple[Optional
     if build is not None:
         path = build.get("path") if isinstance(build, Mapping) else build
         notes.append(dropped("environment.build", f"Azure ML builds the image from {path}; other clouds run an image "
-                                                  "you build from it: pass --image (or set image:)"))
+                                                  "you build from it: set image: (migrate: --image)"))
     elif not isinstance(image, str) or not image:
         raise ValidationError("an inline environment needs an image (or a build context)", path="environment.image")
     if environment.get("conda_file") is not None:
         conda = environment["conda_file"]
         notes.append(dropped("environment.conda_file", f"{conda if isinstance(conda, str) else 'an inline conda file'}: "
                                                        f"Azure ML installs it on top of {image}; other clouds run the "
-                                                       "image as it is: pass --image with the packages installed"))
+                                                       "image as it is: set image: to one with the packages "
+                                                       "installed (migrate: --image)"))
     return (image if build is None else None), None
 
 

@@ -224,8 +224,8 @@ def native_to_pool(data: Any, index: int, path: str, notes: list[Note]) -> Optio
     if data.get("pythonPackageSpec"):
         raise cannot_hold(f"{path}.pythonPackageSpec", "the portable job runs container images, and this pool "
                           "installs a Python package into Google's prebuilt one.",
-                          "Build an image with the package installed and use containerSpec (or migrate --image "
-                          "IMAGE --command 'python -m MODULE').")
+                          "Build an image with the package installed and give it as containerSpec.imageUri, with "
+                          "command [python, -m, MODULE].")
     machine = _mapping(data.get("machineSpec"), f"{path}.machineSpec")
     container = _mapping(data.get("containerSpec"), f"{path}.containerSpec")
     disk = _mapping(data.get("diskSpec") or {}, f"{path}.diskSpec")
