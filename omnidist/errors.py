@@ -8,6 +8,7 @@ process exit code the CLI uses for it (SPEC §3)::
     ├── ConfigError                    exit 2  profiles / omnidist.toml problems
     ├── BackendNotFoundError           exit 2  unknown or uninstalled backend
     ├── UnsupportedFeatureError        exit 3  the target cannot express the job
+    │   └── NotPortableError                   a native spec holds what the portable job cannot
     ├── RuntimeEnvError (ValueError)   exit 2  a platform variable inside the container is malformed
     └── BackendError                   exit 1  a call to a cloud failed (translated at the client boundary)
         ├── TransientBackendError              429, 5xx, resets, timeouts: the only retried kind
@@ -101,13 +102,29 @@ class UnsupportedFeatureError(OmnidistError):
     """
 
     exit_code = 3
+    verb = "cannot express"
 
     def __init__(self, feature: str, backend: str, message: str, hint: str = ""):
         self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
-        text = f"{backend} cannot express {feature}: {message}"
+        text = f"{backend} {self.verb} {feature}: {message}"
         if hint:
             text += f" {hint}"
         super().__init__(text)
+
+
+class NotPortableError(UnsupportedFeatureError):
+    """An importer met something in a native spec that the portable job cannot hold (a TPU, a
+    Python package). ``str()`` reads ``the portable job cannot hold FEATURE: …``, naming the side
+    that lacks it; the exit code is 3, like any gap between two formats."""
+
+    verb = "cannot hold"
+    side = "the portable job"
+
+    def __init__(self, feature: str, message: str, hint: str = ""):
+        super().__init__(feature, self.side, message, hint)
+
+    def __reduce__(self):  # pickled with its own three arguments (pytest-xdist, multiprocessing)
+        return type(self), (self.feature, self.message, self.hint)
 
 
 class BackendError(OmnidistError):
