@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist import display, retry
 from omnidist.backend import JobState, JobStatus
-from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart
+from omnidist.clients import Client, Idempotency, Keyed, LogPage
 from omnidist.errors import (
     BackendError, ConfigError, ConflictError, NotFoundError, TransientBackendError, ValidationError,
     error_for_status,
@@ -248,8 +248,8 @@ class KubernetesClient(Client[dict]):
         namespace, kind, name = self._where(keyed.request)
         existing = self._objects.get_namespaced_custom_object(
             GROUP, kind.version, namespace, kind.plural, name, _request_timeout=self._timeout)
-        return [existing] if (existing.get("metadata", {}).get("labels") or {}).get(REQUEST_ID_LABEL) == keyed.key \
-            else []
+        labels = existing.get("metadata", {}).get("labels") or {}
+        return [existing] if labels.get(REQUEST_ID_LABEL) == keyed.key else []
 
     def conflict(self, keyed: Keyed, exc: ConflictError) -> BackendError:
         """The name belongs to a job this submit did not make."""

@@ -246,7 +246,8 @@ def _restart_policy(kind: Kind, settings: KubernetesSettings, replica_type: str)
 
 # --- the whole job -----------------------------------------------------------------------------------
 
-def _role_env(role: EffectiveRole, job: DistributedJob, values: data.Values, per_role: bool = True) -> dict[str, str]:
+def _role_env(role: EffectiveRole, job: DistributedJob, values: data.Values,
+              per_role: bool = True) -> dict[str, str]:
     """Runtime hints, then the data hints, then the role's variables (which win)."""
     return {**lowering.runtime_hints(job, role.name, per_role), **data.data_hints(values), **role.env}
 

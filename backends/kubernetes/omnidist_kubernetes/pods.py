@@ -234,7 +234,8 @@ def resources_to_portable(container: Mapping[str, Any], path: str, notes: list[N
 def gpu_model(selector: Mapping[str, str]) -> tuple[Optional[str], dict[str, str]]:
     """The portable GPU model the node labels name, and the labels that named it."""
     if selector.get(GKE_ACCELERATOR_LABEL) in GKE_PORTABLE:
-        return GKE_PORTABLE[selector[GKE_ACCELERATOR_LABEL]], {GKE_ACCELERATOR_LABEL: selector[GKE_ACCELERATOR_LABEL]}
+        value = selector[GKE_ACCELERATOR_LABEL]
+        return GKE_PORTABLE[value], {GKE_ACCELERATOR_LABEL: value}
     product = selector.get(GPU_PRODUCT_LABEL)
     if product:
         model = next((name for pattern, name in GPU_PRODUCTS if pattern.search(product)), None)

@@ -93,10 +93,12 @@ def toleration_problems(tolerations: Sequence[Mapping[str, Any]], path: str) -> 
         where = f"{path}[{i}]"
         unknown = sorted(set(item) - set(TOLERATION_KEYS))
         if unknown:
-            found.append(Problem(f"{where}.{unknown[0]}", f"unknown key; a toleration has {', '.join(TOLERATION_KEYS)}"))
+            found.append(Problem(f"{where}.{unknown[0]}",
+                                 f"unknown key; a toleration has {', '.join(TOLERATION_KEYS)}"))
         operator = item.get("operator", "Equal")
         if operator not in TOLERATION_OPERATORS:
-            found.append(Problem(f"{where}.operator", f"{operator!r} is not one of {', '.join(TOLERATION_OPERATORS)}"))
+            found.append(Problem(f"{where}.operator",
+                                 f"{operator!r} is not one of {', '.join(TOLERATION_OPERATORS)}"))
         if item.get("effect", "") not in TOLERATION_EFFECTS:
             found.append(Problem(f"{where}.effect", f"{item.get('effect')!r} is not one of "
                                                     f"{', '.join(e for e in TOLERATION_EFFECTS if e)}"))
@@ -107,7 +109,8 @@ def toleration_problems(tolerations: Sequence[Mapping[str, Any]], path: str) -> 
                 found.append(Problem(f"{where}.{key}", f"expected a string, got {item[key]!r}"))
         seconds = item.get("tolerationSeconds")
         if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, int)):
-            found.append(Problem(f"{where}.tolerationSeconds", f"expected a whole number of seconds, got {seconds!r}"))
+            found.append(Problem(f"{where}.tolerationSeconds",
+                                 f"expected a whole number of seconds, got {seconds!r}"))
     return found
 
 
@@ -116,7 +119,8 @@ def _tolerations(instance: Any, attribute: attrs.Attribute, value: Sequence[Mapp
 
 
 def _secrets(instance: Any, attribute: attrs.Attribute, value: Sequence[str]) -> None:
-    _fail([Problem(f"{attribute.name}[{i}]", p) for i, name in enumerate(value) if (p := names.dns_subdomain(name))])
+    _fail([Problem(f"{attribute.name}[{i}]", problem)
+           for i, name in enumerate(value) if (problem := names.dns_subdomain(name))])
 
 
 def _shm(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:

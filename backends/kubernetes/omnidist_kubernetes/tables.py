@@ -11,7 +11,6 @@ here so they are easy to correct.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 
 import attrs
 
@@ -60,7 +59,9 @@ MPI_JOB = Kind(kind="MPIJob", version="v2beta1", plural="mpijobs", replica_specs
 KINDS: dict[str, Kind] = {k.kind: k for k in (MPI_JOB, PYTORCH_JOB, TF_JOB)}
 """``kind`` -> the job kind."""
 
-FRAMEWORK_KINDS: dict[Framework, str] = {framework: platform.KINDS[framework.value] for framework in sorted(Framework)}
+FRAMEWORK_KINDS: dict[Framework, str] = {
+    framework: platform.KINDS[framework.value] for framework in sorted(Framework)
+}
 """Portable framework -> the kind it compiles to, from the platform's own table
 (:data:`omnidist.runtime.platforms.kubernetes.KINDS`), which the runtime reads too."""
 

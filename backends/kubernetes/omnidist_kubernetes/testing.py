@@ -336,7 +336,8 @@ class FakeKubernetes(FakeService):
                                                               f"({match['plural']}.{GROUP}/{match['version']})"))
         problems = schema_problems(body) + webhook_problems(body)
         if problems:
-            return Response(422, status_body(422, "Invalid", f"{kind.kind}.{GROUP} is invalid: " + "; ".join(problems)))
+            message = f"{kind.kind}.{GROUP} is invalid: " + "; ".join(problems)
+            return Response(422, status_body(422, "Invalid", message))
         name = body["metadata"]["name"]
         key = (match["ns"], match["plural"], name)
         with self.lock:

@@ -111,14 +111,14 @@ def _pytorch(env: Env) -> RuntimeContext:
     per_node = _processes(env)
     world = integer(env, "WORLD_SIZE", minimum=1)
     num_nodes = _nodes(env) or (max(world // per_node, 1) if world else 1)
-    node_rank = next((value for name in (NODE_RANK, "GROUP_RANK", "RANK") if (value := integer(env, name)) is not None),
-                     None)
+    ranks = (integer(env, name) for name in (NODE_RANK, "GROUP_RANK", "RANK"))
+    node_rank = next((rank for rank in ranks if rank is not None), None)
     addr = env.get("MASTER_ADDR") or env.get(PET_MASTER_ADDR) or None
     if node_rank is None or (addr is None and num_nodes > 1):
         missing = NODE_RANK if node_rank is None else "MASTER_ADDR"
-        raise RuntimeEnvError(missing, f"not set in a {num_nodes}-node PyTorchJob: the operator sets it only when the "
-                              "job has a Master; an elastic job (Workers only) leaves the ranks to torchrun's "
-                              "rendezvous (run torchrun with --rdzv-endpoint yourself)")
+        raise RuntimeEnvError(missing, f"not set in a {num_nodes}-node PyTorchJob: the operator sets it only "
+                              "when the job has a Master; an elastic job (Workers only) leaves the ranks to "
+                              "torchrun's rendezvous (run torchrun with --rdzv-endpoint yourself)")
     if node_rank >= num_nodes:
         raise RuntimeEnvError(NODE_RANK, f"{node_rank} is not below {NNODES}={num_nodes}")
     port = integer(env, "MASTER_PORT", minimum=1) or integer(env, PET_MASTER_PORT, minimum=1) or DEFAULT_PORT
@@ -148,7 +148,8 @@ def _listing(addr: str, port: int, num_nodes: int) -> dict[str, list[str]]:
 def follow(request: Mapping[str, Any], job: JobFacts) -> Decided:
     """The kind compile chose and its ``nprocPerNode``: the operator starts one process per pod."""
     spec = request.get("spec", {})
-    return Decided(details={"kind": request.get("kind") or KINDS[job.framework], "nproc": spec.get("nprocPerNode")})
+    kind = request.get("kind") or KINDS[job.framework]
+    return Decided(details={"kind": kind, "nproc": spec.get("nprocPerNode")})
 
 
 def assume(job: JobFacts) -> Decided:
