@@ -20,6 +20,7 @@ from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
 from omnidist.jobdata import JobInput, JobOutput
 from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
+from omnidist.runtime.launch import is_launch_command
 
 from omnidist_kubernetes import expansion, names, quantities
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
@@ -306,6 +307,22 @@ def _mpi_replicas(kind: Kind, roles: dict[RoleName, EffectiveRole], job: Distrib
     }
 
 
+TORCH_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+"""Programs (or ``python -m`` modules) that start a pod's processes from ``PET_NPROC_PER_NODE``."""
+
+
+def _launcher_hint(command: tuple[str, ...], processes: int, notes: list[Note]) -> None:
+    """``nprocPerNode`` counts processes the pod's command must start itself: say so when the
+    command is no launcher (the operator's ``WORLD_SIZE`` would wait for processes that never come)."""
+    launcher = is_launch_command(command) or any(
+        word.rsplit("/", 1)[-1] in TORCH_LAUNCHERS for word in command[:3])
+    if command and not launcher:
+        notes.append(Note(kind=NoteKind.HINT, field="processes_per_node",
+                          message=f"nprocPerNode {processes}: the operator starts the command once per pod and "
+                                  f"sets WORLD_SIZE to pods x {processes}; start it with torchrun or `omnidist "
+                                  "launch -- …`, which run that many processes"))
+
+
 def run_policy_to_native(kind: Kind, job: DistributedJob, settings: KubernetesSettings) -> dict[str, Any]:
     """``runPolicy``: what to clean, how often to retry, the deadline (``timeout``), the TTL."""
     policy: dict[str, Any] = {}
@@ -380,6 +397,7 @@ def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJo
     processes = lowering.processes_per_node(job)
     if kind.kind == "PyTorchJob" and processes > 1:
         spec["nprocPerNode"] = str(processes)
+        _launcher_hint(roles[RoleName.PRIMARY].command, processes, notes)
     if kind.kind == "MPIJob":
         spec["slotsPerWorker"] = processes
     if kind.kind == "TFJob" and job.processes_per_node != "auto" and processes > 1:

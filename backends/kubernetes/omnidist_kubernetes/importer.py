@@ -134,6 +134,9 @@ def read_replicas(kind: Kind, spec: Mapping[str, Any], path: str,
     if not specs:
         raise ValidationError("a job needs at least one replica type", path=where)
     known = {LAUNCHER, "Worker"} if kind.kind == "MPIJob" else {*REPLICA_ROLES[kind.kind], *CHIEF_ALIASES}
+    if kind.kind == "TFJob" and sum(t in specs for t in ("Chief", *CHIEF_ALIASES)) > 1:
+        raise ValidationError("a TFJob has one Chief or Master, not both (the operator's webhook refuses it)",
+                              path=where)
     found = {}
     for rtype, body in specs.items():
         at = f"{where}.{rtype}"

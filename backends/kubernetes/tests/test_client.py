@@ -263,3 +263,13 @@ def test_a_named_context_that_is_missing_is_a_config_error(backend, kube, tmp_pa
     path.write_text(KUBECONFIG.format(url=kube.url))
     with pytest.raises(ConfigError, match="context"):
         backend.status("bert", KubernetesSettings(kubeconfig=str(path), context="nope"))
+
+
+@pytest.mark.parametrize("fault", [Fault.close_after_create(), Fault.slow(3)])
+def test_a_create_that_got_no_answer_is_adopted(fault, backend, settings, kube):
+    import attrs
+
+    kube.fail("create", fault)
+    handle = submit(backend, attrs.evolve(settings, request_timeout_s=1))
+    assert len(kube.jobs) == 1 and handle.id == "default/pytorchjob/bert-abcde"
+    assert len(kube.calls("create")) == 2  # the repeat found the name taken by its own job

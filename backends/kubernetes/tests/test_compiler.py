@@ -129,8 +129,13 @@ def test_torch_frameworks_are_pytorchjobs(framework, compile_):
 
 def test_nproc_per_node_only_with_several_processes(compile_):
     assert "nprocPerNode" not in compile_(job(primary={"accelerator": "L4:1"})).request["spec"]
-    spec = compile_(job(processes_per_node=4)).request["spec"]
-    assert spec["nprocPerNode"] == "4"
+    plain = compile_(job(processes_per_node=4))
+    assert plain.request["spec"]["nprocPerNode"] == "4"
+    assert [n.kind for n in plain.diagnostics if n.field == "processes_per_node"] == [NoteKind.HINT]
+    for command in (["torchrun", "train.py"], ["python", "-m", "torch.distributed.run", "t.py"],
+                    ["omnidist", "launch", "--", "t.py"]):
+        launched = compile_(job(processes_per_node=4, command=command))
+        assert [n for n in launched.diagnostics if n.field == "processes_per_node"] == []
 
 
 def test_command_less_job_runs_the_image_entrypoint(compile_):
@@ -295,3 +300,17 @@ def test_bad_settings_are_exit_2_with_their_path(settings, path):
     with pytest.raises(ValidationError) as caught:
         compile_job(job(backends={"kubernetes": settings}))
     assert any(p.path == f"backends.kubernetes.{path}" for p in caught.value.problems), caught.value
+
+
+def test_compile_and_import_load_no_kubernetes_client(tmp_path):
+    import json
+    import subprocess
+    import sys
+
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(job(primary={"accelerator": "T4:1"}, workers={"replicas": 1})))
+    probe = ("import json, sys; import omnidist; "
+             f"request = omnidist.compile({str(path)!r}, backend='kubernetes').request; "
+             "omnidist.import_native(request, backend='kubernetes'); print(json.dumps(sorted(sys.modules)))")
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert [m for m in json.loads(out.stdout) if m.split(".")[0] in ("kubernetes", "urllib3")] == []

@@ -228,6 +228,16 @@ def test_what_the_platform_refuses_is_exit_2_with_its_path(change, path, message
     assert [p.path for p in caught.value.problems] == [path] and message in str(caught.value)
 
 
+def test_a_tfjob_with_a_chief_and_a_master_is_exit_2():
+    native = compile_job(ROUND_TRIPS["tensorflow"]).request
+    specs = native["spec"]["tfReplicaSpecs"]
+    specs["Master"] = copy.deepcopy(specs["Chief"])
+    with pytest.raises(ValidationError, match="one Chief or Master"):
+        backend().import_native(native)
+    del specs["Chief"]  # the deprecated spelling alone is the chief
+    assert backend().import_native(native) == backend().import_native(compile_job(ROUND_TRIPS["tensorflow"]).request)
+
+
 def test_not_a_training_job_is_exit_2():
     with pytest.raises(ValidationError, match="not a Kubeflow training job.*batch/v1 Job"):
         backend().import_native({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}})
