@@ -65,13 +65,14 @@ def _table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
 def validate(job_file: str, backend: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
 
-    Exits 2 when the file itself is invalid; with --backend, exits with that backend's
-    verdict (3 when it cannot express the job).
+    Exits 2 when the file itself is invalid or breaks a rule every backend shares; with
+    --backend, exits with that backend's verdict (3 when it cannot express the job).
     """
-    from omnidist import api, registry
+    from omnidist import api, lowering, registry
 
     job = api.load(job_file)
     api.check_backend_blocks(job)
+    lowering.check_portable_rules(job)  # a job no backend can run is invalid input, not a table row
     names = [backend] if backend else [n for n in registry.installed()]
     rows, worst = [], None
     for name in names:

@@ -9,6 +9,11 @@ the inheritance rules below hold identically on every cloud:
   to the primary's;
 - parameter servers and reduction servers inherit no hardware (they are CPU roles);
 - a role's ``env`` is merged over the job's (and, for workers/evaluators, the primary's).
+
+:func:`check_portable_rules` holds the rules that do not depend on the cloud. It runs once,
+before any backend compiles (:func:`omnidist.api.prepare`), so a job that no cloud could run
+gets one answer everywhere: exit 2 with the same message on every backend. Backends keep
+only what their own cloud cannot express (exit 3).
 """
 
 from __future__ import annotations
@@ -18,9 +23,12 @@ from typing import Optional
 
 import attrs
 
+from omnidist.errors import Problem, ValidationError
 from omnidist.job import AUTO, Accelerator, DistributedJob, Role, RoleName
 
 _INHERITS_FROM_PRIMARY = frozenset({RoleName.WORKERS, RoleName.EVALUATORS})
+TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
+"""The roles whose replicas train together (the nodes of the all-reduce)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -139,3 +147,56 @@ def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role
 def env_with_hints(role: EffectiveRole, job: DistributedJob, per_role: bool = True) -> dict[str, str]:
     """The role's environment with the runtime hints added underneath (user values win)."""
     return {**runtime_hints(job, role.name, per_role), **role.env}
+
+
+# --- portable rules ----------------------------------------------------------------------------
+
+
+def _reducers_run_without_accelerators(job: DistributedJob, roles: dict[RoleName, EffectiveRole]) -> Optional[Problem]:
+    reducers = roles.get(RoleName.REDUCTION_SERVERS)
+    if reducers is None or reducers.accelerator is None:
+        return None
+    return Problem("reduction_servers.accelerator",
+                   "reduction servers are CPU machines that sum gradients over the network; "
+                   "remove the accelerator")
+
+
+def _reducers_or_parameter_servers(job: DistributedJob, roles: dict[RoleName, EffectiveRole]) -> Optional[Problem]:
+    if RoleName.REDUCTION_SERVERS not in roles or RoleName.PARAMETER_SERVERS not in roles:
+        return None
+    return Problem("reduction_servers",
+                   "a job trains either with parameter servers or with all-reduce sped up by reduction "
+                   "servers, not both; drop parameter_servers (all-reduce) or reduction_servers "
+                   "(parameter-server training)")
+
+
+def _reducers_need_gpu_trainers(job: DistributedJob, roles: dict[RoleName, EffectiveRole]) -> Optional[Problem]:
+    if RoleName.REDUCTION_SERVERS not in roles:
+        return None
+    without = [name.value for name in TRAINING_ROLES if name in roles and not has_gpus(roles[name])]
+    if not without:
+        return None
+    return Problem("reduction_servers",
+                   "reduction servers speed up NCCL all-reduce between GPU nodes, and these training roles "
+                   f"have no accelerator: {', '.join(without)}; give them one or remove reduction_servers")
+
+
+PORTABLE_RULES = (
+    _reducers_run_without_accelerators,
+    _reducers_or_parameter_servers,
+    _reducers_need_gpu_trainers,
+)
+"""Rules a job breaks on every backend alike, each a function of the job and its effective
+roles returning the problem (or ``None``)."""
+
+
+def check_portable_rules(job: DistributedJob) -> None:
+    """Refuse what no backend could run, with one message and exit 2 wherever the job goes.
+
+    Raises:
+        ValidationError: every portable rule the job breaks, each with its field path.
+    """
+    roles = {role.name: role for role in effective_roles(job)}
+    problems = [p for rule in PORTABLE_RULES if (p := rule(job, roles)) is not None]
+    if problems:
+        raise ValidationError(problems, source=job.source)

@@ -14,7 +14,7 @@ import attrs
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, has_gpus
+from omnidist.lowering import EffectiveRole, effective_roles
 
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.backend import NAME, REDUCER_IMAGE, ROLE_PREFIXES, AIPlatformSettings
@@ -149,21 +149,11 @@ def pool_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
 
 def reducers_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
     """The Reduction Server: reducers in the parameter-server slot with the legacy image."""
-    if RoleName.PARAMETER_SERVERS in ctx.roles:
-        raise unsupported("reduction_servers", "reducers take the parameter-server slot, and the job also "
-                          "has parameter servers.", "Keep either parameter_servers or reduction_servers.")
     workers = ctx.roles.get(RoleName.WORKERS)
-    if not (has_gpus(ctx.roles[RoleName.PRIMARY]) and has_gpus(workers)):
-        raise unsupported("reduction_servers", "the Reduction Server speeds up all-reduce between GPU "
-                          "workers, and this job has no GPU workers.",
-                          "Add workers with accelerators, or drop reduction_servers.")
-    if role.accelerator:
-        raise ValidationError("reducers run on CPU machines; remove the accelerator",
-                              path="reduction_servers.accelerator")
     machine = machine_for(role, ctx, default=catalog.REDUCER_MACHINE)
     count = role.replicas
     if count == AUTO:
-        nodes = [ctx.roles[RoleName.PRIMARY]] + [workers] * workers.replicas
+        nodes = [ctx.roles[RoleName.PRIMARY]] + ([workers] * workers.replicas if workers else [])
         egress = [catalog.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator.type, n.gpus)
                   for n in nodes]
         count = catalog.reducers_needed(egress, machine.egress_gbps)
