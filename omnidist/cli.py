@@ -153,8 +153,9 @@ def _follow(handle: Any, poll: Optional[float]) -> None:
     """Show state changes (and logs) until the job ends; exit 1 unless it succeeded."""
     from omnidist.backend import JobState
 
-    final = handle.wait(poll_interval=poll, progress=sys.stderr.isatty(), stream_logs=True,
-                        on_change=lambda s: click.echo(f"state: {s.state.value}", err=True))
+    # stream_logs prints each state change once among the log lines (some backends' logs
+    # report state changes too; they are not repeated).
+    final = handle.wait(poll_interval=poll, progress=sys.stderr.isatty(), stream_logs=True)
     _print_status(final)
     if not final.state.terminal:  # Ctrl-C: wait() already said how to cancel
         sys.exit(130)
@@ -257,9 +258,9 @@ def launch(nproc_per_node: Optional[int], dry_run: bool, command: tuple[str, ...
         sys.exit(127)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 main.add_command(import_command)
 main.add_command(migrate_command)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m omnidist.cli`, tested in a subprocess
+    main()
