@@ -6,7 +6,9 @@ Faults are queued per route and consumed one per matching request::
     server.fail("POST", r"/customJobs", Fault.http(429, retry_after=0), Fault.drop_after_create())
 
 ``drop_after_create`` runs the real handler (so the job exists) and then resets the
-connection without answering: the "ambiguous create" every client must survive.
+connection without answering: the "ambiguous create" every client must survive. ``held``
+keeps a request until the test releases it, and ``hook`` runs a test's function first, so
+tests decide by events in order, not by the clock.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 from urllib.parse import parse_qs, urlsplit
@@ -54,6 +57,8 @@ class Fault:
     retry_after: Optional[float] = None
     message: str = ""
     delay: float = 0.0
+    release: Optional[threading.Event] = attrs.field(default=None, eq=False)
+    call: Optional[Callable[[], None]] = attrs.field(default=None, eq=False)
 
     @classmethod
     def http(cls, status: int, message: str = "", retry_after: Optional[float] = None) -> Fault:
@@ -75,6 +80,18 @@ class Fault:
         """Wait before answering normally (for client timeouts)."""
         return cls("slow", delay=seconds)
 
+    @classmethod
+    def held(cls, release: threading.Event, limit: float = 60.0) -> Fault:
+        """Keep the request until ``release`` is set (at most ``limit`` seconds), then handle it
+        normally: a client that gave up meanwhile sees a timeout, and the side effects happen
+        when the test says so."""
+        return cls("slow", delay=limit, release=release)
+
+    @classmethod
+    def hook(cls, call: Callable[[], None]) -> Fault:
+        """Run ``call()`` in the server thread, then handle the request normally."""
+        return cls("slow", call=call)
+
 
 Handler = Callable[[Recorded, "re.Match[str]"], Response]
 
@@ -95,6 +112,8 @@ class FakeServer:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self._faults: list[tuple[str, re.Pattern[str], list[Fault]]] = []
         self._lock = threading.Lock()
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         # A short poll interval keeps shutdown (and so each test's teardown) fast.
@@ -132,6 +151,23 @@ class FakeServer:
         rx = re.compile(pattern)
         return [r for r in self.requests if r.method == method.upper() and rx.search(r.path)]
 
+    def wait_idle(self, limit: float = 60.0) -> bool:
+        """Wait until no request is being handled (a held or slow one has finished), at most
+        ``limit`` seconds; whether the server is idle."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy == 0, timeout=limit)
+
+    @contextmanager
+    def _handling(self):
+        with self._lock:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
+
     def _next_fault(self, method: str, path: str) -> Optional[Fault]:
         with self._lock:
             for m, rx, queue in self._faults:
@@ -140,6 +176,10 @@ class FakeServer:
         return None
 
     def _handle(self, method: str, handler: BaseHTTPRequestHandler) -> None:
+        with self._handling():
+            self._answer(method, handler)
+
+    def _answer(self, method: str, handler: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(handler.path)
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
@@ -159,7 +199,12 @@ class FakeServer:
             _send(handler, Response(fault.status, error_body(fault.status, fault.message), headers))
             return
         if fault and fault.kind == "slow":
-            time.sleep(fault.delay)
+            if fault.call is not None:
+                fault.call()
+            if fault.release is not None:
+                fault.release.wait(fault.delay)
+            else:
+                time.sleep(fault.delay)
         response = self._dispatch(record)
         if fault and fault.kind == "drop":
             _reset(handler)
