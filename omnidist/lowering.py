@@ -27,8 +27,6 @@ from omnidist.errors import Problem, ValidationError
 from omnidist.job import AUTO, Accelerator, DistributedJob, Role, RoleName
 
 _INHERITS_FROM_PRIMARY = frozenset({RoleName.WORKERS, RoleName.EVALUATORS})
-TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
-"""The roles whose replicas train together (the nodes of the all-reduce)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -64,13 +62,18 @@ def _pick(*values):
     return next((v for v in values if v is not None), None)
 
 
+_NO_ROLE = Role()
+"""What a role that inherits nothing from the primary falls back to (only the job's fields)."""
+
+
 def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[EffectiveRole]:
     """The role with inheritance applied, or ``None`` when the job does not have it."""
-    name = RoleName(name)
-    role: Optional[Role] = job.role(name)
+    if not isinstance(name, RoleName):
+        name = RoleName(name)
+    role: Optional[Role] = getattr(job, name.value)
     if role is None:
         return None
-    base = job.primary if name in _INHERITS_FROM_PRIMARY else Role()
+    base = job.primary if name in _INHERITS_FROM_PRIMARY else _NO_ROLE
     return EffectiveRole(
         name=name,
         replicas=role.replicas,
@@ -152,8 +155,16 @@ def env_with_hints(role: EffectiveRole, job: DistributedJob, per_role: bool = Tr
 # --- portable rules ----------------------------------------------------------------------------
 
 
-def _reducers_run_without_accelerators(job: DistributedJob, roles: dict[RoleName, EffectiveRole]) -> Optional[Problem]:
-    reducers = roles.get(RoleName.REDUCTION_SERVERS)
+def _reducers(job: DistributedJob) -> Optional[EffectiveRole]:
+    """The reduction servers when the job has any (``replicas`` > 0 or ``auto``)."""
+    reducers = job.reduction_servers
+    if reducers is None or reducers.replicas == 0:
+        return None
+    return effective_role(job, RoleName.REDUCTION_SERVERS)
+
+
+def _reducers_run_without_accelerators(job: DistributedJob) -> Optional[Problem]:
+    reducers = _reducers(job)
     if reducers is None or reducers.accelerator is None:
         return None
     return Problem("reduction_servers.accelerator",
@@ -161,8 +172,8 @@ def _reducers_run_without_accelerators(job: DistributedJob, roles: dict[RoleName
                    "remove the accelerator")
 
 
-def _reducers_or_parameter_servers(job: DistributedJob, roles: dict[RoleName, EffectiveRole]) -> Optional[Problem]:
-    if RoleName.REDUCTION_SERVERS not in roles or RoleName.PARAMETER_SERVERS not in roles:
+def _reducers_or_parameter_servers(job: DistributedJob) -> Optional[Problem]:
+    if _reducers(job) is None or not replicas(job, RoleName.PARAMETER_SERVERS):
         return None
     return Problem("reduction_servers",
                    "a job trains either with parameter servers or with all-reduce sped up by reduction "
@@ -170,10 +181,13 @@ def _reducers_or_parameter_servers(job: DistributedJob, roles: dict[RoleName, Ef
                    "(parameter-server training)")
 
 
-def _reducers_need_gpu_trainers(job: DistributedJob, roles: dict[RoleName, EffectiveRole]) -> Optional[Problem]:
-    if RoleName.REDUCTION_SERVERS not in roles:
+def _reducers_need_gpu_trainers(job: DistributedJob) -> Optional[Problem]:
+    if _reducers(job) is None:
         return None
-    without = [name.value for name in TRAINING_ROLES if name in roles and not has_gpus(roles[name])]
+    trainers = [effective_role(job, RoleName.PRIMARY)]
+    if replicas(job, RoleName.WORKERS):
+        trainers.append(effective_role(job, RoleName.WORKERS))
+    without = [role.name.value for role in trainers if not has_gpus(role)]
     if not without:
         return None
     return Problem("reduction_servers",
@@ -186,8 +200,9 @@ PORTABLE_RULES = (
     _reducers_or_parameter_servers,
     _reducers_need_gpu_trainers,
 )
-"""Rules a job breaks on every backend alike, each a function of the job and its effective
-roles returning the problem (or ``None``)."""
+"""Rules a job breaks on every backend alike, each a function of the job returning the
+problem (or ``None``); each looks only at the roles it is about, so a job without them costs
+nothing."""
 
 
 def check_portable_rules(job: DistributedJob) -> None:
@@ -196,7 +211,6 @@ def check_portable_rules(job: DistributedJob) -> None:
     Raises:
         ValidationError: every portable rule the job breaks, each with its field path.
     """
-    roles = {role.name: role for role in effective_roles(job)}
-    problems = [p for rule in PORTABLE_RULES if (p := rule(job, roles)) is not None]
+    problems = [p for rule in PORTABLE_RULES if (p := rule(job)) is not None]
     if problems:
         raise ValidationError(problems, source=job.source)

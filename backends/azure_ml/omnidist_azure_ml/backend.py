@@ -7,7 +7,6 @@ Azure lives in :mod:`.client` (``azure-ai-ml``, imported lazily).
 from __future__ import annotations
 
 import re
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional
 
@@ -134,6 +133,8 @@ class AzureMLSettings(ClientSettings):
 
 
 def _random_suffix() -> str:
+    import uuid  # only when submitting: it costs a compile-only process milliseconds
+
     return uuid.uuid4().hex[:8]
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import difflib
 import re
-import uuid
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Optional
 
@@ -207,6 +206,8 @@ class VertexSettings(ClientSettings):
 
 
 def _new_request_id() -> str:
+    import uuid  # only when submitting: it costs a compile-only process milliseconds
+
     return uuid.uuid4().hex
 
 

@@ -71,7 +71,7 @@ def _credentials(mode: str) -> Any:
 @functools.lru_cache(maxsize=16)
 def _client(endpoint: str, credentials: str) -> Any:
     from google.api_core.client_options import ClientOptions
-    from google.cloud import aiplatform_v1
+    from omnidist_vertex.sdk import aiplatform_v1
 
     return aiplatform_v1.JobServiceClient(
         credentials=_credentials(credentials),
@@ -213,7 +213,7 @@ def submit(
     cancelled; after a create that followed any unanswered one, the label is listed once more for
     the same check. ``wait``/``clock`` pace the settling (real time; injectable for tests).
     """
-    from google.cloud import aiplatform_v1
+    from omnidist_vertex.sdk import aiplatform_v1
 
     if not settings.project:
         raise ConfigError(
