@@ -58,12 +58,17 @@ class EffectiveRole:
         return (self.accelerator, self.cpus, self.memory_gb, self.disk_gb)
 
 
-def _pick(*values):
-    return next((v for v in values if v is not None), None)
+def _pick(value, fallback, last=None):
+    """The first of the values that is set (written out: this runs for every field of every role)."""
+    return value if value is not None else fallback if fallback is not None else last
 
 
 _NO_ROLE = Role()
 """What a role that inherits nothing from the primary falls back to (only the job's fields)."""
+
+
+_ROLE_FIELDS = tuple((name, name.value) for name in RoleName)
+"""Each role with the job field that holds it, in pool order."""
 
 
 def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[EffectiveRole]:
@@ -71,8 +76,10 @@ def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[Effect
     if not isinstance(name, RoleName):
         name = RoleName(name)
     role: Optional[Role] = getattr(job, name.value)
-    if role is None:
-        return None
+    return None if role is None else _effective(job, name, role)
+
+
+def _effective(job: DistributedJob, name: RoleName, role: Role) -> EffectiveRole:
     base = job.primary if name in _INHERITS_FROM_PRIMARY else _NO_ROLE
     return EffectiveRole(
         name=name,
@@ -90,10 +97,10 @@ def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[Effect
 
 def effective_roles(job: DistributedJob) -> Iterator[EffectiveRole]:
     """Every role the job has with at least one replica (or ``auto``), in pool order."""
-    for name in RoleName:
-        role = effective_role(job, name)
+    for name, field in _ROLE_FIELDS:
+        role = getattr(job, field)
         if role is not None and (role.replicas == AUTO or role.replicas > 0):
-            yield role
+            yield _effective(job, name, role)
 
 
 def replicas(job: DistributedJob, name: RoleName | str) -> int:

@@ -7,6 +7,7 @@ values marked *unconfirmed* are best knowledge, kept in one place so they are ea
 from __future__ import annotations
 
 import difflib
+import functools
 import math
 from typing import Optional
 
@@ -183,6 +184,7 @@ def egress_gbps(m: Machine, accelerator: Optional[str], count: int) -> int:
     return m.egress_gbps
 
 
+@functools.lru_cache(maxsize=256)  # the catalog is constant: a sweep asks the same few questions
 def smallest_fit(accelerator: Optional[str], count: int, cpus: Optional[float],
                  memory_gb: Optional[float]) -> Optional[Machine]:
     """The machine with the fewest vCPUs (then least memory) that fits, or ``None``."""
