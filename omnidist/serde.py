@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import json
 import os
 import re
@@ -124,7 +125,7 @@ def _structure_accelerator(value: Any, _: type) -> Accelerator:
     if isinstance(value, str):
         return Accelerator.parse(value)
     if isinstance(value, Mapping):
-        return _structure_accelerator_mapping(value, Accelerator)
+        return _accelerator_fields()(value, Accelerator)
     raise ValueError(f"expected 'TYPE:COUNT' (e.g. V100:8) or {{type: V100, count: 8}}, got {_kind(value)}")
 
 
@@ -197,37 +198,41 @@ def _attrs_structure_factory(cls: type) -> Any:
 
 
 _converter.register_structure_hook_factory(attrs.has, _attrs_structure_factory)
-_structure_accelerator_mapping = make_dict_structure_fn(Accelerator, _converter, _cattrs_forbid_extra_keys=True)
+
+
+# The job's own hooks are generated on first use, not at import: generating one evaluates the
+# classes' annotations, milliseconds that a command which never reads a job should not pay.
+
+@functools.cache
+def _accelerator_fields() -> Any:
+    return make_dict_structure_fn(Accelerator, _converter, _cattrs_forbid_extra_keys=True)
+
+
+def _exactly(cls: type) -> Any:
+    return lambda t: t is cls
+
+
 _converter.register_structure_hook(Accelerator, _structure_accelerator)
-_converter.register_structure_hook(
-    DistributedJob,
-    make_dict_structure_fn(
-        DistributedJob, _converter, _cattrs_forbid_extra_keys=True,
-        source=override(omit=True),
-        timeout=override(struct_hook=lambda v, _: None if v is None else parse_duration(v)),
-    ),
-)
+_converter.register_structure_hook_factory(_exactly(DistributedJob), lambda _: make_dict_structure_fn(
+    DistributedJob, _converter, _cattrs_forbid_extra_keys=True,
+    source=override(omit=True),
+    timeout=override(struct_hook=lambda v, _: None if v is None else parse_duration(v)),
+))
 
 _converter.register_unstructure_hook(Accelerator, lambda a: f"{a.type}:{a.count}")
 _converter.register_unstructure_hook(tuple, list)
 for _enum in (Framework, Interconnect):
     _converter.register_unstructure_hook(_enum, lambda e: e.value)
-_converter.register_unstructure_hook(
-    Role, make_dict_unstructure_fn(
-        Role, _converter, _cattrs_omit_if_default=True, replicas=override(omit_if_default=False)
-    )
-)
-_converter.register_unstructure_hook(
-    DistributedJob,
-    make_dict_unstructure_fn(
-        DistributedJob, _converter, _cattrs_omit_if_default=True,
-        name=override(omit_if_default=False),
-        framework=override(omit_if_default=False),
-        primary=override(omit_if_default=False),
-        source=override(omit=True),
-        timeout=override(unstruct_hook=lambda v: None if v is None else format_duration(v)),
-    ),
-)
+_converter.register_unstructure_hook_factory(_exactly(Role), lambda _: make_dict_unstructure_fn(
+    Role, _converter, _cattrs_omit_if_default=True, replicas=override(omit_if_default=False)))
+_converter.register_unstructure_hook_factory(_exactly(DistributedJob), lambda _: make_dict_unstructure_fn(
+    DistributedJob, _converter, _cattrs_omit_if_default=True,
+    name=override(omit_if_default=False),
+    framework=override(omit_if_default=False),
+    primary=override(omit_if_default=False),
+    source=override(omit=True),
+    timeout=override(unstruct_hook=lambda v: None if v is None else format_duration(v)),
+))
 
 
 # --- errors: cattrs exception groups -> field paths ---------------------------------------------
