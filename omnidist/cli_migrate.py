@@ -51,7 +51,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
                                              image=image, profile=profile)
     except OmnidistError as exc:
-        report = getattr(exc, "report", None)  # --strict: the report says what broke it
+        report = exc.report if isinstance(exc, migration.StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
             if report is not None:
                 click.echo(str(report), err=True)
