@@ -1,8 +1,9 @@
 """The official ``google.cloud.aiplatform_v1`` package, loaded with only what the client uses.
 
 ``google/cloud/aiplatform_v1/__init__.py`` imports every service and message type of Vertex AI
-(459 of its own modules, 1,060 in all) before any of them can be used, and its ``types`` subpackage does the
-same for messages: a second or more before ``omnidist status`` could ask for one job. The
+(459 of its own modules, 1,060 in all) before any of them can be used, and its ``types``
+subpackage does the same for messages: a second before ``omnidist status`` could ask for one
+job. The
 client needs ``JobServiceClient`` and ``CustomJob``. :data:`aiplatform_v1` is the real package
 module with those two loaded from their own modules (and what they import), while the two
 ``__init__`` files wait: the first time anything else in the package is asked for by name,
