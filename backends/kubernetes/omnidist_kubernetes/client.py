@@ -276,8 +276,9 @@ class KubernetesClient(Client[dict]):
 
     def cancel_job(self, job_id: str) -> None:
         """Delete the job, its pods first (``propagationPolicy: Foreground``)."""
-        job = self.get_job(job_id)
-        namespace, kind, name = self._where(job)
+        namespace, kind, name = parse_job_id(job_id, self.settings)
+        if kind is None:  # a bare name: which kind it is
+            namespace, kind, name = self._where(self.get_job(job_id))
         self._objects.delete_namespaced_custom_object(
             GROUP, kind.version, namespace, kind.plural, name, propagation_policy="Foreground",
             _request_timeout=self._timeout)

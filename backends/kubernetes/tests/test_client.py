@@ -195,6 +195,8 @@ def test_a_bare_name_is_found_in_any_kind(backend, settings, kube):
     assert gets[-1].endswith("/tfjobs/bert-abcde") and any("/mpijobs/" in g for g in gets)
     with pytest.raises(NotFoundError, match="no PyTorchJob, TFJob or MPIJob named 'nothing'"):
         backend.status("nothing", settings)
+    backend.cancel("bert-abcde", settings)
+    assert [c.path for c in kube.calls("cancel")] == ["/apis/kubeflow.org/v1/namespaces/default/tfjobs/bert-abcde"]
 
 
 @pytest.mark.parametrize(("text", "expected"), [
