@@ -27,7 +27,7 @@ from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
 
 from omnidist_kubernetes import pods
-from omnidist_kubernetes.pods import NativePod, dropped, items, mapping, string_map, text
+from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text
 from omnidist_kubernetes.tables import (
     CLEAN_POD_POLICIES, DEFAULT_CLEAN_POD_POLICIES, DEFAULT_NODE_SELECTORS, DEFAULT_RESTART_POLICIES,
     DESCRIPTION_ANNOTATION, GROUP, KIND_FRAMEWORKS, KINDS, LAUNCHER, MPI_RESTART_POLICIES, MPI_SLOTS_DEFAULT,
@@ -519,5 +519,3 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     except ValidationError as exc:  # pragma: no cover - the importer writes what the job format takes
         raise exc.prefixed("(imported)") from None
 
-
-__all__ = ["documents", "import_job", "items", "parse_mpirun", "recognizes"]
