@@ -43,7 +43,12 @@ class WaitProgress:
     def update(self, status: Any) -> None:
         """Show the latest status."""
         if self._bar is not None:
-            self._bar.set_postfix_str(status.state.value + (f" ({status.message})" if status.message else ""))
+            text = status.state.value + (f" ({status.message})" if status.message else "")
+            if status.trials:  # a tuning job: how far the search is, and the best so far
+                best = status.best
+                text += f", {len(status.trials)} trials" + (
+                    f", best {status.metric}={best.value:.6g} (trial {best.id})" if best is not None else "")
+            self._bar.set_postfix_str(text)
             self._bar.update(1)
 
     def _pump_logs(self) -> None:
