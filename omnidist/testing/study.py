@@ -19,8 +19,9 @@ import attrs
 DEFAULT_VALUES: tuple[Optional[float], ...] = (0.61, 0.84, 0.72, 0.55, 0.78)
 """The final metric values trials report, in trial order (cycled); ``None`` fails a trial."""
 
-RUNNING, SUCCEEDED, FAILED, STOPPED = "running", "succeeded", "failed", "stopped"
-"""A fake trial's states (each fake maps them onto its cloud's)."""
+QUEUED, RUNNING, SUCCEEDED, FAILED, STOPPED = "queued", "running", "succeeded", "failed", "stopped"
+"""A fake trial's states (each fake maps them onto its cloud's); the study itself starts trials
+running, a test may hold one back as queued."""
 
 
 @attrs.define

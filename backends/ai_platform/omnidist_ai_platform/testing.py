@@ -24,7 +24,7 @@ from typing import Any, Optional
 
 from omnidist.testing import FakeService
 from omnidist.testing.fakeserver import Recorded, Response, error_body
-from omnidist.testing.study import FAILED, RUNNING, STOPPED, SUCCEEDED
+from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 JOB_SCHEMA = "GoogleCloudMlV1__Job"
 
@@ -99,7 +99,7 @@ _LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
 FAILURE = "The replica master 0 exited with a non-zero status of 1."
 """The ``errorMessage`` of a job the fake fails (``fail_jobs(message)`` replaces it)."""
 
-TRIAL_STATES = {RUNNING: "RUNNING", SUCCEEDED: "SUCCEEDED", FAILED: "FAILED", STOPPED: "CANCELLED"}
+TRIAL_STATES = {QUEUED: "QUEUED", RUNNING: "RUNNING", SUCCEEDED: "SUCCEEDED", FAILED: "FAILED", STOPPED: "CANCELLED"}
 """A fake trial's state -> ``HyperparameterOutput.state``."""
 
 

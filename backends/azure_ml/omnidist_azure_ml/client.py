@@ -33,6 +33,7 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
@@ -376,16 +377,18 @@ def _sweep_children(client: AzureMLClient, sweep: str, metric: str, limit: Optio
     https = _https_option(api)
     # The call ``jobs.list(parent_job_name=…)`` makes; the SDK reads one page of it, and so does this.
     runs = client.call(lambda: list(history.runs.get_child(*scope, sweep, top=limit, **https)))
-    children = []
-    for run in runs:
+
+    def child(run: Any) -> Any:
         status = str(run.status or "Unknown")
         # A trial that has not started has logged nothing: one request fewer per waiting trial.
         started = native_state(status) not in (JobState.QUEUED, JobState.PENDING)
         value, step = (client.call(lambda: _last_value(history, scope, https, run.run_id, metric))
                        if metric and started else (None, None))
-        children.append(tuning.ChildRun(run_id=run.run_id, status=status, message=_error_of(run), value=value,
-                                        step=step))
-    return children
+        return tuning.ChildRun(run_id=run.run_id, status=status, message=_error_of(run), value=value, step=step)
+
+    # One metrics request per trial: a few at a time, so a status of a wide sweep stays quick.
+    with ThreadPoolExecutor(max_workers=METRIC_READERS) as pool:
+        return list(pool.map(child, runs))
 
 
 def _last_value(history: Any, scope: tuple[str, str, str], https: Mapping[str, bool], run_id: str,
@@ -415,6 +418,9 @@ def _last_value(history: Any, scope: tuple[str, str, str], https: Mapping[str, b
 
 _METRIC_PAGES = 100
 """At most this many pages of one metric's values are read (the last value is on the last page)."""
+
+METRIC_READERS = 8
+"""How many trials' metrics a sweep's status reads at a time."""
 
 
 def _streamed_files(log_files: Mapping[str, str], job_type: str) -> dict[str, str]:

@@ -32,7 +32,7 @@ from typing import Any
 
 from omnidist.testing import FakeServer, FakeService
 from omnidist.testing.fakeserver import Recorded, Response
-from omnidist.testing.study import FAILED, RUNNING, STOPPED, SUCCEEDED
+from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 WORKSPACE = (r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
              r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)")
@@ -52,7 +52,7 @@ DEFAULT_OUTPUT: dict[str, dict[str, str]] = {
 the step's index on the timeline); only ``user_logs/std_log.txt`` is a file Azure streams."""
 
 
-TRIAL_STATUSES = {RUNNING: "Running", SUCCEEDED: "Completed", FAILED: "Failed", STOPPED: "Canceled"}
+TRIAL_STATUSES = {QUEUED: "NotStarted", RUNNING: "Running", SUCCEEDED: "Completed", FAILED: "Failed", STOPPED: "Canceled"}
 """A fake trial's state -> its child run's status."""
 
 

@@ -311,6 +311,21 @@ def test_a_sweep_is_put_by_name_and_followed_through_its_child_runs(azure, setti
     assert all(c.headers["Authorization"].startswith("Bearer ") for c in azure.calls("children"))
 
 
+def test_a_trial_that_has_not_started_costs_no_metrics_request(azure, settings):
+    from omnidist.testing.study import QUEUED
+
+    driver = AzureMLBackend(suffix=lambda: "s1", sleep=lambda s: None)
+    settings = attrs.evolve(settings, **rich().backends["azure_ml"])
+    handle = driver.submit(driver.compile(rich(max_trials=4, parallel_trials=2), settings), settings)
+    assert any(handle.status().trials for _ in range(10))
+    azure.studies["cassava-sweep-s1"].trials[1].state = QUEUED
+    azure.server.requests.clear()
+    status = handle.status()
+    assert status.trials[1].state.value == "queued"
+    asked = {c.path.rsplit("/", 2)[-2] for c in azure.calls("metric")}
+    assert "cassava-sweep-s1_0" in asked and "cassava-sweep-s1_1" not in asked
+
+
 def test_an_unreadable_run_history_leaves_the_sweeps_own_state(azure, settings, caplog):
     driver = AzureMLBackend(suffix=lambda: "s1", sleep=lambda s: None)
     settings = attrs.evolve(settings, **rich().backends["azure_ml"])  # what the job's block sets

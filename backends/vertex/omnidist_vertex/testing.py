@@ -21,14 +21,14 @@ from typing import Any
 
 from omnidist.testing import FakeServer, FakeService
 from omnidist.testing.fakeserver import Recorded, Response, error_body
-from omnidist.testing.study import FAILED, RUNNING, STOPPED, SUCCEEDED
+from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 PARENT = r"(?P<parent>projects/[^/]+/locations/[^/]+)"
 NAME = PARENT + r"/customJobs/(?P<id>[^/:]+)"
 TUNING_NAME = PARENT + r"/hyperparameterTuningJobs/(?P<id>[^/:]+)"
 _LABEL_FILTER = re.compile(r'^labels\.(?P<key>[\w-]+)="(?P<value>[^"]*)"$')
 
-TRIAL_STATES = {RUNNING: "ACTIVE", SUCCEEDED: "SUCCEEDED", FAILED: "INFEASIBLE", STOPPED: "SUCCEEDED"}
+TRIAL_STATES = {QUEUED: "REQUESTED", RUNNING: "ACTIVE", SUCCEEDED: "SUCCEEDED", FAILED: "INFEASIBLE", STOPPED: "SUCCEEDED"}
 """A fake trial's state -> ``Trial.State`` (a stopped trial ends SUCCEEDED, as Vertex's do)."""
 
 COLLECTIONS = {"customJobs": "CustomJob", "hyperparameterTuningJobs": "HyperparameterTuningJob"}
