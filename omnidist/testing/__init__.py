@@ -4,6 +4,7 @@ to end (backends' tests, the benchmarks, and plugin authors' own tests)."""
 
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded, Response
 from omnidist.testing.fakeservice import FakeService
+from omnidist.testing.study import FakeStudy, FakeTrial
 
 
 class SleepRecorder(list):
@@ -14,4 +15,4 @@ class SleepRecorder(list):
         self.append(seconds)
 
 
-__all__ = ["FakeServer", "FakeService", "Fault", "Recorded", "Response", "SleepRecorder"]
+__all__ = ["FakeServer", "FakeService", "FakeStudy", "FakeTrial", "Fault", "Recorded", "Response", "SleepRecorder"]

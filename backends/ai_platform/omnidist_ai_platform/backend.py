@@ -15,7 +15,7 @@ import attrs
 
 from omnidist import data
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, RoleName
 from omnidist.retry import ClientSettings
 from omnidist.runtime.platforms import ai_platform as platform
@@ -202,13 +202,3 @@ class AIPlatformBackend(Backend):
         """The Compute Engine machine a deprecated legacy name (``large_model``) stands for."""
         return catalog.compute_engine_name(name)
 
-
-def refuse_tuning_submit(compiled: CompiledJob) -> None:
-    """Tuning jobs compile and run locally; creating them on AI Platform is not wired up yet."""
-    if "hyperparameters" in compiled.request.get("trainingInput", {}):
-        raise UnsupportedFeatureError(
-            "tuning", NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to "
-            "trainingInput.hyperparameters (omnidist compile) and runs its trials locally (omnidist run), but "
-            "omnidist does not create it on AI Platform.",
-            "Run the trials locally with omnidist run, or create the compiled job yourself "
-            "(omnidist compile JOB --backend ai_platform > job.json).")

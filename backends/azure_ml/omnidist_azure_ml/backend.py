@@ -15,7 +15,7 @@ import attrs
 
 from omnidist import data
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.retry import ClientSettings
 from omnidist.runtime.platforms import azure_ml as platform
@@ -186,17 +186,6 @@ class AzureMLBackend(Backend):
             return ""
         return (f"https://ml.azure.com/runs/{job_id}?wsid=/subscriptions/{settings.subscription_id}"
                 f"/resourcegroups/{settings.resource_group}/workspaces/{settings.workspace}")
-
-
-def refuse_tuning_submit(compiled: CompiledJob) -> None:
-    """Tuning jobs compile and run locally; creating sweeps on Azure ML is not wired up yet."""
-    if compiled.request.get("type") == "sweep":
-        raise UnsupportedFeatureError(
-            "tuning", NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to a "
-            "sweep job (omnidist compile) and runs its trials locally (omnidist run), but omnidist does not "
-            "create it on Azure ML.",
-            "Run the trials locally with omnidist run, or create the compiled sweep yourself "
-            "(omnidist compile JOB --backend azure_ml > sweep.yml; az ml job create --file sweep.yml).")
 
 
 def native_state(state: str) -> JobState:

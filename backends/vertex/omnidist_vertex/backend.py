@@ -16,7 +16,7 @@ import attrs
 
 from omnidist import data
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobState, LazyClient, Note
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import ValidationError
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the importer reads it here
 from omnidist.retry import ClientSettings
@@ -282,23 +282,13 @@ class VertexBackend(Backend):
         return CONSOLE_URL.format(region=region, job=number, project=project)
 
 
-def refuse_tuning_submit(compiled: CompiledJob) -> None:
-    """Tuning jobs compile and run locally; creating them on Vertex is not wired up yet."""
-    if "studySpec" in compiled.request:
-        raise UnsupportedFeatureError(
-            "tuning", "vertex", "submitting tuning jobs is not supported yet: a job with a tuning block compiles "
-            "to a HyperparameterTuningJob (omnidist compile) and runs its trials locally (omnidist run), but omnidist "
-            "does not create it on Vertex.",
-            "Run the trials locally with omnidist run, or create the compiled HyperparameterTuningJob yourself "
-            "(omnidist compile JOB --backend vertex > tuning.json).")
-
-
-_RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs/(?P<id>[^/]+)$")
+_RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/"
+                       r"(?:customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$")
 
 
 def resource_name(job_id: str, settings: VertexSettings) -> Optional[tuple[str, str, str]]:
-    """``(project, region, number)`` of a job given as its full name, or as a bare number
-    completed from the settings (``None`` when there is no project to complete it with)."""
+    """``(project, region, number)`` of a job (a CustomJob or a HyperparameterTuningJob) given as
+    its full name, or as a bare number completed from the settings (``None`` when there is no project to complete it with)."""
     match = _RESOURCE.match(job_id)
     if match:
         return match["project"], match["region"], match["id"]
