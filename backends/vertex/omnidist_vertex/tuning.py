@@ -12,7 +12,7 @@ values (:func:`trials_of`).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 
