@@ -14,6 +14,7 @@ accelerator type and count is not a change in meaning; another GPU model or coun
 from __future__ import annotations
 
 import enum
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -276,7 +277,7 @@ def carry_code(job: DistributedJob, source: str, target: str) -> tuple[Distribut
 
     if data.local_path(job, job.code).is_dir():
         return job, []
-    where = f"beside {job.source}" if job.source else "here"
+    where = f"beside {os.path.basename(job.source)}" if job.source else "here"
     return attrs.evolve(job, code=None), [ReportEntry(
         fidelity="dropped", field="code",
         message=f"{job.code}: no such folder {where}, so the code is not shipped: run migrate where the folder "
@@ -438,7 +439,7 @@ def region_entries(final: DistributedJob, source: str, target: str, profile: Opt
 
 
 JOB_FIELDS = ("name", "framework", "image", "command", "args", "env", "processes_per_node", "interconnect", "spot", "timeout", "labels",
-              "tuning")
+              "tuning", "description", "code", "module", "framework_version", "inputs", "outputs")
 """Job-wide fields listed as exact when set and no other entry speaks of them."""
 
 
@@ -487,6 +488,8 @@ def _shown(value: Any, name: str) -> str:
         return str(value.value)
     if isinstance(value, tuple):
         return _short(shlex.join(value))
+    if name in ("inputs", "outputs"):
+        return _short(", ".join(f"{k}={v.to_data()}" for k, v in value.items()))
     if isinstance(value, Mapping):
         from omnidist.display import mask_env
 
