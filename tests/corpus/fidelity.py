@@ -157,6 +157,12 @@ def _scale(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...
     return "log" in scales if "LOG" in str(value) else str(value) in ("UNIT_LINEAR_SCALE", "NONE")
 
 
+def _count(glob: str, default: int) -> Check:
+    """A trial count: the value at ``glob``, or the portable default the job file leaves out."""
+    path = tuple(glob.split("."))
+    return lambda flat, v, p: at(glob)(flat, v, p) or (path not in flat and int(v) == default)
+
+
 def _stops_early(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
     return flat.get(("tuning", "early_stopping")) is True
 
@@ -196,7 +202,7 @@ VERTEX_TUNING = [
         "ALGORITHM_UNSPECIFIED": "bayesian", "GRID_SEARCH": "grid", "RANDOM_SEARCH": "random"})),
     ("studySpec.*StoppingSpec.**", _stops_early),
     ("maxTrialCount", at("tuning.max_trials")),
-    ("parallelTrialCount", at("tuning.parallel_trials")),
+    ("parallelTrialCount", _count("tuning.parallel_trials", 1)),
     ("maxFailedTrialCount", at("tuning.max_failed_trials")),
 ]
 """Where a ``HyperparameterTuningJob``'s search lives in the portable job."""
@@ -205,7 +211,7 @@ LEGACY_TUNING = [
     ("trainingInput.hyperparameters.goal", _lowered("tuning.metric.goal")),
     ("trainingInput.hyperparameters.hyperparameterMetricTag", at("tuning.metric.name")),
     ("trainingInput.hyperparameters.maxTrials", at("tuning.max_trials")),
-    ("trainingInput.hyperparameters.maxParallelTrials", at("tuning.parallel_trials")),
+    ("trainingInput.hyperparameters.maxParallelTrials", _count("tuning.parallel_trials", 1)),
     ("trainingInput.hyperparameters.maxFailedTrials", at("tuning.max_failed_trials")),
     ("trainingInput.hyperparameters.enableTrialEarlyStopping", _stops_early),
     ("trainingInput.hyperparameters.algorithm", _lowered("tuning.algorithm", names={
@@ -231,7 +237,7 @@ AZURE_TUNING = [
     ("objective.goal", _lowered("tuning.metric.goal")),
     ("objective.primary_metric", at("tuning.metric.name")),
     ("limits.max_total_trials", at("tuning.max_trials")),
-    ("limits.max_concurrent_trials", at("tuning.parallel_trials")),
+    ("limits.max_concurrent_trials", _count("tuning.parallel_trials", 1)),
     ("early_termination.**", _stops_early),
     ("trial.command", _sweep_command),
 ]
