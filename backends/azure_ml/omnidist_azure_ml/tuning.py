@@ -334,8 +334,8 @@ def _limits(raw: Any, notes: list[Note]) -> tuple[int, int, Optional[Any]]:
         notes.append(Note(kind=NoteKind.DEFAULTED, field="tuning.parallel_trials",
                           message="the sweep sets no max_concurrent_trials; 1 at a time"))
     if limits.get("timeout") is not None:
-        notes.append(Note(kind=NoteKind.DROPPED, field="tuning", message=(
-            f"limits.timeout ({limits['timeout']}) for the whole sweep has no portable form (the job's timeout "
+        notes.append(Note(kind=NoteKind.DROPPED, field="limits.timeout", message=(
+            f"{limits['timeout']} for the whole sweep has no portable form (the job's timeout "
             "holds for each trial)")))
     return total, parallel, limits.get("trial_timeout")
 
