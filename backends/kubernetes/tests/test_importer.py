@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from omnidist import serde
 from omnidist.backend import NoteKind
-from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
+from omnidist.errors import OmnidistError, ValidationError
 from omnidist.job import Framework
 from omnidist.testing import strategies
 
