@@ -25,6 +25,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from omnidist.features import Feature
+
 # The base class and the runtime's error are defined in a standard-library-only module so
 # that ``omnidist.runtime`` (which runs inside training containers) can raise them without
 # importing attrs; they are re-exported here, as part of the one tree above.
@@ -94,20 +96,37 @@ class BackendNotFoundError(OmnidistError):
 class UnsupportedFeatureError(OmnidistError):
     """The target backend cannot express a feature of the job.
 
+    ``str()`` reads ``BACKEND cannot express SUBJECT: MESSAGE HINT``.
+
     Attributes:
-        feature: the job feature (``evaluators``, ``reduction_servers``, ``env``, ``accelerator H100``…).
+        feature: the :class:`~omnidist.features.Feature` refused.
+        subject: how the message names it (``evaluators``, ``parameter_servers.cpus``,
+            ``accelerator H100``…): the feature's own name unless said otherwise.
         backend: the backend's name.
+        message: why it cannot.
         hint: what to do instead.
     """
 
     exit_code = 3
 
-    def __init__(self, feature: str, backend: str, message: str, hint: str = ""):
+    def __init__(self, feature: Feature | str, backend: str, message: str, hint: str = "", *,
+                 subject: str | None = None):
+        if not isinstance(feature, Feature):  # named in words: a feature by its name, else a native setting
+            subject = subject or feature
+            feature = Feature(feature) if feature in Feature._value2member_map_ else Feature.NATIVE
         self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
-        text = f"{backend} cannot express {feature}: {message}"
+        self.subject = subject or feature.value
+        text = f"{backend} cannot express {self.subject}: {message}"
         if hint:
             text += f" {hint}"
         super().__init__(text)
+
+    def __reduce__(self):  # pickled with its keyword argument (pytest-xdist, multiprocessing)
+        return _unsupported, (self.feature, self.backend, self.message, self.hint, self.subject)
+
+
+def _unsupported(feature: Feature, backend: str, message: str, hint: str, subject: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(feature, backend, message, hint, subject=subject)
 
 
 class BackendError(OmnidistError):

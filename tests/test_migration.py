@@ -180,7 +180,7 @@ def test_what_no_migration_can_give_up_still_stops_it():
                           "type": "command", "command": "python t.py", "environment": {"image": "i:1"},
                           "resources": {"instance_count": 1, "instance_type": "Standard_NC40ads_H100_v5"}},
                          target="ai_platform")
-    assert err.value.feature == "accelerator H100" and err.value.backend == "ai_platform"
+    assert err.value.subject == "accelerator H100" and err.value.backend == "ai_platform"
 
 
 # --- the command line ---------------------------------------------------------------------------

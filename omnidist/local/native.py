@@ -27,6 +27,7 @@ import attrs
 from omnidist import config, lowering, registry
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import ROLE_FEATURES
 from omnidist.job import DistributedJob, RoleName
 from omnidist.jobdata import REFERENCE
 from omnidist.runtime import platforms
@@ -119,9 +120,9 @@ def _check_places(job: DistributedJob, emulate: str, module: Any, decided: platf
     for role in lowering.effective_roles(job):
         if role.name.singular not in placed:
             others = ", ".join(n for n in platforms.emulations() if n != emulate)
-            raise UnsupportedFeatureError(role.name.value, emulate, f"the {emulate} environment has no place for "
-                                          f"{role.name.value}.", f"Run it under another --emulate ({others}), or "
-                                          "drop the role.")
+            raise UnsupportedFeatureError(ROLE_FEATURES[role.name.value], emulate, f"the {emulate} environment has "
+                                          f"no place for {role.name.value}.", f"Run it under another --emulate "
+                                          f"({others}), or drop the role.")
 
 
 def native(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, Any]] = None) -> Native:
@@ -162,7 +163,7 @@ def assumed(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, 
     facts = job_facts(job, emulate, overrides)
     decided = module.assume(facts)
     _check_places(job, emulate, module, decided)
-    install = registry.KNOWN_DISTRIBUTIONS.get(emulate, f"the {emulate} backend's distribution")
+    install = registry.distribution(emulate)
     note = Note(kind=NoteKind.HINT, field="emulate",
                 message=f"the {emulate} backend is not installed (pip install {install}), so the emulation uses "
                         f"omnidist's core rules: it does not check the job the way compile for {emulate} would")

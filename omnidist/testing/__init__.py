@@ -1,9 +1,11 @@
 """Test helpers that ship with omnidist: a local fake cloud HTTP server with fault
-injection and the base class of every fake cloud service, for driving the real cloud SDKs end
-to end (backends' tests, the benchmarks, and plugin authors' own tests)."""
+injection, the base class of every fake cloud service, and the :class:`Harness` a backend
+declares so the shared suites and benchmarks drive it, for driving the real cloud SDKs end to
+end (backends' tests, the benchmarks, and plugin authors' own tests)."""
 
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded, Response
 from omnidist.testing.fakeservice import FakeService
+from omnidist.testing.harness import Harness
 
 
 class SleepRecorder(list):
@@ -14,4 +16,4 @@ class SleepRecorder(list):
         self.append(seconds)
 
 
-__all__ = ["FakeServer", "FakeService", "Fault", "Recorded", "Response", "SleepRecorder"]
+__all__ = ["FakeServer", "FakeService", "Fault", "Harness", "Recorded", "Response", "SleepRecorder"]

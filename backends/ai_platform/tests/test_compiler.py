@@ -109,7 +109,7 @@ def test_named_machine_that_cannot_take_the_accelerator_is_rejected(machine, acc
 def test_accelerators_legacy_never_had_exit_3_and_suggest_vertex(accelerator):
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked(base(primary={"accelerator": f"{accelerator}:1"}))
-    assert err.value.exit_code == 3 and accelerator in err.value.feature and "--backend vertex" in str(err.value)
+    assert err.value.exit_code == 3 and accelerator in err.value.subject and "--backend vertex" in str(err.value)
 
 
 @pytest.mark.parametrize("labels, key, words", [
@@ -139,7 +139,7 @@ def test_env_is_wrapped_into_the_command_and_noted():
 def test_env_without_a_command_is_refused():
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked({"name": "a", "framework": "custom", "image": "i", "env": {"A": "1"}, "primary": {}})
-    assert err.value.feature == "env" and "command" in str(err.value)
+    assert err.value.subject == "env" and "command" in str(err.value)
 
 
 def test_reduction_server_in_the_parameter_server_slot_with_auto_sizing():
@@ -172,7 +172,7 @@ def test_reduction_server_sizing_reads_compute_engine_bandwidth():
 def test_reduction_server_refusals(job, fragment):
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked(job)
-    assert err.value.feature == "reduction_servers" and fragment in str(err.value)
+    assert err.value.subject == "reduction_servers" and fragment in str(err.value)
 
 
 @pytest.mark.parametrize(("extra", "feature"), [({"spot": True}, "spot"),
@@ -180,7 +180,7 @@ def test_reduction_server_refusals(job, fragment):
 def test_unexpressible_job_features(extra, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked(base(**extra))
-    assert err.value.feature == feature
+    assert err.value.subject == feature
 
 
 def test_python_package_job_uses_runtime_fields_and_trainingInput_args():

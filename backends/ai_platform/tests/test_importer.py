@@ -159,7 +159,7 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
 def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         BACKEND.import_native(native)
-    assert err.value.feature == feature and err.value.exit_code == 3
+    assert err.value.subject == feature and err.value.exit_code == 3
 
 
 @pytest.mark.parametrize(("native", "path"), [

@@ -234,7 +234,7 @@ def test_refusals_name_the_feature_and_what_to_do(fields, feature, words, compil
     with pytest.raises(UnsupportedFeatureError) as info:
         compile_(data)
     error = info.value
-    assert error.feature == feature and error.backend == "azure_ml" and error.exit_code == 3
+    assert error.subject == feature and error.backend == "azure_ml" and error.exit_code == 3
     assert words in str(error) and error.hint
     assert str(error).startswith(f"azure_ml cannot express {feature}:")
 
@@ -322,7 +322,7 @@ def test_missing_image_is_a_validation_error(compile_):
 def test_a_job_without_a_command_cannot_run_the_images_entrypoint(fields, compile_):
     with pytest.raises(UnsupportedFeatureError) as info:
         compile_(job(**fields))
-    assert info.value.feature == "command" and info.value.exit_code == 3
+    assert info.value.subject == "command" and info.value.exit_code == 3
 
 
 @pytest.mark.parametrize("key, value", [("shm_size", "lots"), ("job_tier", "gold"), ("priority", "urgent"),

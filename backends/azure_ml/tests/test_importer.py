@@ -152,7 +152,7 @@ def test_shell_commands_are_kept_whole():
 def test_unsupported_native_features(text, feature):
     with pytest.raises(UnsupportedFeatureError) as info:
         load(text)
-    assert info.value.feature == feature and info.value.hint
+    assert info.value.subject == feature and info.value.hint
 
 
 @pytest.mark.parametrize("text, path", [

@@ -31,7 +31,9 @@ from omnidist.errors import (
     error_for_status,
 )
 from omnidist.labels import REQUEST_ID_LABEL
-from omnidist_vertex.backend import JOB_STATES, VertexSettings, refuse_tuning_submit, resource_name
+from omnidist_vertex.settings import VertexSettings
+from omnidist_vertex.tables import JOB_STATES, resource_name
+from omnidist_vertex.tuning import refuse_tuning_submit
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -214,7 +216,7 @@ class VertexClient(Client[Any]):
             name=name, retry=None, timeout=self.settings.request_timeout_s)
 
     def status_of(self, job: Any) -> JobStatus:
-        """The state through :data:`~omnidist_vertex.backend.JOB_STATES`, with its error message."""
+        """The state through :data:`~omnidist_vertex.tables.JOB_STATES`, with its error message."""
         native = getattr(job.state, "name", str(job.state))
         message = job.error.message if job.error and job.error.message else ""
         return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,

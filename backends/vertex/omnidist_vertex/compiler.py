@@ -15,14 +15,16 @@ import attrs
 from omnidist import catalog, labels
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, has_gpus, size_reducers
 from omnidist.runtime import hints
 from omnidist_vertex import code_data
-from omnidist_vertex.backend import ACCELERATOR_TYPES, POOL_INDEX, VertexSettings, reduction_server_image
+from omnidist_vertex.settings import VertexSettings
+from omnidist_vertex.tables import ACCELERATOR_TYPES, NAME, POOL_INDEX, REFUSALS, reduction_server_image
 
-BACKEND = "vertex"
+BACKEND = NAME
 TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
 MAX_ENV = 100
 
@@ -46,7 +48,7 @@ class Placement:
 
 
 def _machine_path(role: RoleName) -> str:
-    return f"backends.vertex.machine_types.{role.value}"
+    return f"backends.{BACKEND}.machine_types.{role.value}"
 
 
 # --- machines -----------------------------------------------------------------------------------
@@ -57,13 +59,7 @@ def _demands_rdma(job: DistributedJob, role: EffectiveRole) -> bool:
 
 
 def _refuse_infiniband(role: EffectiveRole, why: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(
-        "interconnect: infiniband",
-        BACKEND,
-        f"Google Cloud has no InfiniBand; the closest is GPUDirect RDMA, which only a3-ultragpu-8g (8×H200) "
-        f"and a4-highgpu-8g (8×B200) have, and {role.name.value} {why}.",
-        "Use accelerator H200:8 or B200:8 for RDMA, or set interconnect: any.",
-    )
+    return REFUSALS[Feature.INFINIBAND].error(Feature.INFINIBAND, BACKEND, role=role.name.value, why=why)
 
 
 def _check_named(name: str, role: EffectiveRole, job: DistributedJob) -> catalog.Machine | None:
@@ -129,6 +125,8 @@ def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, no
                 kind=NoteKind.DEFAULTED,
                 field=_machine_path(role.name),
                 message=f"picked {machine.name} ({_describe(machine, role)}); name a machine here to choose",
+                code=NoteCode.MACHINE_CHOSEN,
+                data={"role": role.name.value, "machine": machine.name},
             )
         )
     if machine is None:
@@ -158,7 +156,7 @@ def check_reducers(job: DistributedJob, roles: dict[RoleName, EffectiveRole], no
         return
     if RoleName.PARAMETER_SERVERS in roles:
         raise UnsupportedFeatureError(
-            "reduction_servers",
+            Feature.REDUCTION_SERVERS,
             BACKEND,
             "parameter servers and the Reduction Server both live in "
             "worker pool 2, so a job has one or the other.",

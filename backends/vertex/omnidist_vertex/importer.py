@@ -31,7 +31,7 @@ from omnidist.importing import parse_proto_duration
 from omnidist.job import Accelerator, DistributedJob, RoleName
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
-from omnidist_vertex.backend import (
+from omnidist_vertex.tables import (
     ACCELERATOR_BY_NUMBER,
     DEFAULT_REGION,
     PORTABLE_ACCELERATORS,

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 from omnidist import data, packaging
 from omnidist.backend import CompiledJob
 from omnidist.errors import BackendError, error_for_status
-from omnidist_vertex.backend import VertexSettings
+from omnidist_vertex.settings import VertexSettings
 
 if TYPE_CHECKING:
     from omnidist_vertex.client import VertexClient

@@ -16,6 +16,7 @@ import attrs
 
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
 BACKEND = "vertex"
@@ -96,15 +97,16 @@ def check(tuning: Tuning) -> None:
     for name, parameter in tuning.parameters.items():
         if tuning.algorithm is Algorithm.GRID and parameter.type not in GRID_TYPES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", BACKEND,
+                Feature.TUNING, BACKEND,
                 f"grid search takes only integer, discrete and categorical parameters, and {name} is a "
                 f"{parameter.type.value} range.",
-                "Use algorithm: random or bayesian, or list the values to try with type: discrete.")
+                "Use algorithm: random or bayesian, or list the values to try with type: discrete.",
+                subject=f"tuning.parameters.{name}")
         if parameter.values is not None and len(parameter.values) > MAX_DISCRETE_VALUES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", BACKEND,
+                Feature.TUNING, BACKEND,
                 f"a parameter lists at most {MAX_DISCRETE_VALUES} values, and {name} has {len(parameter.values)}.",
-                "Use a range (type: double or integer) instead.")
+                "Use a range (type: double or integer) instead.", subject=f"tuning.parameters.{name}")
 
 
 def parameter_to_native(name: str, parameter: Parameter) -> dict[str, Any]:
@@ -162,6 +164,17 @@ def recognizes(native: Any) -> bool:
     return isinstance(native, Mapping) and any(key in native for key in _TUNING_KEYS)
 
 
+def refuse_tuning_submit(compiled: CompiledJob) -> None:
+    """Tuning jobs compile and run locally; creating them on Vertex is not wired up yet."""
+    if "studySpec" in compiled.request:
+        raise UnsupportedFeatureError(
+            Feature.TUNING, BACKEND, "submitting tuning jobs is not supported yet: a job with a tuning block compiles "
+            "to a HyperparameterTuningJob (omnidist compile) and runs its trials locally (omnidist run), but omnidist "
+            "does not create it on Vertex.",
+            "Run the trials locally with omnidist run, or create the compiled HyperparameterTuningJob yourself "
+            "(omnidist compile JOB --backend vertex > tuning.json).")
+
+
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
     if not isinstance(value, Mapping):
         raise ValidationError(f"expected a mapping, got {value!r}", path=path)
@@ -204,9 +217,9 @@ def native_to_parameter(spec: Any, path: str, notes: list[Note]) -> tuple[str, P
         raise ValidationError("required: every parameter has a parameterId", path=f"{path}.parameterId")
     field = f"tuning.parameters.{name}"
     if spec.get("conditionalParameterSpecs"):
-        raise UnsupportedFeatureError(f"{path}.conditionalParameterSpecs", PORTABLE,
-                                      "conditional parameters have no portable form.",
-                                      "Tune the child parameters unconditionally, or in a study of their own.")
+        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, "conditional parameters have no portable form.",
+                                      "Tune the child parameters unconditionally, or in a study of their own.",
+                                      subject=f"{path}.conditionalParameterSpecs")
     found = [key for key in TYPES_BY_SPEC if key in spec]
     if len(found) != 1:
         raise ValidationError(f"give exactly one of {', '.join(TYPES_BY_SPEC)}", path=path)
@@ -244,9 +257,9 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
     if not isinstance(metrics, list) or not metrics:
         raise ValidationError("required: the metric the trials report", path="studySpec.metrics")
     if len(metrics) > 1:
-        raise UnsupportedFeatureError("studySpec.metrics", PORTABLE,
+        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE,
                                       f"the study optimizes {len(metrics)} metrics; portable tuning has one.",
-                                      "Keep the metric that matters most.")
+                                      "Keep the metric that matters most.", subject="studySpec.metrics")
     metric = _mapping(metrics[0], "studySpec.metrics[0]")
     goal = _enum(metric.get("goal"), GOAL_NAMES, GOAL_NUMBERS, "studySpec.metrics[0].goal")
     if goal not in GOAL_NAMES:

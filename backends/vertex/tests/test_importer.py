@@ -379,7 +379,7 @@ def test_malformed_input_names_the_field(native, error, where):
 def test_what_the_portable_job_cannot_hold(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         backend.import_native(native)
-    assert err.value.feature == feature
+    assert err.value.subject == feature
 
 
 JSONISH = st.recursive(

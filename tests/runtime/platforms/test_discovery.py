@@ -105,7 +105,7 @@ def test_a_dropped_in_platform_is_detected_in_its_order_and_emulated(drop_in):
     with pytest.raises(UnsupportedFeatureError) as info:  # roles(decided) has no place for evaluators
         omnidist.compile(DistributedJob(name="demo", framework="pytorch", command="python t.py",
                                         evaluators=Role(replicas=1)), backend="local", settings={"emulate": "kube"})
-    assert (info.value.feature, info.value.backend, info.value.exit_code) == ("evaluators", "kube", 3)
+    assert (info.value.subject, info.value.backend, info.value.exit_code) == ("evaluators", "kube", 3)
 
 
 def test_a_module_without_the_contract_is_named(drop_in):
