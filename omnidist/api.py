@@ -125,21 +125,23 @@ def attach(
 
 
 def import_native(
-    native: Union[Mapping[str, Any], str, "os.PathLike[str]"],
+    native: Union[Mapping[str, Any], str, "os.PathLike[str]", Any],
     backend: Optional[str] = None,
     *,
     framework: Optional[str] = None,
 ) -> DistributedJob:
-    """Turn a backend's native request (a mapping, or a YAML/JSON file) into a portable job.
+    """Turn a backend's native request into a portable job.
 
     Args:
-        native: the native spec, or the path of a file holding it.
+        native: the native spec: a mapping, the path of a YAML/JSON file (or of a file holding
+            the ``gcloud`` command line that submitted the job), or an SDK job object such as
+            ``azure.ai.ml.command(...)``, read through the SDK's own serialization.
         backend: the spec's backend; detected from the content when omitted.
         framework: set the framework instead of inferring it (a native spec rarely says).
 
     Raises:
-        ValidationError: the native spec is malformed (naming the field path).
-        UnsupportedFeatureError: it uses something the portable format cannot hold.
+        ValidationError: the native spec is not valid for its own cloud (naming the field path).
+        NotPortableError: it uses something the portable job cannot hold (exit 3).
     """
     from omnidist import migration
 

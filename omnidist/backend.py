@@ -312,6 +312,12 @@ class Backend(ABC):
         injected = Injected(**{key: value for key, value in given.items() if value is not None})
         return self.client(settings, backend=self, injected=injected)
 
+    def machine_alias(self, name: str) -> Optional[str]:
+        """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google
+        backends) has for a machine only this backend calls ``name`` (a deprecated alias);
+        ``None`` when ``name`` is that vocabulary's own. ``migrate`` carries machines with it."""
+        return None
+
 
 @attrs.frozen(kw_only=True)
 class JobHandle:

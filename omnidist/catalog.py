@@ -389,3 +389,31 @@ N1_MACHINES: tuple[Machine, ...] = tuple(
 COMPUTE_ENGINE = Catalog(machines=(*COMPUTE_ENGINE_GPU_MACHINES, *N1_MACHINES), attach_family="n1",
                          attachments=N1_GPUS)
 """Every Compute Engine machine omnidist knows, with the GPUs N1 takes."""
+
+GB_PER_VCPU_BY_NAME: dict[str, dict[str, float]] = {
+    "c2": {"standard": 4},
+    "c2d": {"highcpu": 2, "highmem": 8, "standard": 4},
+    "c3": {"highcpu": 2, "highmem": 8, "standard": 4},
+    "e2": {"highcpu": 1, "highmem": 8, "standard": 4},
+    "n2": {"highcpu": 1, "highmem": 8, "standard": 4},
+    "n2d": {"highcpu": 1, "highmem": 8, "standard": 4},
+    "n4": {"highcpu": 2, "highmem": 8, "standard": 4},
+}
+"""Compute Engine families outside the catalog -> kind -> GB of memory per vCPU, so an importer
+can read the size a job ran on from ``FAMILY-KIND-VCPUS`` (``n2-standard-4``: 4 vCPUs, 16 GB).
+From Compute Engine's general-purpose and compute-optimized machine pages; the C2D, C3 and N4
+``highcpu`` ratios are *unconfirmed*."""
+
+
+def compute_engine_shape(name: str) -> Optional[tuple[int, float]]:
+    """``(vCPUs, GB)`` of a Compute Engine machine type, from the catalog or, for the families in
+    :data:`GB_PER_VCPU_BY_NAME`, from its name; ``None`` when neither says."""
+    machine = COMPUTE_ENGINE.get(name)
+    if machine is not None:
+        return machine.vcpus, machine.memory_gb
+    family, _, rest = name.partition("-")
+    kind, _, vcpus = rest.rpartition("-")
+    ratio = GB_PER_VCPU_BY_NAME.get(family, {}).get(kind)
+    if ratio is None or not vcpus.isdigit():
+        return None
+    return int(vcpus), int(vcpus) * ratio

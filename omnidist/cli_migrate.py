@@ -61,10 +61,12 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Format of the fidelity report on stderr.")
 @click.option("--image", help="Container to run, for specs that ran something only their cloud has "
-              "(a legacy Python-package job, a registered Azure ML environment).")
+              "(a legacy Python-package job; an Azure ML registered environment, build context or conda file).")
+@click.option("--command", "command", help="Command to run, one string read like a shell reads it "
+              "(for a spec that names none, or to run something else).")
 @click.option("--profile", "-p", help="Profile supplying the target's settings.")
 def migrate_command(native_file: str, source: Optional[str], target: str, strict: bool, framework: Optional[str],
-                    output: str, image: Optional[str], profile: Optional[str]) -> None:
+                    output: str, image: Optional[str], command: Optional[str], profile: Optional[str]) -> None:
     """Import NATIVE_FILE and compile it for another backend.
 
     Prints the target's native request on stdout and a fidelity report on stderr: what
@@ -79,7 +81,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
 
     try:
         compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
-                                             image=image, profile=profile)
+                                             image=image, profile=profile, command=command)
     except migration.StrictMigrationError as exc:
         show(exc.report)
         raise

@@ -8,6 +8,7 @@ process exit code the CLI uses for it (SPEC §3)::
     ├── ConfigError                    exit 2  profiles / omnidist.toml problems
     ├── BackendNotFoundError           exit 2  unknown or uninstalled backend
     ├── UnsupportedFeatureError        exit 3  the target cannot express the job
+    │   └── NotPortableError                   a native spec holds what the portable job cannot
     ├── RuntimeEnvError (ValueError)   exit 2  a platform variable inside the container is malformed
     └── BackendError                   exit 1  a call to a cloud failed (translated at the client boundary)
         ├── TransientBackendError              429, 5xx, resets, timeouts: the only retried kind
@@ -108,25 +109,50 @@ class UnsupportedFeatureError(OmnidistError):
     """
 
     exit_code = 3
+    verb = "cannot express"
+    unnamed = Feature.OTHER
+    """The feature of a refusal named only in words."""
 
     def __init__(self, feature: Feature | str, backend: str, message: str, hint: str = "", *,
                  subject: str | None = None):
-        if not isinstance(feature, Feature):  # named in words: a feature by its name, else a native setting
+        if not isinstance(feature, Feature):  # named in words: the feature of that name, else the fallback
             subject = subject or feature
-            feature = Feature(feature) if feature in Feature._value2member_map_ else Feature.NATIVE
+            feature = Feature(feature) if feature in Feature._value2member_map_ else self.unnamed
         self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
         self.subject = subject or feature.value
-        text = f"{backend} cannot express {self.subject}: {message}"
+        text = f"{backend} {self.verb} {self.subject}: {message}"
         if hint:
             text += f" {hint}"
         super().__init__(text)
 
     def __reduce__(self):  # pickled with its keyword argument (pytest-xdist, multiprocessing)
-        return _unsupported, (self.feature, self.backend, self.message, self.hint, self.subject)
+        return _unsupported, (type(self), self.feature, self.backend, self.message, self.hint, self.subject)
 
 
-def _unsupported(feature: Feature, backend: str, message: str, hint: str, subject: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(feature, backend, message, hint, subject=subject)
+def _unsupported(cls: type[UnsupportedFeatureError], feature: Feature, backend: str, message: str, hint: str,
+                 subject: str) -> UnsupportedFeatureError:
+    return cls(feature, backend, message, hint, subject=subject)
+
+
+class NotPortableError(UnsupportedFeatureError):
+    """An importer met something in a native spec that the portable job cannot hold (a TPU, a
+    Python package). ``str()`` reads ``the portable job cannot hold FEATURE: …``, naming the side
+    that lacks it; the exit code is 3, like any gap between two formats."""
+
+    verb = "cannot hold"
+    side = "the portable job"
+    unnamed = Feature.NATIVE
+
+    def __init__(self, feature: Feature | str, message: str, hint: str = "", *, subject: str | None = None):
+        super().__init__(feature, self.side, message, hint, subject=subject)
+
+    def __reduce__(self):  # pickled with its own arguments (pytest-xdist, multiprocessing)
+        return _not_portable, (type(self), self.feature, self.message, self.hint, self.subject)
+
+
+def _not_portable(cls: type[NotPortableError], feature: Feature, message: str, hint: str,
+                  subject: str) -> NotPortableError:
+    return cls(feature, message, hint, subject=subject)
 
 
 class BackendError(OmnidistError):

@@ -32,9 +32,11 @@ class Feature(str, enum.Enum):
     ENV = "env"                              # environment variables
     EVALUATORS = "evaluators"                # the evaluator role
     FRAMEWORK_VERSION = "framework_version"  # a prebuilt container picked by framework version
+    IMAGE = "image"                          # the container image the job runs
     INFINIBAND = "infiniband"                # interconnect: infiniband
     INPUTS = "inputs"                        # data inputs
     NATIVE = "native"                        # a native setting the portable job cannot hold (importers)
+    OTHER = "other"                          # what the vocabulary has no name for (named in words)
     OUTPUTS = "outputs"                      # data outputs
     PARAMETER_SERVERS = "parameter_servers"  # the parameter-server role
     PER_ROLE_MACHINES = "per_role_machines"  # a role on other hardware than the primary's

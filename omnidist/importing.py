@@ -7,6 +7,9 @@
   portable ``name``.
 - :func:`parse_duration`, :func:`parse_proto_duration` and :func:`format_proto_duration` read
   and write the durations native files use (``86400``, ``"24h"``, ``"86400s"``).
+- :func:`dropped`, :func:`cannot_hold` and :func:`retired_gpu` say what an import gives up, cannot
+  take, or replaces; :func:`proto_json_keys` and :func:`sdk_object_to_dict` bring the other
+  spellings of a native spec (protobuf field names, an SDK's own objects) to the one importers read.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ import attrs
 
 from omnidist import serde
 from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import NAME_PATTERN, Role, RoleName
+from omnidist.errors import NotPortableError, UnsupportedFeatureError, ValidationError
+from omnidist.job import NAME_PATTERN, Accelerator, Role, RoleName
 from omnidist.lowering import _INHERITS_FROM_PRIMARY, EffectiveRole
 
-PORTABLE = "the portable job format"
-"""Who cannot express what an importer refuses (the ``backend`` of its :class:`UnsupportedFeatureError`)."""
+PORTABLE = NotPortableError.side
+"""Who cannot hold what an importer refuses (the ``backend`` of its :class:`NotPortableError`)."""
 
 _HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 _PROGRAM = ("image", "command", "args")
@@ -97,8 +100,8 @@ def _role(role: EffectiveRole, primary: EffectiveRole, job: Mapping[str, Any], c
     base_env = {**common, **own} if inherits else common
     missing = [k for k in base_env if k not in role.env]
     if missing:
-        raise UnsupportedFeatureError(
-            f"{name} env", PORTABLE, f"{name} lack {', '.join(missing)}, which the primary sets, and a role "
+        raise cannot_hold(
+            f"{name} env", f"{name} lack {', '.join(missing)}, which the primary sets, and a role "
             "inherits the primary's env.", "Set the same variables on every replica.")
     fields: dict[str, Any] = {"replicas": role.replicas, "env": {k: v for k, v in role.env.items()
                                                                if base_env.get(k) != v}}
@@ -120,12 +123,12 @@ def _role(role: EffectiveRole, primary: EffectiveRole, job: Mapping[str, Any], c
 
 def _cannot_drop(role: str, field: str, inherited: Any) -> UnsupportedFeatureError:
     if field == "accelerator":
-        return UnsupportedFeatureError(
-            f"CPU-only {role}", PORTABLE,
+        return cannot_hold(
+            f"CPU-only {role}",
             f"{role} inherit the primary's accelerator ({inherited}) and cannot opt out.",
             "Give them the primary's accelerator, or make them parameter_servers.")
-    return UnsupportedFeatureError(
-        f"{role} without {field}", PORTABLE, f"{role} inherit the primary's {field} ({inherited}) and cannot "
+    return cannot_hold(
+        f"{role} without {field}", f"{role} inherit the primary's {field} ({inherited}) and cannot "
         "leave it unset.", f"Give them a {field} of their own.")
 
 
@@ -209,3 +212,116 @@ def parse_proto_duration(value: Any, path: str) -> int:
 def format_proto_duration(seconds: int) -> str:
     """``86400`` -> ``"86400s"``: seconds as a protobuf ``Duration`` in JSON."""
     return f"{seconds}s"
+
+
+# --- what an import gives up ----------------------------------------------------------------------
+
+
+def dropped(field: str, message: str) -> Note:
+    """A note that ``field`` of the native spec was left out (``migrate --strict`` refuses it)."""
+    return Note(kind=NoteKind.DROPPED, field=field, message=message)
+
+
+def cannot_hold(feature: str, message: str, hint: str = "") -> NotPortableError:
+    """The error for what a native spec holds and the portable job cannot (exit 3)."""
+    return NotPortableError(feature, message, hint)
+
+
+TPU_MESSAGE = "TPUs are not portable: no other cloud runs TPU jobs"
+"""What an importer says about a TPU (a TPU machine, accelerator or runtime setting)."""
+
+TPU_HINT = "Rewrite the job for GPUs to move it."
+
+
+def tpus(feature: str) -> NotPortableError:
+    """The one refusal for TPUs, whichever field asked for them."""
+    return cannot_hold(feature, TPU_MESSAGE + ".", TPU_HINT)
+
+
+RETIRED_GPUS: dict[str, dict[int, str]] = {
+    "K80": {1: "T4", 2: "T4", 4: "T4", 8: "V100"},
+}
+"""GPU model no cloud sells any more -> count -> the portable GPU that replaces it: the nearest
+model every cloud sells in that count (the K80 reached end of support on Compute Engine and
+Azure; N1 takes T4 in 1, 2 or 4, so eight K80 dies become eight V100)."""
+
+
+def retired_gpu(model: str, count: int, field: str, notes: list[Note]) -> Accelerator:
+    """The accelerator that replaces ``count`` ``model`` GPUs, and a ``changed`` note saying so.
+
+    Raises:
+        NotPortableError: for a count the table has no replacement for.
+    """
+    successor = RETIRED_GPUS[model].get(count)
+    if successor is None:
+        raise cannot_hold(f"accelerator {model}:{count}", f"the {model} is retired and {count} of them has no "
+                          "replacement every cloud sells.", "Name another GPU in the file.")
+    notes.append(Note(kind=NoteKind.CHANGED, field=field,
+                      message=f"{model}:{count} became {successor}:{count}: the {model} is retired, no cloud "
+                              f"sells it; {successor} is the nearest GPU every cloud offers in that count"))
+    return Accelerator(type=successor, count=count)
+
+
+# --- other spellings of a native spec -------------------------------------------------------------
+
+
+def camel(name: str) -> str:
+    """``worker_pool_specs`` -> ``workerPoolSpecs`` (protobuf's JSON name for a field)."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+def proto_json_keys(data: Any, maps: frozenset[str] = frozenset({"labels"})) -> Any:
+    """``data`` with every field name in protobuf's JSON spelling.
+
+    Protobuf's JSON parsers take a field's proto name (``worker_pool_specs``) as well as its JSON
+    name (``workerPoolSpecs``), so a spec may use either, or both; importers read one. The keys
+    under a map field (``labels``) are the user's own and stay as written.
+    """
+    if isinstance(data, Mapping):
+        return {camel(k) if isinstance(k, str) else k: (v if k in maps else proto_json_keys(v, maps))
+                for k, v in data.items()}
+    if isinstance(data, list):
+        return [proto_json_keys(v, maps) for v in data]
+    return data
+
+
+def sdk_object_to_dict(obj: Any) -> Any:
+    """The plain data an SDK object serializes itself to, through the SDK's own ``_to_dict()``.
+
+    ``azure.ai.ml.command(...)`` returns a pipeline node; its ``_to_job()`` is the command job,
+    whose ``_to_dict()`` is the job file ``job.dump()`` writes. Objects without ``_to_dict`` are
+    returned as they are.
+    """
+    to_job = getattr(obj, "_to_job", None)
+    entity = to_job() if callable(to_job) else obj
+    to_dict = getattr(entity, "_to_dict", None)
+    if not callable(to_dict):
+        return obj
+    return _plain(to_dict())
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def short(value: Any, width: int = 72) -> str:
+    """``value`` as text for a one-line message (mappings as ``{key: value, …}``, as a YAML file
+    writes them inline), cut to ``width`` characters."""
+    text = " ".join(_inline(value, top=True).split())
+    return text if len(text) <= width else text[:width - 1] + "…"
+
+
+def _inline(value: Any, top: bool = False) -> str:
+    if isinstance(value, Mapping):
+        return "{" + ", ".join(f"{k}: {_inline(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        inner = ", ".join(_inline(v) for v in value)
+        return inner if top else f"[{inner}]"
+    if isinstance(value, bool):
+        return str(value).lower()
+    return str(value)

@@ -2,8 +2,9 @@
 report what carried over exactly, what was approximated, inferred, changed or dropped.
 
 The steps, each reporting what it did: :func:`import_job` (the source's importer, then the
-framework), :func:`move_job` (the source's settings block, Azure ML inputs, the image,
-machine sizes), :func:`compile_dropping` (the target's compiler, giving up what it refuses),
+framework), :func:`move_job` (the command and image the user gives, see
+:mod:`omnidist.migration_needs`; the source's settings block, Azure ML inputs, machine sizes),
+:func:`compile_dropping` (the target's compiler, giving up what it refuses),
 :func:`machine_entries` (which machine the target chose for each role, and why).
 
 ``--strict`` refuses any drop or change in meaning. A machine picked for the same
@@ -13,15 +14,14 @@ accelerator type and count is not a change in meaning; another GPU model or coun
 from __future__ import annotations
 
 import enum
-import os
 import re
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any, Callable, Optional, Union
 
 import attrs
 
-from omnidist import api, labels, lowering, registry, serde
+from omnidist import api, importing, labels, lowering, registry, serde
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role, RoleName
@@ -33,8 +33,8 @@ from omnidist.migration_report import (  # noqa: F401 - re-exported: the report 
     _entry,
     _order,
 )
-
-Native = Union[Mapping[str, Any], Sequence[Any], str, "os.PathLike[str]"]
+from omnidist.migration_needs import cannot_express, give_command, give_image, with_flag_hint
+from omnidist.native import Native, detect_backend, read_native  # noqa: F401 - re-exported
 
 GOOGLE_BACKENDS = frozenset({"vertex", "ai_platform"})
 """Backends that share Compute Engine's vocabulary (machine types, regions, service accounts)."""
@@ -49,6 +49,7 @@ LEFT_BEHIND = {
     ("ai_platform", "python_version"): "the image decides the Python version",
     ("ai_platform", "runtime_version"): "Google's runtime image is not carried: the job runs its own image",
     ("azure_ml", "code"): "the code folder is not uploaded: bake it into the image",
+    ("azure_ml", "docker_args"): "extra `docker run` options are Azure ML's own: the target starts the container its way",
     ("azure_ml", "environment"): "a registered Azure ML environment is not pulled by other clouds: the job runs its image",
 }
 """(source, settings key) -> why the job loses meaning when that setting stays behind.
@@ -59,29 +60,6 @@ MACHINE_KEYS = ("instance_type", "machine_types")
 
 _HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 _INPUT = re.compile(r"\$\{\{\s*inputs\.([\w.]+)\s*\}\}")
-
-
-AZURE_KEYS = frozenset({"command", "compute", "distribution", "environment", "environment_variables", "resources"})
-"""Top-level keys of an Azure ML command job file (``$schema`` and ``type`` may be missing)."""
-
-
-def detect_backend(native: Union[Mapping[str, Any], Sequence[Any]]) -> str:
-    """Tell which backend a native spec belongs to from its content.
-
-    Raises:
-        ValidationError: when the content does not say; pass ``--from``.
-    """
-    if not isinstance(native, Mapping):  # a bare list of --worker-pool-spec strings
-        return "vertex"
-    keys = set(native)
-    schema = str(native.get("$schema", ""))
-    if "azureml" in schema or str(native.get("type", "")).lower() in ("command", "sweep") or len(keys & AZURE_KEYS) >= 2:
-        return "azure_ml"
-    if keys & {"trainingInput", "masterType", "masterConfig", "scaleTier", "parameterServerType"}:
-        return "ai_platform"
-    if keys & {"jobSpec", "workerPoolSpecs", "worker_pool_specs", "trialJobSpec", "studySpec"}:
-        return "vertex"
-    raise ValidationError("cannot tell which backend this spec is for; pass --from vertex|ai_platform|azure_ml")
 
 
 _IMAGE_HINTS = (
@@ -106,18 +84,6 @@ def infer_framework(job: DistributedJob) -> tuple[Framework, str]:
         if needle in name:
             return framework, f"the image {image!r} is a {framework.value} container"
     return Framework.CUSTOM, "nothing in the spec says; set it with --framework (pytorch, tensorflow, …)"
-
-
-def read_native(native: Native) -> tuple[Union[Mapping[str, Any], Sequence[Any]], Optional[str]]:
-    """A native spec from a mapping (or a list of ``--worker-pool-spec`` strings) or a YAML/JSON
-    file, with its file name."""
-    if isinstance(native, (Mapping, list, tuple)):
-        return native, None
-    source = str(native)
-    data = serde.read_document(native)
-    if not isinstance(data, (Mapping, list)):
-        raise ValidationError("a native job spec is a mapping of keys", source=source)
-    return data, source
 
 
 def import_job(
@@ -161,6 +127,9 @@ def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[
     carried = {k: block[k] for k in CARRIED_BETWEEN_GOOGLE if k in block} if google else {}
     entries = [ReportEntry(fidelity="exact", field=f"backends.{source}.{k}", message=f"carried to backends.{target}.{k} "
                            "(same Compute Engine vocabulary)") for k in carried]
+    if "machine_types" in carried:
+        carried["machine_types"], renamed = shared_machine_names(carried["machine_types"], source, target)
+        entries += renamed
     for key in block:
         if key in carried or key == "inputs" or (key in MACHINE_KEYS and not google):
             continue  # inputs: see inline_inputs; machines: see machine_entries
@@ -174,69 +143,86 @@ def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[
     return attrs.evolve(job, backends=backends), entries
 
 
-def _short(value: Any, width: int = 72) -> str:
-    text = ", ".join(map(str, value)) if isinstance(value, (list, tuple)) else str(value)
-    return text if len(text) <= width else text[:width - 1] + "…"
+def shared_machine_names(machines: Mapping[str, str], source: str,
+                         target: str) -> tuple[dict[str, str], list[ReportEntry]]:
+    """Machines named with the source's own aliases (legacy ``large_model``) under the name the
+    target shares with it (``n1-highmem-8``), each renaming reported."""
+    driver, renamed, entries = registry.get(source), {}, []
+    for role, name in machines.items():
+        alias = driver.machine_alias(name)
+        renamed[role] = alias or name
+        if alias:
+            entries.append(ReportEntry(
+                fidelity="approximated", field=f"backends.{source}.machine_types.{role}",
+                message=f"{name} is {source}'s own name for {alias}: {target} gets {alias} (the same machine)"))
+    return renamed, entries
+
+
+_short = importing.short
+
+
+def _referenced(job: DistributedJob) -> set[str]:
+    """The input names the job's commands, args and env values refer to as ``${{inputs.NAME}}``."""
+    texts = [*job.command, *job.args, *job.env.values()]
+    for role in filter(None, (job.role(r) for r in RoleName)):
+        texts += [*(role.command or ()), *(role.args or ()), *role.env.values()]
+    return {m[1] for text in texts for m in _INPUT.finditer(text)}
 
 
 def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any]) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Write Azure ML literal inputs (``epochs: 10``) into the command and args where they are
+    """Write Azure ML literal inputs (``epochs: 10``) into the command, args and env where they are
     referenced as ``${{inputs.epochs}}``; data inputs (paths, assets) cannot move and are dropped."""
     literal = {k: v for k, v in inputs.items() if isinstance(v, (str, int, float, bool))}
+    used = _referenced(job)
 
     def fill(argv: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
         return None if argv is None else tuple(_INPUT.sub(lambda m: str(literal.get(m[1], m[0])), a) for a in argv)
 
-    def fill_role(role: Optional[Role]) -> Optional[Role]:
-        return role and attrs.evolve(role, command=fill(role.command), args=fill(role.args))
+    def fill_env(env: Mapping[str, str]) -> dict[str, str]:
+        return {k: _INPUT.sub(lambda m: str(literal.get(m[1], m[0])), v) for k, v in env.items()}
 
-    job = attrs.evolve(job, command=fill(job.command), args=fill(job.args),
+    def fill_role(role: Optional[Role]) -> Optional[Role]:
+        return role and attrs.evolve(role, command=fill(role.command), args=fill(role.args), env=fill_env(role.env))
+
+    job = attrs.evolve(job, command=fill(job.command), args=fill(job.args), env=fill_env(job.env),
                        **{r.value: fill_role(job.role(r)) for r in RoleName})
     entries = [ReportEntry(fidelity="approximated", field=f"backends.azure_ml.inputs.{k}",
-                           message=f"{v!r} written into the command in place of ${{{{inputs.{k}}}}}") for k, v in literal.items()]
+                           message=f"{v!r} written into the command in place of ${{{{inputs.{k}}}}}")
+               for k, v in literal.items() if k in used]
     entries += [ReportEntry(fidelity="dropped", field=f"backends.azure_ml.inputs.{k}",
                             message=f"a data input ({_short(v)}) has no equivalent elsewhere; the command still says "
                                     f"${{{{inputs.{k}}}}}: replace it with a path the job can read")
-                for k, v in inputs.items() if k not in literal]
+                for k, v in inputs.items() if k not in literal and k in used]
+    entries += [ReportEntry(fidelity="hint", field=f"backends.azure_ml.inputs.{k}",
+                            message=f"{_short(v)}: declared, but nothing refers to ${{{{inputs.{k}}}}}; not carried")
+                for k, v in inputs.items() if k not in used]
     return job, entries
 
 
-def give_image(job: DistributedJob, source: str, image: Optional[str]) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Set the image given with ``--image``; a Python-package job runs its module with it.
+MEMORY_SLACK = 0.9
+"""Across providers a CPU role asks for this share of its source machine's memory: clouds
+package memory differently (``n1-standard-4`` has 15 GB, ``Standard_D4s_v3`` 16 GB), and the
+same class of machine should fit."""
 
-    Raises:
-        ValidationError: the job has no image and its spec ran something only the source
-            provides (a legacy runtime version, a registered Azure ML environment).
+
+def size_for_target(job: DistributedJob, source: str) -> DistributedJob:
+    """Across providers, size each role whose source machine is known the way the target sizes one.
+
+    A GPU role goes by its accelerator alone: the vCPUs and memory the importer read off that
+    machine are one cloud's packaging, and would rule out the other cloud's machines for the
+    same GPUs. A CPU role keeps its vCPUs and asks for :data:`MEMORY_SLACK` of its memory.
     """
-    block = job.backends.get(source, {})
-    runs = ("runtime_version" in block and f"a Python package on runtime {block['runtime_version']}") or \
-           ("environment" in block and f"the registered environment {block['environment']}")
-    if image is None:
-        if runs and not (job.image or job.primary.image):
-            raise ValidationError(f"the {source} spec runs {runs}, which other clouds do not have; pass --image "
-                                  "(image= in Python) with a training container that holds the code", path="image")
-        return job, []
-    entries = [ReportEntry(fidelity="exact", field="image", message=f"{image} (from --image)")]
-    module = block.get("python_module")
-    if module and not job.command:
-        rest = {k: v for k, v in block.items() if k != "python_module"}
-        job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source: rest})
-        entries.append(ReportEntry(fidelity="approximated", field="command",
-                                   message=f"python -m {module}, from pythonModule: the image must have the package installed"))
-    return attrs.evolve(job, image=image), entries
-
-
-def size_by_accelerator(job: DistributedJob, source: str) -> DistributedJob:
-    """Across providers, a GPU role whose source machine is known is sized by its accelerator
-    alone: the vCPUs and memory the importer read off that machine are one cloud's packaging,
-    and would rule out the other cloud's machines for the same GPUs."""
     named = _machines(job, source)
     roles = {}
     for name in RoleName:
         role = job.role(name)
         effective = lowering.effective_role(job, name)
-        if role is not None and effective.accelerator and name.value in named:
+        if role is None or name.value not in named:
+            continue
+        if effective.accelerator:
             roles[name.value] = attrs.evolve(role, cpus=None, memory_gb=None)
+        elif role.memory_gb is not None:
+            roles[name.value] = attrs.evolve(role, memory_gb=round(role.memory_gb * MEMORY_SLACK, 1))
     return attrs.evolve(job, **roles)
 
 
@@ -258,18 +244,24 @@ def google_labels(job: DistributedJob, target: str) -> tuple[DistributedJob, lis
     return attrs.evolve(job, labels=rewritten), entries
 
 
-def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Everything between import and compile: the image, the source's settings, inputs, sizes, labels."""
-    job, entries = give_image(job, source, image)
+def move_job(job: DistributedJob, source: str, target: str, image: Optional[str] = None,
+             command: Optional[str] = None,
+             entries: Optional[list[ReportEntry]] = None) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Everything between import and compile: the command, the image, the source's settings,
+    inputs, sizes. ``entries`` are the import's (``--image`` answers some); the result is
+    every entry, those included."""
+    job, commanded = give_command(job, command)
+    job, kept, imaged = give_image(job, source, target, image, list(entries or []))
+    moved = kept + commanded + imaged
     inputs = job.backends.get(source, {}).get("inputs") if source != target else None
     if inputs:
         job, inlined = inline_inputs(job, inputs)
-        entries += inlined
+        moved += inlined
     if not {source, target} <= GOOGLE_BACKENDS and source != target:
-        job = size_by_accelerator(job, source)
+        job = size_for_target(job, source)
     job, carried = carry_backend_block(job, source, target)
     job, relabelled = google_labels(job, target)
-    return job, entries + carried + relabelled
+    return job, moved + carried + relabelled
 
 
 # --- compiling, giving up what the target refuses -----------------------------------------------
@@ -341,11 +333,11 @@ def compile_dropping(job: DistributedJob, target: str, profile: Optional[str] = 
                     job = smaller
                     break
             else:
-                raise
+                raise with_flag_hint(exc) from None
         except ValidationError as exc:
             fixed = _without_machine(job, target, exc)
             if fixed is None:
-                raise
+                raise cannot_express(exc, target) from None
             job, role, machine = fixed
             entries.append(ReportEntry(fidelity="approximated", field=f"backends.{target}.machine_types.{role}",
                                        message=f"{target} does not offer {machine}; it picks one for the same accelerator"))
@@ -397,6 +389,7 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
         why = [n for n in compiled.diagnostics if n.kind is NoteKind.DEFAULTED and machine in n.message]
         consumed.update(why)
         origin = f"{source} ran {before[name]}" if name in before else f"the {source} spec names no machine"
+        role = _as_imported(role, imported)
         text = f"{machine} for {_hardware(role)} ({origin})"
         if got is not None and not _same_gpus(role.accelerator, got.accelerator):
             entries.append(ReportEntry(fidelity="changed", field=f"{name}.machine",
@@ -409,22 +402,62 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
     return entries, consumed
 
 
+def region_entries(final: DistributedJob, source: str, target: str, profile: Optional[str],
+                   settings: Optional[Mapping[str, Any]]) -> list[ReportEntry]:
+    """The region a target with regions runs the job in, when neither the source spec nor the
+    caller's settings named one: the profile's, or the target's default."""
+    _, driver, resolved = api.prepare(final, target, profile, settings)
+    region = getattr(resolved, "region", None)
+    if not region or "region" in final.backends.get(target, {}) or "region" in (settings or {}):
+        return []
+    default = attrs.fields_dict(type(resolved))["region"].default
+    if region != default:
+        return [ReportEntry(fidelity="exact", field="region", message=f"{region} (from the profile)")]
+    return [ReportEntry(fidelity="approximated", field="region",
+                        message=f"{region}: the {source} spec names no region, so {target} uses its default; set "
+                                f"backends.{target}.region (or the profile's region) to choose")]
+
+
 JOB_FIELDS = ("name", "framework", "image", "command", "args", "env", "processes_per_node", "interconnect", "spot", "timeout", "labels",
               "tuning")
 """Job-wide fields listed as exact when set and no other entry speaks of them."""
 
 
-def exact_entries(job: DistributedJob, entries: list[ReportEntry]) -> list[ReportEntry]:
+def _as_imported(role: lowering.EffectiveRole, imported: Optional[DistributedJob]) -> lowering.EffectiveRole:
+    """The role with the memory its source machine had (the target was asked for a little less,
+    see :data:`MEMORY_SLACK`), for the report."""
+    before = lowering.effective_role(imported, role.name) if imported is not None else None
+    if before is None or role.accelerator or before.cpus != role.cpus:
+        return role
+    return attrs.evolve(role, memory_gb=before.memory_gb)
+
+
+def exact_entries(job: DistributedJob, entries: list[ReportEntry],
+                  imported: Optional[DistributedJob] = None) -> list[ReportEntry]:
     """What mapped exactly: each role that kept its replicas and hardware, and each job-wide
     field that no other entry mentions."""
     spoken = {part for e in entries for part in e.field.split(".")}
     changed = {e.field.split(".")[0] for e in entries if e.fidelity.breaks_strict or "." not in e.field}
-    found = [ReportEntry(fidelity="exact", field=r.name.value, message=f"{r.replicas} replica(s), {_hardware(r)}")
+    found = [ReportEntry(fidelity="exact", field=r.name.value,
+                         message=f"{r.replicas} replica(s), {_hardware(_as_imported(r, imported))}")
              for r in lowering.effective_roles(job) if r.name.value not in changed]
+    found += own_program_entries(job, spoken | changed)
     for name in JOB_FIELDS:
         value = getattr(job, name)
         if name not in spoken and value not in (None, (), {}, False, "auto", Interconnect.ANY):
             found.append(ReportEntry(fidelity="exact", field=name, message=_shown(value, name)))
+    return found
+
+
+def own_program_entries(job: DistributedJob, spoken: set[str]) -> list[ReportEntry]:
+    """Each role's own image, command and args (they differ from the job's), carried as written."""
+    found = []
+    for name in RoleName:
+        role = job.role(name)
+        for field in ("image", "command", "args"):
+            value = getattr(role, field, None) if role is not None else None
+            if value and name.value not in spoken:
+                found.append(ReportEntry(fidelity="exact", field=f"{name.value}.{field}", message=_shown(value, field)))
     return found
 
 
@@ -452,6 +485,7 @@ def migrate(
     image: Optional[str] = None,
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
+    command: Optional[str] = None,
 ) -> tuple[CompiledJob, MigrationReport]:
     """Import ``native`` from ``source`` (detected when omitted) and compile it for ``target``.
 
@@ -462,26 +496,28 @@ def migrate(
         strict: refuse the migration if anything is dropped or changes meaning.
         framework: the job's framework, instead of inferring it (legacy specs do not say).
         image: the container to run, for specs that ran something only their cloud has (a
-            legacy Python-package job, a registered Azure ML environment).
+            legacy Python-package job, a registered, built or conda Azure ML environment).
         profile: the profile supplying the target's settings.
         settings: explicit target settings.
+        command: the command to run, one string read like a shell reads it (for a spec that
+            names none, or to run something else).
 
     Returns:
         The compiled request and a :class:`MigrationReport`.
 
     Raises:
         StrictMigrationError: with ``strict``, when anything would be dropped or changed.
-        UnsupportedFeatureError: when the target cannot express something that cannot be given up.
-        ValidationError: when the native spec is malformed, or the target needs an ``image``.
+        UnsupportedFeatureError: when the target cannot express something that cannot be given up
+            (an image only the source has, without ``image``, among them).
+        ValidationError: when the native spec is malformed.
     """
     imported, source, entries = import_job(native, source, framework)
-    if image is not None:  # the importer's advice to set an image has been followed
-        entries = [e for e in entries if e.field != "image"]
-    job, moved = move_job(imported, source, target, image)
+    job, entries = move_job(imported, source, target, image, command, entries)
     compiled, final, given_up = compile_dropping(job, target, profile, settings)
     machines, consumed = machine_entries(imported, final, compiled, source, target)
-    entries += moved + given_up + machines + [_entry(n) for n in compiled.diagnostics if n not in consumed]
-    entries += exact_entries(final, entries)
+    entries += given_up + machines + [_entry(n) for n in compiled.diagnostics if n not in consumed]
+    entries += region_entries(final, source, target, profile, settings)
+    entries += exact_entries(final, entries, imported)
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=_order))
     if strict and report.breaks_strict:
         raise StrictMigrationError(report)

@@ -198,6 +198,10 @@ class AIPlatformBackend(Backend):
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
 
+    def machine_alias(self, name: str) -> Optional[str]:
+        """The Compute Engine machine a deprecated legacy name (``large_model``) stands for."""
+        return catalog.compute_engine_name(name)
+
 
 def refuse_tuning_submit(compiled: CompiledJob) -> None:
     """Tuning jobs compile and run locally; creating them on AI Platform is not wired up yet."""

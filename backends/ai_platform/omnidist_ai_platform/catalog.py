@@ -26,15 +26,18 @@ PORTABLE_ACCELERATORS: dict[str, str] = {native: portable for portable, native i
 """Legacy enum value -> portable accelerator (derived from :data:`ACCELERATOR_TYPES`)."""
 
 NATIVE_ONLY_ACCELERATORS: dict[str, str] = {
-    "NVIDIA_TESLA_K80": "the K80 reached end of life and has no portable name; change it to NVIDIA_TESLA_T4 "
-                        "(or another GPU) in the file, then import again",
-    "TPU_V2": "TPUs are not part of the portable job format; rewrite the job for GPUs",
-    "TPU_V2_POD": "TPU pods are not part of the portable job format; rewrite the job for GPUs",
-    "TPU_V3": "TPUs are not part of the portable job format; rewrite the job for GPUs",
-    "TPU_V3_POD": "TPU pods are not part of the portable job format; rewrite the job for GPUs",
-    "TPU_V4_POD": "TPU pods are not part of the portable job format; rewrite the job for GPUs",
+    "NVIDIA_TESLA_K80": "K80",
+    "TPU_V2": "TPU",
+    "TPU_V2_POD": "TPU",
+    "TPU_V3": "TPU",
+    "TPU_V3_POD": "TPU",
+    "TPU_V4_POD": "TPU",
 }
-"""Legacy accelerator enum values with no portable counterpart -> what to do instead."""
+"""Legacy accelerator enum values with no portable counterpart -> what they are: a retired GPU
+model (replaced on import, see ``omnidist.importing.RETIRED_GPUS``) or a TPU (refused)."""
+
+TPU_MACHINE = "cloud_tpu"
+"""The ``workerType`` of legacy TPU workers."""
 
 REDUCER_MACHINE = catalog.REDUCTION_SERVER_MACHINE
 """The machine the Reduction Server samples recommend for reducers (32 Gbps)."""
@@ -71,6 +74,29 @@ LEGACY_MACHINE_NAMES: dict[str, tuple[str, Optional[str], int]] = {
 """Deprecated legacy machine names -> (Compute Engine equivalent, built-in GPU enum, count).
 From the legacy docs' comparison table; *unconfirmed* in detail. Accepted as given (old job files
 use them); ``n1-highcpu-8`` exists only as the equivalent of ``complex_model_s``."""
+
+
+def compute_engine_name(name: str) -> Optional[str]:
+    """The Compute Engine machine a deprecated legacy name stands for (``large_model`` ->
+    ``n1-highmem-8``); ``None`` for a name that is a Compute Engine machine already."""
+    equivalent = LEGACY_MACHINE_NAMES.get(name)
+    return equivalent[0] if equivalent else None
+
+
+SCALE_TIER_SHAPES: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "BASIC_GPU": (("master", "standard_gpu", 1),),
+    "PREMIUM_1": (("master", "complex_model_m", 1), ("worker", "complex_model_m", 19),
+                  ("parameterServer", "large_model", 11)),
+    "STANDARD_1": (("master", "complex_model_s", 1), ("worker", "complex_model_s", 4),
+                   ("parameterServer", "standard", 3)),
+}
+"""Scale tier -> the cluster it ran: ``(trainingInput prefix, machine type, replicas)``.
+
+The documents say BASIC_GPU is "a single worker instance with a single NVIDIA Tesla K80 GPU",
+STANDARD_1 "many workers and a few parameter servers", PREMIUM_1 "a large number of workers with
+many parameter servers". The counts and machine types (4 workers and 3 parameter servers; 19
+and 11) are *unconfirmed*, from the legacy "machine types" page as last read; BASIC (one
+``standard`` machine) stays a tier, which legacy AI Platform can still be asked for."""
 
 
 def _legacy(name: str, equivalent: str, native_gpu: Optional[str], count: int) -> catalog.Machine:

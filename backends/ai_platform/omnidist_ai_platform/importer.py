@@ -3,6 +3,11 @@
 The native spec is first read into frozen attrs models through omnidist's one converter, so a
 typo or a wrong type is a :class:`~omnidist.errors.ValidationError` naming its field path
 (``trainingInput.workerConfig.imageUri``). Then one small function per part turns it into the IR.
+
+What the portable job cannot hold is dropped with a note when the job runs without it (tuning,
+an encryption key, queueing settings) and refused when it cannot (TPUs). Scale tiers other than
+BASIC become the cluster they ran (:data:`~.catalog.SCALE_TIER_SHAPES`); K80s, which no cloud
+sells any more, become the GPU that replaces them, with a ``changed`` note.
 """
 
 from __future__ import annotations
@@ -13,18 +18,19 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import serde
+from omnidist import importing, serde
 from omnidist.backend import Note, NoteKind
 from omnidist.catalog import Machine
+from omnidist.commandline import CommandLine
 from omnidist.errors import ValidationError
-from omnidist.importing import delower, parse_proto_duration, portable_name
+from omnidist.importing import cannot_hold, delower, dropped, parse_proto_duration, portable_name
 from omnidist.job import Accelerator, DistributedJob, Framework, Role, RoleName
 from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.backend import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
-from omnidist_ai_platform.compiler import derive_job_id, unsupported
+from omnidist_ai_platform.compiler import derive_job_id
 
 ACCELERATOR_ENUM: tuple[str, ...] = tuple(sorted(
     {"ACCELERATOR_TYPE_UNSPECIFIED", *catalog.PORTABLE_ACCELERATORS, *catalog.NATIVE_ONLY_ACCELERATORS}))
@@ -169,21 +175,74 @@ def parse(request: Mapping[str, Any]) -> NativeJob:
         request = {"trainingInput": request}
     native = serde.structure(request, NativeJob)
     if native.predictionInput is not None:
-        raise unsupported("predictionInput", "this is a batch prediction job, not a training job.",
+        raise cannot_hold("predictionInput", "this is a batch prediction job, not a training job.",
                           "Import training jobs only.")
     if native.trainingInput is None:
         raise ValidationError("required: a training job has a trainingInput", path="trainingInput")
     return native
 
 
-def refuse_unportable(ti: NativeTrainingInput) -> None:
-    """Exit 3 for what the portable job cannot hold."""
-    if ti.encryptionConfig is not None:
-        raise unsupported("encryptionConfig", "customer-managed encryption keys are not part of the portable "
-                          "job format.", "Remove trainingInput.encryptionConfig; set the key on the target.")
-    if ti.scaleTier not in (None, "BASIC", "CUSTOM"):
-        raise unsupported(f"scaleTier {ti.scaleTier}", "the tier hides its machines and replica counts.",
-                          "Rewrite the file with scaleTier: CUSTOM and explicit machine types.")
+TUNING_ENUMS: dict[str, tuple[str, ...]] = {
+    "algorithm": ("ALGORITHM_UNSPECIFIED", "GRID_SEARCH", "RANDOM_SEARCH"),
+    "goal": ("GOAL_TYPE_UNSPECIFIED", "MAXIMIZE", "MINIMIZE"),
+    "scaleType": ("NONE", "UNIT_LINEAR_SCALE", "UNIT_LOG_SCALE", "UNIT_REVERSE_LOG_SCALE"),
+    "type": ("PARAMETER_TYPE_UNSPECIFIED", "CATEGORICAL", "DISCRETE", "DOUBLE", "INTEGER"),
+}
+"""The enums of ``HyperparameterSpec`` and ``ParameterSpec`` (ml v1 discovery document)."""
+
+
+def _check_tuning(tuning: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``params`` of ``hyperparameters``, after the enum checks the API makes (exit 2)."""
+    params = tuning.get("params") or []
+    if not isinstance(params, list) or not all(isinstance(p, dict) for p in params):
+        raise ValidationError("expected a list of parameter specs", path="trainingInput.hyperparameters.params")
+    places = [("", tuning, ("algorithm", "goal"))] + [(f".params[{i}]", p, ("scaleType", "type"))
+                                                      for i, p in enumerate(params)]
+    for where, spec, keys in places:
+        for key in keys:
+            if spec.get(key) is not None and spec[key] not in TUNING_ENUMS[key]:
+                raise ValidationError(f"{spec[key]!r} is not one of {', '.join(TUNING_ENUMS[key])}",
+                                      path=f"trainingInput.hyperparameters{where}.{key}")
+    return params
+
+
+def tuning_notes(ti: NativeTrainingInput) -> list[Note]:
+    """What importing a tuning job leaves out: the search (the job runs once, as it is)."""
+    tuning = ti.hyperparameters
+    if tuning is None:
+        return []
+    names = [str(p.get("parameterName")) for p in _check_tuning(tuning)]
+    searched = f"{len(names)} parameter(s) ({importing.short(names, 48)})" if names else "the search"
+    return [dropped("hyperparameters", f"{searched}: hyperparameter tuning is not imported; the job runs once, "
+                                       "without the --NAME=VALUE arguments each trial was given")]
+
+
+def unportable(ti: NativeTrainingInput) -> list[Note]:
+    """Drop (with a note) what the job runs without; refuse TPUs (exit 3)."""
+    if ti.scaleTier == "BASIC_TPU":
+        raise importing.tpus("scaleTier BASIC_TPU")
+    notes = tuning_notes(ti)
+    if ti.encryptionConfig:
+        notes.append(dropped("encryptionConfig", f"{importing.short(ti.encryptionConfig)}: the customer-managed key "
+                                                 "is not carried; set the target's own key"))
+    return notes
+
+
+def tier_to_custom(ti: NativeTrainingInput, notes: list[Note]) -> NativeTrainingInput:
+    """A scale tier other than BASIC as the CUSTOM cluster it ran (Google's documented shape)."""
+    shape = catalog.SCALE_TIER_SHAPES.get(ti.scaleTier or "")
+    if shape is None:
+        return ti
+    fields: dict[str, Any] = {}
+    for prefix, machine, count in shape:
+        fields[f"{prefix}Type"] = getattr(ti, f"{prefix}Type") or machine
+        if prefix != "master":
+            fields[f"{prefix}Count"] = getattr(ti, f"{prefix}Count") or str(count)
+    cluster = ", ".join(f"{count} × {machine}" for _, machine, count in shape)
+    notes.append(Note(kind=NoteKind.APPROXIMATED, field="scaleTier",
+                      message=f"{ti.scaleTier} became the cluster Google documents for it ({cluster}), written "
+                              "as machine types (scaleTier CUSTOM)"))
+    return attrs.evolve(ti, scaleTier="CUSTOM", **fields)
 
 
 def unwrap_env(command: Optional[tuple[str, ...]]) -> tuple[tuple[str, ...], dict[str, str]]:
@@ -199,21 +258,26 @@ def unwrap_env(command: Optional[tuple[str, ...]]) -> tuple[tuple[str, ...], dic
     return (rest, env) if env and rest else (command, {})
 
 
-def native_accelerator(config: NativeReplica, machine: Optional[Machine],
-                       path: str) -> Optional[Accelerator]:
-    """The replica's GPUs: an explicit ``acceleratorConfig`` wins; else the machine's built-in ones."""
+def native_accelerator(config: NativeReplica, machine: Optional[Machine], path: str,
+                       notes: list[Note]) -> tuple[Optional[Accelerator], bool]:
+    """The replica's GPUs: an explicit ``acceleratorConfig`` wins; else the machine's built-in ones.
+    Also whether they replace a retired GPU the machine came with (its name then no longer fits)."""
     given = config.acceleratorConfig
     kind, count = (given.type, int(given.count or 1)) if given and given.type not in (
         None, "ACCELERATOR_TYPE_UNSPECIFIED") else (None, 0)
-    if kind is None and machine is not None and machine.accelerator:
+    builtin = kind is None and machine is not None and bool(machine.accelerator)
+    if builtin:
         kind, count = machine.accelerator, machine.gpus
         kind = next((n for n, p in catalog.PORTABLE_ACCELERATORS.items() if p == kind), kind)
+        path = path.replace("Config.acceleratorConfig", "Type")
     if kind is None or count == 0:
-        return None
-    if kind in catalog.NATIVE_ONLY_ACCELERATORS:
-        why = catalog.NATIVE_ONLY_ACCELERATORS[kind]
-        raise unsupported(f"accelerator {kind}", f"{path} uses {kind}: {why}.", "")
-    return Accelerator(type=catalog.PORTABLE_ACCELERATORS[kind], count=count)
+        return None, False
+    what = catalog.NATIVE_ONLY_ACCELERATORS.get(kind)
+    if what == "TPU":
+        raise importing.tpus(f"accelerator {kind}")
+    if what is not None:
+        return importing.retired_gpu(what, count, path, notes), builtin
+    return Accelerator(type=catalog.PORTABLE_ACCELERATORS[kind], count=count), False
 
 
 def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -> Optional[NativePool]:
@@ -222,9 +286,14 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
     type_name = getattr(ti, f"{prefix}Type")
     config: NativeReplica = getattr(ti, f"{prefix}Config") or NativeReplica()
     replicas = 1 if role is RoleName.PRIMARY else int(getattr(ti, f"{prefix}Count") or 0)
-    if replicas == 0:
-        return None
     path = f"trainingInput.{prefix}Type"
+    if replicas == 0:
+        if type_name:
+            notes.append(Note(kind=NoteKind.HINT, field=path, message=f"{type_name} for {prefix}Count 0: no "
+                                                                      f"{role.value.replace('_', ' ')} run"))
+        return None
+    if type_name == catalog.TPU_MACHINE or config.tpuTfVersion:
+        raise importing.tpus(path if type_name == catalog.TPU_MACHINE else f"trainingInput.{prefix}Config.tpuTfVersion")
     machine = catalog.MACHINES.get(type_name) if type_name else None
     if type_name and machine is None:
         raise ValidationError(f"{type_name!r} is not a machine type legacy AI Platform accepted"
@@ -233,17 +302,18 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
     if type_name is None and custom and (role is not RoleName.PRIMARY or ti.scaleTier):
         raise ValidationError(f"required with scaleTier CUSTOM when {prefix} replicas are asked for",
                               path=path)
-    if config.tpuTfVersion:
-        raise unsupported("tpuTfVersion", "TPUs are not part of the portable job format.",
-                          "Rewrite the job for GPUs.")
     disk = config.diskConfig
     if disk and disk.bootDiskType not in (None, "pd-ssd"):
-        notes.append(Note(kind=NoteKind.DROPPED, field=f"{role.value}.disk",
-                          message=f"bootDiskType {disk.bootDiskType} (portable jobs give only the size)"))
+        notes.append(Note(kind=NoteKind.DROPPED, field=f"trainingInput.{prefix}Config.diskConfig.bootDiskType",
+                          message=f"{disk.bootDiskType}: the portable job gives only the boot disk size (other clouds "
+                                  "use SSD boot disks)"))
+    accelerator, replaced = native_accelerator(config, machine, f"trainingInput.{prefix}Config.acceleratorConfig",
+                                               notes)
+    if replaced:  # the legacy name meant its retired GPU: run the same machine with the new one
+        type_name = catalog.compute_engine_name(type_name)
     command, env = unwrap_env(config.containerCommand)
     return NativePool(
-        role=role, machine_type=type_name, machine=machine, replicas=replicas,
-        accelerator=native_accelerator(config, machine, f"trainingInput.{prefix}Config.acceleratorConfig"),
+        role=role, machine_type=type_name, machine=machine, replicas=replicas, accelerator=accelerator,
         image=config.imageUri, command=command, env=env, disk_gb=disk.bootDiskSizeGb if disk else None,
         args=config.containerArgs if config.containerArgs is not None else tuple(ti.args or ()))
 
@@ -301,11 +371,12 @@ def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framew
              ] if framework is Framework.TENSORFLOW else []
     package = bool(ti.runtimeVersion or ti.pythonModule or ti.packageUris)
     if package:
+        module = ti.pythonModule or "MODULE"
         notes.append(Note(kind=NoteKind.HINT, field="image", message=(
-            f"a Python-package job (runtime {ti.runtimeVersion or 'default'}, module {ti.pythonModule}) "
-            "keeps its settings in backends.ai_platform; compiling for another cloud needs an image: set "
-            "image: to a "
-            f"training container with the package installed and command: [python, -m, {ti.pythonModule}]")))
+            f"a Python-package job (runtime {ti.runtimeVersion or 'default'}, module "
+            f"{ti.pythonModule or 'from the command line'}) keeps its settings in backends.ai_platform; compiling for another cloud needs an image: "
+            f"set image: to a training container with the package installed and command: [python, -m, {module}] "
+            "(migrate: --image, --command)")))
     elif not pools[RoleName.PRIMARY].image:
         notes.append(Note(kind=NoteKind.HINT, field="image",
                           message="no masterConfig.imageUri (gcloud takes --master-image-uri); set image: "
@@ -320,8 +391,8 @@ def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framew
     scheduling = ti.scheduling or NativeScheduling()
     for key in ("maxWaitTime", "priority"):
         if getattr(scheduling, key) is not None:
-            notes.append(Note(kind=NoteKind.DROPPED, field="timeout",
-                              message=f"scheduling.{key} has no portable equivalent"))
+            notes.append(dropped(f"trainingInput.scheduling.{key}",
+                                 f"{getattr(scheduling, key)}: the portable job has no queueing setting"))
     return notes
 
 
@@ -330,23 +401,28 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
 
     Args:
         request: the body of ``projects.jobs.create`` (``{jobId, labels, trainingInput}``), a
-            ``gcloud … --config`` file's content (``{trainingInput: …}``), or a bare ``TrainingInput``.
+            ``gcloud … --config`` file's content (``{trainingInput: …}``), a bare ``TrainingInput``,
+            or a ``gcloud ai-platform jobs submit training`` command line.
 
     Returns:
         The job, and the notes (``migrate`` reports them).
 
     Raises:
         ValidationError: malformed input, naming the field path.
-        UnsupportedFeatureError: something the portable format cannot hold (K80, TPUs…).
+        NotPortableError: something the portable job cannot hold (TPUs, a GPU model without a
+            portable name…).
     """
     from omnidist_ai_platform import tuning
 
+    if isinstance(request, CommandLine):
+        from omnidist_ai_platform import gcloud
+
+        request = gcloud.command_to_request(request)
     if tuning.split(request)[1] is not None:  # the tuning block, then the rest of the body
         return tuning.import_with_tuning(request, import_with_notes)
     native = parse(request)
-    ti = native.trainingInput
-    refuse_unportable(ti)
-    notes: list[Note] = []
+    notes = unportable(native.trainingInput)
+    ti = tier_to_custom(native.trainingInput, notes)
     pools = {role: pool for role in (RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS,
                                      RoleName.EVALUATORS) if (pool := native_to_pool(ti, role, notes))}
     servers = pools.get(RoleName.PARAMETER_SERVERS)

@@ -13,7 +13,7 @@ import omnidist
 from omnidist import serde
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob, RoleName
+from omnidist.job import Accelerator, DistributedJob, RoleName
 from omnidist.lowering import effective_roles
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings, backend, catalog, importer
 from omnidist_ai_platform.importer import import_with_notes
@@ -143,14 +143,18 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
     job, notes = import_with_notes({"trainingInput": {"masterConfig": {"imageUri": "i"}, "scheduling": {
         "maxRunningTime": "3600.5s", "maxWaitTime": "60s", "priority": 3}}})
     assert job.timeout == 3601 and job.name == "imported-job"
-    assert {n.kind for n in notes if n.field == "timeout"} == {NoteKind.DROPPED}
+    assert {n.field for n in notes if n.kind is NoteKind.DROPPED} == {"trainingInput.scheduling.maxWaitTime",
+                                                                      "trainingInput.scheduling.priority"}
 
 
 @pytest.mark.parametrize(("native", "feature"), [
-    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
-        "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_K80"}}}}, "accelerator NVIDIA_TESLA_K80"),
-    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "standard_gpu"}}, "accelerator NVIDIA_TESLA_K80"),
     ({"trainingInput": {"scaleTier": "BASIC_TPU"}}, "scaleTier BASIC_TPU"),
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "complex_model_m", "workerType": "cloud_tpu",
+                        "workerCount": 1}}, "trainingInput.workerType"),
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
+        "imageUri": "i", "acceleratorConfig": {"count": 8, "type": "TPU_V3"}}}}, "accelerator TPU_V3"),
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
+        "imageUri": "i", "tpuTfVersion": "2.1"}}}, "trainingInput.masterConfig.tpuTfVersion"),
     ({"predictionInput": {}}, "predictionInput"),
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
         "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},
@@ -160,6 +164,69 @@ def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         BACKEND.import_native(native)
     assert err.value.subject == feature and err.value.exit_code == 3
+    assert str(err.value).startswith(f"the portable job cannot hold {feature}")  # the side that lacks it
+    if "TPU" in feature or "tpu" in feature or "cloud_tpu" in str(native):
+        assert "TPUs are not portable" in str(err.value)
+
+
+@pytest.mark.parametrize(("native", "model", "count", "machine"), [
+    ({"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
+        "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_K80"}}}, "T4", 1, "n1-standard-8"),
+    ({"scaleTier": "CUSTOM", "masterType": "standard_gpu", "masterConfig": {"imageUri": "i"}}, "T4", 1,
+     "n1-standard-8"),
+    ({"scaleTier": "CUSTOM", "masterType": "complex_model_l_gpu", "masterConfig": {"imageUri": "i"}}, "V100", 8,
+     "n1-standard-32"),
+])
+def test_retired_k80s_become_the_gpu_every_cloud_sells_with_a_change(native, model, count, machine):
+    job, notes = import_with_notes({"trainingInput": native})
+    assert job.primary.accelerator == Accelerator(type=model, count=count)
+    assert job.backends["ai_platform"]["machine_types"]["primary"] == machine  # the K80 name no longer fits
+    assert [n.kind for n in notes if "K80" in n.message] == [NoteKind.CHANGED]
+    assert compile_native(job)["trainingInput"]["masterType"] == machine
+
+
+def test_hyperparameters_are_dropped_with_a_note_and_the_job_runs_once():
+    job, notes = import_with_notes({"trainingInput": {"masterConfig": {"imageUri": "i"}, "hyperparameters": {
+        "goal": "MAXIMIZE", "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 1}]}}})
+    assert job.image == "i" and job.args == ()
+    dropped = [n for n in notes if n.kind is NoteKind.DROPPED]
+    assert [n.field for n in dropped] == ["hyperparameters"] and "lr" in dropped[0].message
+    with pytest.raises(ValidationError) as err:  # what the API refuses is still refused
+        BACKEND.import_native({"trainingInput": {"hyperparameters": {"params": [{"parameterName": "x",
+                                                                                 "type": "FLOAT"}]}}})
+    assert err.value.problems[0].path == "trainingInput.hyperparameters.params[0].type"
+
+
+@pytest.mark.parametrize(("tier", "roles"), [
+    ("BASIC_GPU", {"primary": ("n1-standard-8", 1)}),
+    ("STANDARD_1", {"primary": ("n1-highcpu-8", 1), "workers": ("n1-highcpu-8", 4),
+                    "parameter_servers": ("n1-standard-4", 3)}),
+    ("PREMIUM_1", {"primary": ("n1-highcpu-16", 1), "workers": ("n1-highcpu-16", 19),
+                   "parameter_servers": ("n1-highmem-8", 11)}),
+])
+def test_scale_tiers_become_the_cluster_google_documents(tier, roles):
+    job, notes = import_with_notes({"trainingInput": {"scaleTier": tier, "masterConfig": {"imageUri": "i"}}})
+    machines = job.backends["ai_platform"]["machine_types"]
+    found = {name: (catalog.compute_engine_name(machines[name]) or machines[name],
+                    1 if name == "primary" else job.role(name).replicas) for name in machines}
+    assert found == roles
+    assert "scale_tier" not in job.backends["ai_platform"]  # CUSTOM from here on
+    assert [n.kind for n in notes if n.field == "scaleTier"] == [NoteKind.APPROXIMATED]
+    assert compile_native(job)["trainingInput"]["scaleTier"] == "CUSTOM"
+
+
+def test_a_role_type_with_no_replicas_is_noted():
+    job, notes = import_with_notes({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-4",
+                                                      "masterConfig": {"imageUri": "i"}, "workerType": "standard_gpu",
+                                                      "workerCount": 0}})
+    assert job.workers is None
+    assert [(n.kind, n.field) for n in notes if n.field.startswith("trainingInput")] == [
+        (NoteKind.HINT, "trainingInput.workerType")]
+
+
+def test_legacy_names_have_compute_engine_equivalents():
+    assert BACKEND.machine_alias("large_model") == "n1-highmem-8"
+    assert BACKEND.machine_alias("n1-highmem-8") is None
 
 
 @pytest.mark.parametrize(("native", "path"), [

@@ -77,14 +77,15 @@ CREDENTIALS: tuple[str, ...] = ("anonymous", "default")
 """``default``: azure-identity's DefaultAzureCredential; ``anonymous``: a static fake token (local endpoints)."""
 
 UNSUPPORTED_NATIVE_KEYS: dict[str, str] = {
-    "identity": "run under the compute's identity, or submit this job with az ml directly",
-    "outputs": "write outputs to a path your command names (e.g. ./outputs, which Azure uploads)",
-    "resources.locations": "pick the region through the workspace",
-    "resources.max_instance_count": "give a fixed node count with workers.replicas",
-    "resources.properties": "set the compute's properties on the cluster itself",
-    "services": "open interactive services (SSH, Jupyter) from the Azure ML studio",
+    "identity": "the job runs under the target's own identity (the compute's, or the submitting account's)",
+    "properties": "free-form job properties are Azure ML's own",
+    "resources.locations": "Azure ML regions; the target's region comes from its settings",
+    "resources.max_instance_count": "elastic node counts are Azure ML's own; the job runs on its instance_count",
+    "resources.properties": "compute properties are Azure ML's own",
+    "services": "interactive services (SSH, Jupyter, TensorBoard) are Azure ML's own; open them the target's way",
 }
-"""Command-job keys the portable job cannot hold -> what to do instead (import refuses them)."""
+"""Command-job keys the portable job cannot hold -> why the job runs without them (import drops
+each with a note; ``migrate --strict`` refuses to lose them)."""
 
 _SHM = re.compile(r"^\d+[bkmgBKMG]?$")
 

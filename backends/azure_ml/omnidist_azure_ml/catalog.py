@@ -26,6 +26,13 @@ SKUS: tuple[Sku, ...] = (
     Machine(name="Standard_D4s_v3", vcpus=4, memory_gb=16),
     Machine(name="Standard_D64s_v3", vcpus=64, memory_gb=256),
     Machine(name="Standard_D8s_v3", vcpus=8, memory_gb=32),
+    Machine(name="Standard_E16s_v3", vcpus=16, memory_gb=128),
+    Machine(name="Standard_E2s_v3", vcpus=2, memory_gb=16),
+    Machine(name="Standard_E32s_v3", vcpus=32, memory_gb=256),
+    Machine(name="Standard_E48s_v3", vcpus=48, memory_gb=384),
+    Machine(name="Standard_E4s_v3", vcpus=4, memory_gb=32),
+    Machine(name="Standard_E64s_v3", vcpus=64, memory_gb=432),
+    Machine(name="Standard_E8s_v3", vcpus=8, memory_gb=64),
     Machine(name="Standard_H16mr", vcpus=16, memory_gb=224, rdma=True),
     Machine(name="Standard_H16r", vcpus=16, memory_gb=112, rdma=True),
     Machine(name="Standard_HB120rs_v3", vcpus=120, memory_gb=448, rdma=True, infiniband=True),
@@ -61,7 +68,8 @@ SKUS: tuple[Sku, ...] = (
     Machine(name="Standard_ND96isr_H200_v5", accelerator="H200", gpus=8, vcpus=96, memory_gb=1850,
             rdma=True, infiniband=True),
 )
-"""Every SKU omnidist knows, sorted by name."""
+"""Every SKU omnidist knows, sorted by name: general-purpose Dsv3 (4 GB per vCPU) and memory-optimized
+Esv3 (8 GB per vCPU, up to 432 GB) for CPU roles, the H and HB/HC HPC sizes, the N-series GPU sizes."""
 
 MACHINES = Catalog(machines=SKUS, ignore_case=True)
 """The SKUs by name (Azure compares VM sizes case-insensitively)."""

@@ -1,25 +1,31 @@
 """Azure ML command job YAML (as parsed) -> portable job. Pure: no network, no SDK import.
 
-Reads what ``az ml job create --file`` takes: inline image environments become the job's
-``image``; registered/curated environments, the compute, SKU, shm size and other
-Azure-only settings go to ``backends.azure_ml``. The job's tables in :mod:`.backend` are
-read backwards (derived inverses), so import cannot drift from compile. The ``OMNIDIST_*``
-hints compile adds are used to recover what Azure cannot say (deepspeed vs pytorch, the
-processes a custom launcher starts) and then dropped.
+Reads what ``az ml job create --file`` takes, what ``job.dump()`` writes (a ``command(...)``
+node's ``component`` included) and what the SDK's own ``_to_dict()`` gives for a job object:
+inline image environments become the job's ``image``; registered/curated environments, the
+compute, SKU, shm size and other Azure-only settings go to ``backends.azure_ml``. The job's
+tables in :mod:`.backend` are read backwards (derived inverses), so import cannot drift from
+compile. The ``OMNIDIST_*`` hints compile adds are used to recover what Azure cannot say
+(deepspeed vs pytorch, the processes a custom launcher starts) and then dropped.
+
+What the portable job cannot hold is dropped with a note (:data:`~.backend.UNSUPPORTED_NATIVE_KEYS`,
+a conda file or build context, ``outputs``, ``description``): the job still runs without it, and
+``migrate --strict`` refuses to lose it. A command that only a shell runs the same way (several
+lines, ``&&``, ``$VAR``) becomes ``bash -c '…'`` with its lines intact.
 """
 
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Mapping
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import importing, serde
+from omnidist import commandline, importing, serde
 from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import ValidationError
+from omnidist.importing import cannot_hold, dropped
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Role
 from omnidist.runtime import hints
 from omnidist.runtime.launch import is_launch_command
@@ -30,7 +36,6 @@ from omnidist_azure_ml.backend import (
     UNSUPPORTED_NATIVE_KEYS,
 )
 
-PORTABLE = "the portable job format"
 FALLBACK_NAME = "azure-ml-job"
 DISTRIBUTION_KEYS: dict[str, tuple[str, ...]] = {
     "mpi": ("process_count_per_instance",),
@@ -38,8 +43,32 @@ DISTRIBUTION_KEYS: dict[str, tuple[str, ...]] = {
     "tensorflow": ("parameter_server_count", "worker_count"),
 }
 """The settings each distribution type has; others are dropped with a note (the SDK drops them)."""
-_SHELL_OPERATOR = re.compile(r"^[();<>|&]+$")
-_SHELL_EXPANSION = re.compile(r"\$(?!\{\{)|`")
+
+JOB_TYPES: dict[str, str] = {
+    "automl": "an AutoML job",
+    "command": "",
+    "data_transfer": "a data transfer job",
+    "import": "a data import job",
+    "parallel": "a parallel job",
+    "pipeline": "a pipeline job",
+    "spark": "a Spark job",
+    "sweep": "a sweep (hyperparameter tuning) job",
+}
+"""``type`` values ``load_job`` takes -> what they are (empty for the one omnidist imports)."""
+
+ENVIRONMENT_KEYS = frozenset({"build", "conda_file", "description", "image", "inference_config", "name", "os_type",
+                              "tags", "version"})
+"""Keys of an inline environment."""
+
+INPUT_TYPES = frozenset({"custom_model", "mlflow_model", "mltable", "triton_model", "uri_file", "uri_folder"})
+"""``type`` of a command job's data input (a literal input is a plain value)."""
+
+INPUT_KEYS = frozenset({"datastore", "description", "mode", "path", "path_on_compute", "type"})
+INPUT_MODES = frozenset({"direct", "download", "eval_download", "eval_mount", "ro_mount"})
+"""What a command job's data input may say (azure-ai-ml's InputSchema: ``rw_mount`` and
+``upload`` are output modes, ``default`` belongs to components)."""
+
+_REFERENCE = re.compile(r"\$\{\{\s*(inputs|outputs|search_space)\.([\w.]+)\s*\}\}")
 
 
 @attrs.frozen(kw_only=True)
@@ -70,7 +99,7 @@ class NativeQueue:
 @attrs.frozen(kw_only=True)
 class NativeCommandJob:
     """A command job file; unknown keys are errors with their path, Azure keys the portable job
-    cannot hold are refused through :data:`UNSUPPORTED_NATIVE_KEYS`."""
+    cannot hold are dropped (with a note) through :data:`UNSUPPORTED_NATIVE_KEYS` first."""
 
     command: str
     type: str = "command"
@@ -80,6 +109,7 @@ class NativeCommandJob:
     description: Optional[str] = None
     code: Optional[str] = None
     inputs: dict[str, Any] = attrs.field(factory=dict)
+    outputs: dict[str, Any] = attrs.field(factory=dict)
     environment: Any = None
     compute: Optional[str] = None
     resources: NativeResources = attrs.field(factory=NativeResources)
@@ -93,35 +123,73 @@ class NativeCommandJob:
 _SECTIONS = ("limits", "queue_settings", "resources")
 
 
-def _refuse(feature: str, hint: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(feature, PORTABLE, f"it is an Azure ML feature with no portable equivalent "
-                                   f"(importing from {NAME}).", hint)
-
-
-def parse(request: Mapping[str, Any]) -> NativeCommandJob:
-    """Check the shape of a command job file and read it into :class:`NativeCommandJob`."""
-    if not isinstance(request, Mapping):
-        raise ValidationError(f"a command job file is a mapping of keys, got {type(request).__name__}")
+def check_type(request: Mapping[str, Any]) -> None:
+    """A command job (or no ``type``) passes; another Azure job type is refused (exit 3), a
+    ``type`` Azure ML does not have is an error (exit 2), as ``load_job`` says."""
     kind = request.get("type", "command")
-    if not isinstance(kind, str) or kind.lower() != "command":
-        raise UnsupportedFeatureError(f"job type {kind!r}", NAME, "omnidist reads Azure ML command jobs only.",
-                                      "Export the training step as a `type: command` job.")
+    if not isinstance(kind, str) or kind.lower() not in JOB_TYPES:
+        raise ValidationError(f"{kind!r} is not an Azure ML job type; types: {', '.join(sorted(JOB_TYPES))}",
+                              path="type")
+    if kind.lower() != "command":
+        raise cannot_hold(f"job type {kind}", f"this is {JOB_TYPES[kind.lower()]}; omnidist imports command jobs.",
+                          "Export the training step as a `type: command` job.")
+
+
+def from_component(request: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``command(...)`` node as ``dump()`` writes it: the command, code and names sit in its
+    ``component``; the node's own values win. The component's input declarations (types and
+    defaults) and identity (name, version) describe the component, not the job."""
+    component = request.get("component")
+    data = {k: v for k, v in request.items() if k != "component"}
+    if not isinstance(component, Mapping):
+        return data
+    for key in ("code", "command", "description", "display_name", "distribution", "environment",
+                "environment_variables", "resources", "tags"):
+        if component.get(key) not in (None, {}) and data.get(key) in (None, {}):
+            data[key] = component[key]
+    return data
+
+
+def without_empty(data: Mapping[str, Any]) -> dict[str, Any]:
+    """The SDK's ``_to_dict()`` writes empty ``properties``, ``parameters``, ``tags``…: nothing set."""
+    return {k: v for k, v in data.items() if k != "$schema" and v is not None and v != {}}
+
+
+def drop_extras(data: Mapping[str, Any], notes: list[Note]) -> dict[str, Any]:
+    """``data`` without the keys of :data:`UNSUPPORTED_NATIVE_KEYS` it sets, each dropped with a note."""
+    data = dict(data)
     for dotted, hint in UNSUPPORTED_NATIVE_KEYS.items():
         head, _, tail = dotted.partition(".")
-        section = request.get(head) if tail else request
-        if isinstance(section, Mapping) and (tail or head) in section:
-            raise _refuse(dotted, hint)
-    data = {k: v for k, v in request.items() if k != "$schema" and not (k in _SECTIONS and v is None)}
+        section = data.get(head) if tail else data
+        key = tail or head
+        if isinstance(section, Mapping) and section.get(key) not in (None, {}, [], ""):
+            notes.append(dropped(dotted, f"{importing.short(section[key])}: {hint}"))
+            trimmed = {k: v for k, v in section.items() if k != key}
+            data = trimmed if not tail else {**data, head: trimmed}
+    return data
+
+
+def parse(request: Mapping[str, Any], notes: list[Note]) -> NativeCommandJob:
+    """Check the shape of a command job file and read it into :class:`NativeCommandJob`; what
+    the portable job cannot hold is dropped into ``notes``."""
+    if not isinstance(request, Mapping):
+        raise ValidationError(f"a command job file is a mapping of keys, got {type(request).__name__}")
+    check_type(request)
+    data = drop_extras(without_empty(from_component(request)), notes)
     for key in _SECTIONS:  # serde cannot report a nested class given a non-mapping (it raises AttributeError)
         if key in data and not isinstance(data[key], Mapping):
             raise ValidationError(f"expected a mapping, got {type(data[key]).__name__}", path=key)
+        if key in data:
+            data[key] = without_empty(data[key])
     return serde.structure(data, NativeCommandJob)
 
 
 def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
     """The portable job for one command job file, and notes on what was inferred or dropped."""
-    native = parse(request)
     notes: list[Note] = []
+    native = parse(request, notes)
+    check_inputs(native.inputs)
+    notes += outputs_notes(native.outputs) + description_notes(native.description)
     env = dict(native.environment_variables)
     framework, per_node = native_to_framework(native.distribution, env, notes)
     command = native_to_command(native.command, notes)
@@ -131,7 +199,7 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
     accelerator = _accelerator(sku, native, notes)
     nodes, servers = native_to_nodes(native.distribution, native.resources.instance_count)
     env = _strip_tuning(hints.strip(env), sku)
-    image, environment = native_to_environment(native.environment)
+    image, environment = native_to_environment(native.environment, notes)
     default_per_node = accelerator.count if accelerator else 1
     job = DistributedJob(
         name=native_to_name(native, notes),
@@ -139,7 +207,7 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
         image=image,
         command=command,
         env=env,
-        primary=Role(accelerator=accelerator),
+        primary=Role(accelerator=accelerator, **native_to_size(sku)),
         workers=Role(replicas=nodes - 1) if nodes > 1 else None,
         parameter_servers=Role(replicas=servers) if servers else None,
         processes_per_node=AUTO if per_node in (None, default_per_node) else per_node,
@@ -161,9 +229,8 @@ def native_to_framework(distribution: Optional[Mapping[str, Any]], env: Mapping[
         return Framework.CUSTOM, _hinted_processes(env)
     kind = distribution.get("type")
     if not isinstance(kind, str) or kind.lower() not in DISTRIBUTION_FRAMEWORKS:
-        raise UnsupportedFeatureError(f"distribution type {kind!r}", PORTABLE,
-                                      f"omnidist reads {', '.join(DISTRIBUTION_FRAMEWORKS)} distributions.",
-                                      "Rewrite the job for PyTorch, MPI (Horovod) or TensorFlow distribution.")
+        raise cannot_hold(f"distribution type {kind!r}", f"omnidist reads {', '.join(DISTRIBUTION_FRAMEWORKS)} "
+                          "distributions.", "Rewrite the job for PyTorch, MPI (Horovod) or TensorFlow distribution.")
     kind = kind.lower()
     for key in sorted(set(distribution) - set(DISTRIBUTION_KEYS[kind]) - {"type"}):
         notes.append(Note(kind=NoteKind.DROPPED, field=f"distribution.{key}",
@@ -207,43 +274,93 @@ def native_to_nodes(distribution: Optional[Mapping[str, Any]], instance_count: i
     return workers, servers
 
 
-def native_to_environment(environment: Any) -> tuple[Optional[str], Optional[str]]:
-    """``(image, registered environment)`` from an inline ``{image: …}`` or an environment reference."""
+def native_to_environment(environment: Any, notes: list[Note]) -> tuple[Optional[str], Optional[str]]:
+    """``(image, registered environment)`` from an inline environment or an environment reference.
+
+    An inline environment Azure builds (a conda file on top of the image, a Docker build context)
+    is not carried: the image is kept, bare, and the note says what it lacks (``migrate --image``
+    gives the image built from it).
+    """
     if environment is None:
         return None, None
     if isinstance(environment, str):
         return None, environment
     if not isinstance(environment, Mapping):
         raise ValidationError("expected azureml:NAME:VERSION or {image: …}", path="environment")
-    extra = sorted(set(environment) - {"image", "name", "version", "description"})
+    extra = sorted(set(environment) - ENVIRONMENT_KEYS)
     if extra:
-        raise _refuse(f"environment.{extra[0]}", "Build the image yourself and give it as `image`, or register "
-                      "the environment and reference it in backends.azure_ml.environment.")
+        raise ValidationError(f"not a key of an inline environment; keys: {', '.join(sorted(ENVIRONMENT_KEYS))}",
+                              path=f"environment.{extra[0]}")
     image = environment.get("image")
-    if not isinstance(image, str) or not image:
-        raise ValidationError("an inline environment needs an image", path="environment.image")
-    return image, None
+    build = environment.get("build")
+    if build is not None:
+        path = build.get("path") if isinstance(build, Mapping) else build
+        notes.append(dropped("environment.build", f"Azure ML builds the image from {path}; other clouds run an image "
+                                                  "you build from it: set image: (migrate: --image)"))
+    elif not isinstance(image, str) or not image:
+        raise ValidationError("an inline environment needs an image (or a build context)", path="environment.image")
+    if environment.get("conda_file") is not None:
+        conda = environment["conda_file"]
+        notes.append(dropped("environment.conda_file", f"{conda if isinstance(conda, str) else 'an inline conda file'}: "
+                                                       f"Azure ML installs it on top of {image}; other clouds run the "
+                                                       "image as it is: set image: to one with the packages "
+                                                       "installed (migrate: --image)"))
+    return (image if build is None else None), None
+
+
+def check_inputs(inputs: Mapping[str, Any]) -> None:
+    """Refuse what ``load_job`` refuses in a command job's inputs (exit 2): a mapping is a data
+    input of a known type and mode; a component's ``type: string`` + ``default`` is not one."""
+    for name, value in inputs.items():
+        if not isinstance(value, Mapping):
+            continue
+        path = f"inputs.{name}"
+        extra = sorted(set(value) - INPUT_KEYS)
+        kind, mode = value.get("type", "uri_folder"), value.get("mode")
+        if extra:
+            raise ValidationError(f"not a key of a job input; keys: {', '.join(sorted(INPUT_KEYS))}",
+                                  path=f"{path}.{extra[0]}")
+        if kind not in INPUT_TYPES:
+            raise ValidationError(f"{kind!r} is not a data input type ({', '.join(sorted(INPUT_TYPES))}); a literal "
+                                  "input is written as its value", path=f"{path}.type")
+        if mode is not None and mode not in INPUT_MODES:
+            raise ValidationError(f"{mode!r} is not an input mode; modes: {', '.join(sorted(INPUT_MODES))}",
+                                  path=f"{path}.mode")
+
+
+def outputs_notes(outputs: Mapping[str, Any]) -> list[Note]:
+    """Until the portable job has outputs: each is dropped, and the command still names it."""
+    return [dropped(f"outputs.{name}", f"{importing.short(value)}: the portable job has no outputs yet; a command "
+                                       f"that says ${{{{outputs.{name}}}}} must be given a path the job can write")
+            for name, value in outputs.items()]
+
+
+def description_notes(description: Optional[str]) -> list[Note]:
+    """Until the portable job has a description: it is dropped, with its text."""
+    return [dropped("description", f"{importing.short(description)}: the portable job has no description yet")
+            ] if description else []
 
 
 def native_to_command(command: str, notes: list[Note]) -> tuple[str, ...]:
-    """An argv list: shell syntax (operators, ``$VAR``) is kept as ``bash -c '…'`` so it still runs."""
-    try:
-        lexer = shlex.shlex(command, posix=False, punctuation_chars=True)  # keeps quotes: '&' is an argument
-        lexer.whitespace_split = True
-        tokens = list(lexer)
-        plain = shlex.split(command)
-    except ValueError as exc:
-        raise ValidationError(f"cannot split the command ({exc})", path="command") from None
-    if any(_SHELL_OPERATOR.match(t) for t in tokens) or _has_expansion(command):
+    """An argv list; a command only a shell runs the same way is kept whole, lines intact, as
+    ``bash -c '…'`` (see :func:`omnidist.commandline.shell_argv`). ``${{ inputs.x }}`` is written
+    without spaces, which Azure reads the same, so it stays one word."""
+    command = _REFERENCE.sub(lambda m: f"${{{{{m[1]}.{m[2]}}}}}", command)
+    argv, wrapped = commandline.shell_argv(command, "command")
+    if wrapped:
+        lines = len(command.strip().splitlines())
+        what = f"{lines} lines" if lines > 1 else "shell syntax"
         notes.append(Note(kind=NoteKind.APPROXIMATED, field="command",
-                          message="the command uses shell syntax; kept whole as `bash -c '…'`"))
-        return ("bash", "-c", command)
-    return tuple(plain)
+                          message=f"the command has {what} (Azure ML runs it in a shell); kept whole as `bash -c "
+                                  "'…'` so that it runs the same"))
+    return argv
 
 
-def _has_expansion(command: str) -> bool:
-    # $VAR outside single quotes would be expanded by Azure's shell; ${{inputs.x}} is Azure's own.
-    return any(_SHELL_EXPANSION.search(part) for i, part in enumerate(command.split("'")) if i % 2 == 0)
+def native_to_size(sku: Optional[catalog.Sku]) -> dict[str, Any]:
+    """The vCPUs and memory of the VM size the job ran on (none for an unknown or retired one)."""
+    if sku is None or _retired(sku):
+        return {}
+    return {"cpus": sku.vcpus, "memory_gb": sku.memory_gb}
 
 
 def native_to_timeout(value: Any) -> Optional[int]:
@@ -257,14 +374,46 @@ def native_to_name(native: NativeCommandJob, notes: Optional[list[Note]] = None)
                                missing=f"{FALLBACK_NAME}: the job names itself nowhere", notes=notes)
 
 
+GPU_SKU = re.compile(r"^Standard_N", re.IGNORECASE)
+"""Azure's GPU VM sizes are its N series (NC, ND, NV…)."""
+
+GPU_WORDS = re.compile(r"gpu|tesla|[kpv]100|[ah]100|h200|k80|(^|[-_])(t4|nc\d+|nd\d+|nv\d+)", re.IGNORECASE)
+"""Words in a compute cluster's name that say its nodes have GPUs (``gpu-cluster``, ``a100-4-pi``,
+``low-pri-nc24s``)."""
+
+
+def _looks_like_gpus(native: NativeCommandJob) -> Optional[str]:
+    """Why the nodes probably have GPUs although omnidist cannot tell which (``None``: no sign)."""
+    sku, compute = native.resources.instance_type or "", native.compute or ""
+    per_node = (native.distribution or {}).get("process_count_per_instance")
+    if GPU_SKU.match(sku):
+        return f"{sku} is an N-series (GPU) VM size omnidist does not know"
+    if GPU_WORDS.search(compute.removeprefix("azureml:")):
+        return f"the compute {compute} is named for GPUs"
+    if isinstance(per_node, int) and per_node > 1:
+        return f"the job starts {per_node} processes per node"
+    return None
+
+
 def _accelerator(sku: Optional[catalog.Sku], native: NativeCommandJob, notes: list[Note]) -> Optional[Accelerator]:
     from omnidist import accelerators
 
+    if sku is None and native.resources.instance_type:
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="resources.instance_type",
+                          message=f"{native.resources.instance_type} is not in omnidist's catalog: its vCPUs, memory "
+                                  "and GPUs are unknown, so other clouds get their default machine"))
+    if sku is not None and sku.accelerator in importing.RETIRED_GPUS:
+        return importing.retired_gpu(sku.accelerator, sku.gpus, "resources.instance_type", notes)
     if sku is None or sku.accelerator not in accelerators.BY_NAME:
-        if native.compute or native.resources.instance_type:
+        gpus = _looks_like_gpus(native)
+        if gpus:
+            notes.append(Note(kind=NoteKind.CHANGED, field="primary.accelerator",
+                              message=f"{gpus}: the job's GPUs cannot be named, so other clouds run it without GPUs; "
+                                      "set primary.accelerator (omnidist import, then edit) to keep them"))
+        elif native.compute:
             notes.append(Note(kind=NoteKind.HINT, field="primary.accelerator",
-                              message="the GPUs are whatever the compute or VM size has; set primary.accelerator "
-                                      "to carry them to another cloud"))
+                              message=f"the machines are whatever the compute {native.compute} has; set "
+                                      "primary.accelerator (and cpus, memory_gb) to carry them to another cloud"))
         return None
     accelerator = Accelerator(type=sku.accelerator, count=sku.gpus)
     notes.append(Note(kind=NoteKind.DEFAULTED, field="primary.accelerator",
@@ -278,6 +427,19 @@ def _strip_tuning(env: dict[str, str], sku: Optional[catalog.Sku]) -> dict[str, 
     return {k: v for k, v in env.items() if tuning.get(k) != v}
 
 
+def _retired(sku: Optional[catalog.Sku]) -> bool:
+    """A SKU whose GPUs were replaced on import: its name no longer fits the job."""
+    return sku is not None and sku.accelerator in importing.RETIRED_GPUS
+
+
+def local_code(code: Optional[str]) -> Optional[str]:
+    """The code folder; the SDK's ``_to_dict()`` writes a local one as ``azureml:./src``, which
+    ``load_job`` would read as a registered asset, so the prefix goes."""
+    if code and code.startswith("azureml:."):
+        return code.removeprefix("azureml:")
+    return code
+
+
 def _settings_block(native: NativeCommandJob, environment: Optional[str],
                     sku: Optional[catalog.Sku]) -> dict[str, dict[str, Any]]:
     name = native_to_name(native)
@@ -285,14 +447,14 @@ def _settings_block(native: NativeCommandJob, environment: Optional[str],
     tier = (native.queue_settings.job_tier or "").lower()
     block = {
         "compute": compute,
-        "instance_type": sku.name if sku else native.resources.instance_type,
+        "instance_type": (sku.name if sku else native.resources.instance_type) if not _retired(sku) else None,
         "environment": environment,
         "shm_size": native.resources.shm_size,
         "docker_args": native.resources.docker_args,
         "experiment_name": native.experiment_name if native.experiment_name != name else None,
         "job_tier": tier if tier and tier != "spot" else None,
         "priority": native.queue_settings.priority,
-        "code": native.code,
+        "code": local_code(native.code),
         "inputs": dict(native.inputs) or None,
     }
     block = {k: v for k, v in block.items() if v is not None}

@@ -1,33 +1,38 @@
 """Vertex AI native specs -> portable job. Pure: no network, no SDK import.
 
-Three inputs are understood:
+These inputs are understood:
 
 - a ``CustomJob`` as the REST API returns it (int64 as strings or numbers, enums as names or
   numbers; output-only fields such as ``state`` and ``createTime`` are ignored);
 - a ``CustomJobSpec`` as ``gcloud ai custom-jobs create --config`` takes it (top-level
-  ``workerPoolSpecs``);
-- ``--worker-pool-spec`` flag strings: ``{"worker_pool_specs": ["machine-type=…,…", …]}`` (or
-  just the list), optionally with ``display_name``, ``command``, ``args``, ``labels``,
-  ``region``, ``service_account``, ``network`` and ``enable_web_access``, the other flags.
+  ``workerPoolSpecs``, a list or, as gcloud also reads it, one mapping);
+- a ``HyperparameterTuningJob``: its ``trialJobSpec`` is the job (see :func:`tuning_notes`);
+- any of these with protobuf's field names (``worker_pool_specs``, ``machine_spec``…), which
+  protobuf's JSON parsers take as well as the JSON names;
+- ``--worker-pool-spec`` flag strings, and a ``gcloud ai custom-jobs create …`` command line
+  (:mod:`.gcloud`).
 
 The machine types go into ``backends.vertex.machine_types`` so a Vertex -> Vertex round trip
-is exact; the ``OMNIDIST_*`` runtime hints are read (framework, processes per node) and dropped.
+is exact, and each role records the vCPUs and memory of its machine; the ``OMNIDIST_*`` runtime
+hints are read (framework, processes per node) and dropped. A field the portable job cannot
+hold is dropped with a note when the job still runs without it (:data:`DROPPED_FIELDS`), and
+refused (:class:`~omnidist.errors.NotPortableError`, exit 3) when it cannot (TPUs, Python packages).
 """
 
 from __future__ import annotations
 
 import difflib
 import re
-import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import importing, serde
+from omnidist import catalog, importing, serde
 from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.importing import parse_proto_duration
+from omnidist.commandline import CommandLine
+from omnidist.errors import ValidationError
+from omnidist.importing import cannot_hold, dropped, parse_proto_duration
 from omnidist.job import Accelerator, DistributedJob, RoleName
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
@@ -37,19 +42,60 @@ from omnidist_vertex.tables import (
     PORTABLE_ACCELERATORS,
     REDUCTION_SERVER_IMAGE,
     REQUEST_ID_LABEL,
+    RETIRED_ACCELERATORS,
     ROLES_AT,
     STRATEGY_BY_NUMBER,
     reduction_server_image,
 )
 
-PORTABLE = "the portable job"
 DEFAULT_BOOT_DISK_GB = 100
 """Vertex's boot disk when a pool names none."""
-_UNSUPPORTED_POOL_KEYS = {
-    "nfsMounts": "NFS mounts are not part of the portable job; mount the share from the training code",
-    "pythonPackageSpec": "the portable job runs container images; "
-    "build one from the package and use containerSpec",
+DEFAULT_BOOT_DISK_TYPE = "pd-ssd"
+"""Vertex's boot disk type when a pool names none."""
+
+FIELDS: dict[str, frozenset[str]] = {
+    "CustomJob": frozenset({"displayName", "encryptionSpec", "jobSpec", "labels"}),
+    "CustomJobSpec": frozenset({
+        "baseOutputDirectory", "enableDashboardAccess", "enableWebAccess", "experiment", "experimentRun",
+        "models", "network", "persistentResourceId", "protectedArtifactLocationId", "pscInterfaceConfig",
+        "reservedIpRanges", "scheduling", "serviceAccount", "tensorboard", "workerPoolSpecs"}),
+    "ContainerSpec": frozenset({"args", "command", "env", "imageUri"}),
+    "DiskSpec": frozenset({"bootDiskSizeGb", "bootDiskType"}),
+    "HyperparameterTuningJob": frozenset({
+        "displayName", "encryptionSpec", "labels", "maxFailedTrialCount", "maxTrialCount",
+        "parallelTrialCount", "studySpec", "trialJobSpec"}),
+    "MachineSpec": frozenset({
+        "acceleratorCount", "acceleratorType", "gpuPartitionSize", "machineType", "reservationAffinity",
+        "tpuTopology"}),
+    "Scheduling": frozenset({"disableRetries", "maxWaitDuration", "restartJobOnWorkerRestart", "strategy",
+                             "timeout"}),
+    "WorkerPoolSpec": frozenset({
+        "containerSpec", "diskSpec", "lustreMounts", "machineSpec", "nfsMounts", "pythonPackageSpec",
+        "replicaCount"}),
 }
+"""Each message -> the fields a user may write (aiplatform v1; a test checks them against the SDK).
+A field outside them is an error naming it, as protobuf's parser reports it."""
+
+OUTPUT_ONLY = frozenset({"createTime", "endTime", "error", "name", "satisfiesPzi", "satisfiesPzs", "startTime",
+                         "state", "trials", "updateTime", "webAccessUris"})
+"""Fields the API fills in; a job read back from it carries them, and they are ignored."""
+
+DROPPED_FIELDS: dict[str, str] = {
+    "enableDashboardAccess": "the dashboard of a running job is Vertex's own",
+    "experiment": "Vertex AI Experiments tracking is Vertex's own; log to the target's tracking instead",
+    "experimentRun": "Vertex AI Experiments tracking is Vertex's own; log to the target's tracking instead",
+    "gpuPartitionSize": "GPU partitions are Vertex's own: the role gets whole GPUs",
+    "lustreMounts": "Lustre shares are not mounted elsewhere: mount the share from the training code",
+    "maxWaitDuration": "the portable job has no limit on the time spent waiting for capacity",
+    "models": "registering the trained model is Vertex's own; register it on the target",
+    "nfsMounts": "NFS shares are not mounted elsewhere: mount the share from the training code",
+    "protectedArtifactLocationId": "where Vertex keeps the job's artifacts is Vertex's own",
+    "pscInterfaceConfig": "a Private Service Connect interface is Vertex networking: set up the target's "
+                          "network to reach the same hosts",
+    "reservationAffinity": "Compute Engine reservations belong to this project",
+    "reservedIpRanges": "reserved IP ranges are Vertex networking",
+}
+"""Fields the job runs without, which the portable job cannot hold -> why (dropped with a note)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -105,33 +151,55 @@ def _strings(value: Any, path: str) -> tuple[str, ...]:
 
 
 def _enum_name(value: Any, by_number: Mapping[int, str], path: str) -> str:
+    """An enum given by name or by number (the REST API's ``enum-encoding=int``)."""
     if isinstance(value, int) and not isinstance(value, bool):
         if value not in by_number:
-            raise UnsupportedFeatureError(
-                f"{path} = {value}", "omnidist", f"enum number {value} is not one omnidist knows."
-            )
+            raise cannot_hold(f"{path} = {value}", f"enum number {value} is not one omnidist knows.")
         return by_number[value]
     return _str(value, path)
+
+
+def _known(data: Mapping[str, Any], message: str, path: str, *, also: frozenset[str] = frozenset()) -> None:
+    """Refuse a field ``message`` does not have (exit 2), as protobuf's JSON parser does."""
+    for key in data:
+        if key not in FIELDS[message] and key not in also:
+            close = difflib.get_close_matches(str(key), sorted(FIELDS[message]), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            where = f"{path}.{key}" if path else str(key)
+            raise ValidationError(f"not a field of {message}{hint}", path=where)
+
+
+def drop_extras(data: Mapping[str, Any], path: str, notes: list[Note]) -> None:
+    """Note every field of :data:`DROPPED_FIELDS` that ``data`` sets (to anything but its default)."""
+    for key, why in DROPPED_FIELDS.items():
+        if data.get(key) not in (None, False, "", [], {}, 0, "0"):
+            notes.append(dropped(f"{path}.{key}" if path else key, f"{importing.short(data[key])}: {why}"))
 
 
 # --- pools --------------------------------------------------------------------------------------
 
 
-def _accelerator(machine: Mapping[str, Any], path: str) -> Optional[str]:
+def _accelerator(machine: Mapping[str, Any], path: str, notes: list[Note]) -> Optional[str]:
+    """``TYPE:COUNT`` of a pool's GPUs; a retired GPU is replaced (with a ``changed`` note), a TPU refused."""
     raw = machine.get("acceleratorType")
+    if machine.get("tpuTopology"):
+        raise importing.tpus(f"{path}.tpuTopology")
     if raw in (None, 0, "ACCELERATOR_TYPE_UNSPECIFIED"):
         return None
     name = _enum_name(raw, ACCELERATOR_BY_NUMBER, f"{path}.acceleratorType")
-    if name not in PORTABLE_ACCELERATORS:
-        raise UnsupportedFeatureError(
-            f"accelerator {name}",
-            PORTABLE,
-            "it has no portable accelerator name.",
-            f"Portable accelerators: {', '.join(sorted(PORTABLE_ACCELERATORS.values()))}.",
-        )
+    if name.startswith("TPU_"):
+        raise importing.tpus(f"{path}.acceleratorType {name}")
     count = _int(machine.get("acceleratorCount"), f"{path}.acceleratorCount", default=1)
     if count < 1:
         raise ValidationError("must be >= 1 when acceleratorType is set", path=f"{path}.acceleratorCount")
+    if name in RETIRED_ACCELERATORS:
+        return str(importing.retired_gpu(RETIRED_ACCELERATORS[name], count, f"{path}.acceleratorType", notes))
+    if name not in PORTABLE_ACCELERATORS:
+        raise cannot_hold(
+            f"accelerator {name}",
+            "it has no portable accelerator name.",
+            f"Portable accelerators: {', '.join(sorted(PORTABLE_ACCELERATORS.values()))}.",
+        )
     return f"{PORTABLE_ACCELERATORS[name]}:{count}"
 
 
@@ -147,21 +215,29 @@ def _env(value: Any, path: str) -> dict[str, str]:
     return env
 
 
-def native_to_pool(data: Any, index: int, path: str) -> Optional[NativePool]:
+def native_to_pool(data: Any, index: int, path: str, notes: list[Note]) -> Optional[NativePool]:
     """One ``WorkerPoolSpec`` (``None`` for a skipped ``{}`` pool)."""
     data = _mapping(data, path)
     if not data:
         return None
-    for key, why in _UNSUPPORTED_POOL_KEYS.items():
-        if data.get(key):
-            raise UnsupportedFeatureError(f"{path}.{key}", PORTABLE, why + ".")
+    _known(data, "WorkerPoolSpec", path)
+    if data.get("pythonPackageSpec"):
+        raise cannot_hold(f"{path}.pythonPackageSpec", "the portable job runs container images, and this pool "
+                          "installs a Python package into Google's prebuilt one.",
+                          "Build an image with the package installed and give it as containerSpec.imageUri, with "
+                          "command [python, -m, MODULE].")
     machine = _mapping(data.get("machineSpec"), f"{path}.machineSpec")
     container = _mapping(data.get("containerSpec"), f"{path}.containerSpec")
     disk = _mapping(data.get("diskSpec") or {}, f"{path}.diskSpec")
+    for part, message, where in ((machine, "MachineSpec", "machineSpec"), (container, "ContainerSpec", "containerSpec"),
+                                 (disk, "DiskSpec", "diskSpec")):
+        _known(part, message, f"{path}.{where}")
+    drop_extras(data, path, notes)
+    drop_extras(machine, f"{path}.machineSpec", notes)
     return NativePool(
         index=index,
         machine_type=_str(machine.get("machineType"), f"{path}.machineSpec.machineType"),
-        accelerator=_accelerator(machine, f"{path}.machineSpec"),
+        accelerator=_accelerator(machine, f"{path}.machineSpec", notes),
         replicas=_int(data.get("replicaCount"), f"{path}.replicaCount", default=1),
         image=_str(container.get("imageUri"), f"{path}.containerSpec.imageUri"),
         command=_strings(container.get("command"), f"{path}.containerSpec.command"),
@@ -189,8 +265,9 @@ def native_to_role(name: RoleName, pool: NativePool) -> EffectiveRole:
     """One pool as the role it runs, every value spelled out (:func:`~omnidist.importing.delower`
     then writes it as differences from what it inherits)."""
     accelerator = Accelerator.parse(pool.accelerator) if pool.accelerator else None
-    return EffectiveRole(name=name, replicas=pool.replicas, accelerator=accelerator, cpus=None,
-                         memory_gb=None, disk_gb=pool.disk_gb, image=pool.image, command=pool.command,
+    cpus, memory_gb = catalog.compute_engine_shape(pool.machine_type) or (None, None)
+    return EffectiveRole(name=name, replicas=pool.replicas, accelerator=accelerator, cpus=cpus,
+                         memory_gb=memory_gb, disk_gb=pool.disk_gb, image=pool.image, command=pool.command,
                          args=pool.args, env=hints.strip(pool.env))
 
 
@@ -223,8 +300,16 @@ def _framework(primary: NativePool, notes: list[Note]) -> str:
     return "custom"
 
 
-def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any]) -> None:
+DROPPED_SCHEDULING: dict[str, str] = {
+    "disableRetries": "Vertex retries a job whose replica failed for a platform reason unless told not to; "
+                      "the portable job does not say, so the target retries as it does by default",
+}
+"""``scheduling`` fields the portable job cannot hold -> why (dropped with a note)."""
+
+
+def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any], notes: list[Note]) -> None:
     data = _mapping(data or {}, "jobSpec.scheduling")
+    _known(data, "Scheduling", "jobSpec.scheduling")
     if data.get("timeout") is not None:
         job["timeout"] = parse_proto_duration(data["timeout"], "jobSpec.scheduling.timeout")
     strategy = _enum_name(
@@ -233,14 +318,13 @@ def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any]) -> None:
     if strategy in ("SPOT", "LOW_COST"):
         job["spot"] = True
     elif strategy not in ("STRATEGY_UNSPECIFIED", "STANDARD", "ON_DEMAND"):
-        raise UnsupportedFeatureError(
-            f"scheduling.strategy {strategy}", PORTABLE, "only on-demand and spot capacity are portable."
-        )
-    for key in ("disableRetries", "maxWaitDuration"):
+        notes.append(Note(kind=NoteKind.CHANGED, field="scheduling.strategy",
+                          message=f"{strategy}: the portable job runs on on-demand or spot capacity; it gets "
+                                  "on-demand capacity, without queueing for it"))
+    for key, why in DROPPED_SCHEDULING.items():
         if data.get(key):
-            raise UnsupportedFeatureError(
-                f"scheduling.{key}", PORTABLE, "the portable job has no such setting."
-            )
+            notes.append(dropped(f"scheduling.{key}", f"{importing.short(data[key])}: {why}"))
+    drop_extras(data, "scheduling", notes)
     if data.get("restartJobOnWorkerRestart"):
         vertex["restart_job_on_worker_restart"] = True
 
@@ -255,34 +339,50 @@ _SPEC_SETTINGS = {
 """``CustomJobSpec`` field -> ``backends.vertex`` key (the ones copied as they are)."""
 
 
-def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
-    """A portable job from a ``CustomJobSpec`` plus the ``CustomJob`` fields around it."""
+def _pools(spec: Mapping[str, Any], notes: list[Note]) -> list[Optional[NativePool]]:
     raw = spec.get("workerPoolSpecs")
+    if isinstance(raw, Mapping):  # gcloud's parser wraps a lone value of a repeated field in a list
+        raw = [raw]
     if not isinstance(raw, list) or not raw:
         raise ValidationError("expected a non-empty list of worker pools", path="workerPoolSpecs")
     if len(raw) > 4:
         raise ValidationError(f"Vertex has 4 worker pools, got {len(raw)}", path="workerPoolSpecs")
-    found = [native_to_pool(p, i, f"workerPoolSpecs[{i}]") for i, p in enumerate(raw)]
+    found = [native_to_pool(p, i, f"workerPoolSpecs[{i}]", notes) for i, p in enumerate(raw)]
     if found[0] is None:
         raise ValidationError("pool 0 (the primary) cannot be empty", path="workerPoolSpecs[0]")
-    primary = found[0]
-    if primary.replicas != 1:
+    if found[0].replicas != 1:
         raise ValidationError(
-            f"pool 0 is the primary, so replicaCount must be 1, got {primary.replicas}",
+            f"pool 0 is the primary, so replicaCount must be 1, got {found[0].replicas}",
             path="workerPoolSpecs[0].replicaCount",
         )
+    return found
+
+
+def boot_disk_type(pools: Mapping[RoleName, NativePool], notes: list[Note]) -> Optional[str]:
+    """The one ``backends.vertex.boot_disk_type`` for every pool; pools that asked for another
+    type (or left it to Vertex's pd-ssd) get it too, which the note says."""
+    kinds = {role: pool.disk_type or DEFAULT_BOOT_DISK_TYPE for role, pool in pools.items()}
+    named = [pool.disk_type for pool in pools.values() if pool.disk_type]
+    if not named:
+        return None
+    chosen = named[0]
+    for role, kind in kinds.items():
+        if kind != chosen:
+            notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{role.value}.disk",
+                              message=f"boot disk {kind} became {chosen}: the portable job gives every role "
+                                      "one boot disk type (backends.vertex.boot_disk_type)"))
+    return chosen
+
+
+def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[Note],
+                path: str = "jobSpec") -> DistributedJob:
+    """A portable job from a ``CustomJobSpec`` (at ``path``) plus the ``CustomJob`` fields around it."""
+    _known(spec, "CustomJobSpec", path)
+    found = _pools(spec, notes)
+    primary = found[0]
     pools = {_role_of(p, primary.env): p for p in found if p is not None}
-    vertex: dict[str, Any] = {"machine_types": {r.value: p.machine_type for r, p in pools.items()}}
-    disk_types = {p.disk_type for p in pools.values() if p.disk_type}
-    if len(disk_types) > 1:
-        raise UnsupportedFeatureError(
-            "per-pool bootDiskType",
-            PORTABLE,
-            f"pools use {', '.join(sorted(disk_types))}; "
-            "backends.vertex.boot_disk_type is one value for every pool.",
-        )
-    if disk_types:
-        vertex["boot_disk_type"] = disk_types.pop()
+    vertex: dict[str, Any] = {"machine_types": {r.value: p.machine_type for r, p in pools.items()},
+                              "boot_disk_type": boot_disk_type(pools, notes)}
     name = importing.pick_name((outer.get("displayName"), primary.env.get(hints.JOB_NAME)),
                                fallback="vertex-job", missing="no displayName; called the job 'vertex-job'",
                                notes=notes)
@@ -295,8 +395,9 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     auto = primary.accelerator and int(primary.accelerator.split(":")[1]) or 1
     if told and told.isdigit() and int(told) != auto:
         job["processes_per_node"] = int(told)
-    _scheduling(spec.get("scheduling"), job, vertex)
+    _scheduling(spec.get("scheduling"), job, vertex, notes)
     vertex.update({key: spec[field] for field, key in _SPEC_SETTINGS.items() if spec.get(field)})
+    drop_extras(spec, path, notes)
     if spec.get("baseOutputDirectory"):
         vertex["base_output_dir"] = _mapping(spec["baseOutputDirectory"], "baseOutputDirectory").get(
             "outputUriPrefix"
@@ -311,125 +412,75 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     return serde.job_from_dict(job)
 
 
-# --- gcloud --worker-pool-spec flags ------------------------------------------------------------
+# --- tuning jobs ----------------------------------------------------------------------------------
 
-FLAG_KEYS: dict[str, Optional[str]] = {
-    "accelerator-count": "machineSpec.acceleratorCount",
-    "accelerator-type": "machineSpec.acceleratorType",
-    "container-image-uri": "containerSpec.imageUri",
-    "disk-size": "diskSpec.bootDiskSizeGb",
-    "disk-type": "diskSpec.bootDiskType",
-    "executor-image-uri": None,
-    "local-package-path": None,
-    "machine-type": "machineSpec.machineType",
-    "python-module": None,
-    "replica-count": "replicaCount",
-    "script": None,
-}
-"""``--worker-pool-spec`` key -> ``WorkerPoolSpec`` field (``None``: Python packages and
-autopackaging, which need a local build and have no portable form)."""
-
-_FLAG_OPTIONS = (
-    "args",
-    "command",
-    "display_name",
-    "enable_web_access",
-    "labels",
-    "network",
-    "region",
-    "service_account",
-    "worker_pool_specs",
-)
+TUNING_FIELDS = ("studySpec", "maxTrialCount", "parallelTrialCount", "maxFailedTrialCount")
+"""``HyperparameterTuningJob`` fields that describe the search rather than one trial."""
 
 
-def flag_to_pool(text: Any, path: str) -> dict[str, Any]:
-    """One ``--worker-pool-spec`` value -> a ``WorkerPoolSpec`` mapping (``{}`` when empty)."""
-    if not isinstance(text, str):
-        raise ValidationError(
-            f"expected a flag string such as 'machine-type=n1-standard-4,replica-count=1', got {text!r}",
-            path=path,
-        )
-    text = text.strip().removeprefix("--worker-pool-spec=").strip("'\"")
-    pool: dict[str, Any] = {}
-    for item in filter(None, (part.strip() for part in text.split(","))):
-        key, sep, value = item.partition("=")
-        if not sep or key not in FLAG_KEYS:
-            close = difflib.get_close_matches(key, list(FLAG_KEYS), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise ValidationError(
-                f"unknown key {key!r}{hint} Keys: {', '.join(FLAG_KEYS)}", path=f"{path}.{key}"
-            )
-        target = FLAG_KEYS[key]
-        if target is None:
-            raise UnsupportedFeatureError(
-                f"--worker-pool-spec {key}",
-                PORTABLE,
-                "Python packages and autopackaging need a local build.",
-                "Build the image and pass container-image-uri.",
-            )
-        outer, _, inner = target.rpartition(".")
-        (pool.setdefault(outer, {}) if outer else pool)[inner] = value.strip("'\"")
-    return pool
+def tuning_notes(native: Mapping[str, Any]) -> list[Note]:
+    """What importing a ``HyperparameterTuningJob`` as its trial job leaves out: the search.
+
+    The trial job runs as it is, with the arguments it has; the values each trial would have
+    been given (``--NAME=VALUE``) are not passed.
+    """
+    return [dropped(key, f"{_searched(native[key]) if key == 'studySpec' else native[key]}: hyperparameter tuning "
+                         "is not imported; the job runs once, as one trial without the searched values")
+            for key in TUNING_FIELDS if native.get(key) is not None]
 
 
-def _argv(value: Any, path: str) -> tuple[str, ...]:
-    """``--command``/``--args``: a list, or one string split like a shell would."""
-    if isinstance(value, str):
-        return tuple(shlex.split(value))
-    return tuple(serde.structure(value, Optional[tuple[str, ...]], path=path) or ())
+def _searched(study: Any) -> str:
+    """``3 parameter(s) (lr, layers, …), metric f1 MAXIMIZE``: what a ``studySpec`` searches."""
+    if not isinstance(study, Mapping):
+        return importing.short(study)
+    params = [p.get("parameterId") for p in study.get("parameters") or [] if isinstance(p, Mapping)]
+    metrics = [f"{m.get('metricId')} {m.get('goal', '')}".strip() for m in study.get("metrics") or []
+               if isinstance(m, Mapping)]
+    return f"{len(params)} parameter(s) ({importing.short(params, 48)}), metric {', '.join(metrics) or 'none'}"
 
 
-def flags_to_job(data: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
-    """``{"worker_pool_specs": [...], …}`` (the gcloud flags) -> portable job."""
-    unknown = [k for k in data if k not in _FLAG_OPTIONS]
-    if unknown:
-        raise ValidationError(f"unknown key; allowed: {', '.join(_FLAG_OPTIONS)}", path=unknown[0])
-    specs = data.get("worker_pool_specs")
-    if not isinstance(specs, Sequence) or isinstance(specs, str):
-        raise ValidationError("expected a list of --worker-pool-spec strings", path="worker_pool_specs")
-    pools = [flag_to_pool(s, f"worker_pool_specs[{i}]") for i, s in enumerate(specs)]
-    command, args = (_argv(data.get(key), key) for key in ("command", "args"))
-    for pool in pools:
-        container = pool.get("containerSpec")
-        if container and not REDUCTION_SERVER_IMAGE.search(container.get("imageUri", "")):
-            container.update({k: list(v) for k, v in (("command", command), ("args", args)) if v})
-    spec = {
-        "workerPoolSpecs": pools,
-        **{
-            camel: data[snake]
-            for camel, snake in (
-                ("network", "network"),
-                ("serviceAccount", "service_account"),
-                ("enableWebAccess", "enable_web_access"),
-            )
-            if data.get(snake)
-        },
-    }
-    outer = {"displayName": data.get("display_name"), "labels": data.get("labels")}
-    if data.get("region"):
-        outer["name"] = f"projects/-/locations/{data['region']}/customJobs/-"
-    return spec_to_job(spec, outer, notes)
+def _is_flags(native: Mapping[str, Any]) -> bool:
+    """``{"worker_pool_specs": ["machine-type=…", …]}``: gcloud flag strings, not protobuf field names."""
+    specs = native.get("worker_pool_specs")
+    return "worker_pool_specs" in native and not (
+        isinstance(specs, Mapping) or (isinstance(specs, list) and specs and isinstance(specs[0], Mapping)))
 
 
 def import_native(native: Any) -> tuple[DistributedJob, list[Note]]:
-    """Turn any of the three Vertex forms into a portable job, with notes on what was defaulted.
+    """Turn any Vertex form into a portable job, with notes on what was defaulted or dropped.
 
     Raises:
         ValidationError: malformed input, naming the native field path.
-        UnsupportedFeatureError: something the portable job cannot hold (Python packages,
-            NFS mounts, accelerators without a portable name…).
+        NotPortableError: something the portable job cannot hold (Python packages, TPUs,
+            accelerators without a portable name…).
     """
     notes: list[Note] = []
+    if isinstance(native, CommandLine):
+        from omnidist_vertex import gcloud
+
+        return gcloud.command_to_job(native, notes), notes
     if isinstance(native, Sequence) and not isinstance(native, (str, bytes)):
+        from omnidist_vertex.gcloud import flags_to_job
+
         return flags_to_job({"worker_pool_specs": list(native)}, notes), notes
     native = _mapping(native, "")
-    if "worker_pool_specs" in native:
+    if _is_flags(native):
+        from omnidist_vertex.gcloud import flags_to_job
+
         return flags_to_job(native, notes), notes
+    native = importing.proto_json_keys(native)
+    if "trialJobSpec" in native or "studySpec" in native:
+        _known(native, "HyperparameterTuningJob", "", also=OUTPUT_ONLY)
+        notes += tuning_notes(native)
+        spec = _mapping(native.get("trialJobSpec"), "trialJobSpec")
+        return spec_to_job(spec, native, notes, "trialJobSpec"), notes
     if "jobSpec" in native:
+        _known(native, "CustomJob", "", also=OUTPUT_ONLY)
         return spec_to_job(_mapping(native["jobSpec"], "jobSpec"), native, notes), notes
     if "workerPoolSpecs" in native:
-        return spec_to_job(native, {}, notes), notes
+        return spec_to_job(native, {}, notes, ""), notes
     raise ValidationError(
-        "not a Vertex spec: expected a CustomJob (jobSpec), a CustomJobSpec (workerPoolSpecs) "
-        "or {worker_pool_specs: [--worker-pool-spec strings]}"
+        "not a Vertex spec: expected a CustomJob (jobSpec), a CustomJobSpec (workerPoolSpecs), a "
+        "HyperparameterTuningJob (trialJobSpec), {worker_pool_specs: [--worker-pool-spec strings]} or a "
+        "`gcloud ai custom-jobs create` command line"
     )

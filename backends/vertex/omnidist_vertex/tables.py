@@ -55,7 +55,23 @@ ACCELERATOR_ENUM: dict[str, int] = {
 }
 """``AcceleratorType`` name -> its number (the REST API's ``enum-encoding=int`` form)."""
 
-ACCELERATOR_BY_NUMBER: dict[int, str] = {v: k for k, v in ACCELERATOR_ENUM.items()}
+NATIVE_ONLY_ACCELERATOR_ENUM: dict[str, int] = {
+    "NVIDIA_GB200": 17,
+    "NVIDIA_RTX_PRO_6000": 18,
+    "NVIDIA_TESLA_K80": 1,
+    "TPU_V2": 6,
+    "TPU_V3": 7,
+    "TPU_V4_POD": 10,
+    "TPU_V5_LITEPOD": 12,
+}
+"""``AcceleratorType`` values without a portable name -> number: read by import (to replace a
+retired GPU, or to refuse a TPU by name), never written."""
+
+RETIRED_ACCELERATORS: dict[str, str] = {"NVIDIA_TESLA_K80": "K80"}
+"""``AcceleratorType`` of a GPU no cloud sells any more -> its model (see ``omnidist.importing.RETIRED_GPUS``)."""
+
+ACCELERATOR_BY_NUMBER: dict[int, str] = {
+    v: k for k, v in {**ACCELERATOR_ENUM, **NATIVE_ONLY_ACCELERATOR_ENUM}.items()}
 """``AcceleratorType`` number -> name (derived)."""
 
 POOL_INDEX: dict[RoleName, int] = {role: platform.POOL_INDEX[role.singular] for role in sorted(RoleName)}

@@ -13,6 +13,7 @@ from omnidist_vertex import VertexBackend, VertexSettings
 
 import omnidist
 from omnidist import serde
+from omnidist.backend import NoteKind
 from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob
 
@@ -322,26 +323,34 @@ def test_malformed_input_names_the_field(native, error, where):
             {
                 "workerPoolSpecs": [
                     {
-                        "machineSpec": {
-                            "machineType": "n1-standard-4",
-                            "acceleratorType": "NVIDIA_TESLA_K80",
-                        },
-                        "containerSpec": {"imageUri": "i"},
-                    }
-                ]
-            },
-            "accelerator NVIDIA_TESLA_K80",
-        ),
-        (
-            {
-                "workerPoolSpecs": [
-                    {
                         "machineSpec": {"machineType": "n1-standard-4", "acceleratorType": 6},
                         "containerSpec": {"imageUri": "i"},
                     }
                 ]
             },
-            "workerPoolSpecs[0].machineSpec.acceleratorType = 6",
+            "workerPoolSpecs[0].machineSpec.acceleratorType TPU_V2",
+        ),
+        (
+            {
+                "workerPoolSpecs": [
+                    {
+                        "machineSpec": {"machineType": "ct5lp-hightpu-4t", "tpuTopology": "2x2"},
+                        "containerSpec": {"imageUri": "i"},
+                    }
+                ]
+            },
+            "workerPoolSpecs[0].machineSpec.tpuTopology",
+        ),
+        (
+            {
+                "workerPoolSpecs": [
+                    {
+                        "machineSpec": {"machineType": "a4x-highgpu-4g", "acceleratorType": "NVIDIA_GB200"},
+                        "containerSpec": {"imageUri": "i"},
+                    }
+                ]
+            },
+            "accelerator NVIDIA_GB200",
         ),
         (
             {"worker_pool_specs": ["machine-type=n1-standard-4,executor-image-uri=e,python-module=m"]},
@@ -363,23 +372,123 @@ def test_malformed_input_names_the_field(native, error, where):
             },
             "CPU-only workers",
         ),
-        (
-            {
-                "jobSpec": {
-                    "workerPoolSpecs": [
-                        {"machineSpec": {"machineType": "m"}, "containerSpec": {"imageUri": "i"}}
-                    ],
-                    "scheduling": {"strategy": "FLEX_START"},
-                }
-            },
-            "scheduling.strategy FLEX_START",
-        ),
     ],
 )
 def test_what_the_portable_job_cannot_hold(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         backend.import_native(native)
-    assert err.value.subject == feature
+    assert err.value.subject == feature and err.value.exit_code == 3
+    assert str(err.value).startswith(f"the portable job cannot hold {feature}")  # the side that lacks it
+    if "TPU" in feature or "tpu" in feature:
+        assert "TPUs are not portable" in str(err.value)
+
+
+POOL = {"machineSpec": {"machineType": "n1-standard-8"}, "containerSpec": {"imageUri": "gcr.io/p/t:1"}}
+
+
+@pytest.mark.parametrize(
+    "spec, field",
+    [
+        ({"scheduling": {"disableRetries": True}}, "scheduling.disableRetries"),
+        ({"scheduling": {"maxWaitDuration": "3600s"}}, "scheduling.maxWaitDuration"),
+        ({"pscInterfaceConfig": {"networkAttachment": "n"}}, "jobSpec.pscInterfaceConfig"),
+        ({"reservedIpRanges": ["r"]}, "jobSpec.reservedIpRanges"),
+        ({"experiment": "e"}, "jobSpec.experiment"),
+        ({"workerPoolSpecs": [{**POOL, "nfsMounts": [{"server": "s", "path": "/p", "mountPoint": "m"}]}]},
+         "workerPoolSpecs[0].nfsMounts"),
+        ({"workerPoolSpecs": [{**POOL, "machineSpec": {**POOL["machineSpec"], "reservationAffinity": {
+            "reservationAffinityType": "ANY_RESERVATION"}}}]}, "workerPoolSpecs[0].machineSpec.reservationAffinity"),
+    ],
+)
+def test_extras_the_job_runs_without_are_dropped_with_a_note(spec, field):
+    job, notes = backend.import_with_notes({"displayName": "j", "jobSpec": {"workerPoolSpecs": [POOL], **spec}})
+    assert [n.field for n in notes if n.kind is NoteKind.DROPPED] == [field]
+
+
+def test_flex_start_capacity_becomes_on_demand_with_a_change():
+    job, notes = backend.import_with_notes({"workerPoolSpecs": [POOL], "scheduling": {"strategy": "FLEX_START"}})
+    assert job.spot is False
+    assert [(n.kind, n.field) for n in notes if n.field.startswith("scheduling")] == [
+        (NoteKind.CHANGED, "scheduling.strategy")]
+
+
+def test_proto_field_names_read_like_json_names():
+    """protobuf's JSON parsers take ``worker_pool_specs`` as well as ``workerPoolSpecs``; labels keep their keys."""
+    snake = {"display_name": "snake-job", "labels": {"cost_center": "ml"}, "job_spec": {"worker_pool_specs": [{
+        "machine_spec": {"machine_type": "n1-standard-8", "accelerator_type": "NVIDIA_TESLA_T4",
+                         "accelerator_count": 1},
+        "replica_count": 1, "disk_spec": {"boot_disk_type": "pd-ssd", "boot_disk_size_gb": 200},
+        "container_spec": {"image_uri": "gcr.io/p/t:1", "command": [], "args": ["--epochs=3"],
+                           "env": [{"name": "A", "value": "1"}]}}],
+        "service_account": "sa@p.iam.gserviceaccount.com", "scheduling": {"timeout": "3600s"}}}
+    camel = {"displayName": "snake-job", "labels": {"cost_center": "ml"}, "jobSpec": {"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1},
+        "replicaCount": 1, "diskSpec": {"bootDiskType": "pd-ssd", "bootDiskSizeGb": 200},
+        "containerSpec": {"imageUri": "gcr.io/p/t:1", "command": [], "args": ["--epochs=3"],
+                          "env": [{"name": "A", "value": "1"}]}}],
+        "serviceAccount": "sa@p.iam.gserviceaccount.com", "scheduling": {"timeout": "3600s"}}}
+    job = backend.import_native(snake)
+    assert job == backend.import_native(camel)
+    assert job.labels == {"cost_center": "ml"} and job.args == ("--epochs=3",) and job.timeout == 3600
+
+
+def test_one_worker_pool_written_as_a_mapping():
+    """gcloud's parser wraps a lone value of a repeated field in a list."""
+    assert backend.import_native({"workerPoolSpecs": POOL}) == backend.import_native({"workerPoolSpecs": [POOL]})
+
+
+def test_a_tuning_job_imports_as_its_trial_with_the_search_dropped():
+    job, notes = backend.import_with_notes({"displayName": "hp", "studySpec": {"metrics": [
+        {"metricId": "f1", "goal": "MAXIMIZE"}]}, "maxTrialCount": 8, "trialJobSpec": {"workerPoolSpecs": [POOL]}})
+    assert job.name == "hp" and job.image == "gcr.io/p/t:1"
+    assert {n.field for n in notes if n.kind is NoteKind.DROPPED} == {"studySpec", "maxTrialCount"}
+
+
+def test_retired_k80_becomes_t4_with_a_change():
+    job, notes = backend.import_with_notes({"workerPoolSpecs": [{**POOL, "machineSpec": {
+        "machineType": "n1-standard-4", "acceleratorType": 1, "acceleratorCount": 2}}]})
+    assert str(job.primary.accelerator) == "T4:2"
+    assert [n.kind for n in notes if "K80" in n.message] == [NoteKind.CHANGED]
+
+
+def test_machine_sizes_are_recorded_for_every_pool():
+    """``n1-highmem-32`` stays 32 vCPUs and 208 GB; a family outside the catalog is read from its name."""
+    job = backend.import_native({"workerPoolSpecs": [
+        {**POOL, "machineSpec": {"machineType": "n1-highmem-32"}},
+        {**POOL, "machineSpec": {"machineType": "n2-standard-4"}, "replicaCount": 2}]})
+    assert (job.primary.cpus, job.primary.memory_gb) == (32, 208)
+    assert (job.workers.cpus, job.workers.memory_gb) == (4, 16)
+
+
+def test_pools_with_different_boot_disk_types_get_one_with_a_note():
+    job, notes = backend.import_with_notes({"workerPoolSpecs": [
+        {**POOL, "diskSpec": {"bootDiskType": "pd-standard"}}, {**POOL, "replicaCount": 2}]})
+    assert job.backends["vertex"]["boot_disk_type"] == "pd-standard"
+    assert [(n.kind, n.field) for n in notes if n.field.endswith(".disk")] == [(NoteKind.APPROXIMATED, "workers.disk")]
+
+
+def test_fields_outside_the_api_are_invalid_input():
+    with pytest.raises(ValidationError) as err:
+        backend.import_native({"displayName": "x", "workerPoolSpecs": [POOL], "description": "d"})
+    assert err.value.problems[0].path == "displayName"
+
+
+def test_the_field_tables_match_the_sdk():
+    from google.cloud import aiplatform_v1 as v1
+
+    from omnidist_vertex import importer
+
+    messages = {"CustomJob": v1.CustomJob, "CustomJobSpec": v1.CustomJobSpec, "ContainerSpec": v1.ContainerSpec,
+                "DiskSpec": v1.DiskSpec, "HyperparameterTuningJob": v1.HyperparameterTuningJob,
+                "MachineSpec": v1.MachineSpec, "Scheduling": v1.Scheduling, "WorkerPoolSpec": v1.WorkerPoolSpec}
+    for name, message in messages.items():
+        fields = {f.json_name for f in message.pb().DESCRIPTOR.fields}
+        assert importer.FIELDS[name] == fields - importer.OUTPUT_ONLY, name
+    numbers = {m.name: m.value for m in v1.AcceleratorType}
+    from omnidist_vertex.backend import ACCELERATOR_BY_NUMBER
+
+    assert {name: numbers[name] for name in ACCELERATOR_BY_NUMBER.values()} == {
+        v: k for k, v in ACCELERATOR_BY_NUMBER.items()}
 
 
 JSONISH = st.recursive(

@@ -1,0 +1,195 @@
+"""Commands written as text, read the way a shell reads them.
+
+- :func:`shell_argv` turns one command string (an Azure ML ``command``, ``migrate --command``)
+  into an argv list when that keeps its meaning, and into ``bash -c '…'`` when only a shell
+  would run it the same way (several lines, ``&&``, ``$VAR``, globs, a builtin such as ``source``).
+- :class:`CommandLine` is a ``gcloud …`` command pasted into a file instead of a job file, split
+  with :mod:`shlex`; :func:`parse_flags` reads its ``--flag=value`` options for the importer of the
+  backend whose command it is.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+import attrs
+
+from omnidist.errors import ValidationError
+
+SHELL_BUILTINS = frozenset({
+    ".", "alias", "cd", "eval", "exec", "export", "pushd", "popd", "read", "set", "shopt", "source", "trap",
+    "ulimit", "umask", "unset", "wait",
+})
+"""First words that only a shell can run: there is no program of that name to exec."""
+
+_OPERATORS = "|&;<>()*?[\n"
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_REFERENCE = "${{"  # Azure ML's own ${{inputs.x}}, replaced before any shell sees the command
+
+
+def needs_shell(command: str) -> bool:
+    """True when running ``command`` as a plain argv would not do what a shell does with it.
+
+    Outside quotes: operators (``&& || ; | < > ( )``), a newline, globs (``* ? [``), a comment or
+    ``~`` at the start of a word, a backslash; outside single quotes: ``$`` expansions and
+    backquotes (Azure ML's ``${{…}}`` references excepted); and a first word that is a shell
+    builtin or a ``VAR=value`` assignment.
+    """
+    quote, previous = "", " "
+    for i, char in enumerate(command):
+        expands = char == "`" or (char == "$" and not command.startswith(_REFERENCE, i))
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\" or expands:
+            return True
+        elif quote == '"':
+            quote = "" if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char in _OPERATORS or (char in "#~" and previous.isspace()):
+            return True
+        previous = char
+    words = command.split(None, 1)
+    return bool(words) and (words[0] in SHELL_BUILTINS or bool(_ASSIGNMENT.match(words[0])))
+
+
+def shell_argv(command: str, path: str = "command") -> tuple[tuple[str, ...], bool]:
+    """The argv that runs ``command`` as a shell would, and whether it had to be ``bash -c``.
+
+    A plain command (``python train.py --lr 0.1``) is split like a shell splits it; anything else
+    is kept whole, lines intact, as ``("bash", "-c", command)`` so that every line and operator
+    still runs.
+
+    Raises:
+        ValidationError: at ``path``, for a command a shell cannot split (an open quote).
+    """
+    text = command.strip()
+    try:
+        plain = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise ValidationError(f"cannot split the command like a shell would ({exc})", path=path) from None
+    if needs_shell(text):
+        return ("bash", "-c", text), True
+    return plain, False
+
+
+# --- command lines pasted into a file --------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class CommandLine:
+    """A ``gcloud …`` command found in a file instead of a job spec.
+
+    Attributes:
+        argv: the command split as a shell would (``gcloud``, ``ai``, ``custom-jobs``, …).
+        config: the content of the file its ``--config`` flag names (``None`` without one).
+        source: the file the command was read from, for messages.
+    """
+
+    argv: tuple[str, ...]
+    config: Any = None
+    source: Optional[str] = None
+
+    def starts(self, *words: str) -> bool:
+        """True when the command begins with ``words`` (``"gcloud", "ai", "custom-jobs"``)."""
+        return self.argv[:len(words)] == words
+
+    def __str__(self) -> str:
+        return shlex.join(self.argv)
+
+
+def find_command_line(text: str) -> Optional[tuple[str, ...]]:
+    """The first ``gcloud`` command in ``text`` (a file a user pasted it into), split with
+    :mod:`shlex`: comments, blank lines, ``$ `` prompts and backslash line continuations are
+    handled as a shell handles them. ``None`` when no line starts with ``gcloud``."""
+    joined = re.sub(r"\\\r?\n", " ", text)
+    for line in joined.splitlines():
+        stripped = line.strip().removeprefix("$ ").strip()
+        if not stripped.startswith("gcloud "):
+            if stripped and not stripped.startswith("#"):
+                return None  # a document, not a command line
+            continue
+        try:
+            return tuple(shlex.split(stripped, comments=True))
+        except ValueError as exc:
+            raise ValidationError(f"cannot split the gcloud command like a shell would ({exc})") from None
+    return None
+
+
+@attrs.frozen(kw_only=True)
+class Flags:
+    """A command line's options: ``values[name]`` lists every value given to ``--name``
+    (repeatable flags such as ``--worker-pool-spec``), ``positional`` the other words, ``rest``
+    what follows ``--`` (the program's own arguments)."""
+
+    values: dict[str, list[str]]
+    positional: list[str]
+    rest: list[str]
+
+    def one(self, name: str) -> Optional[str]:
+        """The last value given to ``--name`` (gcloud lets a later flag win), or ``None``."""
+        found = self.values.get(name)
+        return found[-1] if found else None
+
+
+def parse_flags(argv: Iterable[str], *, switches: Iterable[str], known: Iterable[str],
+                command: str) -> Flags:
+    """Read ``--name=value``, ``--name value`` and ``--switch`` options after the command words.
+
+    Args:
+        argv: the words after the command itself (``jobs submit training JOB --region=…``).
+        switches: flags that take no value (``--enable-web-access``, ``--async``); ``--no-NAME``
+            turns one off.
+        known: every other flag the command takes; anything else is an error naming it.
+        command: the command, for messages (``gcloud ai custom-jobs create``).
+
+    Raises:
+        ValidationError: an unknown flag, or a flag without its value.
+    """
+    switches, known = set(switches), set(known)
+    values: dict[str, list[str]] = {}
+    positional: list[str] = []
+    words = list(argv)
+    while words:
+        word = words.pop(0)
+        if word == "--":
+            return Flags(values=values, positional=positional, rest=words)
+        if not word.startswith("--"):
+            positional.append(word)
+            continue
+        name, sep, value = word[2:].partition("=")
+        if name in switches or (name.startswith("no-") and name[3:] in switches):
+            values.setdefault(name.removeprefix("no-"), []).append("false" if name.startswith("no-") else "true")
+            continue
+        if name not in known:
+            raise ValidationError(f"{command} has no flag --{name} that omnidist knows; flags it reads: "
+                                  f"{', '.join('--' + k for k in sorted(known | switches))}", path=f"--{name}")
+        if not sep:
+            if not words:
+                raise ValidationError("expects a value", path=f"--{name}")
+            value = words.pop(0)
+        values.setdefault(name, []).append(value)
+    return Flags(values=values, positional=positional, rest=[])
+
+
+def key_values(text: str, path: str) -> dict[str, str]:
+    """``"count=1,type=nvidia-tesla-t4"`` (gcloud's dict flags) -> ``{"count": "1", "type": …}``."""
+    found: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep:
+            raise ValidationError(f"expected KEY=VALUE pairs separated by commas, got {item!r}", path=path)
+        found[key.strip()] = value.strip()
+    return found
+
+
+def merged(base: Mapping[str, Any], over: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``over`` laid on top, mapping by mapping (a flag overrides the --config file)."""
+    result = dict(base)
+    for key, value in over.items():
+        both = isinstance(value, Mapping) and isinstance(result.get(key), Mapping)
+        result[key] = merged(result[key], value) if both else value
+    return result

@@ -1,0 +1,387 @@
+"""The property a migration must have: every field of the input is mapped, reported, or refused.
+
+A native spec is walked into its leaves (``jobSpec.workerPoolSpecs.0.machineSpec.machineType =
+n1-standard-8``). A leaf is accounted for when
+
+- it holds nothing (``false``, ``0``, ``""``, ``[]``: protobuf's and YAML's "unset"), or it is part
+  of the format itself (``$schema``, ``type: command``, ``scaleTier: CUSTOM``);
+- a rule of :data:`RULES` says where the portable job keeps it, and its value is there; a value
+  kept in ``backends.<source>`` must also be spoken of by the migration report (carried, dropped
+  or hinted at);
+- or an import note or report entry names the leaf or a field around it (``hyperparameters``
+  covers every leaf under it).
+
+The rules say *where* a field goes, so an importer that silently forgets one (or a file with a
+field no rule knows and no entry reports) is caught: :func:`unaccounted` returns those leaves.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any, Optional
+
+from omnidist import importing, serde
+from omnidist.commandline import needs_shell
+from omnidist.job import DistributedJob
+
+Leaf = tuple[tuple[str, ...], Any]
+Check = Callable[[dict[tuple[str, ...], Any], Any, tuple[str, ...]], bool]
+
+EMPTY = (None, False, "", 0, "0", [], {})
+
+
+def leaves(data: Any, path: tuple[str, ...] = ()) -> Iterator[Leaf]:
+    """Every leaf of a native spec with its path (list items by index); empty containers are leaves."""
+    if isinstance(data, Mapping) and data:
+        for key, value in data.items():
+            yield from leaves(value, (*path, str(key)))
+    elif isinstance(data, list) and data:
+        for i, value in enumerate(data):
+            yield from leaves(value, (*path, str(i)))
+    else:
+        yield path, data
+
+
+def _norm(segment: str) -> str:
+    return segment.replace("_", "").replace("-", "").lower()
+
+
+def norm_path(text: str) -> tuple[str, ...]:
+    """``workerPoolSpecs[0].machine_spec`` -> ``("workerpoolspecs", "0", "machinespec")``."""
+    return tuple(_norm(s) for s in re.split(r"[.\[\]\s]+", text) if s)
+
+
+def flatten(job: DistributedJob) -> dict[tuple[str, ...], Any]:
+    """The portable job as ``path -> value`` (argv and lists as their items, ``T4:1`` kept whole)."""
+    return {path: value for path, value in leaves(job.to_dict())}
+
+
+def _values(flat: Mapping[tuple[str, ...], Any], globs: Iterable[str]) -> list[Any]:
+    found = []
+    for glob in globs:
+        pattern = glob.split(".")
+        for path, value in flat.items():
+            if len(path) == len(pattern) and all(p in ("*", s) for p, s in zip(pattern, path)):
+                found.append(value)
+    return found
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a == b
+    try:
+        return float(a) == float(b)
+    except (TypeError, ValueError):
+        return str(a) == str(b)
+
+
+def at(*globs: str, norm: Callable[[Any], Any] = lambda v: v) -> Check:
+    """The leaf's value (through ``norm``) is among the portable job's values at ``globs``."""
+    return lambda flat, value, path: any(_same(norm(value), v) for v in _values(flat, globs))
+
+
+def fixed(*allowed: Any) -> Check:
+    """A leaf that is part of the format: it holds one of ``allowed``."""
+    return lambda flat, value, path: value in allowed
+
+
+def _accelerator_part(index: int, native_names: Mapping[str, str]) -> Check:
+    def check(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+        wanted = native_names.get(str(value), str(value)) if index == 0 else str(value)
+        return any(str(v).split(":")[index] == wanted for v in _values(flat, ["*.accelerator"]))
+    return check
+
+
+VERTEX_GPUS = {"NVIDIA_TESLA_T4": "T4", "NVIDIA_TESLA_V100": "V100", "NVIDIA_TESLA_P100": "P100",
+               "NVIDIA_TESLA_P4": "P4", "NVIDIA_TESLA_A100": "A100", "NVIDIA_A100_80GB": "A100-80GB",
+               "NVIDIA_L4": "L4", "NVIDIA_H100_80GB": "H100", "NVIDIA_H100_MEGA_80GB": "H100-MEGA",
+               "NVIDIA_H200_141GB": "H200", "NVIDIA_B200": "B200"}
+"""The accelerator names both Google APIs use -> portable names (the test's own copy)."""
+
+PROGRAM = ("image", "*.image")
+COMMAND = ("command.*", "*.command.*")
+ARGS = ("args.*", "*.args.*")
+
+
+def _proto_seconds(value: Any) -> Any:
+    return int(str(value).rstrip("s").split(".")[0]) if str(value).endswith("s") else value
+
+
+def _replicas(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    return int(value) == 1 or any(_same(value, v) for v in _values(flat, ["*.replicas"]))
+
+
+def _env_name(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    return any(p[-1] == str(value) for p in flat if len(p) >= 2 and p[-2] == "env")
+
+
+def _azure_command(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """The command became argv words, or ``bash -c`` with the text, lines and all, intact."""
+    command = [v for _, v in sorted(((int(p[1]), v) for p, v in flat.items() if p[:1] == ("command",)
+                                     and len(p) == 2))]
+    text = re.sub(r"\$\{\{\s*(\w+)\.([\w.]+)\s*\}\}", r"${{\1.\2}}", str(value)).strip()
+    if needs_shell(text):  # several lines, &&, $VAR…: only a shell runs it the same
+        return command == ["bash", "-c", text]
+    return command == shlex.split(text)
+
+
+def _nodes(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    workers = next(iter(_values(flat, ["workers.replicas"])), 0)
+    return int(value) == 1 + int(workers)
+
+
+def _framework_of(kinds: Mapping[str, tuple[str, ...]]) -> Check:
+    return lambda flat, value, path: flat.get(("framework",)) in kinds.get(str(value).lower(), ())
+
+
+def _tuned(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """A field of the native search: the portable job has a ``tuning`` block."""
+    return any(p[:1] == ("tuning",) for p in flat)
+
+
+RULES: dict[str, list[tuple[str, Check]]] = {
+    "vertex": [
+        ("displayName", at("name", norm=importing.portable_name)),
+        ("labels.*", at("labels.*")),
+        ("name", at("backends.vertex.region", norm=lambda v: str(v).split("/")[3] if str(v).count("/") > 3 else v)),
+        ("workerPoolSpecs.*.machineSpec.machineType", at("backends.vertex.machine_types.*")),
+        ("workerPoolSpecs.*.machineSpec.acceleratorType", _accelerator_part(0, VERTEX_GPUS)),
+        ("workerPoolSpecs.*.machineSpec.acceleratorCount", _accelerator_part(1, {})),
+        ("workerPoolSpecs.*.replicaCount", _replicas),
+        ("workerPoolSpecs.*.containerSpec.imageUri",
+         lambda flat, v, p: "reductionserver" in str(v) or at(*PROGRAM)(flat, v, p)),
+        ("workerPoolSpecs.*.containerSpec.command.*", at(*COMMAND)),
+        ("workerPoolSpecs.*.containerSpec.args.*", at(*ARGS)),
+        ("workerPoolSpecs.*.containerSpec.env.*.name", _env_name),
+        ("workerPoolSpecs.*.containerSpec.env.*.value", at("env.*", "*.env.*")),
+        ("workerPoolSpecs.*.diskSpec.bootDiskSizeGb", lambda flat, v, p: int(v) == 100 or at("*.disk_gb")(flat, v, p)),
+        ("workerPoolSpecs.*.diskSpec.bootDiskType", at("backends.vertex.boot_disk_type")),
+        ("scheduling.timeout", at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v)))),
+        ("scheduling.strategy", lambda flat, v, p: flat.get(("spot",)) is (v in ("SPOT", "LOW_COST"))
+         or v in ("STANDARD", "ON_DEMAND")),
+        ("scheduling.restartJobOnWorkerRestart", at("backends.vertex.restart_job_on_worker_restart")),
+        ("serviceAccount", at("backends.vertex.service_account")),
+        ("network", at("backends.vertex.network")),
+        ("tensorboard", at("backends.vertex.tensorboard")),
+        ("enableWebAccess", at("backends.vertex.enable_web_access")),
+        ("persistentResourceId", at("backends.vertex.persistent_resource_id")),
+        ("baseOutputDirectory.outputUriPrefix", at("backends.vertex.base_output_dir")),
+        ("encryptionSpec.kmsKeyName", at("backends.vertex.kms_key_name")),
+    ],
+    "ai_platform": [
+        ("jobId", at("name", "backends.ai_platform.job_id", norm=lambda v: importing.portable_name(
+            str(v).replace("_", "-")))),
+        ("labels.*", at("labels.*")),
+        ("trainingInput.scaleTier", lambda flat, v, p: v == "CUSTOM" or at("backends.ai_platform.scale_tier")(flat, v, p)),
+        ("trainingInput.*Type", at("backends.ai_platform.machine_types.*")),
+        ("trainingInput.*Count", _replicas),
+        ("trainingInput.*Config.imageUri", at(*PROGRAM)),
+        ("trainingInput.*Config.acceleratorConfig.type", _accelerator_part(0, VERTEX_GPUS)),
+        ("trainingInput.*Config.acceleratorConfig.count", _accelerator_part(1, {})),
+        ("trainingInput.*Config.diskConfig.bootDiskSizeGb",
+         lambda flat, v, p: int(v) == 100 or at("*.disk_gb")(flat, v, p)),
+        ("trainingInput.*Config.diskConfig.bootDiskType", fixed("pd-ssd")),
+        ("trainingInput.*Config.containerCommand.*", at(*COMMAND)),
+        ("trainingInput.*Config.containerArgs.*", at(*ARGS)),
+        ("trainingInput.args.*", at(*ARGS)),
+        ("trainingInput.runtimeVersion", at("backends.ai_platform.runtime_version")),
+        ("trainingInput.pythonVersion", at("backends.ai_platform.python_version")),
+        ("trainingInput.pythonModule", at("backends.ai_platform.python_module")),
+        ("trainingInput.packageUris.*", at("backends.ai_platform.package_uris.*")),
+        ("trainingInput.jobDir", at("backends.ai_platform.job_dir")),
+        ("trainingInput.region", at("backends.ai_platform.region")),
+        ("trainingInput.serviceAccount", at("backends.ai_platform.service_account")),
+        ("trainingInput.network", at("backends.ai_platform.network")),
+        ("trainingInput.enableWebAccess", at("backends.ai_platform.enable_web_access")),
+        ("trainingInput.useChiefInTfConfig", at("backends.ai_platform.use_chief_in_tf_config")),
+        ("trainingInput.hyperparameters.**", _tuned),
+        ("trainingInput.scheduling.maxRunningTime",
+         at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v)))),
+    ],
+    "azure_ml": [
+        ("$schema", lambda flat, v, p: "azureml" in str(v)),
+        ("type", fixed("command", "Command")),
+        ("command", _azure_command),
+        ("code", at("backends.azure_ml.code")),
+        ("inputs.**", lambda flat, v, p: at(".".join(("backends", "azure_ml", *p)))(flat, v, p)),
+        ("environment", at("backends.azure_ml.environment")),
+        ("environment.image", at("image")),
+        ("compute", at("backends.azure_ml.compute", norm=lambda v: str(v).removeprefix("azureml:"))),
+        ("resources.instance_count", _nodes),
+        ("resources.instance_type", at("backends.azure_ml.instance_type")),
+        ("resources.shm_size", at("backends.azure_ml.shm_size")),
+        ("resources.docker_args", at("backends.azure_ml.docker_args")),
+        ("distribution.type", _framework_of({"pytorch": ("pytorch", "deepspeed", "custom"), "mpi": ("horovod",),
+                                             "tensorflow": ("tensorflow",)})),
+        ("distribution.process_count_per_instance",
+         lambda flat, v, p: at("processes_per_node")(flat, v, p) or flat.get(("processes_per_node",)) is None),
+        ("distribution.worker_count", _nodes),
+        ("distribution.parameter_server_count", at("parameter_servers.replicas")),
+        ("environment_variables.*", at("env.*")),
+        ("limits.timeout", at("timeout", norm=serde.format_duration)),
+        ("queue_settings.job_tier", lambda flat, v, p: flat.get(("spot",)) is True if str(v).lower() == "spot"
+         else at("backends.azure_ml.job_tier", norm=str.lower)(flat, v, p)),
+        ("queue_settings.priority", at("backends.azure_ml.priority")),
+        ("tags.*", at("labels.*")),
+        ("display_name", at("name", norm=importing.portable_name)),
+        ("name", at("name", norm=importing.portable_name)),
+        ("experiment_name", at("name", "backends.azure_ml.experiment_name", norm=lambda v: v)),
+    ],
+}
+"""Source backend -> (native path pattern, where the portable job keeps that field). In a pattern
+``*`` is one segment or part of one (``*Type``), ``**`` any rest; Vertex paths start below
+``jobSpec`` (or ``trialJobSpec``), in JSON field names."""
+
+
+def _matches(pattern: str, path: tuple[str, ...]) -> bool:
+    parts = pattern.split(".")
+    if parts[-1] == "**":
+        return len(path) > len(parts) - 1 and _matches(".".join(parts[:-1]), path[:len(parts) - 1])
+    return len(parts) == len(path) and all(re.fullmatch(re.escape(p).replace(r"\*", ".*"), s)
+                                           for p, s in zip(parts, path))
+
+
+def native_path(path: tuple[str, ...], source: str) -> tuple[str, ...]:
+    """The path as :data:`RULES` spell it: JSON field names, Vertex below its job spec."""
+    if source != "vertex":
+        return path
+    camel = tuple(importing.camel(s) for s in path)
+    camel = camel[1:] if camel[:1] in (("jobSpec",), ("trialJobSpec",)) else camel
+    if camel[:1] == ("workerPoolSpecs",) and len(camel) > 1 and not camel[1].isdigit():
+        camel = (camel[0], "0", *camel[1:])  # one pool written as a mapping, not a list
+    return camel
+
+
+def spoken_of(path: tuple[str, ...], fields: Iterable[str]) -> bool:
+    """True when a report field names ``path`` or a field around it (its segments end one of the
+    leaf's ancestors)."""
+    normalized = tuple(_norm(s) for s in path)
+    ancestors = [normalized[:i] for i in range(1, len(normalized) + 1)]
+    for field in fields:
+        wanted = norm_path(field)
+        if wanted and any(a[-len(wanted):] == wanted for a in ancestors if len(a) >= len(wanted)):
+            return True
+    return False
+
+
+def _where(check: Check, flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    try:
+        return bool(check(flat, value, path))
+    except (TypeError, ValueError, AttributeError):
+        return False
+
+
+def unaccounted(native: Any, source: str, job: DistributedJob, fields: Iterable[str],
+                carried: Optional[Iterable[str]] = None) -> list[str]:
+    """The leaves of ``native`` that neither a rule nor a report field accounts for.
+
+    Args:
+        native: the spec as read (a mapping).
+        source: its backend.
+        job: the imported portable job.
+        fields: the fields of the import notes and (for a migration) the report entries.
+        carried: for a migration, the report fields: a value kept in ``backends.<source>.KEY``
+            counts as mapped only when they speak of ``backends.<source>.KEY``.
+    """
+    fields = list(fields)
+    flat = flatten(job)
+    lost = []
+    for path, value in leaves(native):
+        if value in EMPTY or spoken_of(path, fields):
+            continue
+        rule_path = native_path(path, source)
+        check = next((c for pattern, c in RULES[source] if _matches(pattern, rule_path)), None)
+        if check is None or not _where(check, flat, value, rule_path):
+            lost.append(f"{'.'.join(path)} = {importing.short(value, 40)}")
+            continue
+        if carried is not None and not _carried(check, flat, value, rule_path, source, list(carried)):
+            lost.append(f"{'.'.join(path)} = {importing.short(value, 40)} (kept in backends.{source}, not reported)")
+    return lost
+
+
+def _carried(check: Check, flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...], source: str,
+             report: list[str]) -> bool:
+    """A value the job keeps in the source's block survives a migration only as a report line
+    about that key (carried, dropped, a hint), or about the machine the target chose for it."""
+    outside = {p: v for p, v in flat.items() if p[:2] != ("backends", source)}
+    if _where(check, outside, value, path):
+        return True
+    keys = {p[2] for p, v in flat.items() if p[:2] == ("backends", source) and _where(check, {p: v}, value, path)}
+    for key in keys:
+        prefix = norm_path(f"backends.{source}.{key}")
+        if any(norm_path(field)[:len(prefix)] == prefix for field in report):
+            return True
+        if key in ("machine_types", "instance_type") and any(field.endswith(".machine") for field in report):
+            return True
+    return False
+
+
+# --- meaning: what the target runs, read back from its request ---------------------------------------
+
+def _vcpus(backend: str, machine: Optional[str]) -> Optional[int]:
+    """vCPUs of a machine a backend names (``None`` when unknown)."""
+    if not machine:
+        return None
+    if backend == "azure_ml":
+        from omnidist_azure_ml import catalog as azure
+
+        found = azure.lookup(machine)
+    elif backend == "ai_platform":
+        from omnidist_ai_platform import catalog as legacy
+
+        found = legacy.MACHINES.get(machine)
+    else:
+        from omnidist import catalog
+
+        found = catalog.COMPUTE_ENGINE.get(machine)
+    return found.vcpus if found else None
+
+
+def _machine_of(job: DistributedJob, backend: str, role: str) -> Optional[str]:
+    block = job.backends.get(backend, {})
+    return (block.get("machine_types") or {}).get(role) or (
+        block.get("instance_type") if role in ("primary", "workers") else None)
+
+
+def meaning_changes(imported: DistributedJob, source: str, request: Mapping[str, Any], target: str,
+                    report: Iterable[Any]) -> list[str]:
+    """What the target's request runs differently from the source, with no ``changed`` or
+    ``dropped`` line to say so: another GPU model or count, fewer vCPUs, a role gone, a command
+    that lost its lines, a machine name the target does not have."""
+    from omnidist import registry
+    from omnidist.lowering import effective_role, effective_roles
+
+    said = [e.field for e in report if e.fidelity.value in ("changed", "dropped")]
+    readback = registry.get(target).import_native(request)
+    found = []
+    for role in effective_roles(imported):
+        name = role.name.value
+        got = effective_role(readback, name)
+        if got is not None and target == "azure_ml" and name == "parameter_servers":
+            got = effective_role(readback, "primary")  # they run on the job's nodes, with their GPUs
+        if name in said:
+            continue  # the role itself was given up, and said so
+        if got is None:
+            found.append(f"{name}: gone")
+            continue
+        # (a role that had to take the primary's hardware on the target is reported on its cpus or memory)
+        moved = {f"{name}.{field}" for field in ("machine", "accelerator", "cpus", "memory_gb", "disk_gb")}
+        gpus_said = moved & set(said) or any("accelerator" in f for f in said)
+        if (role.accelerator, role.gpus) != (got.accelerator, got.gpus) and not gpus_said:
+            found.append(f"{name}: {role.accelerator} became {got.accelerator}")
+        before = _vcpus(source, _machine_of(imported, source, name))
+        after = _vcpus(target, _machine_of(readback, target, name))
+        size_said = {f"{name}.machine", f"{name}.cpus"} & set(said)
+        if not role.accelerator and before and after and after < before and not size_said:
+            found.append(f"{name}: {before} vCPUs became {after}")
+        machine = _machine_of(readback, target, name)
+        if target != "azure_ml" and machine and _vcpus(target, machine) is None and "-" not in machine:
+            found.append(f"{name}: {machine} is not a {target} machine")
+    if not imported.command and readback.command and not spoken_of(("command",), [e.field for e in report]):
+        found.append(f"command: the image's own entrypoint became the command {' '.join(readback.command)[:40]!r}")
+    lines = [a.count("\n") for a in imported.command if "\n" in a]
+    if lines and sorted(lines) != sorted(a.count("\n") for a in readback.command if "\n" in a):
+        found.append("command: its lines were not kept")
+    return found

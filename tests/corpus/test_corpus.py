@@ -1,0 +1,176 @@
+"""Real job files from public repositories (``../shared/corpus`` beside the checkout), tested in
+place: every Vertex AI, AI Platform and Azure ML file imports and migrates to every other target;
+each request passes the target SDK's own checks; every field of the input is mapped, reported or
+refused (:mod:`.fidelity`); files that are not valid for their own cloud (``SOURCES.md`` says
+which) exit 2 naming the file. Skipped when the corpus is not there.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, Optional
+
+import pytest
+
+import omnidist
+from omnidist import migration, serde
+from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.testing.cli import run_cli
+
+from .fidelity import meaning_changes, unaccounted
+
+CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
+BACKENDS = ("vertex", "ai_platform", "azure_ml")
+
+if not CORPUS.is_dir():
+    pytest.skip(f"no corpus at {CORPUS}", allow_module_level=True)
+
+IMAGE = "registry.example/trainer:1"
+COMMAND = "python train.py"
+
+REFUSED: dict[tuple[str, Optional[str]], str] = {
+    ("vertex/boilerplate-python-package-t4-timeout.yaml", None): "pythonPackageSpec",
+    ("vertex/flood-python-package-env-output-dir.yaml", None): "pythonPackageSpec",
+    ("vertex/distillix-l4.yaml", "ai_platform"): "accelerator L4",
+    ("vertex/distillix-l4.yaml", "azure_ml"): "accelerator L4",
+    ("ai_platform/ml-engine-standard-p100.yaml", "azure_ml"): "accelerator P100",
+    ("ai_platform/seed-rl-atari-custom-container.yaml", None): "CPU-only workers",
+    ("ai_platform/structured-cloud-tpu-worker.yaml", None): "TPUs are not portable",
+    ("azure_ml/heart-failure-sweep-bandit.yml", None): "job type sweep",
+}
+"""(file, target; ``None``: the import) -> what the refusal (exit 3) names. Everything else
+imports and migrates, given ``--image`` and ``--command`` where the target asks for them."""
+
+KNOWN_GAPS = ("command: the image's own entrypoint",)
+"""Changes in meaning the portable job cannot avoid yet: a job that runs its image's ENTRYPOINT
+(no command) gets one on Azure ML from its args, until the job format can say "no command"."""
+
+ASKS_FOR = {"image": "image", "command": "command", "env": "command"}
+"""Feature a target refuses -> the migrate argument that answers it."""
+
+
+def invalid_files() -> set[str]:
+    """The files ``SOURCES.md`` marks as not valid for their own cloud."""
+    text = (CORPUS / "SOURCES.md").read_text(encoding="utf-8")
+    found, folder = set(), ""
+    for line in text.splitlines():
+        heading = re.match(r"^## (\w+)/", line)
+        folder = heading[1] if heading else folder
+        row = re.match(r"^\| ([\w.-]+\.(?:ya?ml|json)) \|", line)
+        if row and "**invalid" in line:
+            found.add(f"{folder}/{row[1]}")
+        bullet = re.match(r"^\* `(\w+/[\w.-]+)`: ", line)
+        if bullet and "Borderline" not in line:
+            found.add(bullet[1])
+    return found
+
+
+INVALID = invalid_files()
+FILES = sorted(f"{b}/{p.name}" for b in BACKENDS for p in (CORPUS / b).iterdir())
+VALID = [f for f in FILES if f not in INVALID]
+
+
+def test_sources_name_the_invalid_files_that_are_here():
+    here = {f for f in INVALID if f.split("/")[0] in BACKENDS}
+    assert here and here <= set(FILES), sorted(here - set(FILES))
+
+
+# --- the SDKs' own checks -------------------------------------------------------------------------
+
+def check_with_sdk(target: str, request: dict[str, Any], tmp_path: Path) -> None:
+    """Vertex: the SDK's CustomJob parses it and prints it back unchanged; legacy: only fields of
+    the ml v1 discovery document; Azure ML: ``azure.ai.ml.load_job`` accepts the file."""
+    if target == "vertex":
+        from google.cloud import aiplatform_v1
+
+        message = aiplatform_v1.CustomJob.from_json(json.dumps(request))
+        back = aiplatform_v1.CustomJob.to_json(message, use_integers_for_enums=False,
+                                                including_default_value_fields=False,
+                                                always_print_fields_with_no_presence=False)
+        assert json.loads(back) == request
+    elif target == "ai_platform":
+        from omnidist_ai_platform.testing import schema_problems
+
+        assert schema_problems(request) == []
+    else:
+        from azure.ai.ml import load_job
+
+        path = tmp_path / "job.yml"
+        path.write_text(serde.dump_yaml(request))
+        assert load_job(path)._to_job()._to_rest_object().as_dict()["properties"]["command"]
+
+
+# --- import ---------------------------------------------------------------------------------------
+
+def _refused(name: str, target: Optional[str], exc: UnsupportedFeatureError) -> None:
+    wanted = REFUSED.get((name, target))
+    assert wanted, f"{name} -> {target or 'import'} refused unexpectedly: {exc}"
+    assert wanted in str(exc), str(exc)
+
+
+@pytest.mark.parametrize("name", VALID)
+def test_valid_files_import_with_every_field_accounted_for(name):
+    path = CORPUS / name
+    source = name.split("/")[0]
+    try:
+        job, found, entries = migration.import_job(path)
+    except UnsupportedFeatureError as exc:
+        return _refused(name, None, exc)
+    assert (name, None) not in REFUSED, f"{name} imports, but the test expects a refusal"
+    assert found == source  # the format is told from the content
+    native, _ = migration.read_native(path)
+    assert unaccounted(native, source, job, [e.field for e in entries]) == []
+    assert omnidist.DistributedJob.from_yaml(job.to_yaml()) == job
+
+
+@pytest.mark.parametrize("name", sorted(f for f in INVALID if f.split("/")[0] in BACKENDS))
+def test_invalid_files_exit_2_naming_the_file(name, tmp_path):
+    done = run_cli("import", str(CORPUS / name), cwd=tmp_path)
+    assert done.returncode == 2, done.stderr
+    assert str(CORPUS / name) in done.stderr and "Traceback" not in done.stderr
+
+
+# --- migrate --------------------------------------------------------------------------------------
+
+def migrate(name: str, target: str) -> tuple[Any, Any, dict[str, str]]:
+    """Migrate as a user would: plainly first; when the target asks for an image or a command the
+    spec does not have (exit 3 naming it), again with ``--image``/``--command``."""
+    given: dict[str, str] = {}
+    while True:
+        try:
+            compiled, report = omnidist.migrate(CORPUS / name, target=target, settings={}, **given)
+            return compiled, report, given
+        except UnsupportedFeatureError as exc:
+            wanted = ASKS_FOR.get(exc.subject.split(".")[-1])
+            if wanted is None or wanted in given:
+                raise
+            assert f"--{wanted}" in str(exc), f"the refusal does not name --{wanted}: {exc}"
+            given[wanted] = IMAGE if wanted == "image" else COMMAND
+
+
+MIGRATIONS = [(name, target) for name in VALID for target in BACKENDS
+              if target != name.split("/")[0] and (name, None) not in REFUSED]
+
+
+@pytest.mark.parametrize(("name", "target"), MIGRATIONS, ids=[f"{n}->{t}" for n, t in MIGRATIONS])
+def test_valid_files_migrate_with_every_field_accounted_for(name, target, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no omnidist.toml of the checkout's
+    source = name.split("/")[0]
+    try:
+        compiled, report, given = migrate(name, target)
+    except UnsupportedFeatureError as exc:
+        return _refused(name, target, exc)
+    except ValidationError as exc:  # pragma: no cover - the assertion says what went wrong
+        pytest.fail(f"a valid file must never exit 2 in a migration: {exc}")
+    assert (name, target) not in REFUSED, f"{name} -> {target} migrates, but the test expects a refusal"
+    check_with_sdk(target, compiled.request, tmp_path)
+    job, _, entries = migration.import_job(CORPUS / name)
+    native, _ = migration.read_native(CORPUS / name)
+    fields = [e.field for e in [*entries, *report.entries]]
+    assert unaccounted(native, source, job, fields, carried=[e.field for e in report.entries]) == []
+    changes = meaning_changes(job, source, compiled.request, target, report.entries)
+    assert [c for c in changes if not c.startswith(KNOWN_GAPS)] == []
+    if "image" in given:
+        assert compiled.job.image == IMAGE or compiled.job.primary.image == IMAGE
