@@ -127,6 +127,12 @@ class MigrationPolicy:
             machines, else the one machine of every training node.
         label_rules: its compiler holds labels to :mod:`omnidist.labels`'s rules (Google
             Cloud's), so migration rewrites tags other clouds allow and it refuses.
+        inputs_setting: the settings key of the inputs its commands reference as
+            ``${{inputs.NAME}}``: literal ones are written into the command when a job leaves.
+        module_setting: the settings key naming a Python module its jobs run without an image
+            (given an image elsewhere, the job runs ``python -m MODULE``).
+        runs_instead: settings key -> what a job with that setting runs instead of a container
+            image (``{value}`` is the setting's value), for the error asking for ``--image``.
     """
 
     vocabulary: str = ""
@@ -134,6 +140,9 @@ class MigrationPolicy:
     left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
     machine_setting: str = ""
     label_rules: bool = False
+    inputs_setting: str = ""
+    module_setting: str = ""
+    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
 
     def shares_with(self, other: MigrationPolicy) -> bool:
         """True when both backends speak the same vocabulary."""
@@ -243,6 +252,8 @@ class Backend(ABC):
     naming one); ``None`` for a backend that talks to no cloud."""
     migration: ClassVar[MigrationPolicy] = MigrationPolicy()
     """How its jobs move to and from other backends."""
+    native_formats: ClassVar[tuple[str, ...]] = ()
+    """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
     testing: ClassVar[str] = ""
     """``"package.module:NAME"`` of its :class:`omnidist.testing.Harness` (its fake service and the
     settings that point its client there), for the suites and benchmarks that run every cloud

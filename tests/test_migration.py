@@ -287,7 +287,7 @@ def test_the_format_is_detected_from_the_content(name):
 def test_an_unknown_format_lists_the_formats_and_asks_for_from(tmp_path):
     (tmp_path / "x.yaml").write_text("foo: 1\n")
     done = run_cli("migrate", "x.yaml", "--to", "vertex", cwd=tmp_path)
-    assert done.returncode == 2 and "Pass --from vertex|ai_platform|azure_ml" in done.stderr
+    assert done.returncode == 2 and "Pass --from ai_platform|azure_ml|vertex" in done.stderr  # the installed ones
     assert "x.yaml" in done.stderr
     for form in ("trainingInput", "gcloud ai-platform jobs submit training", "commandJob", "azure.ai.ml command(",
                  "CustomJobSpec (workerPoolSpecs)", "gcloud ai custom-jobs create"):
@@ -315,7 +315,8 @@ ACCELERATORS = {
                                         "A100-80GB:4", "H100:8", "H200:8"],
     frozenset({"ai_platform", "azure_ml"}): [None, "T4:1", "T4:4", "V100:8", "A100:8"],
 }
-GOOGLE = migration.GOOGLE_BACKENDS
+GOOGLE = frozenset({"vertex", "ai_platform"})
+"""The backends that share Compute Engine's vocabulary."""
 TOKEN = st.text(alphabet="abcxyz019-_./", min_size=1, max_size=8)
 ENV = st.dictionaries(st.from_regex(r"[A-Z][A-Z0-9_]{0,5}", fullmatch=True).filter(lambda k: not k.startswith("OMNIDIST")),
                       st.text(alphabet="abc019", max_size=4), max_size=2)
@@ -368,7 +369,7 @@ def _expected(job: DistributedJob, source: str, target: str, first) -> Distribut
     """``job`` as the target should see it. Between the Google backends the source's machines
     carry over, so the target compiles with the machines the source chose, and with the number
     of reducers the source's request holds (``auto`` was sized from the source's machines)."""
-    if {source, target} <= migration.GOOGLE_BACKENDS:
+    if omnidist.registry.get(source).migration.shares_with(omnidist.registry.get(target).migration):
         native = omnidist.import_native(first.request, backend=source)
         chosen = migration._machines(native, source)
         reducers = native.reduction_servers and attrs.evolve(job.reduction_servers,

@@ -23,11 +23,15 @@ from omnidist import errors, registry, serde
 from omnidist.testing import strategies
 from omnidist.runtime.launch import plan_launch
 from omnidist.runtime.tfconfig import tf_config_fix
+from omnidist.runtime import platforms
 from omnidist.testing.cli import run_cli
+from omnidist.testing.harness import harnesses
 
 ROOT = Path(__file__).resolve().parents[2]
-BACKENDS = ("ai_platform", "azure_ml", "local", "vertex")
-CLOUD_BACKENDS = ("ai_platform", "azure_ml", "vertex")
+BACKENDS = tuple(registry.installed())
+HARNESSES = harnesses()
+CLOUD_BACKENDS = tuple(sorted(HARNESSES))
+EMULATIONS = platforms.emulations()
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                           HealthCheck.too_slow])
 
@@ -88,10 +92,8 @@ def mutated(draw: st.DrawFn, base: st.SearchStrategy) -> Any:
 # --- job documents --------------------------------------------------------------------------------
 
 SETTINGS_BLOCKS = st.fixed_dictionaries({}, optional={
-    "ai_platform": st.just({"scale_tier": "CUSTOM", "machine_types": {"primary": "n1-standard-8"}}),
-    "azure_ml": st.just({"instance_type": "Standard_NC24s_v3", "shm_size": "8g", "job_tier": "standard"}),
-    "local": st.just({"emulate": "azure_ml", "grace_period": 1.0}),
-    "vertex": st.just({"machine_types": {"primary": "n1-standard-8"}, "boot_disk_type": "pd-ssd"}),
+    **{name: st.just(dict(harness.sample_settings)) for name, harness in HARNESSES.items()},
+    "local": st.sampled_from(EMULATIONS).map(lambda emulate: {"emulate": emulate, "grace_period": 1.0}),
 })
 JOB_DOCUMENTS = strategies.jobs(backends=SETTINGS_BLOCKS).map(serde.job_to_dict)
 
@@ -196,7 +198,7 @@ def runtime_seeds() -> tuple[dict[str, str], ...]:
     """Each replica's environment as the local backend emulates every platform, plus torchrun's."""
     envs = [TORCHRUN_ENV]
     for data in SEED_JOBS[1:4]:
-        for platform in ("ai_platform", "azure_ml", "vertex"):
+        for platform in EMULATIONS:
             try:
                 compiled = omnidist.compile(serde.job_from_dict(data), backend="local",
                                             settings={"emulate": platform})
@@ -288,7 +290,7 @@ def test_runtime_seeds_are_valid():
     from omnidist import runtime
 
     platforms = {runtime.context(env).platform for env in runtime_seeds()}
-    assert {"vertex", "ai_platform", "azure_ml", "torchrun"} <= platforms
+    assert {*EMULATIONS, "torchrun"} - {"none"} <= platforms
 
 
 # --- the CLI ---------------------------------------------------------------------------------------
@@ -302,7 +304,7 @@ BROKEN_FILES = {
     "empty.yaml": "",
     "top-level-list.yaml": "- name: x\n- primary: {}\n",
     "bad-timeout.yaml": "name: x\nprimary: {}\ntimeout: forever\n",
-    "machine-is-a-number.yaml": "name: x\nprimary: {}\nbackends: {vertex: {machine_types: {primary: 42}}}\n",
+    "setting-is-a-list.yaml": "name: x\nprimary: {}\nbackends: {local: {grace_period: [1, 2]}}\n",
     "replicas-words.yaml": "name: x\nprimary: {accelerator: 'V100:8'}\nworkers: {replicas: lots}\n",
     "deep-nesting.yaml": "name: x\nprimary: " + "{a: " * 200 + "1" + "}" * 200 + "\n",
 }
@@ -313,7 +315,7 @@ BROKEN_FILES = {
 def test_cli_never_prints_a_traceback_for_broken_job_files(tmp_path, name):
     path = tmp_path / name
     path.write_bytes(BROKEN_FILES[name].encode("utf-8", "surrogateescape"))
-    result = run_cli("compile", str(path), "--backend", "vertex", cwd=tmp_path, timeout=60)
+    result = run_cli("compile", str(path), "--backend", "local", cwd=tmp_path, timeout=60)
     output = result.stdout + result.stderr
     assert "Traceback" not in output, output
     assert result.returncode in (2, 3), output
@@ -327,7 +329,8 @@ def test_cli_never_prints_a_traceback_for_broken_native_files(tmp_path, backend)
     seed[first] = {"unexpected": [1, None]}
     path = tmp_path / "native.json"
     path.write_text(json.dumps(seed))
-    for args in (("import", str(path), "--from", backend), ("migrate", str(path), "--to", "vertex")):
+    other = next((b for b in CLOUD_BACKENDS if b != backend), backend)
+    for args in (("import", str(path), "--from", backend), ("migrate", str(path), "--to", other)):
         result = run_cli(*args, cwd=tmp_path, timeout=60)
         output = result.stdout + result.stderr
         assert "Traceback" not in output, output

@@ -31,7 +31,9 @@ from omnidist.errors import (
 )
 from omnidist.labels import REQUEST_ID_LABEL
 
-from omnidist_ai_platform.backend import JOB_STATES, NAME, AIPlatformSettings, refuse_tuning_submit
+from omnidist_ai_platform.settings import AIPlatformSettings
+from omnidist_ai_platform.tables import JOB_STATES, NAME
+from omnidist_ai_platform.tuning import refuse_tuning_submit
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -172,7 +174,7 @@ class AIPlatformClient(Client[dict]):
         self._jobs.cancel(name=job_name(job_id, self.settings), body={}).execute(num_retries=0)
 
     def status_of(self, job: dict[str, Any]) -> JobStatus:
-        """The state through :data:`~omnidist_ai_platform.backend.JOB_STATES`, with ``errorMessage``."""
+        """The state through :data:`~omnidist_ai_platform.tables.JOB_STATES`, with ``errorMessage``."""
         native = str(job.get("state") or "STATE_UNSPECIFIED")
         return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
                          message=str(job.get("errorMessage") or ""))

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 from omnidist import data, packaging
 from omnidist.backend import CompiledJob
 from omnidist.errors import AuthenticationError, BackendError, TransientBackendError, error_for_status
-from omnidist_ai_platform.backend import NAME, AIPlatformSettings
+from omnidist_ai_platform.settings import AIPlatformSettings
+from omnidist_ai_platform.tables import NAME
 
 if TYPE_CHECKING:
     from omnidist_ai_platform.client import AIPlatformClient

@@ -17,9 +17,10 @@ import attrs
 from omnidist import serde
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
-from omnidist_ai_platform.backend import NAME
+from omnidist_ai_platform.tables import NAME
 
 PORTABLE = "the portable job format"
 PATH = "trainingInput.hyperparameters"
@@ -114,15 +115,16 @@ def check(tuning: Tuning) -> None:
     for name, parameter in tuning.parameters.items():
         if tuning.algorithm is Algorithm.GRID and parameter.type not in GRID_TYPES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", NAME,
+                Feature.TUNING, NAME,
                 f"grid search takes only INTEGER, CATEGORICAL and DISCRETE parameters, and {name} is a "
                 f"{parameter.type.value} range.",
-                "Use algorithm: random or bayesian, or list the values to try with type: discrete.")
+                "Use algorithm: random or bayesian, or list the values to try with type: discrete.",
+                subject=f"tuning.parameters.{name}")
         if parameter.values is not None and len(parameter.values) > MAX_DISCRETE_VALUES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", NAME,
+                Feature.TUNING, NAME,
                 f"a parameter lists at most {MAX_DISCRETE_VALUES} values, and {name} has {len(parameter.values)}.",
-                "Use a range (type: double or integer) instead.")
+                "Use a range (type: double or integer) instead.", subject=f"tuning.parameters.{name}")
 
 
 def parameter_to_native(name: str, parameter: Parameter) -> dict[str, Any]:
@@ -270,3 +272,14 @@ def import_with_tuning(request: Any, import_rest: Callable[[Any], tuple[Distribu
     tuning = native_to_tuning(raw, notes)
     job, rest_notes = import_rest(rest)
     return attrs.evolve(job, tuning=tuning), (*rest_notes, *notes)
+
+
+def refuse_tuning_submit(compiled: CompiledJob) -> None:
+    """Tuning jobs compile and run locally; creating them on AI Platform is not wired up yet."""
+    if "hyperparameters" in compiled.request.get("trainingInput", {}):
+        raise UnsupportedFeatureError(
+            Feature.TUNING, NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to "
+            "trainingInput.hyperparameters (omnidist compile) and runs its trials locally (omnidist run), but "
+            "omnidist does not create it on AI Platform.",
+            "Run the trials locally with omnidist run, or create the compiled job yourself "
+            "(omnidist compile JOB --backend ai_platform > job.json).")

@@ -38,7 +38,9 @@ from omnidist.errors import (
     BackendError, ConfigError, InvalidRequestError, OmnidistError, TransientBackendError, error_for_status,
 )
 
-from omnidist_azure_ml.backend import NAME, AzureMLSettings, native_state, refuse_tuning_submit
+from omnidist_azure_ml.settings import AzureMLSettings
+from omnidist_azure_ml.tables import NAME, native_state
+from omnidist_azure_ml.tuning import refuse_tuning_submit
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -209,7 +211,7 @@ class AzureMLClient(Client[Any]):
         self.ml.jobs.begin_cancel(job_id, polling=False)
 
     def status_of(self, job: Any) -> JobStatus:
-        """The status through :data:`~omnidist_azure_ml.backend.STATES`."""
+        """The status through :data:`~omnidist_azure_ml.tables.STATES`."""
         native = _state_name(job)
         return JobStatus(state=native_state(native), native_state=native)
 

@@ -8,7 +8,7 @@ tables in :mod:`.backend` are read backwards (derived inverses), so import canno
 compile. The ``OMNIDIST_*`` hints compile adds are used to recover what Azure cannot say
 (deepspeed vs pytorch, the processes a custom launcher starts) and then dropped.
 
-What the portable job cannot hold is dropped with a note (:data:`~.backend.UNSUPPORTED_NATIVE_KEYS`,
+What the portable job cannot hold is dropped with a note (:data:`~.tables.UNSUPPORTED_NATIVE_KEYS`,
 a conda file or build context, ``outputs``, ``description``): the job still runs without it, and
 ``migrate --strict`` refuses to lose it. A command that only a shell runs the same way (several
 lines, ``&&``, ``$VAR``) becomes ``bash -c '…'`` with its lines intact.
@@ -31,7 +31,7 @@ from omnidist.runtime import hints
 from omnidist.runtime.launch import is_launch_command
 
 from omnidist_azure_ml import catalog
-from omnidist_azure_ml.backend import (
+from omnidist_azure_ml.tables import (
     DISTRIBUTION_FRAMEWORKS, FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES,
     UNSUPPORTED_NATIVE_KEYS,
 )

@@ -9,9 +9,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, MigrationPolicy, Note
+from omnidist.commandline import CommandLine
 from omnidist.job import DistributedJob, Framework, RoleName
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import ACCELERATOR_TYPES, CONSOLE_URL, NAME, NATIVE_KEYS, REFUSALS, resource_name
+from omnidist_vertex.tables import (
+    ACCELERATOR_TYPES, CONSOLE_URL, GCLOUD_COMMANDS, NAME, NATIVE_FORMATS, NATIVE_KEYS, REFUSALS, resource_name,
+)
 
 
 class VertexBackend(Backend):
@@ -27,6 +30,7 @@ class VertexBackend(Backend):
     settings_type = VertexSettings
     client = LazyClient("omnidist_vertex.client:VertexClient")
     testing = "omnidist_vertex.testing:HARNESS"
+    native_formats = NATIVE_FORMATS
     capabilities = Capabilities(
         roles=frozenset(RoleName),
         frameworks=frozenset(Framework),
@@ -71,8 +75,10 @@ class VertexBackend(Backend):
         return job, tuple(notes)
 
     def recognizes(self, native: Any) -> bool:
-        """A CustomJob, CustomJobSpec or HyperparameterTuningJob (by their keys), or a list of
-        ``--worker-pool-spec`` strings."""
+        """A CustomJob, CustomJobSpec or HyperparameterTuningJob (by their keys), a list of
+        ``--worker-pool-spec`` strings, or a ``gcloud ai custom-jobs create`` command line."""
+        if isinstance(native, CommandLine):
+            return any(native.creates(*words) for words in GCLOUD_COMMANDS)
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)

@@ -23,7 +23,7 @@ from omnidist.errors import ValidationError
 from omnidist.importing import cannot_hold
 from omnidist.job import DistributedJob
 
-from omnidist_vertex.backend import REDUCTION_SERVER_IMAGE
+from omnidist_vertex.tables import REDUCTION_SERVER_IMAGE
 from omnidist_vertex.importer import spec_to_job
 
 # --- --worker-pool-spec strings --------------------------------------------------------------------

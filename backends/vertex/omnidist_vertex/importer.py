@@ -34,6 +34,7 @@ from omnidist.commandline import CommandLine
 from omnidist.errors import ValidationError
 from omnidist.importing import cannot_hold, dropped, parse_proto_duration
 from omnidist.job import Accelerator, DistributedJob, RoleName
+from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
 from omnidist_vertex.tables import (
@@ -41,7 +42,6 @@ from omnidist_vertex.tables import (
     DEFAULT_REGION,
     PORTABLE_ACCELERATORS,
     REDUCTION_SERVER_IMAGE,
-    REQUEST_ID_LABEL,
     RETIRED_ACCELERATORS,
     ROLES_AT,
     STRATEGY_BY_NUMBER,

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Optional
 from omnidist.backend import JobState
 from omnidist.features import Feature, Refusal
 from omnidist.job import RoleName
-from omnidist.labels import REQUEST_ID_LABEL  # noqa: F401 - the importer reads it here
 from omnidist.runtime.platforms import vertex as platform
 
 if TYPE_CHECKING:
@@ -156,9 +155,20 @@ def reduction_server_image(region: str) -> str:
     return REDUCTION_SERVER_IMAGES["us"]
 
 
-NATIVE_KEYS = frozenset({"jobSpec", "studySpec", "trialJobSpec", "workerPoolSpecs", "worker_pool_specs"})
-"""Top-level keys of the files Vertex reads: a CustomJob, a CustomJobSpec (``gcloud --config``), a
-HyperparameterTuningJob, ``--worker-pool-spec`` flags as a mapping."""
+NATIVE_KEYS = frozenset({"jobSpec", "job_spec", "studySpec", "study_spec", "trialJobSpec", "trial_job_spec",
+                         "workerPoolSpecs", "worker_pool_specs"})
+"""Top-level keys of the files Vertex reads (JSON and protobuf names): a CustomJob, a CustomJobSpec
+(``gcloud --config``), a HyperparameterTuningJob, ``--worker-pool-spec`` flags as a mapping."""
+
+GCLOUD_COMMANDS: tuple[tuple[str, ...], ...] = (("ai", "custom-jobs", "create"), ("ai", "hp-tuning-jobs", "create"))
+"""``gcloud`` commands (after the release track) that create a Vertex training job."""
+
+NATIVE_FORMATS: tuple[str, ...] = (
+    "a CustomJob (displayName + jobSpec), a CustomJobSpec (workerPoolSpecs) or a HyperparameterTuningJob "
+    "(trialJobSpec), in JSON or protobuf field names (job_spec, worker_pool_specs…)",
+    "{worker_pool_specs: [--worker-pool-spec strings]} or a `gcloud ai custom-jobs create …` command line",
+)
+"""The native forms the importer reads (listed when a file's format cannot be told)."""
 
 REFUSALS: dict[Feature, Refusal] = {
     Feature.INFINIBAND: Refusal(

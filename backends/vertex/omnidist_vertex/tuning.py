@@ -10,7 +10,7 @@ back (the CustomJob part through :mod:`.importer`), with a note for each distrib
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import Any
 
 import attrs
 
