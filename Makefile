@@ -9,6 +9,9 @@ STAMP := $(VENV)/.omnidist-installed
 
 setup: $(STAMP)
 
+# setuptools says "Editable installation." once per editable package (advice about folders named
+# like the package, not a problem); it is the only build message left, so it is filtered by its text.
+$(STAMP): export PYTHONWARNINGS = ignore:Editable installation
 $(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

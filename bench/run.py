@@ -2,11 +2,13 @@
 
     .venv/bin/python bench/run.py            # the full run (a few minutes), as in RESULTS.md
     .venv/bin/python bench/run.py --quick    # a smoke run: fewer repetitions and jobs
+    .venv/bin/python bench/run.py --only "cold start,budgets"   # some sections
 
-Sections: cold start (subprocess, median of N), compile throughput (a 1,000-job sweep),
+Sections: cold start (subprocess, fastest of N, interleaved), compile throughput (a 1,000-job sweep),
 submission against local fake services (sequential; then a 200-job concurrent sweep with
-faults), and a local 4-replica DDP run against torchrun. Goals come from issue 8; a missed
-goal is printed as missed, with the measured numbers.
+faults), a local 4-replica DDP run against torchrun, and the failure paths' wall-clock
+budgets (bench/budgets.py; the tests decide those behaviours by events, not by the clock).
+A missed goal is printed as missed, with the measured numbers.
 """
 
 from __future__ import annotations
@@ -46,36 +48,76 @@ class Row:
     met: Optional[bool] = None
 
 
-def median_seconds(argv: list[str], runs: int, env: Optional[dict] = None) -> float:
-    """Median wall time of ``runs`` runs of ``argv`` (stdout and stderr discarded; must exit 0)."""
-    times = []
-    for _ in range(runs):
+def _interleaved(commands: dict[str, list[str]], runs: int, cwd: Path = ROOT) -> dict[str, float]:
+    """The fastest wall time of each command, run round-robin so drift in the machine hits all
+    alike (after one warm-up run each, for the page cache and .pyc files). The fastest run is
+    the one other processes disturbed least: on a shared machine the median measures them."""
+    def once(argv: list[str]) -> float:
         t0 = time.perf_counter()
-        subprocess.run(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        subprocess.run(argv, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+        return time.perf_counter() - t0
+
+    for argv in commands.values():
+        once(argv)
+    samples: dict[str, list[float]] = {name: [] for name in commands}
+    for _ in range(runs):
+        for name, argv in commands.items():
+            samples[name].append(once(argv))
+    return {name: min(values) for name, values in samples.items()}
 
 
 def cold_start(runs: int) -> list[Row]:
-    """Interpreter start, ``import omnidist``, the compile CLI and the SDK imports, interleaved."""
-    commands = {"bare": [PY, "-c", "pass"], "import omnidist": [PY, "-c", "import omnidist"]}
+    """Interpreter start, ``import omnidist``, its dependencies, the compile and validate CLI,
+    and the SDK imports a user of each cloud pays without omnidist, interleaved."""
+    commands = {"bare": [PY, "-c", "pass"], "import omnidist": [PY, "-c", "import omnidist"],
+                "dependencies": [PY, "-c", "import click, yaml, attrs, cattrs"],
+                "validate": [OMNIDIST, "validate", "examples/job.yaml"]}
     for cloud in CLOUDS:
         commands[f"compile {cloud}"] = [OMNIDIST, "compile", "examples/job.yaml", "--backend", cloud]
         commands[f"import {SDK_IMPORTS[cloud]}"] = [PY, "-c", f"import {SDK_IMPORTS[cloud]}"]
-    samples: dict[str, list[float]] = {name: [] for name in commands}
-    for name, argv in commands.items():  # warm the page cache and .pyc files once
-        median_seconds(argv, 1)
-    for _ in range(runs):  # round-robin, so drift in the machine hits every command alike
-        for name, argv in commands.items():
-            samples[name].append(median_seconds(argv, 1))
-    t = {name: statistics.median(values) for name, values in samples.items()}
-    rows = [Row("import omnidist vs bare python", f"{t['import omnidist'] * 1e3:.0f} ms",
-                f"{t['bare'] * 1e3:.0f} ms", t["import omnidist"] / t["bare"])]
+    t = _interleaved(commands, runs)
+    ms = lambda name: f"{t[name] * 1e3:.0f} ms"  # noqa: E731
+    rows = [Row("import omnidist / bare python", ms("import omnidist"), ms("bare"), t["import omnidist"] / t["bare"]),
+            Row("the CLI's dependencies alone (click, yaml, attrs, cattrs) / bare python: the floor",
+                ms("dependencies"), ms("bare"), t["dependencies"] / t["bare"])]
+    for cloud in CLOUDS:
+        ratio = t[f"compile {cloud}"] / t["bare"]
+        rows.append(Row(f"omnidist compile -b {cloud} (CLI) / bare python", ms(f"compile {cloud}"), ms("bare"),
+                        ratio, "<= 3x", ratio <= 3))
+    ratio = t["validate"] / t["bare"]
+    rows.append(Row("omnidist validate (CLI, all 4 backends) / bare python", ms("validate"), ms("bare"), ratio,
+                    "<= 3x", ratio <= 3))
     for cloud in CLOUDS:
         sdk, ours = t[f"import {SDK_IMPORTS[cloud]}"], t[f"compile {cloud}"]
         rows.append(Row(f"import {SDK_IMPORTS[cloud]} / omnidist compile -b {cloud} (CLI)",
-                        f"{ours * 1e3:.0f} ms", f"{sdk * 1e3:.0f} ms", sdk / ours, ">= 10x", sdk / ours >= 10))
+                        ms(f"import {SDK_IMPORTS[cloud]}"), ms(f"compile {cloud}"), sdk / ours, ">= 10x", sdk / ours >= 10))
     return rows
+
+
+def vertex_follow_up(runs: int) -> list[Row]:
+    """``omnidist status/logs/cancel`` on Vertex (against the local fake service) next to the
+    import they used to pay, the whole ``google.cloud.aiplatform_v1``."""
+    import tempfile
+
+    import omnidist
+    from omnidist.testing import FakeServer
+    from omnidist_vertex.testing import FakeVertex
+
+    with FakeServer() as server, tempfile.TemporaryDirectory() as tmp:
+        FakeVertex(server).hold = True
+        (Path(tmp) / "omnidist.toml").write_text(
+            'default = "fake"\n[profiles.fake]\nbackend = "vertex"\nproject = "p"\nregion = "us-central1"\n'
+            f'api_endpoint = "{server.url}"\ncredentials = "anonymous"\n')
+        settings = {"project": "p", "region": "us-central1", "api_endpoint": server.url, "credentials": "anonymous"}
+        job = {"name": "bench", "framework": "custom", "image": "gcr.io/p/t:1", "primary": {}}
+        job_id = omnidist.submit(job, backend="vertex", settings=settings).id
+        commands = {"import aiplatform_v1": [PY, "-c", "from google.cloud import aiplatform_v1"]}
+        for verb in ("status", "logs", "cancel"):
+            commands[verb] = [OMNIDIST, verb, job_id]
+        t = _interleaved(commands, runs, cwd=Path(tmp))
+    base = t["import aiplatform_v1"]
+    return [Row(f"omnidist {verb} (Vertex, fake service) / import google.cloud.aiplatform_v1",
+                f"{t[verb] * 1e3:.0f} ms", f"{base * 1e3:.0f} ms", t[verb] / base) for verb in ("status", "logs", "cancel")]
 
 
 def _rate(fn: Callable[[], Any], count: int) -> float:
@@ -84,7 +126,7 @@ def _rate(fn: Callable[[], Any], count: int) -> float:
     return count / (time.perf_counter() - t0)
 
 
-def compile_throughput(count: int) -> list[Row]:
+def compile_throughput(count: int, rounds: int = 3) -> list[Row]:
     """Jobs/s through ``omnidist.compile`` (and the backend's own ``compile``) vs the SDK objects."""
     import logging
 
@@ -101,14 +143,16 @@ def compile_throughput(count: int) -> list[Row]:
         native = sweep.NATIVE_BUILDERS[cloud]()
         native(trials[0])
         omnidist.compile(jobs[0], backend=cloud)
-        theirs = _rate(lambda: [native(t) for t in trials], count)
-        ours = _rate(lambda: [omnidist.compile(j, backend=cloud) for j in jobs], count)
         driver = registry.get(cloud)
         settings = config.settings_for(driver.settings_type, cloud, config.Target(backend=cloud), jobs[0], None)
-        bare = _rate(lambda: [driver.compile(j, settings) for j in jobs], count)
+        theirs = ours = bare = 0.0
+        for _ in range(rounds):  # alternated, best of each: noise from other processes only slows a round down
+            theirs = max(theirs, _rate(lambda: [native(t) for t in trials], count))
+            ours = max(ours, _rate(lambda: [omnidist.compile(j, backend=cloud) for j in jobs], count))
+            bare = max(bare, _rate(lambda: [driver.compile(j, settings) for j in jobs], count))
         rows.append(Row(f"compile {count} sweep jobs, {cloud}: omnidist.compile / native SDK objects",
-                        f"{ours:,.0f} jobs/s", f"{theirs:,.0f} jobs/s", ours / theirs))
-        rows.append(Row(f"  (the same through the backend's compile, no config lookup) / native",
+                        f"{ours:,.0f} jobs/s", f"{theirs:,.0f} jobs/s", ours / theirs, ">= 1", ours >= theirs))
+        rows.append(Row("  (the same through the backend's compile, no config lookup) / native",
                         f"{bare:,.0f} jobs/s", f"{theirs:,.0f} jobs/s", bare / theirs))
     return rows
 
@@ -153,6 +197,14 @@ def local_run(runs: int, steps: int) -> list[Row]:
                 f"{a:.2f} s", f"{b:.2f} s", a / b, "<= 1.2", a / b <= 1.2)]
 
 
+def budget_rows() -> list[Row]:
+    """The failure paths' wall time against their budgets (bench/budgets.py)."""
+    import budgets
+
+    return [Row(b.measure, f"{b.seconds:.2f} s", b.goal, b.seconds / b.budget, b.goal, b.met)
+            for b in budgets.budgets()]
+
+
 def render(rows: list[Row]) -> str:
     """The rows as a Markdown table."""
     lines = ["| measure | omnidist | baseline | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
@@ -165,15 +217,24 @@ def render(rows: list[Row]) -> str:
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a fast smoke run (fewer repetitions and jobs)")
+    parser.add_argument("--only", metavar="SECTION,…", help="run only these sections (e.g. 'cold start,budgets')")
     args = parser.parse_args(argv)
     quick = args.quick
     sections: list[tuple[str, Callable[[], list[Row]]]] = [
         ("cold start", lambda: cold_start(runs=2 if quick else 7)),
+        ("vertex follow-up", lambda: vertex_follow_up(runs=2 if quick else 5)),
         ("compile throughput", lambda: compile_throughput(count=100 if quick else 1000)),
         ("submission", lambda: submission_rows(count=10 if quick else 60, sweep_size=40 if quick else 200,
                                                workers=8)),
         ("local run", lambda: local_run(runs=1 if quick else 3, steps=50)),
+        ("budgets", budget_rows),
     ]
+    if args.only:
+        wanted = {w.strip() for w in args.only.split(",")}
+        unknown = wanted - {name for name, _ in sections}
+        if unknown:
+            parser.error(f"no section {', '.join(sorted(unknown))}; sections: {', '.join(n for n, _ in sections)}")
+        sections = [(name, section) for name, section in sections if name in wanted]
     rows: list[Row] = []
     for name, section in sections:
         t0 = time.perf_counter()

@@ -9,7 +9,7 @@ from typing import Any, Optional, Union
 
 import attrs
 
-from omnidist import config, registry, serde
+from omnidist import config, lowering, registry, serde
 from omnidist.backend import Backend, CompiledJob, JobHandle
 from omnidist.errors import Problem, ValidationError
 from omnidist.job import DistributedJob
@@ -57,9 +57,14 @@ def prepare(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
 ) -> tuple[DistributedJob, Backend, Any]:
-    """Resolve the job, the backend and its settings (SPEC §2 precedence)."""
+    """Resolve the job, the backend and its settings (SPEC §2 precedence).
+
+    The portable rules (:func:`omnidist.lowering.check_portable_rules`) are checked here, once,
+    before any backend sees the job.
+    """
     job = as_job(job)
     check_backend_blocks(job)
+    lowering.check_portable_rules(job)
     target = config.resolve(profile=profile, backend=backend)
     driver = registry.get(target.backend)
     resolved = config.settings_for(driver.settings_type, target.backend, target, job, settings)

@@ -393,9 +393,11 @@ class JobHandle:
             timeout: give up waiting (the job keeps running) after this many seconds.
             on_change: called with each new status as the state changes.
             sleep: injectable for tests.
-            progress: show a tqdm progress line (notebook-aware) with the state and elapsed time.
+            progress: show a tqdm progress line (notebook-aware) with the state and elapsed
+                time; where no line can be redrawn (a log file, a pipe), a line per state change.
             stream_logs: print the job's log lines as they arrive (through tqdm, so they do
-                not break the progress line).
+                not break the progress line), with each state change among them as
+                ``state: <state>``, printed once.
 
         Raises:
             TimeoutError: when ``timeout`` passes first.
@@ -415,6 +417,7 @@ class JobHandle:
                     ui.update(status)
                     if status.state != last:
                         last = status.state
+                        ui.changed(status)
                         if on_change:
                             on_change(status)
                     if status.state.terminal:

@@ -66,13 +66,14 @@ def _table(rows: list[tuple[str, ...]], header: tuple[str, ...]) -> str:
 def validate(job_file: str, backend: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
 
-    Exits 2 when the file itself is invalid; with --backend, exits with that backend's
-    verdict (3 when it cannot express the job).
+    Exits 2 when the file itself is invalid or breaks a rule every backend shares; with
+    --backend, exits with that backend's verdict (3 when it cannot express the job).
     """
-    from omnidist import api, registry
+    from omnidist import api, lowering, registry
 
     job = api.load(job_file)
     api.check_backend_blocks(job)
+    lowering.check_portable_rules(job)  # a job no backend can run is invalid input, not a table row
     names = [backend] if backend else [n for n in registry.installed()]
     rows, worst = [], None
     for name in names:
@@ -153,8 +154,9 @@ def _follow(handle: Any, poll: Optional[float]) -> None:
     """Show state changes (and logs) until the job ends; exit 1 unless it succeeded."""
     from omnidist.backend import JobState
 
-    final = handle.wait(poll_interval=poll, progress=sys.stderr.isatty(), stream_logs=True,
-                        on_change=lambda s: click.echo(f"state: {s.state.value}", err=True))
+    # stream_logs prints each state change once among the log lines (some backends' logs
+    # report state changes too; they are not repeated).
+    final = handle.wait(poll_interval=poll, progress=sys.stderr.isatty(), stream_logs=True)
     _print_status(final)
     if not final.state.terminal:  # Ctrl-C: wait() already said how to cancel
         sys.exit(130)
@@ -266,9 +268,9 @@ def launch(nproc_per_node: Optional[int], dry_run: bool, command: tuple[str, ...
         sys.exit(127)
 
 
-if __name__ == "__main__":  # pragma: no cover
-    main()
-
-
 main.add_command(import_command)
 main.add_command(migrate_command)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m omnidist.cli`, tested in a subprocess
+    main()

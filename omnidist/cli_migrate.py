@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import difflib
 import json
+import sys
 from typing import Any, Optional
 
 import click
-
 
 
 class BackendChoice(click.Choice):
@@ -71,19 +71,28 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
 
     Prints the target's native request on stdout and a fidelity report on stderr: what
     mapped exactly, what was inferred or approximated, what changed or was dropped. With
-    --strict, a drop or a change in meaning prints the report and exits 3.
+    --strict, a drop or a change in meaning prints the report and exits 3. With -o json,
+    stderr is one JSON document, errors included: the report, or an ``error`` object.
     """
     from omnidist import migration
-
-    def show(report: "migration.MigrationReport") -> None:
-        text = json.dumps(report.to_dict(), indent=2) if output == "json" else str(report)
-        click.echo(text, err=True)
+    from omnidist.errors import OmnidistError
 
     try:
         compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
                                              image=image, profile=profile, command=command)
-    except migration.StrictMigrationError as exc:
-        show(exc.report)
-        raise
+    except OmnidistError as exc:
+        report = exc.report if isinstance(exc, migration.StrictMigrationError) else None  # what broke --strict
+        if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
+            if report is not None:
+                click.echo(str(report), err=True)
+            raise
+        click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
+                              indent=2), err=True)
+        sys.exit(exc.exit_code)
     click.echo(compiled.render())
-    show(report)
+    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else str(report), err=True)
+
+
+def error_dict(exc: BaseException) -> dict[str, object]:
+    """An error as ``-o json`` prints it: ``{"type", "exit_code", "message"}``."""
+    return {"type": type(exc).__name__, "exit_code": getattr(exc, "exit_code", 1), "message": str(exc)}

@@ -12,13 +12,21 @@ profile's, else ``local``. Settings precedence: the job's ``backends.<name>`` bl
 
 ``data_map`` (SPEC §7: prefix rewrites from where a job's data is named to where a backend
 finds it) is a profile setting every built-in backend reads (:mod:`omnidist.data`).
+
+What the files say is cached for the process and checked again on every call, cheaply: the
+folders from the working directory up and the user's configuration folder are looked at
+(``stat``): a file created or deleted changes its folder's time, an edited file its own time
+and size. A time within the last two seconds may not move again on the next edit, so such a
+recently changed file is also compared byte for byte (git's "racily clean" rule). A sweep of
+``compile`` calls parses nothing twice; an edit is seen on the next call. The backend settings
+a profile gives are cached with it.
 """
 
 from __future__ import annotations
 
 import difflib
 import os
-import tomllib
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
@@ -58,11 +66,17 @@ class Target:
 
 def _read_toml(path: Path, table: Optional[str] = None) -> Optional[dict[str, Any]]:
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+    if table and table not in text:  # a pyproject.toml without the table: nothing to parse
+        return None
+    import tomllib  # only when there is a file to read
+
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.strerror or exc})") from None
     if table:
         data = data.get("tool", {}).get(table)
     return data
@@ -76,9 +90,91 @@ def _nearest(name: str, start: Path) -> Optional[Path]:
     return None
 
 
+_CONFIG_NAMES = ("omnidist.toml", "pyproject.toml")
+_RACY_NS = 2_000_000_000
+"""A time this recent may not change on the next edit (coarse file-system clocks)."""
+
+
+@attrs.define
+class _Found:
+    """What the configuration files said, and how the folders and files they came from looked."""
+
+    folders: tuple[tuple[str, tuple[str, ...]], ...]
+    """Every folder that could hold a configuration file, with the files it could hold."""
+    fingerprint: tuple = ()
+    files: list[tuple[str, dict[str, Any]]] = attrs.Factory(list)
+    profiles: Optional[dict[str, Profile]] = None
+
+
+_found: dict[tuple[str, Optional[str], Optional[str]], _Found] = {}
+"""(working directory, XDG_CONFIG_HOME, HOME) -> what the files there said."""
+
+
+def _user_file(environ: Mapping[str, str]) -> Path:
+    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".config")
+    return Path(base) / "omnidist" / "config.toml"
+
+
+def _stamp(path: str, now: int, read: bool = True) -> Optional[tuple]:
+    """How a file or folder looks (time, size, inode), plus the bytes of a file changed just now;
+    ``None`` when it does not exist."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    stamp: tuple = (st.st_mtime_ns, st.st_size, st.st_ino)
+    if read and now - st.st_mtime_ns < _RACY_NS:
+        try:
+            with open(path, "rb") as handle:
+                stamp += (handle.read(),)
+        except OSError:
+            pass
+    return stamp
+
+
+def _fingerprint(found: _Found) -> tuple:
+    """How every folder and file the configuration could come from looks now."""
+    now = time.time_ns()
+    before = found.fingerprint
+    parts = []
+    for i, (folder, names) in enumerate(found.folders):
+        stamp = _stamp(folder, now, read=False)
+        if stamp is None:
+            parts.append((None, (None,) * len(names)))
+            continue
+        # A folder whose time has not moved (and is not too recent to trust) has the same
+        # entries: a file that was not there is still not there, and needs no look.
+        if before and before[i][0] == stamp and now - stamp[0] >= _RACY_NS:
+            was = before[i][1]
+            files = was if not any(was) else tuple(w and _stamp(name, now) for name, w in zip(names, was))
+        else:
+            files = tuple(_stamp(name, now) for name in names)
+        parts.append((stamp, files))
+    return tuple(parts)
+
+
+def _lookup(cwd: Optional[Path], environ: Mapping[str, str]) -> _Found:
+    # os.getcwd() is already absolute with symlinks resolved; an explicit cwd is resolved.
+    here = os.getcwd() if cwd is None else str(Path(cwd).resolve())
+    key = (here, environ.get("XDG_CONFIG_HOME"), environ.get("HOME"))
+    found = _found.get(key)
+    if found is None:
+        start, user = Path(here), _user_file(environ)
+        folders = [(str(f), tuple(str(f / n) for n in _CONFIG_NAMES)) for f in (start, *start.parents)]
+        found = _found[key] = _Found(folders=(*folders, (str(user.parent), (str(user),))))
+    fingerprint = _fingerprint(found)
+    if fingerprint != found.fingerprint:
+        found.files, found.profiles = _read_files(Path(here), _user_file(environ)), None
+        found.fingerprint = fingerprint
+    return found
+
+
 def config_files(cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> list[tuple[str, dict[str, Any]]]:
     """The configuration sources that exist, nearest first, as ``(label, data)``."""
-    start = (cwd or Path.cwd()).resolve()
+    return list(_lookup(cwd, environ).files)
+
+
+def _read_files(start: Path, user: Path) -> list[tuple[str, dict[str, Any]]]:
     found: list[tuple[str, dict[str, Any]]] = []
     toml = _nearest("omnidist.toml", start)
     if toml:
@@ -90,8 +186,6 @@ def config_files(cwd: Optional[Path] = None, environ: Mapping[str, str] = os.env
             found.append((f"{pyproject} [tool.omnidist]", table))
             break
         pyproject = pyproject.parent.parent
-    base = environ.get("XDG_CONFIG_HOME") or str(Path(environ.get("HOME", str(Path.home()))) / ".config")
-    user = Path(base) / "omnidist" / "config.toml"
     if user.is_file():
         found.append((str(user), _read_toml(user) or {}))
     return found
@@ -137,7 +231,8 @@ def resolve(
     Raises:
         ConfigError: a profile that no configuration file defines (with a suggestion).
     """
-    files = config_files(cwd, environ)
+    found = _lookup(cwd, environ)
+    files = found.files
     profile_name = (
         profile
         or _session["profile"]
@@ -146,7 +241,9 @@ def resolve(
     )
     chosen: Optional[Profile] = None
     if profile_name:
-        profiles = _profiles(files)
+        profiles = found.profiles
+        if profiles is None:
+            profiles = found.profiles = _profiles(files)
         if profile_name not in profiles:
             close = difflib.get_close_matches(profile_name, list(profiles), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -178,9 +275,26 @@ def settings_for(
     Each layer is checked on its own first, so an unknown key is reported against the file
     it came from (``omnidist.toml: profiles.gcp.regoin: unknown key; did you mean 'region'?``).
     """
+    profile = target.profile
+    plain = not overrides and (job is None or backend not in job.backends)
+    key = (settings_type, backend, id(profile))
+    cached = _settings.get(key) if plain else None
+    if cached is not None and cached[0] is profile:  # the same profile object: its files are unchanged
+        return cached[1]
+    resolved = _merge_settings(settings_type, backend, profile, job, overrides)
+    if plain:
+        _settings[key] = (profile, resolved)
+    return resolved
+
+
+_settings: dict[tuple[type, str, int], tuple[Optional[Profile], Any]] = {}
+"""(settings type, backend, profile) -> the settings, for calls with no job block or overrides."""
+
+
+def _merge_settings(settings_type: type, backend: str, profile: Optional[Profile], job: Optional[DistributedJob],
+                    overrides: Optional[Mapping[str, Any]]) -> Any:
     known = {a.name for a in attrs.fields(settings_type)}
     layers: list[tuple[dict[str, Any], Optional[str], str]] = []
-    profile = target.profile
     if profile is not None:
         body = profile.settings
         if profile.backend != backend:

@@ -10,6 +10,11 @@ the inheritance rules below hold identically on every cloud:
 - parameter servers and reduction servers inherit no hardware (they are CPU roles);
 - ``accelerator: none`` on a role means no accelerator, even where it would inherit one;
 - a role's ``env`` is merged over the job's (and, for workers/evaluators, the primary's).
+
+:func:`check_portable_rules` holds the rules that do not depend on the cloud. It runs once,
+before any backend compiles (:func:`omnidist.api.prepare`), so a job that no cloud could run
+gets one answer everywhere: exit 2 with the same message on every backend. Backends keep
+only what their own cloud cannot express (exit 3).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from typing import Optional
 
 import attrs
 
+from omnidist.errors import Problem, ValidationError
 from omnidist.job import AUTO, Accelerator, DistributedJob, Role, RoleName
 from omnidist.jobdata import NO_ACCELERATOR
 
@@ -55,8 +61,17 @@ class EffectiveRole:
         return (self.accelerator, self.cpus, self.memory_gb, self.disk_gb)
 
 
-def _pick(*values):
-    return next((v for v in values if v is not None), None)
+def _pick(value, fallback, last=None):
+    """The first of the values that is set (written out: this runs for every field of every role)."""
+    return value if value is not None else fallback if fallback is not None else last
+
+
+_NO_ROLE = Role()
+"""What a role that inherits nothing from the primary falls back to (only the job's fields)."""
+
+
+_ROLE_FIELDS = tuple((name, name.value) for name in RoleName)
+"""Each role with the job field that holds it, in pool order."""
 
 
 def _accelerator(role: Role, base: Role) -> Optional[Accelerator]:
@@ -67,11 +82,14 @@ def _accelerator(role: Role, base: Role) -> Optional[Accelerator]:
 
 def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[EffectiveRole]:
     """The role with inheritance applied, or ``None`` when the job does not have it."""
-    name = RoleName(name)
-    role: Optional[Role] = job.role(name)
-    if role is None:
-        return None
-    base = job.primary if name in _INHERITS_FROM_PRIMARY else Role()
+    if not isinstance(name, RoleName):
+        name = RoleName(name)
+    role: Optional[Role] = getattr(job, name.value)
+    return None if role is None else _effective(job, name, role)
+
+
+def _effective(job: DistributedJob, name: RoleName, role: Role) -> EffectiveRole:
+    base = job.primary if name in _INHERITS_FROM_PRIMARY else _NO_ROLE
     return EffectiveRole(
         name=name,
         replicas=role.replicas,
@@ -88,10 +106,10 @@ def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[Effect
 
 def effective_roles(job: DistributedJob) -> Iterator[EffectiveRole]:
     """Every role the job has with at least one replica (or ``auto``), in pool order."""
-    for name in RoleName:
-        role = effective_role(job, name)
+    for name, field in _ROLE_FIELDS:
+        role = getattr(job, field)
         if role is not None and (role.replicas == AUTO or role.replicas > 0):
-            yield role
+            yield _effective(job, name, role)
 
 
 def replicas(job: DistributedJob, name: RoleName | str) -> int:
@@ -183,3 +201,67 @@ def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role
 def env_with_hints(role: EffectiveRole, job: DistributedJob, per_role: bool = True) -> dict[str, str]:
     """The role's environment with the runtime hints added underneath (user values win)."""
     return {**runtime_hints(job, role.name, per_role), **role.env}
+
+
+# --- portable rules ----------------------------------------------------------------------------
+
+
+def _reducers(job: DistributedJob) -> Optional[EffectiveRole]:
+    """The reduction servers when the job has any (``replicas`` > 0 or ``auto``)."""
+    reducers = job.reduction_servers
+    if reducers is None or reducers.replicas == 0:
+        return None
+    return effective_role(job, RoleName.REDUCTION_SERVERS)
+
+
+def _reducers_run_without_accelerators(job: DistributedJob) -> Optional[Problem]:
+    reducers = _reducers(job)
+    if reducers is None or reducers.accelerator is None:
+        return None
+    return Problem("reduction_servers.accelerator",
+                   "reduction servers are CPU machines that sum gradients over the network; "
+                   "remove the accelerator")
+
+
+def _reducers_or_parameter_servers(job: DistributedJob) -> Optional[Problem]:
+    if _reducers(job) is None or not replicas(job, RoleName.PARAMETER_SERVERS):
+        return None
+    return Problem("reduction_servers",
+                   "a job trains either with parameter servers or with all-reduce sped up by reduction "
+                   "servers, not both; drop parameter_servers (all-reduce) or reduction_servers "
+                   "(parameter-server training)")
+
+
+def _reducers_need_gpu_trainers(job: DistributedJob) -> Optional[Problem]:
+    if _reducers(job) is None:
+        return None
+    trainers = [effective_role(job, RoleName.PRIMARY)]
+    if replicas(job, RoleName.WORKERS):
+        trainers.append(effective_role(job, RoleName.WORKERS))
+    without = [role.name.value for role in trainers if not has_gpus(role)]
+    if not without:
+        return None
+    return Problem("reduction_servers",
+                   "reduction servers speed up NCCL all-reduce between GPU nodes, and these training roles "
+                   f"have no accelerator: {', '.join(without)}; give them one or remove reduction_servers")
+
+
+PORTABLE_RULES = (
+    _reducers_run_without_accelerators,
+    _reducers_or_parameter_servers,
+    _reducers_need_gpu_trainers,
+)
+"""Rules a job breaks on every backend alike, each a function of the job returning the
+problem (or ``None``); each looks only at the roles it is about, so a job without them costs
+nothing."""
+
+
+def check_portable_rules(job: DistributedJob) -> None:
+    """Refuse what no backend could run, with one message and exit 2 wherever the job goes.
+
+    Raises:
+        ValidationError: every portable rule the job breaks, each with its field path.
+    """
+    problems = [p for rule in PORTABLE_RULES if (p := rule(job)) is not None]
+    if problems:
+        raise ValidationError(problems, source=job.source)

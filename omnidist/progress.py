@@ -1,9 +1,17 @@
-"""Progress display for :meth:`JobHandle.wait`: a tqdm line (``tqdm.auto`` picks the notebook
-widget in Jupyter) with the job's state and elapsed time, and optionally its logs streamed
-from a background thread through ``tqdm.write`` so they do not break the line."""
+"""Progress display for :meth:`JobHandle.wait`.
+
+On a terminal (or in Jupyter, where ``tqdm.auto`` picks the notebook widget) a tqdm line shows
+the job's state and elapsed time. Elsewhere (a log file, a pipe) a redrawn line would leave
+carriage returns behind, so each state change is one plain line instead. With ``stream_logs``
+the job's log lines come from a background thread through ``tqdm.write`` (so they do not break
+the line), and the wait loop prints each state change among them as a ``state: <state>``
+line, in the order it saw them. A log line that only reports a state change (Vertex without
+Cloud Logging follows the job that way) is left out: the wait loop has printed that change.
+"""
 
 from __future__ import annotations
 
+import re
 import sys
 import threading
 from typing import Any, Optional
@@ -19,42 +27,81 @@ def say(message: str) -> None:
 DRAIN_SECONDS = 5.0
 """How long a finished wait lets the log thread print the job's last lines."""
 
+_STATE_LINE = re.compile(r"state: (?P<state>[a-z]+)")
+"""A log line that only reports a state change, as :func:`state_line` writes it."""
+
+
+def state_line(state: str) -> str:
+    """How a state change reads among the log lines: ``state: running``."""
+    return f"state: {state}"
+
+
+def _interactive() -> bool:
+    """Whether a redrawn tqdm line can be shown: a terminal, or Jupyter's widget."""
+    from tqdm.auto import tqdm
+
+    notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
+    return notebook or sys.stderr.isatty()
+
 
 class WaitProgress:
-    """Context manager that shows a job's progress while :meth:`JobHandle.wait` polls."""
+    """Context manager that shows a job's progress while :meth:`JobHandle.wait` polls.
+
+    Args:
+        handle: the job being waited on.
+        enabled: show progress: a redrawn line where one can be shown, else a line per change.
+        stream_logs: print the job's log lines, and its state changes among them.
+    """
 
     def __init__(self, handle: Any, enabled: bool, stream_logs: bool):
         self.handle, self.enabled, self.stream_logs = handle, enabled, stream_logs
         self._bar: Optional[Any] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._lines = stream_logs
 
     def __enter__(self) -> WaitProgress:
-        if self.enabled:
+        if self.enabled and _interactive():
             from tqdm.auto import tqdm
 
-            self._bar = tqdm(total=None, desc=f"{self.handle.backend} {self.handle.id}", unit=" polls",
-                             bar_format="{desc}: {postfix} [{elapsed}]", file=sys.stderr, leave=True)
+            self._bar = tqdm(total=None, desc=self._describe("starting"), unit=" polls",
+                             bar_format="{desc} [{elapsed}]", file=sys.stderr, leave=True)
+        elif self.enabled:
+            self._lines = True
         if self.stream_logs:
             self._thread = threading.Thread(target=self._pump_logs, daemon=True)
             self._thread.start()
         return self
 
+    def _describe(self, text: str) -> str:
+        return f"{self.handle.backend} {self.handle.id}: {text}"
+
     def update(self, status: Any) -> None:
-        """Show the latest status."""
+        """Show the latest status (each poll)."""
         if self._bar is not None:
-            self._bar.set_postfix_str(status.state.value + (f" ({status.message})" if status.message else ""))
+            text = status.state.value + (f" ({status.message})" if status.message else "")
+            self._bar.set_description_str(self._describe(text), refresh=False)
             self._bar.update(1)
 
+    def changed(self, status: Any) -> None:
+        """Print a state change as a line, unless only the progress line is shown."""
+        if self._lines:
+            say(state_line(status.state.value))
+
     def _pump_logs(self) -> None:
+        from omnidist.backend import JobState
         from omnidist.display import mask_text
 
+        states = {s.value for s in JobState}
         secrets = [v for k, v in _env_of(self.handle).items() if _is_secret(k)]
         try:
             for line in self.handle.logs(follow=True):
                 if self._stop.is_set():
                     return
-                say(mask_text(line.rstrip("\n"), secrets))
+                line = line.rstrip("\n")
+                only_state = _STATE_LINE.fullmatch(line)
+                if not (only_state and only_state["state"] in states):  # the wait loop prints those
+                    say(mask_text(line, secrets))
         except Exception as exc:  # logs are a convenience: never break waiting on them
             say(f"(log streaming stopped: {exc})")
 

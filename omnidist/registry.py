@@ -2,14 +2,24 @@
 
 Backends load lazily (the cloud SDKs they need are heavy) and are checked against the
 contract when they load, so a broken plugin fails with a message, not deep inside compile.
+
+Discovery reads only what it needs: the ``entry_points.txt`` of each distribution installed
+in a folder on ``sys.path`` (``*.dist-info``, or ``*.egg-info`` for a source checkout), once
+per process, and only the ``[omnidist.backends]`` section of it. ``importlib.metadata`` would
+import a dozen modules and parse every distribution's metadata to answer the same question;
+that was most of the time a short command such as ``omnidist compile`` took.
 """
 
 from __future__ import annotations
 
 import difflib
 import functools
-from importlib import metadata
-from typing import Optional
+import importlib
+import os
+import re
+import sys
+from collections.abc import Iterable, Iterator
+from typing import Any, Optional
 
 import attrs
 
@@ -21,11 +31,95 @@ GROUP = "omnidist.backends"
 DISTRIBUTION_PREFIX = "omnidist-"
 """A backend plugin's distribution is ``omnidist-<name>``, with ``-`` for ``_`` (``omnidist-azure-ml``)."""
 
+_METADATA_SUFFIXES = (".dist-info", ".egg-info")
+
+
+@attrs.frozen
+class Plugin:
+    """One entry point of the group: the backend's name, where its class is (``module:Class``),
+    and the distribution that provides it."""
+
+    name: str
+    value: str
+    distribution: str
+    version: str
+
+    def load(self) -> Any:
+        """Import the module and return the object the entry point names."""
+        module, _, attribute = self.value.partition(":")
+        found: Any = importlib.import_module(module.strip())
+        for part in filter(None, attribute.split("[")[0].strip().split(".")):
+            found = getattr(found, part)
+        return found
+
+
+def _section(text: str, group: str) -> Iterator[tuple[str, str]]:
+    """The ``name = value`` lines of one ``[group]`` of an entry_points.txt (an INI file)."""
+    inside = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#;":
+            continue
+        if line[0] == "[":
+            inside = line.strip("[]").strip() == group
+        elif inside and "=" in line:
+            name, _, value = line.partition("=")
+            yield name.strip(), value.strip()
+
+
+def _version(folder: str, meta: str, stem: str) -> str:
+    """The version in the folder's name (``name-1.2.3.dist-info``), else in its metadata file."""
+    parts = stem.split("-")
+    if len(parts) > 1:
+        return parts[1]
+    for filename in ("METADATA", "PKG-INFO"):
+        try:
+            with open(os.path.join(folder, meta, filename), encoding="utf-8") as handle:
+                for line in handle:
+                    if line.startswith("Version:"):
+                        return line.partition(":")[2].strip()
+        except OSError:
+            continue
+    return ""
+
+
+def discover(paths: Iterable[str], group: str = GROUP) -> dict[str, Plugin]:
+    """The entry points of ``group`` declared by the distributions installed in ``paths``.
+
+    A distribution found in an earlier folder hides one of the same name in a later folder
+    (as the import system does), and so does the first entry point of a given name.
+    """
+    found: dict[str, Plugin] = {}
+    seen: set[str] = set()
+    for folder in paths:
+        folder = folder or os.curdir
+        try:
+            with os.scandir(folder) as entries:
+                metas = sorted(e.name for e in entries if e.name.endswith(_METADATA_SUFFIXES))
+        except OSError:  # not a folder (a zip, a missing path)
+            continue
+        for meta in metas:
+            stem = meta.rsplit(".", 1)[0]
+            distribution = stem.split("-")[0]
+            key = re.sub(r"[-_.]+", "-", distribution).lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                with open(os.path.join(folder, meta, "entry_points.txt"), encoding="utf-8") as handle:
+                    text = handle.read()
+            except OSError:
+                continue
+            for name, value in _section(text, group):
+                if name not in found:
+                    found[name] = Plugin(name=name, value=value, distribution=distribution,
+                                         version=_version(folder, meta, stem))
+    return found
+
 
 @functools.lru_cache(maxsize=1)
-def _entry_points() -> dict[str, metadata.EntryPoint]:
-    # Scanning installed distributions costs tens of milliseconds; once per process is enough.
-    return {ep.name: ep for ep in metadata.entry_points(group=GROUP)}
+def _entry_points() -> dict[str, Plugin]:
+    return discover(list(sys.path))
 
 
 def refresh() -> None:
@@ -67,9 +161,8 @@ def distribution(name: str) -> str:
 
 def distribution_version(name: str) -> str:
     """The installed version of the distribution providing backend ``name``."""
-    ep = _entry_points().get(name)
-    dist = getattr(ep, "dist", None)
-    return dist.version if dist is not None else ""
+    plugin = _entry_points().get(name)
+    return plugin.version if plugin is not None else ""
 
 
 def _unknown(name: str) -> BackendNotFoundError:
@@ -110,7 +203,7 @@ def get(name: str) -> Backend:
         BackendNotFoundError: unknown name (with a suggestion), package not installed (with
             the ``pip install`` line), or a plugin that breaks the contract.
     """
-    ep: Optional[metadata.EntryPoint] = _entry_points().get(name)
+    ep: Optional[Plugin] = _entry_points().get(name)
     if ep is None:
         raise _unknown(name)
     try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import enum
+import functools
 import json
 import os
 import re
@@ -129,7 +130,7 @@ def _structure_accelerator(value: Any, _: type) -> Accelerator:
     if isinstance(value, str):
         return Accelerator.parse(value)
     if isinstance(value, Mapping):
-        return _structure_accelerator_mapping(value, Accelerator)
+        return _accelerator_fields()(value, Accelerator)
     raise ValueError(f"expected 'TYPE:COUNT' (e.g. V100:8) or {{type: V100, count: 8}}, got {_kind(value)}")
 
 
@@ -202,7 +203,20 @@ def _attrs_structure_factory(cls: type) -> Any:
 
 
 _converter.register_structure_hook_factory(attrs.has, _attrs_structure_factory)
-_structure_accelerator_mapping = make_dict_structure_fn(Accelerator, _converter, _cattrs_forbid_extra_keys=True)
+
+
+# The job's own hooks are generated on first use, not at import: generating one evaluates the
+# classes' annotations, milliseconds that a command which never reads a job should not pay.
+
+@functools.cache
+def _accelerator_fields() -> Any:
+    return make_dict_structure_fn(Accelerator, _converter, _cattrs_forbid_extra_keys=True)
+
+
+def _exactly(cls: type) -> Any:
+    return lambda t: t is cls
+
+
 _converter.register_structure_hook(Accelerator, _structure_accelerator)
 
 

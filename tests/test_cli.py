@@ -88,3 +88,19 @@ def test_backends_lists_versions_and_capabilities(tmp_path, plugin_env):
 def test_debug_shows_the_traceback(tmp_path, plugin_env):
     result = run_cli("--debug", "compile", str(_job(tmp_path, "name: [")), "-b", "echo", cwd=tmp_path, env=plugin_env)
     assert "Traceback" in result.stderr
+
+
+def test_python_m_omnidist_cli_has_every_command(tmp_path):
+    import subprocess
+    import sys
+
+    from omnidist import cli
+
+    ran = subprocess.run([sys.executable, "-m", "omnidist.cli", "--help"], capture_output=True, text=True,
+                         cwd=tmp_path, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    listed = {line.split()[0] for line in ran.stdout.split("Commands:")[1].splitlines() if line.strip()}
+    assert listed == set(cli.main.commands) and {"import", "migrate"} <= listed
+    migrate = subprocess.run([sys.executable, "-m", "omnidist.cli", "migrate", "--help"], capture_output=True,
+                             text=True, cwd=tmp_path, timeout=120)
+    assert migrate.returncode == 0 and "--strict" in migrate.stdout

@@ -126,3 +126,32 @@ def test_bad_settings_keys_are_reported_where_they_were_written():
 def test_overridden_backend_takes_only_the_profile_keys_it_understands():
     target = _target({"project": "p", "workspace": "azure-only"}, backend="ai_platform")
     assert config.settings_for(Settings, "ai_platform", target, None).project == "p"
+
+
+def test_the_cache_sees_every_edit_at_once(isolated):
+    """What the files said is cached; an edit of the same size, a new nearer file and a deleted
+    one are seen on the next call (the cache is keyed on the files' bytes, not on times)."""
+    outer = _write(isolated / "omnidist.toml", PROFILES.format(default="gcp", project="aaaa"))
+    assert config.resolve().profile.settings == {"project": "aaaa"}
+    _write(outer, PROFILES.format(default="gcp", project="bbbb"))  # same size, same second
+    assert config.resolve().profile.settings == {"project": "bbbb"}
+    deep = isolated / "deep"
+    deep.mkdir()
+    assert config.resolve(cwd=deep).profile.settings == {"project": "bbbb"}
+    nearer = _write(deep / "omnidist.toml", PROFILES.format(default="azure", project="x"))
+    assert config.resolve(cwd=deep).backend == "azure_ml"
+    nearer.unlink()
+    assert config.resolve(cwd=deep).backend == "vertex"
+    outer.unlink()
+    assert config.resolve(cwd=deep) == config.Target(backend="local")
+
+
+def test_settings_are_merged_once_per_profile_and_again_when_it_changes(isolated):
+    _write(isolated / "omnidist.toml", PROFILES.format(default="gcp", project="one"))
+    first = config.settings_for(Settings, "vertex", config.resolve())
+    assert first.project == "one" and config.settings_for(Settings, "vertex", config.resolve()) is first
+    _write(isolated / "omnidist.toml", PROFILES.format(default="gcp", project="two"))
+    assert config.settings_for(Settings, "vertex", config.resolve()).project == "two"
+    job = DistributedJob(name="j", framework="custom", backends={"vertex": {"machine": "n1"}})
+    assert config.settings_for(Settings, "vertex", config.resolve(), job).machine == "n1"
+    assert config.settings_for(Settings, "vertex", config.resolve(), None, {"region": "eu"}).region == "eu"

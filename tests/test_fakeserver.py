@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import urllib.error
 import urllib.request
 
@@ -69,3 +70,23 @@ def test_unknown_routes_are_404(server):
     with pytest.raises(urllib.error.HTTPError) as info:
         _post(server.url + "/other", {})
     assert info.value.code == 404
+
+
+def test_a_held_request_is_handled_when_released_and_wait_idle_sees_it_end(server):
+    release = threading.Event()
+    server.fail("POST", "/jobs", Fault.held(release))
+    request = urllib.request.Request(server.url + "/jobs", data=b"{}", method="POST",
+                                     headers={"Content-Type": "application/json"})
+    with pytest.raises((TimeoutError, urllib.error.URLError, OSError)):
+        urllib.request.urlopen(request, timeout=0.2)  # the client gives up; the server holds on
+    assert server.created == [] and not server.wait_idle(limit=0.05)
+    release.set()
+    assert server.wait_idle()
+    assert server.created == [{}], "handled after the release, although the client had gone"
+
+
+def test_a_hook_runs_before_the_request_is_handled(server):
+    seen = []
+    server.fail("POST", "/jobs", Fault.hook(lambda: seen.append(len(server.created))))
+    assert _post(server.url + "/jobs", {"n": 1}) == (200, {"id": 1})
+    assert seen == [0] and server.created == [{"n": 1}]

@@ -249,6 +249,24 @@ def test_json_report_as_data(tmp_path):
     yaml.safe_load(done.stdout)  # the request itself stays on stdout
 
 
+@pytest.mark.parametrize("args, exit_code, error", [
+    (("--to", "azure_ml", "--strict"), 3, "StrictMigrationError"),
+    (("--from", "azure_ml", "--to", "vertex"), 2, "ValidationError"),
+], ids=["strict", "malformed"])
+def test_json_output_prints_errors_as_json_too(tmp_path, args, exit_code, error):
+    done = run_cli("migrate", str(INPUTS / "vertex_v100_reduction_server.yaml"), *args, "-o", "json", cwd=tmp_path)
+    assert done.returncode == exit_code and done.stdout == ""
+    document = json.loads(done.stderr)  # stderr is one JSON document, nothing else
+    assert document["error"]["type"] == error and document["error"]["exit_code"] == exit_code
+    assert ("entries" in document) == (error == "StrictMigrationError"), "a strict refusal keeps its report"
+
+
+def test_missing_file_with_json_output_is_json(tmp_path):
+    done = run_cli("migrate", "nope.json", "--to", "vertex", "-o", "json", cwd=tmp_path)
+    assert done.returncode == 2
+    assert "nope.json" in json.loads(done.stderr)["error"]["message"]
+
+
 def test_import_prints_loadable_yaml_with_comments(tmp_path):
     path = INPUTS / "vertex_v100_reduction_server.yaml"
     done = run_cli("import", str(path), cwd=tmp_path)

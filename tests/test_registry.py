@@ -96,3 +96,41 @@ def test_broken_plugins_fail_with_a_message(plugin_site, name, message):
 def test_unknown_backend_block_in_a_job_is_rejected(isolated):
     with pytest.raises(Exception, match=r"backends\.vertx: no backend is called 'vertx'; did you mean 'vertex'\?"):
         api.check_backend_blocks(api.as_job({"name": "j", "framework": "custom", "primary": {}, "backends": {"vertx": {}}}))
+
+
+def _dist(folder: Path, name: str, entry_points: str, metadata: str = "") -> None:
+    folder.mkdir(parents=True)
+    (folder / "entry_points.txt").write_text(entry_points)
+    if metadata:
+        (folder / ("PKG-INFO" if name.endswith(".egg-info") else "METADATA")).write_text(metadata)
+
+
+def test_discovery_reads_only_the_group_and_the_first_distribution_of_a_name(tmp_path):
+    near, far = tmp_path / "near", tmp_path / "far"
+    _dist(near / "plug_a-2.0.dist-info", "a", "# comment\n[console_scripts]\nx = a:main\n\n[omnidist.backends]\n"
+          "alpha = plug_a:Alpha [extra]\n; another comment\n[other]\nbeta = plug_a:Nope\n")
+    _dist(near / "plug_b.egg-info", "plug_b.egg-info", "[omnidist.backends]\nbeta = plug_b.sub:Beta\n",
+          "Metadata-Version: 2.1\nName: plug-b\nVersion: 0.3\n")
+    _dist(far / "plug_a-1.0.dist-info", "a", "[omnidist.backends]\nalpha = old_a:Alpha\ngamma = old_a:Gamma\n")
+    _dist(far / "plug_c-1.0.dist-info", "c", "[omnidist.backends]\nbeta = plug_c:Beta\n")
+    found = registry.discover([str(near), str(tmp_path / "missing"), str(far)])
+    assert {n: (p.value, p.distribution, p.version) for n, p in found.items()} == {
+        "alpha": ("plug_a:Alpha [extra]", "plug_a", "2.0"),  # the nearer plug_a hides the farther one
+        "beta": ("plug_b.sub:Beta", "plug_b", "0.3"),        # the first entry point of a name wins
+    }
+
+
+def test_a_plugin_loads_its_dotted_attribute(tmp_path, monkeypatch):
+    (tmp_path / "plug_d.py").write_text("class Outer:\n    class Inner:\n        pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    plugin = registry.Plugin(name="d", value="plug_d:Outer.Inner [gpu]", distribution="plug_d", version="1")
+    assert plugin.load().__qualname__ == "Outer.Inner"
+
+
+def test_discovery_finds_what_importlib_metadata_finds():
+    import sys
+    from importlib import metadata
+
+    expected = {ep.name: (ep.value, ep.dist.version) for ep in metadata.entry_points(group=registry.GROUP)}
+    found = registry.discover(sys.path)
+    assert {name: (p.value, p.version) for name, p in found.items()} == expected

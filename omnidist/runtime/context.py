@@ -86,7 +86,7 @@ class RuntimeContext:
 
     def __repr__(self) -> str:
         where = f", master {self.master_addr}:{self.master_port}" if self.master_addr else ""
-        rank = f"rank {self.rank}/{self.world_size}" if self.rank is not None else f"not in the training world"
+        rank = f"rank {self.rank}/{self.world_size}" if self.rank is not None else "not in the training world"
         return f"RuntimeContext({self.platform} {self.role} {self.index}: {rank}, nodes {self.num_nodes}{where})"
 
     def _repr_html_(self) -> str:

@@ -8,7 +8,9 @@ Faults are queued per route and consumed one per matching request::
 ``drop_after_create`` runs the real handler (so the job exists) and then resets the
 connection without answering: the "ambiguous create" every client must survive.
 ``close_after_create`` does the same but closes the connection cleanly, which some HTTP
-libraries (httplib2) take for a stale keep-alive connection and silently send again.
+libraries (httplib2) take for a stale keep-alive connection and silently send again. ``held``
+keeps a request until the test releases it, and ``hook`` runs a test's function first, so
+tests decide by events in order, not by the clock.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import struct
 import threading
 import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Optional
 from urllib.parse import parse_qs, urlsplit
@@ -58,6 +61,8 @@ class Fault:
     retry_after: Optional[float] = None
     message: str = ""
     delay: float = 0.0
+    release: Optional[threading.Event] = attrs.field(default=None, eq=False)
+    call: Optional[Callable[[], None]] = attrs.field(default=None, eq=False)
 
     @classmethod
     def http(cls, status: int, message: str = "", retry_after: Optional[float] = None) -> Fault:
@@ -84,6 +89,18 @@ class Fault:
         """Wait before answering normally (for client timeouts)."""
         return cls("slow", delay=seconds)
 
+    @classmethod
+    def held(cls, release: threading.Event, limit: float = 60.0) -> Fault:
+        """Keep the request until ``release`` is set (at most ``limit`` seconds), then handle it
+        normally: a client that gave up meanwhile sees a timeout, and the side effects happen
+        when the test says so."""
+        return cls("slow", delay=limit, release=release)
+
+    @classmethod
+    def hook(cls, call: Callable[[], None]) -> Fault:
+        """Run ``call()`` in the server thread, then handle the request normally."""
+        return cls("slow", call=call)
+
 
 Handler = Callable[[Recorded, "re.Match[str]"], Response]
 
@@ -104,6 +121,8 @@ class FakeServer:
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self._faults: list[tuple[str, re.Pattern[str], list[Fault]]] = []
         self._lock = threading.Lock()
+        self._busy = 0
+        self._idle = threading.Condition(self._lock)
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
         # A short poll interval keeps shutdown (and so each test's teardown) fast.
@@ -141,6 +160,23 @@ class FakeServer:
         rx = re.compile(pattern)
         return [r for r in self.requests if r.method == method.upper() and rx.search(r.path)]
 
+    def wait_idle(self, limit: float = 60.0) -> bool:
+        """Wait until no request is being handled (a held or slow one has finished), at most
+        ``limit`` seconds; whether the server is idle."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._busy == 0, timeout=limit)
+
+    @contextmanager
+    def _handling(self):
+        with self._lock:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._busy -= 1
+                self._idle.notify_all()
+
     def _next_fault(self, method: str, path: str) -> Optional[Fault]:
         with self._lock:
             for m, rx, queue in self._faults:
@@ -149,6 +185,10 @@ class FakeServer:
         return None
 
     def _handle(self, method: str, handler: BaseHTTPRequestHandler) -> None:
+        with self._handling():
+            self._answer(method, handler)
+
+    def _answer(self, method: str, handler: BaseHTTPRequestHandler) -> None:
         parts = urlsplit(handler.path)
         length = int(handler.headers.get("Content-Length") or 0)
         raw = handler.rfile.read(length) if length else b""
@@ -168,7 +208,12 @@ class FakeServer:
             _send(handler, Response(fault.status, error_body(fault.status, fault.message), headers))
             return
         if fault and fault.kind == "slow":
-            time.sleep(fault.delay)
+            if fault.call is not None:
+                fault.call()
+            if fault.release is not None:
+                fault.release.wait(fault.delay)
+            else:
+                time.sleep(fault.delay)
         response = self._dispatch(record)
         if fault and fault.kind == "drop":
             _reset(handler)

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 from omnidist import api, registry
 from omnidist.backend import CompiledJob, Note
-from omnidist.errors import OmnidistError, ValidationError
-from omnidist.job import DistributedJob
+from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
+from omnidist.job import DistributedJob, Framework, Role
 from omnidist.testing import strategies
 
 BACKENDS = registry.installed()
@@ -85,11 +85,34 @@ def test_import_of_own_output_compiles_back_to_the_same_request(name):
 @pytest.mark.parametrize("name", CLOUD)
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(job=strategies.jobs())
-def test_any_valid_job_compiles_or_fails_with_an_omnidist_error(name, job):
+def test_any_valid_job_compiles_or_is_refused_with_a_reason(name, job):
     try:
-        api.compile(job, backend=name)
-    except OmnidistError:
-        pass
+        compiled = api.compile(job, backend=name)
+    except ValidationError as exc:  # invalid for this backend: exit 2, each problem with a message
+        assert exc.exit_code == 2 and exc.problems and all(p.message for p in exc.problems)
+    except UnsupportedFeatureError as exc:  # the backend cannot express it: exit 3, naming what
+        assert exc.exit_code == 3 and exc.backend == name and exc.feature and exc.message
+    else:
+        assert compiled.backend == name and json.loads(json.dumps(compiled.request)) == compiled.request
+
+
+GPUS = strategies.accelerators_of(("V100",), (1, 2, 4, 8)) | strategies.accelerators_of(("T4",), (1, 2, 4))
+EXPRESSIBLE = st.builds(
+    DistributedJob, name=strategies.names, framework=st.sampled_from(list(Framework)), image=strategies.images,
+    command=strategies.argv, args=st.just(()) | strategies.argv, env=strategies.envs,
+    primary=st.builds(Role, replicas=st.just(1), accelerator=st.none() | GPUS),
+    workers=st.none() | st.builds(Role, replicas=st.integers(0, 4)),
+    timeout=st.none() | st.integers(1, 10**6), labels=st.dictionaries(strategies.names, strategies.names, max_size=3))
+"""Jobs every backend can run: an image and a command, V100 or T4 GPUs in counts every cloud
+sells, workers like the primary, env, labels, a timeout; nothing only some clouds have."""
+
+
+@pytest.mark.parametrize("name", BACKENDS)
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
+@given(job=EXPRESSIBLE)
+def test_a_job_every_cloud_can_run_compiles_on_every_backend(name, job):
+    compiled = api.compile(job, backend=name)
+    assert compiled.backend == name and json.loads(json.dumps(compiled.request)) == compiled.request
 
 
 @pytest.mark.parametrize("name", CLOUD)

@@ -52,6 +52,7 @@ child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"]) 
 open("pids-" + sys.argv[1], "w").write(f"{os.getpid()} {child.pid}")
 print("ready", flush=True)
 time.sleep(60)
+open("done-" + sys.argv[1], "w").close()   # only if it was waited out instead of stopped
 """
 
 
@@ -66,11 +67,9 @@ def test_first_failure_stops_everything_fast_with_its_code(tmp_path):
     ]
     started = []
     out, err = io.StringIO(), io.StringIO()
-    t0 = time.monotonic()
     result = run(specs, out=out, err=err, grace=0.5, on_start=lambda procs: started.extend(p.pid for p in procs))
-    elapsed = time.monotonic() - t0
     assert (result.exit_code, result.failed) == (3, "worker-1")
-    assert elapsed < 8, elapsed
+    assert not list(tmp_path.glob("done-*")), "the stubborn replicas were killed, not waited out"
     assert "worker-1 exited with code 3" in err.getvalue()
     pids = [int(p) for f in tmp_path.glob("pids-*") for p in f.read_text().split()]
     assert len(pids) == 4
@@ -127,7 +126,7 @@ def test_ctrl_c_stops_every_replica(job_dir, clean_env):
     finally:
         runner.kill()
     assert "interrupted" in runner.stderr.read()
-    deadline = time.monotonic() + 2
+    deadline = time.monotonic() + 30  # a guard against hanging, not a speed budget: reaping is asynchronous
     while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(process_gone(p) for p in pids)

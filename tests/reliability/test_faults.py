@@ -1,14 +1,13 @@
 """The cross-backend fault matrix: every cloud backend, through its real SDK client, against its
 fake service misbehaving on the create call.
 
-Transient faults must be retried into exactly one job; final ones must fail fast with the
-server's own message. Each row bounds the create attempts, the retry waits asked for (the
-sleep is injected, so nothing really waits) and the wall time.
+Transient faults must be retried into exactly one job; final ones must fail at once with the
+server's own message. Each row bounds the create attempts and the retry waits asked for (the
+sleep is injected, so nothing really waits); the wall time of the same rows is measured in
+bench/budgets.py, not asserted here.
 """
 
 from __future__ import annotations
-
-import time
 
 import attrs
 import pytest
@@ -69,39 +68,33 @@ def test_fault_matrix(cloud, row, request):
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[cloud.name, row]))
     overrides = {"request_timeout_s": CLIENT_TIMEOUT_S} if row == "timeout" else {}
     cloud.server.fail(*cloud.create, expected.fault)
-    start = time.monotonic()
     if isinstance(expected, Fails):
         with pytest.raises(expected.error) as caught:
             cloud.submit(**overrides)
-        elapsed = time.monotonic() - start
         assert expected.message in str(caught.value), "the server's own message must reach the user"
         assert caught.value.status == expected.fault.status
         assert cloud.creates() == 1 and cloud.sleeps == [], "a final error is not retried"
         assert cloud.job_count() == 0
-        assert elapsed < 5.0
         return
     handle = cloud.submit(**overrides)
-    elapsed = time.monotonic() - start
-    if row == "timeout":  # let the slow attempt finish on the server before counting jobs
-        time.sleep(SLOW_SERVER_S - min(elapsed, SLOW_SERVER_S) + 0.2)
+    # In the timeout row the abandoned attempt is still on the server (and one sleep below proves
+    # the client gave up on it rather than waiting the answer out): let it finish before counting.
+    assert cloud.server.wait_idle(), "the server finished every request"
     assert cloud.job_count() == 1, f"{row}: a retried create must leave exactly one job"
     assert handle.status().state.value in ("queued", "pending", "running"), "the handle names the created job"
     assert 1 <= cloud.creates() <= 2, "one failed attempt, at most one more create"
     assert len(cloud.sleeps) == 1
     if expected.waits is not None:
         assert tuple(cloud.sleeps) == expected.waits, "Retry-After decides the wait"
-    assert elapsed < 5.0
 
 
 def test_persistent_outage_stops_at_retry_attempts(cloud):
     cloud.server.fail(*cloud.create, *[Fault.http(503, "backend unavailable (outage-7)")] * 10)
-    start = time.monotonic()
     with pytest.raises(errors.TransientBackendError, match="outage-7"):
         cloud.submit()
     assert cloud.creates() == 4, "exactly the configured number of attempts"
     assert len(cloud.sleeps) == 3
     assert cloud.job_count() == 0
-    assert time.monotonic() - start < 10.0
 
 
 def test_throttled_status_poll_is_retried(cloud):

@@ -18,7 +18,7 @@ from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature, NoteCode
 from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, has_gpus, size_reducers
+from omnidist.lowering import EffectiveRole, effective_roles, size_reducers
 from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
 
 from omnidist_ai_platform import catalog, code_data
@@ -174,21 +174,10 @@ def pool_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
 
 def reducers_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
     """The Reduction Server: reducers in the parameter-server slot with the legacy image."""
-    if RoleName.PARAMETER_SERVERS in ctx.roles:
-        raise unsupported(Feature.REDUCTION_SERVERS, "reducers take the parameter-server slot, and the job also "
-                          "has parameter servers.", "Keep either parameter_servers or reduction_servers.")
-    workers = ctx.roles.get(RoleName.WORKERS)
-    if not (has_gpus(ctx.roles[RoleName.PRIMARY]) and has_gpus(workers)):
-        raise unsupported(Feature.REDUCTION_SERVERS, "the Reduction Server speeds up all-reduce between GPU "
-                          "workers, and this job has no GPU workers.",
-                          "Add workers with accelerators, or drop reduction_servers.")
-    if role.accelerator:
-        raise ValidationError("reducers run on CPU machines; remove the accelerator",
-                              path="reduction_servers.accelerator")
     machine = machine_for(role, ctx, default=catalog.REDUCER_MACHINE)
     count = role.replicas
     if count == AUTO:
-        trainers = {r: ctx.roles[r] for r in (RoleName.PRIMARY, RoleName.WORKERS)}
+        trainers = {r: ctx.roles[r] for r in (RoleName.PRIMARY, RoleName.WORKERS) if r in ctx.roles}
         egress = {r: catalog.MACHINES.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator)
                   for r, n in trainers.items()}
         sizing = size_reducers(trainers, egress, machine.egress_gbps)

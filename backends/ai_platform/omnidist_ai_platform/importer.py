@@ -386,7 +386,7 @@ def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framew
                           message="trainingInput.args became the job's args; omnidist compiles them as each "
                                   "replica's containerArgs (the same arguments to the entrypoint)"))
     if ti.scaleTier is None and ti.masterType:
-        notes.append(Note(kind=NoteKind.DEFAULTED, field=f"backends.ai_platform.scale_tier",
+        notes.append(Note(kind=NoteKind.DEFAULTED, field="backends.ai_platform.scale_tier",
                           message="no scaleTier; CUSTOM assumed because masterType is set"))
     scheduling = ti.scheduling or NativeScheduling()
     for key in ("maxWaitTime", "priority"):

@@ -163,16 +163,13 @@ def test_reduction_server_sizing_reads_compute_engine_bandwidth():
     assert note.message == "auto = ceil((1×10 + 3×10 Gbps) / 32 Gbps per n1-highcpu-16) = 2"
 
 
-@pytest.mark.parametrize(("job", "fragment"), [
-    (base(primary={"accelerator": "V100:1"}, workers={"replicas": 1}, parameter_servers={"replicas": 1},
-          reduction_servers={"replicas": 2}), "parameter servers"),
-    (base(workers={"replicas": 2}, reduction_servers={"replicas": 2}), "no GPU workers"),
-    (base(primary={"accelerator": "V100:1"}, reduction_servers={"replicas": 2}), "no GPU workers"),
-])
-def test_reduction_server_refusals(job, fragment):
-    with pytest.raises(UnsupportedFeatureError) as err:
-        compile_checked(job)
-    assert err.value.subject == "reduction_servers" and fragment in str(err.value)
+def test_reducers_on_a_single_gpu_node_are_sized_from_the_primary_alone():
+    # What no cloud can run (reducers with parameter servers or CPU trainers) is refused before
+    # any backend compiles (tests/conformance/test_portable_rules.py); one GPU node is legal.
+    compiled = compile_checked(base(primary={"accelerator": "A100:8"}, reduction_servers={"replicas": "auto"}))
+    ti = compiled.request["trainingInput"]
+    assert ti["parameterServerCount"] == 4  # one a2-highgpu-8g at 100 Gbps / 32 Gbps
+    assert "workerCount" not in ti
 
 
 @pytest.mark.parametrize(("extra", "feature"), [({"spot": True}, "spot"),

@@ -74,7 +74,7 @@ def _credentials(mode: str) -> Any:
 @functools.lru_cache(maxsize=16)
 def _client(endpoint: str, credentials: str) -> Any:
     from google.api_core.client_options import ClientOptions
-    from google.cloud import aiplatform_v1
+    from omnidist_vertex.sdk import aiplatform_v1
 
     return aiplatform_v1.JobServiceClient(
         credentials=_credentials(credentials),
@@ -173,7 +173,7 @@ class VertexClient(Client[Any]):
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The ``CustomJob`` message, labelled with a fresh request id."""
-        from google.cloud import aiplatform_v1
+        from omnidist_vertex.sdk import aiplatform_v1
 
         key = self.request_id()
         try:

@@ -18,7 +18,7 @@ from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature, NoteCode
 from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, has_gpus, size_reducers
+from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, size_reducers
 from omnidist.runtime import hints
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
@@ -112,10 +112,6 @@ def _n1_default_vcpus(wanted: Accelerator) -> int:
 def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> Placement:
     """The machine for ``role``: the one the settings name (validated) or the smallest that fits."""
     named = settings.machine_types.get(role.name.value)
-    if role.name is RoleName.REDUCTION_SERVERS and role.accelerator is not None:
-        raise ValidationError(
-            "reduction servers run without GPUs; remove the accelerator", path="reduction_servers.accelerator"
-        )
     if named:
         machine = _check_named(named, role, job)
     else:
@@ -151,23 +147,10 @@ def _describe(machine: catalog.Machine, role: EffectiveRole) -> str:
 
 
 def check_reducers(job: DistributedJob, roles: dict[RoleName, EffectiveRole], notes: list[Note]) -> None:
-    """Refuse what Vertex's Reduction Server cannot do, and note how to tune it."""
+    """Note how to tune Vertex's Reduction Server (what no cloud can run is refused before this,
+    by :func:`omnidist.lowering.check_portable_rules`)."""
     if RoleName.REDUCTION_SERVERS not in roles:
         return
-    if RoleName.PARAMETER_SERVERS in roles:
-        raise UnsupportedFeatureError(
-            Feature.REDUCTION_SERVERS,
-            BACKEND,
-            "parameter servers and the Reduction Server both live in "
-            "worker pool 2, so a job has one or the other.",
-            "Drop parameter_servers (all-reduce training) or reduction_servers (parameter-server training).",
-        )
-    if not any(has_gpus(roles.get(r)) for r in TRAINING_ROLES):
-        raise ValidationError(
-            "the Reduction Server speeds up NCCL all-reduce between GPU workers, and this job has none; "
-            "add GPU workers or remove reduction_servers",
-            path="reduction_servers",
-        )
     if RoleName.WORKERS not in roles:
         notes.append(
             Note(

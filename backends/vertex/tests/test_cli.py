@@ -61,7 +61,12 @@ def test_compile_submit_wait_status(project, vertex, valid):
         "https://console.cloud"
     )
     assert final == "succeeded"
-    assert "state: queued" in submitted.stderr and "state: running" in submitted.stderr
+    # Each state change once, in order (the fake advances a step per get, and the log stream
+    # polls too, so the wait loop may not see every step).
+    states = [line.removeprefix("state: ") for line in submitted.stderr.splitlines() if line.startswith("state: ")]
+    lifecycle = ["queued", "pending", "running", "succeeded"]
+    assert states[0] == "queued" and states[-1] == "succeeded"
+    assert states == sorted(set(states), key=lifecycle.index), submitted.stderr
     (job,) = vertex.jobs.values()
     assert job["jobSpec"]["workerPoolSpecs"][2]["replicaCount"] == "16"
 

@@ -4,6 +4,7 @@ create, get, list, cancel; faults; error mapping."""
 from __future__ import annotations
 
 import itertools
+import threading
 import time
 
 import pytest
@@ -199,27 +200,41 @@ def live(vertex) -> list[str]:
 
 
 def test_timed_out_create_that_lands_late_is_cancelled(driver, vertex, sleeps, caplog):
-    # The server makes the first job 0.8 s in, after the client gave up (0.2 s) and a retry
-    # made another: the client waits for the late one, keeps the earliest, cancels the other.
-    vertex.server.fail("POST", CREATE, Fault.slow(0.8))
-    start = time.monotonic()
-    handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=10.0)
-    elapsed = time.monotonic() - start
+    # The first create is held past the client's timeout (0.2 s); a retry makes the job. While the
+    # client settles, the held create makes its job at the third listing (events, not timings):
+    # the client saw one job, waited, saw two, keeps the earliest and cancels the other at once.
+    landed = threading.Event()
+
+    def land_late() -> None:
+        landed.set()
+        deadline = time.monotonic() + 60  # a guard against hanging, not a budget
+        while len(vertex.jobs) < 2 and time.monotonic() < deadline:  # the held create makes its job
+            time.sleep(0.005)
+
+    vertex.server.fail("POST", CREATE, Fault.held(landed))
+    vertex.server.fail("GET", CREATE, Fault.slow(0), Fault.slow(0), Fault.hook(land_late))
+    handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=60.0)
     assert len(vertex.jobs) == 2 and live(vertex) == [handle.id]
     first, late = sorted(vertex.jobs.values(), key=lambda job: job["createTime"])
     assert handle.id == first["name"] and late["state"] == "JOB_STATE_CANCELLING"
     assert vertex.server.calls("POST", late["name"] + ":cancel")
-    assert 0.8 <= elapsed < 5.0, "waits for the late job, then stops (not the whole settle window)"
+    # the retry's lookup, a listing that found one job, a listing that found both; then no more
+    assert len(vertex.server.calls("GET", CREATE)) == 3, "waits for the late job, then stops"
     assert len(sleeps) == 1, "settling is not a retry"
     assert f"kept {handle.id}" in caplog.text and f"cancelled {late['name']}" in caplog.text
 
 
 def test_settling_is_bounded_and_says_so(driver, vertex, caplog):
-    vertex.server.fail("POST", CREATE, Fault.slow(2.0))
-    start = time.monotonic()
-    handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=0.3)
-    assert time.monotonic() - start < 1.5
-    assert live(vertex) == [handle.id]
+    # The held create never lands while the client settles (0.3 s): it gives up and says so.
+    release = threading.Event()
+    vertex.server.fail("POST", CREATE, Fault.held(release))
+    try:
+        handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=0.3)
+        assert list(vertex.jobs) == [handle.id], "returned without waiting for the held create"
+    finally:
+        release.set()
+    assert vertex.server.wait_idle()
+    assert len(vertex.jobs) == 2 and handle.id in live(vertex), "the late job lands after the warning"
     assert "had not made its job" in caplog.text and "omnidist-request-id=req-1" in caplog.text
 
 

@@ -123,36 +123,8 @@ def test_reducers_without_workers_stay_at_pool_2(valid):
 # --- Reduction Server rules -------------------------------------------------------------------------
 
 
-def test_reducers_with_parameter_servers_refused():
-    with pytest.raises(UnsupportedFeatureError) as err:
-        build(
-            {
-                "primary": {"accelerator": "V100:8"},
-                "workers": {"replicas": 2},
-                "parameter_servers": {"replicas": 1},
-                "reduction_servers": {"replicas": 2},
-            }
-        )
-    assert err.value.subject == "reduction_servers" and err.value.backend == "vertex"
-    assert err.value.feature is Feature.REDUCTION_SERVERS
-    assert "pool 2" in str(err.value) and err.value.exit_code == 3
-
-
-def test_reducers_without_gpus_refused():
-    with pytest.raises(ValidationError) as err:
-        build({"primary": {}, "workers": {"replicas": 2}, "reduction_servers": {"replicas": "auto"}})
-    assert err.value.problems[0].path == "reduction_servers" and "GPU" in str(err.value)
-
-
-def test_reducers_take_no_gpus():
-    with pytest.raises(ValidationError, match="without GPUs"):
-        build(
-            {
-                "primary": {"accelerator": "V100:8"},
-                "workers": {"replicas": 1},
-                "reduction_servers": {"replicas": 1, "accelerator": "T4:1"},
-            }
-        )
+# (A job no cloud can run - reducers with parameter servers, on CPU trainers or with GPUs of
+# their own - is refused before any backend compiles: tests/conformance/test_portable_rules.py.)
 
 
 def test_custom_framework_keeps_reducers_with_a_note(valid):

@@ -14,7 +14,6 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from omnidist_vertex import VertexBackend, VertexSettings
-from omnidist_vertex import tuning as vertex_tuning
 
 import omnidist
 from omnidist import migration, serde
