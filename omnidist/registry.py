@@ -155,8 +155,9 @@ def missing() -> list[str]:
 def distribution(name: str) -> str:
     """The distribution that provides backend ``name``: the installed one, else the plugin
     naming rule (:data:`DISTRIBUTION_PREFIX`)."""
-    dist = getattr(_entry_points().get(name), "dist", None)
-    return dist.name if dist is not None else DISTRIBUTION_PREFIX + name.replace("_", "-")
+    plugin = _entry_points().get(name)
+    found = plugin.distribution if plugin is not None else DISTRIBUTION_PREFIX + name
+    return re.sub(r"[-_.]+", "-", found).lower()
 
 
 def distribution_version(name: str) -> str:

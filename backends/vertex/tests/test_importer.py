@@ -485,7 +485,7 @@ def test_the_field_tables_match_the_sdk():
         fields = {f.json_name for f in message.pb().DESCRIPTOR.fields}
         assert importer.FIELDS[name] == fields - importer.OUTPUT_ONLY, name
     numbers = {m.name: m.value for m in v1.AcceleratorType}
-    from omnidist_vertex.backend import ACCELERATOR_BY_NUMBER
+    from omnidist_vertex.tables import ACCELERATOR_BY_NUMBER
 
     assert {name: numbers[name] for name in ACCELERATOR_BY_NUMBER.values()} == {
         v: k for k, v in ACCELERATOR_BY_NUMBER.items()}
