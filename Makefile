@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-BACKENDS := backends/vertex backends/ai_platform backends/azure_ml
+BACKENDS := backends/vertex backends/ai_platform backends/azure_ml backends/kubernetes
 STAMP := $(VENV)/.omnidist-installed
 
 .PHONY: setup run gpu-check test bench clean

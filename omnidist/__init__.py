@@ -31,6 +31,7 @@ _LAZY = {
     "OmnidistError": "omnidist.errors",
     "Role": "omnidist.job",
     "RoleName": "omnidist.job",
+    "Trial": "omnidist.backend",
     "attach": "omnidist.api",
     "compile": "omnidist.api",
     "import_native": "omnidist.api",

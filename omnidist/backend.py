@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import enum
 import importlib
+import math
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
@@ -205,13 +206,72 @@ class JobState(str, enum.Enum):
         return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
 
 
+def _pairs(parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    items = parameters.items() if isinstance(parameters, Mapping) else parameters
+    return tuple((str(name), value) for name, value in items)
+
+
+@attrs.frozen(kw_only=True)
+class Trial:
+    """One trial of a tuning job, as the cloud reported it.
+
+    Attributes:
+        id: the trial's id on the cloud (Vertex and AI Platform number trials from 1; Azure ML
+            names each trial's child run).
+        state: the trial's state, through the backend's table.
+        parameters: ``(name, value)`` pairs in the tuning block's order, named as the portable job
+            names them (the values the program got as ``--NAME=VALUE``).
+        value: the final value of the tuning metric (``None``: none reported yet).
+        step: the step that value was reported at, when the cloud says.
+        message: why the trial failed or stopped, when the cloud says.
+    """
+
+    id: str
+    state: JobState = attrs.field(converter=JobState)
+    parameters: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=_pairs)
+    value: Optional[float] = None
+    step: Optional[int] = None
+    message: str = ""
+
+    @property
+    def flags(self) -> str:
+        """The trial's values as the program got them: ``--lr=0.01 --layers=4``."""
+        return " ".join(f"--{name}={value}" for name, value in self.parameters)
+
+
+def best_trial(trials: Iterable[Trial], maximize: bool) -> Optional[Trial]:
+    """The trial with the best final value so far (the first of equals), among those that did not
+    fail; ``None`` when none has a value."""
+    scored = [t for t in trials if t.value is not None and not math.isnan(t.value) and t.state is not JobState.FAILED]
+    if not scored:
+        return None
+    return (max if maximize else min)(scored, key=lambda t: t.value)  # max/min keep the first of equals
+
+
 @attrs.frozen(kw_only=True)
 class JobStatus:
-    """A job's state as the backend reported it."""
+    """A job's state as the backend reported it; a tuning job's also carries its trials.
+
+    Attributes:
+        state: the portable state.
+        native_state: the cloud's own name for it.
+        message: what the cloud says about it (a failed job's error), secrets masked.
+        metric: a tuning job's metric (``""`` for a plain job).
+        trials: a tuning job's trials so far, in the cloud's order (empty for a plain job).
+        best: the trial with the best final value so far (:func:`best_trial`).
+    """
 
     state: JobState = attrs.field(converter=JobState)
     native_state: str = ""
     message: str = ""
+    metric: str = ""
+    trials: tuple[Trial, ...] = attrs.field(default=(), converter=tuple)
+    best: Optional[Trial] = None
+
+    def _repr_html_(self) -> str:
+        from omnidist import display
+
+        return display.status_html(self)
 
 
 class LazyClient:

@@ -128,8 +128,16 @@ def backends() -> None:
 
 
 def _print_status(status: Any) -> None:
+    """The state line; for a tuning job, its trials table and the best trial so far."""
+    from omnidist import display
+
     message = f" — {status.message}" if status.message else ""
     click.echo(f"{status.state.value}{message}")
+    if status.trials:
+        header, rows = display.trial_rows(status)
+        click.echo(_table(rows, header))
+        best = display.best_line(status)
+        click.echo(best or f"best: none yet (no trial has reported {status.metric or 'the metric'})")
 
 
 @main.command()

@@ -232,6 +232,12 @@ class Client(ABC, Generic[N]):
         """Why a failed job failed, when the job itself does not say (``""``: unknown)."""
         return ""
 
+    def with_trials(self, job_id: str, job: N, status: JobStatus) -> JobStatus:
+        """A tuning job's status with its trials and best trial, when reading them takes calls of
+        their own (through :meth:`call`); a cloud whose job carries its trials fills them in
+        :meth:`status_of` instead. The default adds nothing."""
+        return status
+
     def conflict(self, keyed: Keyed, exc: ConflictError) -> BackendError:
         """The error for a chosen id held by a job this submit did not make."""
         return ConflictError(f"a job with this id already exists and this submit did not make it ({exc})",
@@ -355,7 +361,7 @@ class Client(ABC, Generic[N]):
         found = self.status_of(job)
         if found.state is JobState.FAILED and not found.message:
             found = attrs.evolve(found, message=self.failure_message(job_id, job))
-        return found
+        return self.with_trials(job_id, job, found)
 
     def _found(self, keyed: Keyed) -> list[N]:
         try:

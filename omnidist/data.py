@@ -105,11 +105,21 @@ def foreign(field: str, backend: str, uri: str, reads: str) -> UnsupportedFeatur
     """Exit 3 for a data location ``backend`` cannot read, saying how ``data_map`` fixes it
     (``field``: ``code``, ``inputs.NAME`` or ``outputs.NAME``, which names the feature)."""
     kind = scheme(uri)
+    if is_asset(uri):
+        return UnsupportedFeatureError(
+            field, backend, f"{uri} is a registered Azure ML data asset, and {backend} jobs read {reads}.",
+            f"Download it (az ml data download --name {uri.removeprefix('azureml:').split(':')[0].split('@')[0]}), "
+            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "gs://bkt/data"}}.')
     example = {"gs": '"gs://bkt/" = "azureml://datastores/ds/paths/"',
                "local": '"./data/" = "gs://bkt/data/"'}.get(kind, f'"{uri.rsplit("/", 1)[0]}/" = "gs://bkt/data/"')
     return UnsupportedFeatureError(
         Feature(field.split(".")[0]), backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
         f"Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{{example}}}.", subject=field)
+
+
+def is_asset(uri: str) -> bool:
+    """True for a registered Azure ML asset (``azureml:name:1``, ``azureml:name@latest``), not a path."""
+    return uri.startswith("azureml:") and not uri.startswith("azureml://")
 
 
 def is_azure_storage(uri: str) -> bool:

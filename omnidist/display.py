@@ -108,11 +108,22 @@ def mask_lines(lines: Iterable[str], secrets: Iterable[str]) -> Iterator[str]:
 
 
 def mask_status(status: T, secrets: Iterable[str]) -> T:
-    """A :class:`~omnidist.backend.JobStatus` whose message has the secret values masked."""
+    """A :class:`~omnidist.backend.JobStatus` whose message, and its trials' messages, have the
+    secret values masked."""
     import attrs
 
-    message = getattr(status, "message", "")
-    return attrs.evolve(status, message=mask_text(message, secrets)) if message else status  # type: ignore[misc]
+    secrets = frozenset(secrets)
+
+    def masked(value: Any) -> Any:
+        message = getattr(value, "message", "")
+        return attrs.evolve(value, message=mask_text(message, secrets)) if message else value
+
+    trials = getattr(status, "trials", ())
+    if not trials:
+        return masked(status)  # type: ignore[no-any-return]
+    best = getattr(status, "best", None)
+    return attrs.evolve(masked(status), trials=tuple(masked(t) for t in trials),  # type: ignore[no-any-return]
+                        best=None if best is None else masked(best))
 
 
 def mask_error(exc: BaseException, secrets: Iterable[str]) -> BaseException:
@@ -208,11 +219,58 @@ def compiled_html(compiled: Any) -> str:
 
 
 def handle_html(handle: Any) -> str:
-    """Backend, id, last known state and the console link."""
+    """Backend, id, last known state and the console link; a tuning job's trials and best trial."""
     status = handle.last_status
     state = f"{status.state.value}" + (f" — {status.message}" if status and status.message else "") if status else "not polled yet (call .status())"
-    return table([("backend", handle.backend), ("id", handle.id), ("state", state),
-                  ("console", link(handle.url) if handle.url else None)], ("", ""))
+    summary = table([("backend", handle.backend), ("id", handle.id), ("state", state),
+                     ("console", link(handle.url) if handle.url else None)], ("", ""))
+    return summary + (trials_html(status) if status is not None else "")
+
+
+def shown_value(value: Any) -> str:
+    """A metric or parameter value as tables show it (floats to 6 significant digits)."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
+
+
+def trial_rows(status: Any) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """A tuning job's trials as ``(header, rows)``: trial, state, the metric, then one column per
+    parameter (in the order the trials name them)."""
+    names: dict[str, None] = {}
+    for trial in status.trials:
+        names.update(dict.fromkeys(name for name, _ in trial.parameters))
+    header = ("trial", "state", status.metric or "value", *names)
+    rows = []
+    for trial in status.trials:
+        values = dict(trial.parameters)
+        rows.append((trial.id, trial.state.value, "" if trial.value is None else shown_value(trial.value),
+                     *("" if n not in values else shown_value(values[n]) for n in names)))
+    return header, rows
+
+
+def best_line(status: Any) -> str:
+    """``best: trial 3, accuracy=0.91: --lr=0.01 --layers=4`` (``""`` when no trial has a value)."""
+    best = status.best
+    if best is None:
+        return ""
+    flags = f": {best.flags}" if best.parameters else ""
+    return f"best: trial {best.id}, {status.metric or 'value'}={shown_value(best.value)}{flags}"
+
+
+def trials_html(status: Any) -> str:
+    """A tuning job's trials table and best trial (``""`` for a plain job)."""
+    if not status.trials:
+        return ""
+    header, rows = trial_rows(status)
+    best = best_line(status)
+    caption = f"trials ({len(rows)})"
+    return table(rows, header, caption=caption) + (f"<p><b>{html.escape(best)}</b></p>" if best else "")
+
+
+def status_html(status: Any) -> str:
+    """The state and message; a tuning job's trials and best trial."""
+    rows = [("state", status.state.value), ("native state", status.native_state or None),
+            ("message", status.message or None)]
+    return table(rows, ("", "")) + trials_html(status)
 
 
 def short_job_repr(job: Any) -> str:

@@ -25,6 +25,7 @@ from omnidist.backend import Note, NoteKind
 from omnidist.errors import NotPortableError, UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
 from omnidist.job import NAME_PATTERN, Accelerator, Role, RoleName
+from omnidist.jobdata import NO_ACCELERATOR
 from omnidist.lowering import _INHERITS_FROM_PRIMARY, EffectiveRole
 
 PORTABLE = NotPortableError.side
@@ -108,6 +109,9 @@ def _role(role: EffectiveRole, primary: EffectiveRole, job: Mapping[str, Any], c
                                                                if base_env.get(k) != v}}
     for field in _HARDWARE:
         value, inherited = getattr(role, field), getattr(primary, field)
+        if inherits and field == "accelerator" and value is None and inherited is not None:
+            fields[field] = NO_ACCELERATOR  # a CPU-only role beside a GPU primary (SPEC §7)
+            continue
         if inherits and value is None and inherited is not None:
             value = unset.get(field)
             if value is None:

@@ -16,6 +16,7 @@ accelerator type and count is not a change in meaning; another GPU model or coun
 from __future__ import annotations
 
 import enum
+import os
 import re
 import shlex
 from collections.abc import Mapping
@@ -23,7 +24,7 @@ from typing import Any, Optional, Union
 
 import attrs
 
-from omnidist import api, importing, labels, lowering, registry, serde
+from omnidist import api, importing, jobdata, labels, lowering, registry, serde
 from omnidist.backend import CompiledJob, MigrationPolicy, Note
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import HARDWARE, ROLE_FEATURES, Feature, NoteCode, Refusal, used
@@ -83,6 +84,8 @@ def import_job(
     except ValidationError as exc:
         raise (exc if exc.source else exc.with_source(filename)) from None
     entries = [_entry(n) for n in notes]
+    if filename and job.source is None:  # a local code folder or input is relative to the native file
+        job = attrs.evolve(job, source=filename)
     if framework is not None:
         job = attrs.evolve(job, framework=framework)
         entries = [e for e in entries if e.field != "framework"]
@@ -250,7 +253,24 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
         job = size_for_target(job, source)
     job, carried = carry_backend_block(job, source, target)
     job, relabelled = google_labels(job, target)
-    return job, moved + carried + relabelled
+    job, code = carry_code(job, source, target)
+    return job, moved + carried + relabelled + code
+
+
+def carry_code(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """A local ``code`` folder travels when it is there (beside the native file, as the source
+    cloud read it); one that is not is left out, and said so: the target would refuse it."""
+    if job.code is None or source == target or jobdata.scheme(job.code) != "local":
+        return job, []
+    from omnidist import data
+
+    if data.local_path(job, job.code).is_dir():
+        return job, []
+    where = f"beside {os.path.basename(job.source)}" if job.source else "here"
+    return attrs.evolve(job, code=None), [ReportEntry(
+        fidelity="dropped", field="code",
+        message=f"{job.code}: no such folder {where}, so the code is not shipped: run migrate where the folder "
+                "is, or bake the code into the image")]
 
 
 # --- giving up what the target lacks, then compiling once ------------------------------------------
@@ -452,7 +472,7 @@ def region_entries(final: DistributedJob, source: str, target: str, profile: Opt
 
 
 JOB_FIELDS = ("name", "framework", "image", "command", "args", "env", "processes_per_node", "interconnect", "spot", "timeout", "labels",
-              "tuning")
+              "tuning", "description", "code", "module", "framework_version", "inputs", "outputs")
 """Job-wide fields listed as exact when set and no other entry speaks of them."""
 
 
@@ -501,6 +521,8 @@ def _shown(value: Any, name: str) -> str:
         return str(value.value)
     if isinstance(value, tuple):
         return _short(shlex.join(value))
+    if name in ("inputs", "outputs"):
+        return _short(", ".join(f"{k}={v.to_data()}" for k, v in value.items()))
     if isinstance(value, Mapping):
         from omnidist.display import mask_env
 

@@ -80,6 +80,10 @@ class WaitProgress:
         """Show the latest status (each poll)."""
         if self._bar is not None:
             text = status.state.value + (f" ({status.message})" if status.message else "")
+            if status.trials:  # a tuning job: how far the search is, and the best so far
+                best = status.best
+                text += f", {len(status.trials)} trials" + (
+                    f", best {status.metric}={best.value:.6g} (trial {best.id})" if best is not None else "")
             self._bar.set_description_str(self._describe(text), refresh=False)
             self._bar.update(1)
 

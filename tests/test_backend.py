@@ -6,7 +6,9 @@ import json
 
 import pytest
 
-from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
+from omnidist.backend import (
+    Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind, Trial, best_trial,
+)
 from omnidist.job import RoleName
 
 
@@ -85,3 +87,29 @@ def test_wait_streams_logs():
         JobHandle(backend="s", id="1", driver=_Logged(["running", "succeeded"])).wait(
             poll_interval=0, sleep=lambda s: __import__("time").sleep(0.05), stream_logs=True)
     assert "epoch 1 loss 0.9" in buffer.getvalue()
+
+
+# --- trials of a tuning job ---------------------------------------------------------------------------
+
+def _trial(id_: str, value, state=JobState.SUCCEEDED, **params) -> Trial:
+    return Trial(id=id_, state=state, parameters=params, value=value)
+
+
+def test_best_trial_follows_the_goal_and_skips_failed_and_missing_values():
+    trials = [_trial("1", 0.5), _trial("2", 0.9, state=JobState.FAILED), _trial("3", None),
+              _trial("4", 0.7, state=JobState.RUNNING), _trial("5", float("nan")), _trial("6", 0.2)]
+    assert best_trial(trials, maximize=True).id == "4", "a running trial's final value counts; a failed one's not"
+    assert best_trial(trials, maximize=False).id == "6"
+    assert best_trial([_trial("1", 0.5), _trial("2", 0.5)], maximize=True).id == "1", "the first of equals"
+    assert best_trial([_trial("1", None)], maximize=True) is None and best_trial([], maximize=False) is None
+
+
+def test_trial_is_immutable_and_keeps_the_parameters_order():
+    trial = _trial("7", 0.1, lr=0.01, layers=4, optimizer="adam")
+    assert trial.parameters == (("lr", 0.01), ("layers", 4), ("optimizer", "adam"))
+    assert trial.flags == "--lr=0.01 --layers=4 --optimizer=adam"
+    assert Trial(id="1", state="running", parameters=[("a", 1)]).parameters == (("a", 1),)
+    status = JobStatus(state="running", metric="acc", trials=[trial], best=trial)
+    assert status.trials == (trial,) and hash(status) == hash(JobStatus(state="running", metric="acc",
+                                                                       trials=(trial,), best=trial))
+    assert JobStatus(state="running").trials == () and JobStatus(state="running").best is None

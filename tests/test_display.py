@@ -91,6 +91,37 @@ def test_handle_html_shows_state_and_console_link():
     assert "running — 2/3 replicas" in html and "href='https://console/x?a=&lt;b&gt;'" in html
 
 
+def _search() -> JobStatus:
+    from omnidist.backend import Trial
+
+    good = Trial(id="2", state="succeeded", parameters={"lr": 0.0031622776, "opt": "<adam>"}, value=0.84, step=9)
+    bad = Trial(id="1", state="failed", parameters={"lr": 0.1}, message="exit 1 with key sk-live-1234")
+    return JobStatus(state=JobState.RUNNING, metric="accuracy", trials=(bad, good), best=good)
+
+
+def test_trials_table_and_best_line():
+    status = _search()
+    header, rows = display.trial_rows(status)
+    assert header == ("trial", "state", "accuracy", "lr", "opt")
+    assert rows == [("1", "failed", "", "0.1", ""), ("2", "succeeded", "0.84", "0.00316228", "<adam>")]
+    assert display.best_line(status) == "best: trial 2, accuracy=0.84: --lr=0.0031622776 --opt=<adam>"
+    assert display.best_line(JobStatus(state="running")) == ""
+
+
+def test_status_and_handle_html_show_the_trials_and_the_best():
+    status = _search()
+    for html in (status._repr_html_(), display.handle_html(JobHandle(backend="vertex", id="j", _seen={"status": status}))):
+        assert "trials (2)" in html and "&lt;adam&gt;" in html and "best: trial 2, accuracy=0.84" in html
+    plain = JobHandle(backend="vertex", id="j", _seen={"status": JobStatus(state="running")})
+    assert "trials" not in plain._repr_html_()
+
+
+def test_mask_status_masks_the_trials_messages():
+    masked = display.mask_status(_search(), {"sk-live-1234"})
+    assert masked.trials[0].message == f"exit 1 with key {display.MASK}"
+    assert masked.trials[1] == _search().trials[1] and masked.best == _search().best
+
+
 def test_escaping():
     assert "&lt;script&gt;" in display.table([("<script>",)], ("x",))
 

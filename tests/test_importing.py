@@ -79,7 +79,6 @@ T4 = Accelerator(type="T4", count=1)
 
 
 @pytest.mark.parametrize(("worker", "feature"), [
-    (full(W, env={"A": "1"}), "CPU-only workers"),
     (full(W, accelerator=T4), "workers env"),
     (full(W, accelerator=T4, env={"A": "1"}, image=None), "workers without image"),
 ])
@@ -87,6 +86,12 @@ def test_what_a_worker_cannot_take_away_from_the_primary(worker, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         delower({P: full(P, accelerator=T4, env={"A": "1"}), W: worker})
     assert err.value.subject == feature and err.value.backend == importing.PORTABLE and err.value.hint
+
+
+def test_a_cpu_only_worker_beside_a_gpu_primary_is_accelerator_none():
+    found = delower({P: full(P, accelerator=T4, env={"A": "1"}), W: full(W, env={"A": "1"})})
+    assert found.roles[W].accelerator == "none"
+    assert lower(job_of(found))[W].accelerator is None
 
 
 @settings(max_examples=300, deadline=None)

@@ -165,8 +165,8 @@ def test_azure_ml_inputs_are_written_into_the_command():
     pool = compiled.request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
     assert pool["command"] == ["python", "train.py", "--epochs", "10", "--batch-size", "64"]
     fields = {e.field: e.fidelity for e in report.entries}
-    assert fields["backends.azure_ml.code"] is migration.Fidelity.DROPPED
-    assert fields["backends.azure_ml.inputs.epoch"] is migration.Fidelity.APPROXIMATED
+    assert fields["code"] is migration.Fidelity.DROPPED  # ./src is not beside the spec
+    assert fields["inputs"] is migration.Fidelity.EXACT  # literals: written into the command on every target
 
 
 def test_a_spec_that_ran_what_only_its_cloud_has_needs_an_image():

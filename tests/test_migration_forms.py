@@ -120,7 +120,7 @@ def test_legacy_machine_names_become_compute_engine_types_on_vertex():
 def test_cpu_machine_sizes_survive_a_move_across_providers():
     """``n1-highmem-32`` (32 vCPUs, 208 GB) does not become a 4-vCPU Azure SKU."""
     native = {"workerPoolSpecs": [{**POOL, "machineSpec": {"machineType": "n1-highmem-32"}}]}
-    compiled, report = omnidist.migrate(native, target="azure_ml", framework="pytorch")
+    compiled, report = omnidist.migrate(native, target="azure_ml", framework="pytorch", command="python t.py")
     assert compiled.request["resources"]["instance_type"] == "Standard_E32s_v3"
     assert "32 vCPUs, 208 GB (vertex ran n1-highmem-32)" in entries(report)["primary.machine"].message
 
@@ -144,13 +144,36 @@ def test_a_region_the_source_never_named_is_reported():
     assert "region" not in entries(report)
 
 
-def test_only_referenced_inputs_are_said_to_be_written_into_the_command():
+def test_literal_inputs_are_written_into_the_command_and_reported():
     native = {"type": "command", "command": "python t.py --epochs ${{inputs.epochs}}",
               "inputs": {"epochs": 3, "unused": 7}, "environment": {"image": "python:3.11"}}
-    _, report = omnidist.migrate(native, target="vertex")
-    found = entries(report)
-    assert found["backends.azure_ml.inputs.epochs"].fidelity is migration.Fidelity.APPROXIMATED
-    assert found["backends.azure_ml.inputs.unused"].fidelity is migration.Fidelity.HINT
+    compiled, report = omnidist.migrate(native, target="vertex")
+    container = compiled.request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
+    assert container["command"] == ["python", "t.py", "--epochs", "3"]
+    assert {"name": "OMNIDIST_INPUT_unused", "value": "7"} in container["env"]  # context().inputs still has it
+    assert entries(report)["inputs"].message == "epochs=3, unused=7"
+
+
+def test_data_map_rewrites_are_reported_and_an_unmapped_azure_location_is_exit_3():
+    native = {"type": "command", "command": "python t.py --data ${{inputs.data}}", "environment": {"image": "p:1"},
+              "inputs": {"data": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/cifar"}}}
+    with pytest.raises(UnsupportedFeatureError) as err:
+        omnidist.migrate(native, target="vertex")
+    assert err.value.feature == "inputs.data" and "data_map" in str(err.value)
+    compiled, report = omnidist.migrate(native, target="vertex", settings={
+        "data_map": {"azureml://datastores/ws/paths/": "gs://bkt/"}})
+    assert compiled.request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"][-1] == "/gcs/bkt/cifar"
+    rewrite = entries(report)["inputs.data"]
+    assert rewrite.fidelity is migration.Fidelity.APPROXIMATED and "-> gs://bkt/cifar (data_map)" in rewrite.message
+
+
+def test_a_registered_data_asset_cannot_move_and_the_refusal_says_what_to_do():
+    native = {"type": "command", "command": "python t.py --data ${{inputs.coco}}", "environment": {"image": "p:1"},
+              "inputs": {"coco": {"type": "uri_folder", "path": "azureml:coco128:1"}}}
+    with pytest.raises(UnsupportedFeatureError) as err:
+        omnidist.migrate(native, target="ai_platform")
+    assert err.value.feature == "inputs.coco" and "registered Azure ML data asset" in str(err.value)
+    assert "az ml data download --name coco128" in str(err.value)
 
 
 # --- what the target needs from the user --------------------------------------------------------------

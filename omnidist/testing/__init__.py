@@ -6,6 +6,7 @@ end (backends' tests, the benchmarks, and plugin authors' own tests)."""
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded, Response
 from omnidist.testing.fakeservice import FakeService
 from omnidist.testing.harness import Harness
+from omnidist.testing.study import FakeStudy, FakeTrial
 
 
 class SleepRecorder(list):
@@ -16,4 +17,5 @@ class SleepRecorder(list):
         self.append(seconds)
 
 
-__all__ = ["FakeServer", "FakeService", "Fault", "Harness", "Recorded", "Response", "SleepRecorder"]
+__all__ = ["FakeServer", "FakeService", "FakeStudy", "FakeTrial", "Fault", "Harness", "Recorded", "Response",
+           "SleepRecorder"]

@@ -21,6 +21,7 @@ from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar, Optional
 
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded
+from omnidist.testing.study import DEFAULT_VALUES, FakeStudy
 
 
 class FakeService:
@@ -34,6 +35,9 @@ class FakeService:
     Attributes:
         server: the server the routes live on (its ``requests`` are the request log).
         jobs: id -> the native job resource, as the cloud would return it.
+        studies: id -> the trials of a tuning job (:class:`~omnidist.testing.study.FakeStudy`).
+        trial_values: the final metric values the trials of new tuning jobs report, in trial
+            order (cycled; ``None`` fails a trial).
         timeline: the states a new job steps through; it stays in the last one.
         error_message: what a failed job says went wrong.
     """
@@ -56,6 +60,8 @@ class FakeService:
     def __init__(self, server: FakeServer) -> None:
         self.server = server
         self.jobs: dict[Hashable, dict[str, Any]] = {}
+        self.studies: dict[Hashable, FakeStudy] = {}
+        self.trial_values: list[Optional[float]] = list(DEFAULT_VALUES)
         self.timeline: list[str] = list(self.TIMELINE)
         self.error_message = self.FAILURE
         self.lock = threading.RLock()
@@ -92,6 +98,8 @@ class FakeService:
         """Forget every job and request, and restore the default timeline (to share one server)."""
         with self.lock:
             self.jobs.clear()
+            self.studies.clear()
+            self.trial_values = list(DEFAULT_VALUES)
             self._next.clear()
             self._steps.clear()
             self.server.requests.clear()
@@ -110,14 +118,24 @@ class FakeService:
 
     # --- what routes do --------------------------------------------------------------------------
 
-    def add(self, key: Hashable, job: dict[str, Any]) -> dict[str, Any]:
-        """Store a new job in the first state of :attr:`timeline`; returns it."""
+    def add(self, key: Hashable, job: dict[str, Any], study: Optional[FakeStudy] = None) -> dict[str, Any]:
+        """Store a new job in the first state of :attr:`timeline`; returns it.
+
+        A tuning job comes with its ``study``: its timeline stays running until every trial has
+        run (:meth:`FakeStudy.timeline`), and its trials move with its states."""
         with self.lock:
-            self._set_state(job, self.timeline[0])
+            timeline = self.timeline if study is None else study.timeline(self.timeline, self.RUNNING)
+            if study is not None:
+                self.studies[key] = study
+            self._set_state(job, timeline[0])
             self.jobs[key] = job
-            self._next[key], self._steps[key] = list(self.timeline[1:]), 0
-            self.stepped(key, job)
+            self._next[key], self._steps[key] = list(timeline[1:]), 0
+            self._moved(key, job)
         return job
+
+    def study(self, choices: Mapping[str, Any], total: int, parallel: int) -> FakeStudy:
+        """A study for a new tuning job, its trials reporting :attr:`trial_values`."""
+        return FakeStudy(choices=choices, total=total, parallel=parallel, values=list(self.trial_values))
 
     def advance(self, key: Hashable) -> None:
         """Move the job one state along its timeline (nothing once it is in the last)."""
@@ -127,7 +145,7 @@ class FakeService:
                 job = self.jobs[key]
                 self._set_state(job, following.pop(0))
                 self._steps[key] = self._steps.get(key, 0) + 1
-                self.stepped(key, job)
+                self._moved(key, job)
 
     def cancelled(self, key: Hashable) -> bool:
         """Send an unfinished job to :attr:`CANCELLING` (then :attr:`CANCELLED`); ``False``
@@ -142,6 +160,13 @@ class FakeService:
 
     def stepped(self, key: Hashable, job: dict[str, Any]) -> None:
         """Called when a job is made and each time it advances (a fake writes its logs here)."""
+
+    def _moved(self, key: Hashable, job: dict[str, Any]) -> None:
+        study = self.studies.get(key)
+        if study is not None:
+            study.moved(self.state(job), running=self.RUNNING, cancelled=frozenset({self.CANCELLED}),
+                        ended=self.TERMINAL)
+        self.stepped(key, job)
 
     def _set_state(self, job: dict[str, Any], state: str) -> None:
         *path, last = self.STATE

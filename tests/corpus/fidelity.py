@@ -17,6 +17,7 @@ field no rule knows and no entry reports) is caught: :func:`unaccounted` returns
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -136,9 +137,127 @@ def _framework_of(kinds: Mapping[str, tuple[str, ...]]) -> Check:
     return lambda flat, value, path: flat.get(("framework",)) in kinds.get(str(value).lower(), ())
 
 
-def _tuned(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
-    """A field of the native search: the portable job has a ``tuning`` block."""
-    return any(p[:1] == ("tuning",) for p in flat)
+# --- tuning: each field of a native search is somewhere in the portable ``tuning`` block ---------
+
+def _parameter(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """A searched parameter's name is a key of ``tuning.parameters``."""
+    return any(p[:3] == ("tuning", "parameters", str(value)) for p in flat)
+
+
+def _lowered(*globs: str, names: Optional[Mapping[str, Any]] = None) -> Check:
+    """The native enum (through ``names``, else lower-cased) is among the values at ``globs``."""
+    def norm(v: Any) -> Any:
+        return names.get(str(v), str(v).lower()) if names is not None else str(v).lower()
+    return at(*globs, norm=norm)
+
+
+def _scale(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """A log scale is some parameter's ``scale: log``; a linear one is the default."""
+    scales = _values(flat, ["tuning.parameters.*.scale"])
+    return "log" in scales if "LOG" in str(value) else str(value) in ("UNIT_LINEAR_SCALE", "NONE")
+
+
+def _count(glob: str, default: int) -> Check:
+    """A trial count: the value at ``glob``, or the portable default the job file leaves out."""
+    path = tuple(glob.split("."))
+    return lambda flat, v, p: at(glob)(flat, v, p) or (path not in flat and int(v) == default)
+
+
+def _stops_early(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    return flat.get(("tuning", "early_stopping")) is True
+
+
+def _azure_parameter(field: str) -> Check:
+    """``search_space.NAME.FIELD`` of a sweep: the parameter NAME (the flag the command passes it
+    as, else NAME) holds it; a log distribution's bounds are exponents."""
+    def check(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+        params = {p[2] for p in flat if p[:2] == ("tuning", "parameters") and len(p) > 2}
+        if field == "type":
+            return bool(params)
+        wanted = [math.exp(float(value))] if "log" in str(value) or field in ("min", "max") else [value]
+        candidates = {"min": ["tuning.parameters.*.min"], "max": ["tuning.parameters.*.max"],
+                      "values": ["tuning.parameters.*.values.*"]}[field]
+        found = _values(flat, candidates)
+        return any(_same(value, v) or any(abs(float(w) - float(v)) < 1e-6 * max(1.0, abs(float(w)))
+                                          for w in wanted if isinstance(v, (int, float))) for v in found)
+    return check
+
+
+def _sweep_command(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """The trial command without its ``--FLAG ${{search_space.KEY}}`` values (trials get them as
+    ``--NAME=VALUE`` after the args)."""
+    text = re.sub(r"\s*--?[\w.-]+[= ]\s*\$\{\{\s*search_space\.\w+\s*\}\}", "", str(value))
+    return _azure_command(flat, text, path)
+
+
+VERTEX_TUNING = [
+    ("studySpec.metrics.*.metricId", at("tuning.metric.name")),
+    ("studySpec.metrics.*.goal", _lowered("tuning.metric.goal")),
+    ("studySpec.parameters.*.parameterId", _parameter),
+    ("studySpec.parameters.*.*ValueSpec.minValue", at("tuning.parameters.*.min")),
+    ("studySpec.parameters.*.*ValueSpec.maxValue", at("tuning.parameters.*.max")),
+    ("studySpec.parameters.*.*ValueSpec.values.*", at("tuning.parameters.*.values.*")),
+    ("studySpec.parameters.*.scaleType", _scale),
+    ("studySpec.algorithm", _lowered("tuning.algorithm", names={
+        "ALGORITHM_UNSPECIFIED": "bayesian", "GRID_SEARCH": "grid", "RANDOM_SEARCH": "random"})),
+    ("studySpec.*StoppingSpec.**", _stops_early),
+    ("maxTrialCount", at("tuning.max_trials")),
+    ("parallelTrialCount", _count("tuning.parallel_trials", 1)),
+    ("maxFailedTrialCount", at("tuning.max_failed_trials")),
+]
+"""Where a ``HyperparameterTuningJob``'s search lives in the portable job."""
+
+LEGACY_TUNING = [
+    ("trainingInput.hyperparameters.goal", _lowered("tuning.metric.goal")),
+    ("trainingInput.hyperparameters.hyperparameterMetricTag", at("tuning.metric.name")),
+    ("trainingInput.hyperparameters.maxTrials", at("tuning.max_trials")),
+    ("trainingInput.hyperparameters.maxParallelTrials", _count("tuning.parallel_trials", 1)),
+    ("trainingInput.hyperparameters.maxFailedTrials", at("tuning.max_failed_trials")),
+    ("trainingInput.hyperparameters.enableTrialEarlyStopping", _stops_early),
+    ("trainingInput.hyperparameters.algorithm", _lowered("tuning.algorithm", names={
+        "ALGORITHM_UNSPECIFIED": "bayesian", "GRID_SEARCH": "grid", "RANDOM_SEARCH": "random"})),
+    ("trainingInput.hyperparameters.params.*.parameterName", _parameter),
+    ("trainingInput.hyperparameters.params.*.type", _lowered("tuning.parameters.*.type")),
+    ("trainingInput.hyperparameters.params.*.minValue", at("tuning.parameters.*.min")),
+    ("trainingInput.hyperparameters.params.*.maxValue", at("tuning.parameters.*.max")),
+    ("trainingInput.hyperparameters.params.*.*Values.*", at("tuning.parameters.*.values.*")),
+    ("trainingInput.hyperparameters.params.*.scaleType", _scale),
+]
+"""Where ``trainingInput.hyperparameters`` lives in the portable job."""
+
+AZURE_TUNING = [
+    ("type", fixed("command", "Command", "sweep")),
+    ("sampling_algorithm", _lowered("tuning.algorithm", names={"bayesian": "bayesian", "random": "random",
+                                                               "grid": "grid"})),
+    ("sampling_algorithm.type", _lowered("tuning.algorithm")),
+    ("search_space.*.type", _azure_parameter("type")),
+    ("search_space.*.min_value", lambda flat, v, p: _azure_parameter("min")(flat, v, p)),
+    ("search_space.*.max_value", lambda flat, v, p: _azure_parameter("max")(flat, v, p)),
+    ("search_space.*.values.*", at("tuning.parameters.*.values.*")),
+    ("objective.goal", _lowered("tuning.metric.goal")),
+    ("objective.primary_metric", at("tuning.metric.name")),
+    ("limits.max_total_trials", at("tuning.max_trials")),
+    ("limits.max_concurrent_trials", _count("tuning.parallel_trials", 1)),
+    ("early_termination.**", _stops_early),
+    ("trial.command", _sweep_command),
+]
+"""Where a sweep job's search lives in the portable job (its ``trial`` is read as a command job)."""
+
+
+def _input_mode(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """An Azure input's mode: the portable input's (``ro_mount`` when it is a bare location)."""
+    kept = flat.get(("inputs", path[1], "mode"), "ro_mount" if ("inputs", path[1]) in flat else None)
+    return kept == value
+
+
+def _data_type(kind: str) -> Check:
+    """An Azure data type: the one compile declares for the portable location."""
+    def check(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+        from omnidist_azure_ml.code_data import data_type
+
+        uri = flat.get((kind, path[1])) or flat.get((kind, path[1], "uri"))
+        return isinstance(uri, str) and data_type(uri) == value
+    return check
 
 
 RULES: dict[str, list[tuple[str, Check]]] = {
@@ -164,6 +283,7 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("scheduling.restartJobOnWorkerRestart", at("backends.vertex.restart_job_on_worker_restart")),
         ("serviceAccount", at("backends.vertex.service_account")),
         ("network", at("backends.vertex.network")),
+        *VERTEX_TUNING,
         ("tensorboard", at("backends.vertex.tensorboard")),
         ("enableWebAccess", at("backends.vertex.enable_web_access")),
         ("persistentResourceId", at("backends.vertex.persistent_resource_id")),
@@ -196,16 +316,24 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("trainingInput.network", at("backends.ai_platform.network")),
         ("trainingInput.enableWebAccess", at("backends.ai_platform.enable_web_access")),
         ("trainingInput.useChiefInTfConfig", at("backends.ai_platform.use_chief_in_tf_config")),
-        ("trainingInput.hyperparameters.**", _tuned),
+        *LEGACY_TUNING,
         ("trainingInput.scheduling.maxRunningTime",
          at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v)))),
     ],
     "azure_ml": [
         ("$schema", lambda flat, v, p: "azureml" in str(v)),
-        ("type", fixed("command", "Command")),
+        *AZURE_TUNING,
         ("command", _azure_command),
-        ("code", at("backends.azure_ml.code")),
-        ("inputs.**", lambda flat, v, p: at(".".join(("backends", "azure_ml", *p)))(flat, v, p)),
+        ("code", at("code", norm=lambda v: str(v).removeprefix("azureml:") if str(v).startswith("azureml:.") else v)),
+        ("description", at("description")),
+        ("inputs.*", lambda flat, v, p: flat.get(p) == v or flat.get(p) == str(v).lower()),
+        ("inputs.*.path", lambda flat, v, p: v in (flat.get(("inputs", p[1])), flat.get(("inputs", p[1], "uri")))),
+        ("inputs.*.mode", _input_mode),
+        ("inputs.*.type", _data_type("inputs")),
+        ("outputs.*.path", lambda flat, v, p: flat.get(("outputs", p[1], "uri")) == v),
+        ("outputs.*.mode", fixed("rw_mount")),
+        ("outputs.*.type", lambda flat, v, p: v == "uri_folder" and ("outputs", p[1]) in flat
+         or ("outputs", p[1], "uri") in flat),
         ("environment", at("backends.azure_ml.environment")),
         ("environment.image", at("image")),
         ("compute", at("backends.azure_ml.compute", norm=lambda v: str(v).removeprefix("azureml:"))),
@@ -244,7 +372,10 @@ def _matches(pattern: str, path: tuple[str, ...]) -> bool:
 
 
 def native_path(path: tuple[str, ...], source: str) -> tuple[str, ...]:
-    """The path as :data:`RULES` spell it: JSON field names, Vertex below its job spec."""
+    """The path as :data:`RULES` spell it: JSON field names, Vertex below its job spec, a sweep's
+    trial as the command job it is."""
+    if source == "azure_ml" and path[:1] == ("trial",) and path[1:2] != ("command",):
+        return path[1:]
     if source != "vertex":
         return path
     camel = tuple(importing.camel(s) for s in path)

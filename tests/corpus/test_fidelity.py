@@ -132,3 +132,25 @@ def test_meaning_changes_catch_a_command_that_lost_its_lines_or_gained_one():
     azure = {"type": "command", "command": "--epochs=3", "environment": {"image": "i:1"}}  # the old, silent change
     assert meaning_changes(job, "vertex", azure, "azure_ml", report.entries) == [
         "command: the image's own entrypoint became the command '--epochs=3'"]
+
+
+TUNING = {
+    "displayName": "hp", "maxTrialCount": 8, "parallelTrialCount": 2,
+    "studySpec": {"metrics": [{"metricId": "f1", "goal": "MAXIMIZE"}], "algorithm": "RANDOM_SEARCH", "parameters": [
+        {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}, "scaleType": "UNIT_LOG_SCALE"},
+        {"parameterId": "opt", "categoricalValueSpec": {"values": ["adam", "sgd"]}}]},
+    "trialJobSpec": {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"},
+                                          "containerSpec": {"imageUri": "gcr.io/p/t:1"}}]},
+}
+
+
+def test_a_tuning_job_is_accounted_for_by_its_tuning_block_and_a_lost_search_is_caught():
+    job, fields = imported(TUNING)
+    assert unaccounted(TUNING, "vertex", job, fields) == []
+    params = {k: v for k, v in job.tuning.parameters.items() if k != "opt"}
+    lossy = attrs.evolve(job, tuning=attrs.evolve(job.tuning, parameters=params, max_trials=4))
+    assert unaccounted(TUNING, "vertex", lossy, fields) == [
+        "maxTrialCount = 8", "studySpec.parameters.1.parameterId = opt",
+        "studySpec.parameters.1.categoricalValueSpec.values.0 = adam",
+        "studySpec.parameters.1.categoricalValueSpec.values.1 = sgd"]
+    assert unaccounted(TUNING, "vertex", attrs.evolve(job, tuning=None), fields)[:1] == ["maxTrialCount = 8"]

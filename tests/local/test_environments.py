@@ -189,7 +189,7 @@ def test_azure_ml_tensorflow_parameter_servers():
 
 def test_none_sets_nothing():
     assert all(env == {} for env in envs_for(job(), "none"))
-    assert environments.EMULATIONS == ("ai_platform", "azure_ml", "none", "vertex")  # found in runtime/platforms
+    assert environments.EMULATIONS == ("ai_platform", "azure_ml", "kubernetes", "none", "vertex")  # found in runtime/platforms
 
 
 def test_inherited_drops_platform_variables():

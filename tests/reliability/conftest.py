@@ -31,6 +31,21 @@ JOB: dict[str, Any] = {
 }
 """A job every cloud backend compiles: PyTorch, one primary and two workers with a T4 each."""
 
+TUNING_JOB: dict[str, Any] = {
+    **JOB,
+    "name": "reliable-tune",
+    "tuning": {
+        "metric": {"name": "accuracy", "goal": "maximize"},
+        "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1},
+                       "layers": {"type": "integer", "min": 0, "max": 3},
+                       "optimizer": {"type": "categorical", "values": ["adam", "sgd"]}},
+        "algorithm": "random",
+        "max_trials": 4,
+        "parallel_trials": 2,
+    },
+}
+""":data:`JOB` with a search every cloud backend compiles: 4 trials, 2 at a time."""
+
 
 @attrs.define
 class Cloud:
@@ -59,6 +74,12 @@ class Cloud:
     def create(self) -> tuple[str, str]:
         """``(method, path regex)`` of the request that creates a job."""
         return self.service.ROUTES["create"]
+
+    def tuning_route(self, operation: str) -> tuple[str, str]:
+        """``(method, path regex)`` of a tuning job's ``create``/``get``/``cancel``/``list``
+        request (a collection of its own on Vertex, the plain jobs' elsewhere)."""
+        routes = self.service.ROUTES
+        return routes.get(f"tuning_{operation}", routes[operation])
 
     @property
     def poll(self) -> str:

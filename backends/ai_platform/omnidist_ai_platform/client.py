@@ -5,7 +5,8 @@ retries, creates exactly once, cancels unless finished and masks. Every request 
 attempt (``execute(num_retries=0)``: the SDK's own retries are off). A create is made safe to
 repeat by its client-chosen ``jobId`` and a request marker in its labels
 (:attr:`~omnidist.clients.Idempotency.CHOSEN_ID`): a 409 means the ``jobId`` is taken, and when
-the job holding it carries this submit's marker, an earlier attempt made it. That earlier attempt
+the job holding it carries this submit's marker, an earlier attempt made it. A tuning job is an
+ordinary job with ``trainingInput.hyperparameters``; its status carries ``trainingOutput.trials``. That earlier attempt
 may be one omnidist never saw fail: httplib2 itself re-sends a request once, without telling its
 caller, when the server closes the connection without answering (a stale keep-alive connection to
 httplib2, but also a create that was done when the connection dropped).
@@ -33,7 +34,6 @@ from omnidist.labels import REQUEST_ID_LABEL
 
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME
-from omnidist_ai_platform.tuning import refuse_tuning_submit
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -131,11 +131,9 @@ class AIPlatformClient(Client[dict]):
         return None
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
-        """Refuse a tuning job (not submitted yet); upload a local code folder to the staging
-        bucket (once per content)."""
+        """Upload a local code folder to the staging bucket (once per content)."""
         from omnidist_ai_platform import staging
 
-        refuse_tuning_submit(compiled)
         return attrs.evolve(compiled, request=staging.stage(compiled, self))
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
@@ -174,10 +172,14 @@ class AIPlatformClient(Client[dict]):
         self._jobs.cancel(name=job_name(job_id, self.settings), body={}).execute(num_retries=0)
 
     def status_of(self, job: dict[str, Any]) -> JobStatus:
-        """The state through :data:`~omnidist_ai_platform.tables.JOB_STATES`, with ``errorMessage``."""
+        """The state through :data:`~omnidist_ai_platform.tables.JOB_STATES`, with ``errorMessage``;
+        a tuning job's ``trainingOutput.trials`` and best trial (:func:`omnidist_ai_platform.tuning.trials_of`)."""
+        from omnidist_ai_platform import tuning
+
         native = str(job.get("state") or "STATE_UNSPECIFIED")
+        metric, trials, best = tuning.trials_of(job)
         return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
-                         message=str(job.get("errorMessage") or ""))
+                         message=str(job.get("errorMessage") or ""), metric=metric, trials=trials, best=best)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
         """The job's ``jobId``."""

@@ -6,7 +6,9 @@
 - :class:`FakeMLService` (a :class:`omnidist.testing.FakeService`) serves ``create``/``get``/
   ``cancel``: 409 for a taken ``jobId``, 400 with the API's wording for fields the schema does
   not define and for labels Google Cloud refuses, and states that advance on every ``get`` so
-  ``wait`` ends.
+  ``wait`` ends. A job with ``trainingInput.hyperparameters`` runs its trials ``maxParallelTrials``
+  at a time while it is running (:class:`omnidist.testing.FakeStudy`) and reports them in
+  ``trainingOutput.trials`` as the API does (values as strings, ``finalMetric.objectiveValue``).
 
 Reads the discovery JSON file without importing the SDK.
 """
@@ -22,6 +24,7 @@ from typing import Any, Optional
 
 from omnidist.testing import FakeService, Harness
 from omnidist.testing.fakeserver import Recorded, Response, error_body
+from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 JOB_SCHEMA = "GoogleCloudMlV1__Job"
 
@@ -96,6 +99,23 @@ _LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
 FAILURE = "The replica master 0 exited with a non-zero status of 1."
 """The ``errorMessage`` of a job the fake fails (``fail_jobs(message)`` replaces it)."""
 
+TRIAL_STATES = {QUEUED: "QUEUED", RUNNING: "RUNNING", SUCCEEDED: "SUCCEEDED", FAILED: "FAILED", STOPPED: "CANCELLED"}
+"""A fake trial's state -> ``HyperparameterOutput.state``."""
+
+
+def _choices(param: dict[str, Any]) -> list[Any]:
+    """The values a fake trial draws from for one ``ParameterSpec``."""
+    kind = param.get("type")
+    if kind in ("DOUBLE", "INTEGER"):
+        low, high = param.get("minValue", 0), param.get("maxValue", 0)
+        return [low, high] if kind == "INTEGER" else [float(low), (float(low) + float(high)) / 2, float(high)]
+    return list(param.get("discreteValues" if kind == "DISCRETE" else "categoricalValues") or [0])
+
+
+def _text(value: Any) -> str:
+    """A value as the API writes trial hyperparameters: a string (``0.01``, ``4``, ``adam``)."""
+    return repr(value) if isinstance(value, float) else str(value)
+
 
 class FakeMLService(FakeService):
     """``projects.jobs`` create/get/cancel, jobs keyed by ``(project, jobId)``.
@@ -131,8 +151,12 @@ class FakeMLService(FakeService):
             if key in self.jobs:
                 return Response(409, error_body(409, f"Field: job.job_id Error: A job with this id already "
                                                      f"exists: {job_id}"))
-            job = self.add(key, {**body, "createTime": "2025-01-01T00:00:00Z", "etag": "e1"})
-            return Response(200, self._render(job))
+            spec = (body.get("trainingInput") or {}).get("hyperparameters")
+            study = None if spec is None else self.study(
+                {p["parameterName"]: _choices(p) for p in spec.get("params") or []},
+                int(spec.get("maxTrials") or 1), int(spec.get("maxParallelTrials") or 1))
+            job = self.add(key, {**body, "createTime": "2025-01-01T00:00:00Z", "etag": "e1"}, study=study)
+            return Response(200, self._render(job, key))
 
     def on_get(self, request: Recorded, match: re.Match[str]) -> Response:
         with self.lock:
@@ -140,7 +164,7 @@ class FakeMLService(FakeService):
             if job is None:
                 return Response(404, error_body(404, f"Field: name Error: The job projects/{match[1]}/jobs/"
                                                      f"{match[2]} was not found."))
-            rendered = self._render(job)
+            rendered = self._render(job, (match[1], match[2]))
             self.advance((match[1], match[2]))
             return Response(200, rendered)
 
@@ -154,9 +178,29 @@ class FakeMLService(FakeService):
                 return Response(400, error_body(400, f"Cannot cancel a job in state {job['state']}."))
             return Response(200, {})
 
-    def _render(self, job: dict[str, Any]) -> dict[str, Any]:
+    def _render(self, job: dict[str, Any], key: Any = None) -> dict[str, Any]:
         failed = job["state"] == self.FAILED and self.error_message
-        return {**job, "errorMessage": self.error_message} if failed else dict(job)
+        rendered = {**job, "errorMessage": self.error_message} if failed else dict(job)
+        study = self.studies.get(key)
+        if study is not None:
+            spec = job["trainingInput"]["hyperparameters"]
+            output: dict[str, Any] = {"isHyperparameterTuningJob": True,
+                                      "completedTrialCount": str(sum(t.state == SUCCEEDED for t in study.trials))}
+            if spec.get("hyperparameterMetricTag"):
+                output["hyperparameterMetricTag"] = spec["hyperparameterMetricTag"]
+            if study.trials:
+                output["trials"] = [self._trial(trial) for trial in study.trials]
+            rendered["trainingOutput"] = output
+        return rendered
+
+    @staticmethod
+    def _trial(trial: Any) -> dict[str, Any]:
+        """One ``HyperparameterOutput``."""
+        rendered: dict[str, Any] = {"trialId": str(trial.number), "state": TRIAL_STATES[trial.state],
+                                    "hyperparameters": {k: _text(v) for k, v in trial.params.items()}}
+        if trial.value is not None:
+            rendered["finalMetric"] = {"trainingStep": str(trial.step), "objectiveValue": trial.value}
+        return rendered
 
 
 # --- the harness the shared suites and benchmarks drive (omnidist.testing.Harness) ---------------

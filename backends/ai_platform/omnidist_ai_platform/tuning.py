@@ -4,7 +4,9 @@ Compile adds a ``HyperparameterSpec`` to the compiled create body; the service r
 replicas once per trial and appends ``--NAME=VALUE`` to the program's arguments, as the portable
 job promises. Import reads the spec into frozen models through omnidist's converter (so a typo
 names its path, ``trainingInput.hyperparameters.params[0].minValue``), imports the rest of the
-body with :mod:`.importer`, and notes each distribution it had to change.
+body with :mod:`.importer`, and notes each distribution it had to change. A submitted tuning job
+is an ordinary job; its ``trainingOutput.trials`` become portable :class:`~omnidist.backend.Trial`
+values (:func:`trials_of`).
 """
 
 from __future__ import annotations
@@ -15,12 +17,12 @@ from typing import Any, Callable, Optional
 import attrs
 
 from omnidist import serde
-from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.backend import CompiledJob, JobState, Note, NoteKind, Trial, best_trial
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
 from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
-from omnidist_ai_platform.tables import NAME
+from omnidist_ai_platform.tables import JOB_STATES, NAME
 
 PORTABLE = "the portable job format"
 PATH = "trainingInput.hyperparameters"
@@ -274,12 +276,41 @@ def import_with_tuning(request: Any, import_rest: Callable[[Any], tuple[Distribu
     return attrs.evolve(job, tuning=tuning), (*rest_notes, *notes)
 
 
-def refuse_tuning_submit(compiled: CompiledJob) -> None:
-    """Tuning jobs compile and run locally; creating them on AI Platform is not wired up yet."""
-    if "hyperparameters" in compiled.request.get("trainingInput", {}):
-        raise UnsupportedFeatureError(
-            Feature.TUNING, NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to "
-            "trainingInput.hyperparameters (omnidist compile) and runs its trials locally (omnidist run), but "
-            "omnidist does not create it on AI Platform.",
-            "Run the trials locally with omnidist run, or create the compiled job yourself "
-            "(omnidist compile JOB --backend ai_platform > job.json).")
+# --- follow: the trials of a submitted tuning job ----------------------------------------------------
+
+
+def _typed(value: Any, kind: Optional[str]) -> Any:
+    """A trial's value (the API sends each as a string) as its parameter's type holds it."""
+    if kind == "CATEGORICAL" or not isinstance(value, str):
+        return value
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return int(number) if kind in ("INTEGER", "DISCRETE") and number.is_integer() else number
+
+
+def trials_of(job: Mapping[str, Any]) -> tuple[str, tuple[Trial, ...], Optional[Trial]]:
+    """A job's metric, ``trainingOutput.trials`` and best trial (``("", (), None)`` for a job
+    without ``trainingInput.hyperparameters``).
+
+    A trial's value is its ``finalMetric.objectiveValue``, its state through the job state table;
+    the best follows ``goal`` (the API's default: maximize)."""
+    spec = (job.get("trainingInput") or {}).get("hyperparameters")
+    if not isinstance(spec, Mapping):
+        return "", (), None
+    output = job.get("trainingOutput") or {}
+    metric = str(spec.get("hyperparameterMetricTag") or output.get("hyperparameterMetricTag") or DEFAULT_METRIC_TAG)
+    kinds = {p.get("parameterName"): p.get("type") for p in spec.get("params") or [] if isinstance(p, Mapping)}
+    trials = []
+    for raw in output.get("trials") or []:
+        final = raw.get("finalMetric") or {}
+        values = raw.get("hyperparameters") or {}
+        ordered = [n for n in kinds if n in values] + [n for n in values if n not in kinds]
+        value, step = final.get("objectiveValue"), final.get("trainingStep")
+        trials.append(Trial(
+            id=str(raw.get("trialId", "")), state=JOB_STATES.get(str(raw.get("state")), JobState.UNKNOWN),
+            parameters=[(n, _typed(values[n], kinds.get(n))) for n in ordered],
+            value=None if value is None else float(value), step=None if step is None else int(step),
+            message="stopped early" if raw.get("isTrialStoppedEarly") else ""))
+    return metric, tuple(trials), best_trial(trials, maximize=spec.get("goal") != "MINIMIZE")

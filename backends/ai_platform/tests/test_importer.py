@@ -156,9 +156,6 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
         "imageUri": "i", "tpuTfVersion": "2.1"}}}, "trainingInput.masterConfig.tpuTfVersion"),
     ({"predictionInput": {}}, "predictionInput"),
-    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
-        "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},
-        "workerType": "n1-standard-8", "workerCount": 1}}, "CPU-only workers"),
 ])
 def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
@@ -185,12 +182,12 @@ def test_retired_k80s_become_the_gpu_every_cloud_sells_with_a_change(native, mod
     assert compile_native(job)["trainingInput"]["masterType"] == machine
 
 
-def test_hyperparameters_are_dropped_with_a_note_and_the_job_runs_once():
+def test_hyperparameters_import_as_the_jobs_tuning():
     job, notes = import_with_notes({"trainingInput": {"masterConfig": {"imageUri": "i"}, "hyperparameters": {
-        "goal": "MAXIMIZE", "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 1}]}}})
+        "goal": "MAXIMIZE", "hyperparameterMetricTag": "acc", "maxTrials": 4,
+        "params": [{"parameterName": "lr", "type": "DOUBLE", "minValue": 0.1, "maxValue": 1}]}}})
     assert job.image == "i" and job.args == ()
-    dropped = [n for n in notes if n.kind is NoteKind.DROPPED]
-    assert [n.field for n in dropped] == ["hyperparameters"] and "lr" in dropped[0].message
+    assert (job.tuning.metric.name, list(job.tuning.parameters), job.tuning.max_trials) == ("acc", ["lr"], 4)
     with pytest.raises(ValidationError) as err:  # what the API refuses is still refused
         BACKEND.import_native({"trainingInput": {"hyperparameters": {"params": [{"parameterName": "x",
                                                                                  "type": "FLOAT"}]}}})
@@ -313,3 +310,11 @@ def test_round_trip_native_is_a_fixed_point_and_meaning_survives(job):
     assert compile_native(imported) == native           # native -> IR -> native is exact
     assert _semantics(imported) == _semantics(job)       # IR -> native -> IR keeps what each replica runs
     assert import_with_notes(json.loads(json.dumps(native)))[0] == imported  # via JSON text too
+
+
+def test_cpu_only_workers_beside_a_gpu_master_are_accelerator_none():
+    job = BACKEND.import_native({"trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
+            "imageUri": "i", "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},
+        "workerType": "n1-standard-8", "workerCount": 3}})
+    assert job.workers.accelerator == "none" and job.workers.replicas == 3

@@ -1,5 +1,6 @@
 """Tuning on legacy AI Platform: ``trainingInput.hyperparameters`` (golden, the ml v1 discovery
-schema), refusals, import with notes, round trips, and submit refusing clearly until supported."""
+schema), refusals, import with notes, round trips, and submitting it as an ordinary job whose
+status reads ``trainingOutput.trials`` (the cross-backend matrix is tests/reliability/test_tuning.py)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import Algorithm, ParameterType
 from omnidist.testing import strategies
 from omnidist_ai_platform import AIPlatformBackend
+from omnidist_ai_platform import tuning as tuning_module
 from omnidist_ai_platform.testing import schema_problems
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -150,12 +152,39 @@ def test_import_errors_name_the_native_field(change, text):
     assert text in str(caught.value)
 
 
-def test_submit_refuses_tuning_jobs_before_any_call(settings, server):
+def test_a_tuning_job_is_an_ordinary_create_and_its_status_reads_the_trials(settings, server, service):
+    service.trial_values = [1.5, 0.25, None]
+    driver = AIPlatformBackend(suffix=lambda: "s1", sleep=lambda s: None)
     compiled = compile_checked(rich())
-    with pytest.raises(UnsupportedFeatureError) as caught:
-        backend.submit(compiled, settings)
-    assert "trainingInput.hyperparameters" in str(caught.value) and caught.value.exit_code == 3
-    assert not server.requests
+    handle = driver.submit(compiled, settings)
+    (create,) = server.calls(*service.ROUTES["create"])
+    assert create.body["trainingInput"]["hyperparameters"] == compiled.request["trainingInput"]["hyperparameters"]
+    assert handle.id == "census_tune_s1"
+    final = handle.wait(poll_interval=0, sleep=lambda s: None)
+    job = service.jobs[("proj", "census_tune_s1")]
+    assert schema_problems(service._render(job, ("proj", "census_tune_s1"))) == [], "what the fake answers is ml v1"
+    assert final.state.value == "succeeded" and final.metric == "rmse" and len(final.trials) == 30
+    first, second, third = final.trials[:3]
+    assert dict(first.parameters) == {"learning_rate": 0.0001, "hidden_units": 16, "batch_size": 64,
+                                      "activation": "relu"}, "the API's strings, typed by each parameter's type"
+    assert (first.value, first.step, third.state.value, third.value) == (1.5, 10, "failed", None)
+    assert final.best == second, "rmse is minimized"
+
+
+def test_trials_of_reads_training_output():
+    job = {"trainingInput": {"hyperparameters": {"params": [
+        {"parameterName": "units", "type": "INTEGER", "minValue": 1, "maxValue": 9},
+        {"parameterName": "drop", "type": "DISCRETE", "discreteValues": [0.5, 1]}]}},
+        "trainingOutput": {"trials": [
+            {"trialId": "1", "state": "SUCCEEDED", "hyperparameters": {"units": "4", "drop": "0.5"},
+             "finalMetric": {"trainingStep": "100", "objectiveValue": 0.8}, "isTrialStoppedEarly": True},
+            {"trialId": "2", "state": "RUNNING", "hyperparameters": {"drop": "1", "units": "2", "extra": "x"}}]}}
+    metric, trials, best = tuning_module.trials_of(job)
+    assert metric == tuning_module.DEFAULT_METRIC_TAG, "no tag: the one the service reads"
+    assert [t.parameters for t in trials] == [(("units", 4), ("drop", 0.5)), (("units", 2), ("drop", 1), ("extra", "x"))]
+    assert (trials[0].message, trials[0].step, trials[1].state.value) == ("stopped early", 100, "running")
+    assert best == trials[0], "maximize when the goal is not given"
+    assert tuning_module.trials_of({"trainingInput": {}}) == ("", (), None), "a plain job has no trials"
 
 
 BASE_JOB = serde.job_from_dict({"name": "gen", "framework": "tensorflow", "image": "gcr.io/p/t:1",

@@ -16,6 +16,12 @@ sets ``AZUREML_CURRENT_CLOUD`` for the process).
 run-history service (found through its discovery document) and the blob SAS URLs it lists,
 with the same one-attempt-per-request rule. A failed job's message is its run's error there too.
 The values of secret-looking ``environment_variables`` of the job are masked in both.
+
+A job with a ``tuning`` block is a sweep job, created and followed the same way (``load_job``
+reads the compiled sweep YAML, the PUT is by name). Its trials are its child runs, read from the
+same run history as ``jobs.list(parent_job_name=…)`` reads them (``runs/{name}/children``), each
+with the last value it logged for the primary metric (the run history's metrics service,
+``metric/v2.0/…/runs/{child}/full``) and the values the sweep recorded for it in its tags.
 """
 
 from __future__ import annotations
@@ -27,12 +33,13 @@ import os
 import re
 import time
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
 from omnidist import display, retry, serde
-from omnidist.backend import JobStatus
+from omnidist.backend import JobState, JobStatus
 from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart
 from omnidist.errors import (
     BackendError, ConfigError, InvalidRequestError, OmnidistError, TransientBackendError, error_for_status,
@@ -40,7 +47,6 @@ from omnidist.errors import (
 
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import NAME, native_state
-from omnidist_azure_ml.tuning import refuse_tuning_submit
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -156,7 +162,7 @@ class _Command:
 
 
 class AzureMLClient(Client[Any]):
-    """Command jobs through ``MLClient``; native jobs are the SDK's ``Job`` objects."""
+    """Command and sweep jobs through ``MLClient``; native jobs are the SDK's ``Job`` objects."""
 
     idempotency = Idempotency.NAME
     _show_progress = False
@@ -168,11 +174,10 @@ class AzureMLClient(Client[Any]):
         return ml_client(self.settings, show_progress=self._show_progress)
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
-        """Refuse a sweep (not submitted yet). The SDK uploads a local code folder itself, during
-        the create: warn when it is unusually large, and show the SDK's progress bar for it."""
+        """The SDK uploads a local code folder itself, during the create: warn when it is unusually
+        large, and show the SDK's progress bar for it."""
         from omnidist_azure_ml import code_data
 
-        refuse_tuning_submit(compiled)
         self._show_progress = code_data.announce_upload(compiled)
         return compiled
 
@@ -226,9 +231,31 @@ class AzureMLClient(Client[Any]):
             return ""
         return _error_of(run)
 
+    def with_trials(self, job_id: str, job: Any, status: JobStatus) -> JobStatus:
+        """A sweep's status with its child runs as trials, and the best so far (a plain job's as it
+        is). The run history is best effort: when it cannot be read, the sweep's own state stands
+        (logged)."""
+        from omnidist_azure_ml import tuning
+
+        if (getattr(job, "type", "") or "") != "sweep":
+            return status
+        objective = job.objective
+        metric = objective.primary_metric or ""
+        try:
+            children = _sweep_children(self, job_id, metric, getattr(job.limits, "max_total_trials", None))
+        except BackendError as exc:
+            self.log.warning("%s: cannot read the trials of sweep %s (%s)", NAME, job_id, exc)
+            return attrs.evolve(status, metric=metric)
+        trials, best = tuning.trials_of(job_id, dict(job.tags or {}), job.trial.command or "",
+                                        list(job.search_space or {}), objective.goal or "", children)
+        return attrs.evolve(status, metric=metric, trials=trials, best=best)
+
     def secrets_of(self, job: Any) -> frozenset[str]:
-        """The values of the secret-looking ``environment_variables`` of a fetched job."""
-        return display.secret_values(dict(getattr(job, "environment_variables", None) or {}))
+        """The values of the secret-looking ``environment_variables`` of a fetched job (a sweep's
+        are its trial's)."""
+        env = getattr(job, "environment_variables", None) or getattr(getattr(job, "trial", None),
+                                                                     "environment_variables", None)
+        return display.secret_values(dict(env or {}))
 
     def id_of(self, keyed: Keyed, job: Any) -> str:
         """The job's name."""
@@ -301,7 +328,15 @@ def _https_option(url: str) -> dict[str, bool]:
 
 
 def _run_details(client: Any, settings: AzureMLSettings) -> Callable[[str], Any]:
-    """A function giving a run's details (status, ``logFiles``) from the workspace's run history.
+    """A function giving a run's details (status, ``logFiles``) from the workspace's run history."""
+    api = _history_api(client, settings)
+    runs = client.jobs._runs_operations._operation
+    scope = (settings.subscription_id, settings.resource_group, settings.workspace)
+    return lambda run_id: runs.get_details(*scope, run_id, **_https_option(api))
+
+
+def _history_api(client: Any, settings: AzureMLSettings) -> str:
+    """The workspace's run-history URL, which ``JobOperations`` then uses too.
 
     ``jobs.stream`` discovers the service the same way (workspace GET -> ``discoveryUrl`` ->
     the discovery document's ``api`` URL), but through a pipeline with the SDK's own retries;
@@ -323,9 +358,70 @@ def _run_details(client: Any, settings: AzureMLSettings) -> Callable[[str], Any]
     # What JobOperations caches after its own discovery; its RunOperations then use MLClient's
     # client settings (no SDK retries, the request timeout).
     client.jobs._api_base_url = api.rstrip("/")
-    runs = client.jobs._runs_operations._operation
+    return str(client.jobs._api_base_url)
+
+
+def _sweep_children(client: AzureMLClient, sweep: str, metric: str, limit: Optional[int]) -> list[Any]:
+    """A sweep's child runs from the run history, as :class:`~omnidist_azure_ml.tuning.ChildRun`
+    values with the last value each logged for ``metric``; every request one attempt, retried by
+    the client (``call``)."""
+    from azure.ai.ml._restclient.runhistory import RunHistoryClient
+
+    from omnidist_azure_ml import tuning
+
+    settings = client.settings
     scope = (settings.subscription_id, settings.resource_group, settings.workspace)
-    return lambda run_id: runs.get_details(*scope, run_id, **_https_option(api))
+    api = client.call(lambda: _history_api(client.ml, settings))
+    jobs = client.ml.jobs
+    # Made as JobOperations makes its run-history client (MLClient's settings: no SDK retries).
+    history = RunHistoryClient(jobs._credential, base_url=api, **jobs._service_client_kwargs)
+    https = _https_option(api)
+    # The call ``jobs.list(parent_job_name=…)`` makes; the SDK reads one page of it, and so does this.
+    runs = client.call(lambda: list(history.runs.get_child(*scope, sweep, top=limit, **https)))
+
+    def child(run: Any) -> Any:
+        status = str(run.status or "Unknown")
+        # A trial that has not started has logged nothing: one request fewer per waiting trial.
+        started = native_state(status) not in (JobState.QUEUED, JobState.PENDING)
+        value, step = (client.call(lambda: _last_value(history, scope, https, run.run_id, metric))
+                       if metric and started else (None, None))
+        return tuning.ChildRun(run_id=run.run_id, status=status, message=_error_of(run), value=value, step=step)
+
+    # One metrics request per trial: a few at a time, so a status of a wide sweep stays quick.
+    with ThreadPoolExecutor(max_workers=METRIC_READERS) as pool:
+        return list(pool.map(child, runs))
+
+
+def _last_value(history: Any, scope: tuple[str, str, str], https: Mapping[str, bool], run_id: str,
+                metric: str) -> tuple[Optional[float], Optional[int]]:
+    """The last value a run logged for ``metric`` and its step (``None``s: none yet), from the run
+    history's metrics service, page after page."""
+    from azure.core.exceptions import ResourceNotFoundError
+
+    last: Optional[Any] = None
+    token: Optional[str] = None
+    for _ in range(_METRIC_PAGES):
+        body: dict[str, Any] = {"metricName": metric, **({"continuationToken": token} if token else {})}
+        try:
+            page = history.metrics.get_full_fidelity_metric(*scope, run_id, body=body, **https)
+        except ResourceNotFoundError:  # nothing logged under that name yet
+            return None, None
+        values = list(page.get("value") or [])
+        last = values[-1] if values else last
+        token = page.get("continuationToken")
+        if not token:
+            break
+    if last is None:
+        return None, None
+    found, step = (last.get("data") or {}).get(metric), last.get("step")
+    return (None if found is None else float(found)), (None if step is None else int(step))
+
+
+_METRIC_PAGES = 100
+"""At most this many pages of one metric's values are read (the last value is on the last page)."""
+
+METRIC_READERS = 8
+"""How many trials' metrics a sweep's status reads at a time."""
 
 
 def _streamed_files(log_files: Mapping[str, str], job_type: str) -> dict[str, str]:

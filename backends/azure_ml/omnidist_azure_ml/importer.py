@@ -8,9 +8,13 @@ tables in :mod:`.backend` are read backwards (derived inverses), so import canno
 compile. The ``OMNIDIST_*`` hints compile adds are used to recover what Azure cannot say
 (deepspeed vs pytorch, the processes a custom launcher starts) and then dropped.
 
+``description``, ``code``, ``inputs`` and ``outputs`` become the portable job's own (SPEC §7):
+a data input is ``{uri, mode}`` (a registered asset such as ``azureml:name:1`` stays an
+``azureml:`` URI, which only Azure ML reads), a literal input stays a literal, an output without
+a path is ``default``; what the portable form has no word for (a data type, a mode) is noted.
 What the portable job cannot hold is dropped with a note (:data:`~.tables.UNSUPPORTED_NATIVE_KEYS`,
-a conda file or build context, ``outputs``, ``description``): the job still runs without it, and
-``migrate --strict`` refuses to lose it. A command that only a shell runs the same way (several
+a conda file or build context): the job still runs without it, and ``migrate --strict`` refuses
+to lose it. A command that only a shell runs the same way (several
 lines, ``&&``, ``$VAR``) becomes ``bash -c '…'`` with its lines intact.
 """
 
@@ -27,6 +31,7 @@ from omnidist.backend import Note, NoteKind
 from omnidist.errors import ValidationError
 from omnidist.importing import cannot_hold, dropped
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Role
+from omnidist.jobdata import JobInput, JobOutput, is_data
 from omnidist.runtime import hints
 from omnidist.runtime.launch import is_launch_command
 
@@ -67,6 +72,9 @@ INPUT_KEYS = frozenset({"datastore", "description", "mode", "path", "path_on_com
 INPUT_MODES = frozenset({"direct", "download", "eval_download", "eval_mount", "ro_mount"})
 """What a command job's data input may say (azure-ai-ml's InputSchema: ``rw_mount`` and
 ``upload`` are output modes, ``default`` belongs to components)."""
+
+_DATA_EXPORTS = re.compile(r'^export (?:OMNIDIST_(?:INPUT|OUTPUT)_\w+="\$\{\{(?:inputs|outputs)\.\w+\}\}" ?)+; ')
+"""The runtime's data hints compile exports at the start of the command (it adds them again)."""
 
 _REFERENCE = re.compile(r"\$\{\{\s*(inputs|outputs|search_space)\.([\w.]+)\s*\}\}")
 
@@ -189,7 +197,8 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
     notes: list[Note] = []
     native = parse(request, notes)
     check_inputs(native.inputs)
-    notes += outputs_notes(native.outputs) + description_notes(native.description)
+    inputs = native_to_inputs(native.inputs, notes)
+    outputs = native_to_outputs(native.outputs, notes)
     env = dict(native.environment_variables)
     framework, per_node = native_to_framework(native.distribution, env, notes)
     command = native_to_command(native.command, notes)
@@ -207,6 +216,10 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
         image=image,
         command=command,
         env=env,
+        description=native.description,
+        code=local_code(native.code),
+        inputs=inputs,
+        outputs=outputs,
         primary=Role(accelerator=accelerator, **native_to_size(sku)),
         workers=Role(replicas=nodes - 1) if nodes > 1 else None,
         parameter_servers=Role(replicas=servers) if servers else None,
@@ -328,17 +341,64 @@ def check_inputs(inputs: Mapping[str, Any]) -> None:
                                   path=f"{path}.mode")
 
 
-def outputs_notes(outputs: Mapping[str, Any]) -> list[Note]:
-    """Until the portable job has outputs: each is dropped, and the command still names it."""
-    return [dropped(f"outputs.{name}", f"{importing.short(value)}: the portable job has no outputs yet; a command "
-                                       f"that says ${{{{outputs.{name}}}}} must be given a path the job can write")
-            for name, value in outputs.items()]
+INPUT_MODES_PORTABLE: dict[str, str] = {"direct": "ro_mount", "download": "download", "eval_download": "download",
+                                        "eval_mount": "ro_mount", "ro_mount": "ro_mount"}
+"""Azure ML input mode -> the portable mode nearest to it (``ro_mount`` and ``download`` are the same)."""
 
 
-def description_notes(description: Optional[str]) -> list[Note]:
-    """Until the portable job has a description: it is dropped, with its text."""
-    return [dropped("description", f"{importing.short(description)}: the portable job has no description yet")
-            ] if description else []
+def native_to_inputs(inputs: Mapping[str, Any], notes: list[Note]) -> dict[str, JobInput]:
+    """The portable ``inputs``: data as ``{uri, mode}``, literals as they are; each Azure-only
+    part (a data type the portable job infers differently, a mode it does not have) noted."""
+    from omnidist_azure_ml.code_data import data_type
+
+    found: dict[str, JobInput] = {}
+    for name, value in inputs.items():
+        path = f"inputs.{name}"
+        if not isinstance(value, Mapping):
+            literal = str(value).lower() if isinstance(value, bool) else value
+            if isinstance(literal, str) and is_data(literal):  # a literal string that reads as a location
+                notes.append(Note(kind=NoteKind.APPROXIMATED, field=path, message=(
+                    f"{importing.short(literal)} is literal text on Azure ML; the portable job reads it as data at "
+                    "that location (the program gets the data's path, not the text)")))
+            found[name] = JobInput.parse(literal)
+            continue
+        uri = value.get("path")
+        if not isinstance(uri, str) or not uri.strip():
+            raise ValidationError("a data input needs a path (a URI, an azureml: asset or a local path)",
+                                  path=f"{path}.path")
+        mode = value.get("mode", "ro_mount")
+        kind = value.get("type", "uri_folder")
+        found[name] = JobInput(uri=uri, mode=INPUT_MODES_PORTABLE[mode])
+        if mode != INPUT_MODES_PORTABLE[mode]:
+            notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{path}.mode", message=(
+                f"{mode} became {INPUT_MODES_PORTABLE[mode]}: the portable job mounts or downloads data")))
+        if kind != data_type(uri):
+            notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{path}.type", message=(
+                f"{kind}: the portable input is a location; compiled for Azure ML it is declared "
+                f"{data_type(uri)}")))
+        if value.get("datastore") or value.get("path_on_compute") or value.get("description"):
+            extra = [k for k in ("datastore", "path_on_compute", "description") if value.get(k)]
+            notes.append(dropped(f"{path}.{extra[0]}", f"{importing.short(value[extra[0]])}: the portable input "
+                                                       "has a location and a mode only"))
+    return found
+
+
+def native_to_outputs(outputs: Mapping[str, Any], notes: list[Note]) -> dict[str, JobOutput]:
+    """The portable ``outputs``: a path stays the output's location, no path is ``default`` (the
+    workspace's default datastore here, each backend's own output place elsewhere)."""
+    found: dict[str, JobOutput] = {}
+    for name, value in outputs.items():
+        path = f"outputs.{name}"
+        value = value if isinstance(value, Mapping) else {"path": value}
+        uri = value.get("path")
+        found[name] = JobOutput(uri=uri) if isinstance(uri, str) and uri.strip() else JobOutput()
+        if value.get("mode") not in (None, "rw_mount"):
+            notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{path}.mode", message=(
+                f"{value['mode']}: the portable output has no mode; Azure ML mounts it read-write")))
+        if value.get("type") not in (None, "uri_folder"):
+            notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"{path}.type", message=(
+                f"{value['type']}: the portable output is a folder")))
+    return found
 
 
 def native_to_command(command: str, notes: list[Note]) -> tuple[str, ...]:
@@ -346,6 +406,7 @@ def native_to_command(command: str, notes: list[Note]) -> tuple[str, ...]:
     ``bash -c '…'`` (see :func:`omnidist.commandline.shell_argv`). ``${{ inputs.x }}`` is written
     without spaces, which Azure reads the same, so it stays one word."""
     command = _REFERENCE.sub(lambda m: f"${{{{{m[1]}.{m[2]}}}}}", command)
+    command = _DATA_EXPORTS.sub("", command, count=1)
     argv, wrapped = commandline.shell_argv(command, "command")
     if wrapped:
         lines = len(command.strip().splitlines())
@@ -454,8 +515,6 @@ def _settings_block(native: NativeCommandJob, environment: Optional[str],
         "experiment_name": native.experiment_name if native.experiment_name != name else None,
         "job_tier": tier if tier and tier != "spot" else None,
         "priority": native.queue_settings.priority,
-        "code": local_code(native.code),
-        "inputs": dict(native.inputs) or None,
     }
     block = {k: v for k, v in block.items() if v is not None}
     return {NAME: block} if block else {}

@@ -9,7 +9,12 @@ benchmarks).
 * log streaming (``workspaces.get``, the discovery document, run history, blob storage): GET
   the workspace (its ``discoveryUrl`` points here), GET ``/discovery`` (every service URL
   points here), GET ``/history/v1.0/…/runs/{name}/details`` (``logFiles``: file -> SAS URL
-  here), GET a log blob (honouring ``Range: bytes=N-`` with 206 / 416 like Blob storage).
+  here), GET a log blob (honouring ``Range: bytes=N-`` with 206 / 416 like Blob storage);
+* sweeps: a PUT of a ``Sweep`` job runs its trials ``maxConcurrentTrials`` at a time while it
+  is running (:class:`omnidist.testing.FakeStudy`) as child runs ``<name>_<index>`` (GET
+  ``/history/v1.0/…/runs/{name}/children``), records each child's values in the sweep's tags
+  (``<child>: <JSON>``) and serves the primary metric each child logged (POST
+  ``/metric/v2.0/…/runs/{child}/full``).
 
 Jobs keep real state: a PUT of an existing name returns the stored job (Azure's PUT is
 idempotent); every GET of the job or of its run details walks it one step along the scripted
@@ -19,12 +24,15 @@ files; cancel moves it to CancelRequested/Canceled. Imports no SDK.
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
 
 from omnidist.testing import FakeServer, FakeService, Harness
 from omnidist.testing.fakeserver import Recorded, Response
+from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 WORKSPACE = (r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
              r"Microsoft\.MachineLearningServices/workspaces/(?P<ws>[^/]+)")
@@ -42,6 +50,25 @@ DEFAULT_OUTPUT: dict[str, dict[str, str]] = {
 }
 """Status -> log file -> text appended each time a job steps into that status (``{step}`` is
 the step's index on the timeline); only ``user_logs/std_log.txt`` is a file Azure streams."""
+
+
+TRIAL_STATUSES = {QUEUED: "NotStarted", RUNNING: "Running", SUCCEEDED: "Completed", FAILED: "Failed", STOPPED: "Canceled"}
+"""A fake trial's state -> its child run's status."""
+
+
+def _choices(expression: Any) -> list[Any]:
+    """The values a fake trial draws from for one search-space expression, in the REST form the
+    SDK sends (``["loguniform", [ln min, ln max]]``, ``["choice", [[values]]]``…)."""
+    kind, args = expression[0], expression[1]
+    if kind == "choice":
+        return list(args[0])
+    if kind == "randint":
+        return [0, int(args[0]) - 1]
+    if kind in ("loguniform", "qloguniform"):
+        return [math.exp(args[0]), math.exp(args[1])]
+    if kind in ("uniform", "quniform"):
+        return [float(args[0]), (float(args[0]) + float(args[1])) / 2, float(args[1])]
+    return [args[0]]
 
 
 def _arm_error(status: int, code: str, message: str) -> Response:
@@ -73,6 +100,8 @@ class FakeAzureML(FakeService):
         "discovery": ("GET", r"^/discovery$"),
         "run_details": ("GET", r"^/history/v1\.0" + WORKSPACE + r"/runs/(?P<name>[^/]+)/details$"),
         "blob": ("GET", "^" + re.escape(BLOB) + r"(?P<name>[^/]+)/(?P<file>.+)$"),
+        "children": ("GET", r"^/history/v1\.0" + WORKSPACE + r"/runs/(?P<name>[^/]+)/children$"),
+        "metric": ("POST", r"^/metric/v2\.0" + WORKSPACE + r"/runs/(?P<name>[^/]+)/full$"),
     }
     TIMELINE = ("NotStarted", "Queued", "Running", "Completed")
     STATE = ("properties", "status")
@@ -94,24 +123,84 @@ class FakeAzureML(FakeService):
 
     def on_create(self, rec: Recorded, m: re.Match) -> Response:
         props = (rec.body or {}).get("properties", {})
-        if props.get("jobType") != "Command" or not props.get("command"):
-            return _arm_error(400, "UserError", "properties.jobType must be Command with a command")
+        sweep = props.get("jobType") == "Sweep"
+        if sweep and not all(props.get(k) for k in ("trial", "searchSpace", "objective", "samplingAlgorithm")):
+            return _arm_error(400, "UserError", "a Sweep job needs trial, searchSpace, objective and samplingAlgorithm")
+        if not sweep and (props.get("jobType") != "Command" or not props.get("command")):
+            return _arm_error(400, "UserError", "properties.jobType must be Command with a command, or Sweep")
+        if sweep and not props["trial"].get("command"):
+            return _arm_error(400, "UserError", "properties.trial.command is required")
         with self.lock:
             if m["name"] in self.jobs:  # PUT by name: the same job, not a second one
-                return Response(200, self.jobs[m["name"]])
+                return Response(200, self._rendered(m["name"]))
             studio = f"https://ml.azure.com/runs/{m['name']}?wsid=fake"
             props = {**props, "services": {"Studio": {"jobServiceType": "Studio", "endpoint": studio}}}
+            study = None
+            if sweep:
+                limits = props.get("limits") or {}
+                study = self.study({k: _choices(v) for k, v in props["searchSpace"].items()},
+                                   int(limits.get("maxTotalTrials") or 1), int(limits.get("maxConcurrentTrials") or 1))
             self._logs[m["name"]] = {}
-            job = self.add(m["name"], {"id": rec.path, "name": m["name"], "properties": props,
-                                       "type": "Microsoft.MachineLearningServices/workspaces/jobs"})
-            return Response(201, job)
+            self.add(m["name"], {"id": rec.path, "name": m["name"], "properties": props,
+                                 "type": "Microsoft.MachineLearningServices/workspaces/jobs"}, study=study)
+            return Response(201, self._rendered(m["name"]))
 
     def on_get(self, rec: Recorded, m: re.Match) -> Response:
         with self.lock:
             if m["name"] not in self.jobs:
                 return _arm_error(404, "UserError", f"Job {m['name']} not found")
             self.advance(m["name"])
-            return Response(200, self.jobs[m["name"]])
+            return Response(200, self._rendered(m["name"]))
+
+    def _rendered(self, name: str) -> dict[str, Any]:
+        """The job resource; a sweep's tags record each child's values (``<child>: <JSON>``)."""
+        job = self.jobs[name]
+        study = self.studies.get(name)
+        if study is None or not study.trials:
+            return job
+        tags = {**(job["properties"].get("tags") or {}),
+                **{f"{name}_{t.number - 1}": json.dumps(t.params) for t in study.trials}}
+        return {**job, "properties": {**job["properties"], "tags": tags}}
+
+    def on_children(self, rec: Recorded, m: re.Match) -> Response:
+        """The sweep's child runs (run history ``Run`` objects)."""
+        if not rec.headers.get("Authorization", "").startswith("Bearer "):
+            return _arm_error(401, "AuthenticationFailed", "run history needs a bearer token")
+        with self.lock:
+            if m["name"] not in self.jobs:
+                return _arm_error(404, "UserError", f"Run {m['name']} was not found")
+            study = self.studies.get(m["name"])
+            runs = []
+            for trial in study.trials if study is not None else ():
+                run: dict[str, Any] = {"runId": f"{m['name']}_{trial.number - 1}", "parentRunId": m["name"],
+                                       "rootRunId": m["name"], "status": TRIAL_STATUSES[trial.state],
+                                       "runType": "azureml.scriptrun", "tags": {}, "properties": {}}
+                if trial.state == FAILED:
+                    run["error"] = {"error": {"code": "UserError", "message": self.error_message}}
+                runs.append(run)
+        top = rec.query.get("$top")
+        return Response(200, {"value": runs[: int(top[0])] if top else runs})
+
+    def on_metric(self, rec: Recorded, m: re.Match) -> Response:
+        """The values a child run logged for one metric (``MetricV2``): one value per step up to
+        its final value, once the trial has ended."""
+        if not rec.headers.get("Authorization", "").startswith("Bearer "):
+            return _arm_error(401, "AuthenticationFailed", "metrics need a bearer token")
+        parent, _, index = m["name"].rpartition("_")
+        name = (rec.body or {}).get("metricName", "")
+        with self.lock:
+            study = self.studies.get(parent)
+            trials = [t for t in study.trials if t.number - 1 == int(index)] if study and index.isdigit() else []
+            if not trials:
+                return _arm_error(404, "UserError", f"Run {m['name']} was not found")
+            objective = self.jobs[parent]["properties"]["objective"].get("primaryMetric")
+            trial = trials[0]
+        if name != objective or trial.value is None:
+            return _arm_error(404, "UserError", f"Metric {name} was not found for run {m['name']}")
+        values = [{"metricId": f"{m['name']}-{step}", "createdUtc": "2025-01-01T00:00:00Z", "step": step,
+                   "data": {name: round(trial.value * (step + 1) / (trial.step + 1), 6)}}
+                  for step in range(trial.step + 1)]
+        return Response(200, {"name": name, "dataContainerId": f"dcid.{m['name']}", "value": values})
 
     def on_cancel(self, rec: Recorded, m: re.Match) -> Response:
         with self.lock:

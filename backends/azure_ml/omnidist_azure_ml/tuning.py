@@ -13,24 +13,27 @@ one in three ways that decide what is exact (PLATFORMS.md "Tuning"):
 - grid sampling takes only ``choice``; Bayesian sampling takes ``choice``, ``uniform`` and
   ``quniform`` and no early termination.
 
-Import reverses it and reports each distribution that changes on the way in.
+Import reverses it and reports each distribution that changes on the way in. Following a
+submitted sweep reads its child runs as portable :class:`~omnidist.backend.Trial` values
+(:func:`trials_of`).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Callable, Optional
 
 import attrs
 
-from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.backend import CompiledJob, Note, NoteKind, Trial, best_trial
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
 from omnidist.job import PARAMETER_NAME, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
-from omnidist_azure_ml.tables import NAME
+from omnidist_azure_ml.tables import NAME, native_state
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json"
 PORTABLE = "the portable job format"
@@ -334,8 +337,8 @@ def _limits(raw: Any, notes: list[Note]) -> tuple[int, int, Optional[Any]]:
         notes.append(Note(kind=NoteKind.DEFAULTED, field="tuning.parallel_trials",
                           message="the sweep sets no max_concurrent_trials; 1 at a time"))
     if limits.get("timeout") is not None:
-        notes.append(Note(kind=NoteKind.DROPPED, field="tuning", message=(
-            f"limits.timeout ({limits['timeout']}) for the whole sweep has no portable form (the job's timeout "
+        notes.append(Note(kind=NoteKind.DROPPED, field="limits.timeout", message=(
+            f"{limits['timeout']} for the whole sweep has no portable form (the job's timeout "
             "holds for each trial)")))
     return total, parallel, limits.get("trial_timeout")
 
@@ -430,12 +433,65 @@ def import_sweep(native: Mapping[str, Any], import_command: Callable[[Any], tupl
     return attrs.evolve(job, tuning=tuning), (*command_notes, *notes)
 
 
-def refuse_tuning_submit(compiled: CompiledJob) -> None:
-    """Tuning jobs compile and run locally; creating sweeps on Azure ML is not wired up yet."""
-    if compiled.request.get("type") == "sweep":
-        raise UnsupportedFeatureError(
-            Feature.TUNING, NAME, "submitting tuning jobs is not supported yet: a job with a tuning block compiles to a "
-            "sweep job (omnidist compile) and runs its trials locally (omnidist run), but omnidist does not "
-            "create it on Azure ML.",
-            "Run the trials locally with omnidist run, or create the compiled sweep yourself "
-            "(omnidist compile JOB --backend azure_ml > sweep.yml; az ml job create --file sweep.yml).")
+# --- follow: the trials of a submitted sweep -----------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ChildRun:
+    """What the run history says of one trial (a child run of the sweep)."""
+
+    run_id: str
+    status: str
+    message: str = ""
+    value: Optional[float] = None
+    """The last value the trial logged for the primary metric."""
+    step: Optional[int] = None
+
+
+def flag_names(command: str) -> dict[str, str]:
+    """Search-space key -> the flag that passes it (``learning_rate`` -> ``learning-rate``)."""
+    return {m["key"]: m[1] for pattern in (_FLAG_EQUALS, _FLAG_SPACE) for m in pattern.finditer(command or "")}
+
+
+def _child_order(parent: str, run_id: str) -> tuple[int, str]:
+    """Child runs are ``<sweep>_<index>``: by index, others after them by id."""
+    index = run_id[len(parent) + 1:] if run_id.startswith(parent + "_") else ""
+    return (int(index), "") if index.isdigit() else (1 << 30, run_id)
+
+
+def child_parameters(parent_tags: Mapping[str, Any], run_id: str, space: Sequence[str],
+                     names: Mapping[str, str]) -> list[tuple[str, Any]]:
+    """A child run's values, by portable name in the search space's order.
+
+    The sweep records each child's values in its own tags as ``<child run id>: <JSON object>``
+    (HyperDrive's convention, which its SDK reads them back by), keyed by search-space key or, in
+    older sweeps, by ``--flag``."""
+    try:
+        raw = json.loads(parent_tags.get(run_id) or "{}")
+    except (TypeError, ValueError):
+        return []
+    if not isinstance(raw, Mapping):
+        return []
+    values = {str(key).lstrip("-"): value for key, value in raw.items()}
+    keys = [k for k in space if k in values] + [k for k in values if k not in space]
+    return [(names.get(key, key), values[key]) for key in keys]
+
+
+def trials_of(parent: str, tags: Mapping[str, Any], command: str, space: Sequence[str], goal: str,
+              children: Sequence[ChildRun]) -> tuple[tuple[Trial, ...], Optional[Trial]]:
+    """A sweep's child runs -> its trials (in the order the sweep made them) and the best one.
+
+    Args:
+        parent: the sweep's name.
+        tags: the sweep's tags (where each child's values are).
+        command: the trial command (its flags name the portable parameters).
+        space: the search-space keys, in order.
+        goal: the objective's goal (``maximize`` / ``minimize``, any case).
+        children: the child runs.
+    """
+    names = flag_names(command)
+    trials = tuple(Trial(id=child.run_id, state=native_state(child.status),
+                         parameters=child_parameters(tags, child.run_id, space, names), value=child.value,
+                         step=child.step, message=child.message)
+                   for child in sorted(children, key=lambda c: _child_order(parent, c.run_id)))
+    return trials, best_trial(trials, maximize=str(goal).lower() != "minimize")

@@ -14,6 +14,7 @@ from omnidist.backend import NoteKind
 from omnidist.commandline import needs_shell
 from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
 from omnidist.job import Accelerator, Framework, Interconnect, Role
+from omnidist.jobdata import JobInput, JobOutput
 from omnidist.testing import strategies
 
 from omnidist_azure_ml import AzureMLBackend, catalog
@@ -84,7 +85,7 @@ def test_seed_pytorch_example():
     block = job.backends["azure_ml"]
     assert block["compute"] == "gpu-cluster"
     assert block["environment"] == "azureml:AzureML-pytorch-1.9-ubuntu18.04-py37-cuda11-gpu:6"
-    assert block["code"] == "./src" and block["inputs"]["epoch"] == 10
+    assert job.code == "./src" and job.inputs["epoch"].value == 10 and "code" not in block
     assert job.image is None and job.name == "azure-ml-job"
     assert {n.field for n in notes} >= {"name", "primary.accelerator"}
 
@@ -95,7 +96,10 @@ def test_seed_tensorflow_example(tmp_path, to_rest):
     assert job.name == "tensorflow-mnist-distributed-example"
     assert job.workers.replicas == 1 and job.parameter_servers.replicas == 1
     assert job.backends["azure_ml"]["environment"] == "azureml:AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"
-    assert [n.field for n in notes if n.kind is NoteKind.DROPPED] == ["description", "distribution.added_property"]
+    assert [n.field for n in notes if n.kind is NoteKind.DROPPED] == ["distribution.added_property"]
+    assert job.description
+    (tmp_path / "job" / job.code).mkdir(parents=True)  # the code folder, beside the job file
+    job = attrs.evolve(job, source=str(tmp_path / "job" / "job.yml"))
     compiled = BACKEND.compile(job, BACKEND.settings_type(**job.backends["azure_ml"]))
     assert compiled.request["distribution"] == {"type": "tensorflow", "worker_count": 2, "parameter_server_count": 1}
     (tmp_path / "src").mkdir()
@@ -171,13 +175,11 @@ def test_references_with_spaces_become_one_word():
 
 
 @pytest.mark.parametrize("text, field", [
-    ("command: x\noutputs: {model: {type: uri_folder}}\n", "outputs.model"),
     ("command: x\nservices: {ssh: {type: ssh}}\n", "services"),
     ("command: x\nidentity: {type: managed}\n", "identity"),
     ("command: x\nresources: {locations: [westus]}\n", "resources.locations"),
     ("command: x\nenvironment: {image: a, conda_file: env.yml}\n", "environment.conda_file"),
     ("command: x\nenvironment: {build: {path: ./ctx}}\n", "environment.build"),
-    ("command: x\ndescription: Trains a model\n", "description"),
     ("command: x\nproperties: {a: b}\n", "properties"),
 ])
 def test_extras_the_job_runs_without_are_dropped_with_a_note(text, field):
@@ -187,7 +189,6 @@ def test_extras_the_job_runs_without_are_dropped_with_a_note(text, field):
 
 @pytest.mark.parametrize("text, feature", [
     ("type: pipeline\njobs: {}\n", "job type pipeline"),
-    ("type: sweep\ntrial: {command: x}\n", "job type sweep"),
     ("command: x\ndistribution: {type: ray}\n", "distribution type 'ray'"),
 ])
 def test_unsupported_native_features(text, feature):
@@ -267,8 +268,9 @@ def test_an_sdk_command_object_is_read_through_its_own_serialization(tmp_path):
     assert (from_node.name, from_node.workers.replicas, from_node.processes_per_node) == ("sdk-job", 1, 4)
     assert (from_node.env, from_node.labels, from_node.timeout) == ({"A": "1"}, {"team": "vision"}, 3600)
     block = from_node.backends["azure_ml"]
-    assert (block["code"], block["compute"], block["shm_size"]) == ("./src", "gpu-cluster", "8g")
-    assert block["inputs"] == {"lr": 0.1, "data": {"type": "uri_folder", "path": "azureml://datastores/d/paths/p"}}
+    assert (from_node.code, block["compute"], block["shm_size"]) == ("./src", "gpu-cluster", "8g")
+    assert from_node.inputs == {"lr": JobInput(value=0.1), "data": JobInput(uri="azureml://datastores/d/paths/p")}
+    assert from_node.outputs == {"model": JobOutput()}
 
 
 @pytest.mark.parametrize("text, path", [
@@ -381,3 +383,42 @@ def test_round_trip_of_an_omnidist_launch_job(sdk_check):
     again = BACKEND.import_native(first.request)
     assert again.processes_per_node == 4 and again.command == ("omnidist", "launch", "--", "t.py")
     assert _compile(again).request == first.request
+
+
+def test_inputs_outputs_description_and_code_become_the_jobs_own():
+    job, notes = load("""
+command: python train.py --data ${{inputs.data}} --vocab ${{inputs.vocab}} --epochs ${{inputs.epochs}} --out ${{outputs.model}}
+description: Fine-tune on MNLI
+code: ./src
+inputs:
+  data: {type: uri_folder, path: "azureml://datastores/ws/paths/mnli", mode: ro_mount}
+  vocab: {type: uri_file, path: "azureml://datastores/ws/paths/vocab.txt", mode: download}
+  epochs: 10
+outputs:
+  model: {type: uri_folder}
+  ckpt: {type: uri_folder, path: "azureml://datastores/ws/paths/ckpt", mode: rw_mount}
+""")
+    assert job.description == "Fine-tune on MNLI" and job.code == "./src"
+    assert job.inputs == {"data": JobInput(uri="azureml://datastores/ws/paths/mnli"),
+                          "vocab": JobInput(uri="azureml://datastores/ws/paths/vocab.txt", mode="download"),
+                          "epochs": JobInput(value=10)}
+    assert job.outputs == {"model": JobOutput(), "ckpt": JobOutput(uri="azureml://datastores/ws/paths/ckpt")}
+    assert "azure_ml" not in job.backends
+    assert not [n for n in notes if n.kind is NoteKind.DROPPED]
+
+
+@pytest.mark.parametrize("value, field, said", [
+    ({"type": "mltable", "path": "azureml:churn:1"}, "inputs.x.type", "mltable"),
+    ({"type": "uri_folder", "path": "azureml:churn:1", "mode": "direct"}, "inputs.x.mode", "direct became ro_mount"),
+    ("https://acct.blob.core.windows.net/c/iris.csv", "inputs.x", "literal text on Azure ML"),
+])
+def test_what_the_portable_input_has_no_word_for_is_noted(value, field, said):
+    job, notes = load(serde.dump_yaml({"command": "python t.py ${{inputs.x}}", "inputs": {"x": value}}))
+    assert job.inputs["x"].uri
+    assert any(n.field == field and said in n.message for n in notes), notes
+
+
+def test_compile_exports_are_not_read_back_into_the_command():
+    job, _ = load('command: export OMNIDIST_INPUT_d="${{inputs.d}}"; python t.py ${{inputs.d}}\n'
+                  'inputs: {d: {path: "azureml://datastores/ws/paths/d"}}\n')
+    assert job.command == ("python", "t.py", "${{inputs.d}}")

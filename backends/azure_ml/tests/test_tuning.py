@@ -1,6 +1,7 @@
 """Tuning on Azure ML: the sweep job (golden, ``azure.ai.ml.load_job``), Azure's vocabulary
 (natural-log bounds, ``randint`` from 0, what grid and Bayesian sampling take), import with notes,
-round trips, and submit refusing clearly until it is supported."""
+round trips, and submitting a sweep through ``MLClient`` and following its child runs (the
+cross-backend matrix is tests/reliability/test_tuning.py)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from omnidist import migration, serde
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import Algorithm, ParameterType, Scale
-from omnidist.testing import strategies
+from omnidist.testing import Fault, strategies
 
 from omnidist_azure_ml import AzureMLBackend
 from omnidist_azure_ml.tuning import SCHEMA
@@ -208,7 +209,13 @@ def test_import_reads_the_sweep_back():
     assert job.args == () and job.command[-4:] == ("--epochs", "10", "--data", "${{inputs.train}}")
     assert job.timeout == 3 * 3600 and job.tuning.early_stopping
     assert not [n for n in notes if n.field.startswith("tuning") or n.field == "args"]
-    assert compile_(job).request == request
+    # The input declared in backends.azure_ml comes back as the job's own input, which compile
+    # also hands to the runtime (an export before the command): the same job from then on.
+    assert job.inputs["train"].uri == "azureml://datastores/ws/paths/cassava"
+    again = compile_(job).request
+    exported = 'export OMNIDIST_INPUT_train="${{inputs.train}}"; ' + request["trial"]["command"]
+    assert again == {**request, "trial": {**request["trial"], "command": exported}}
+    assert backend.import_with_notes(copy.deepcopy(again))[0] == job
     assert migration.detect_backend(request) == "azure_ml"
 
 
@@ -259,7 +266,7 @@ def test_import_of_a_hand_written_sweep_names_every_change():
     assert NoteKind.APPROXIMATED in kinds("args")                     # --C VALUE -> --C=VALUE
     assert NoteKind.DEFAULTED in kinds("tuning.parallel_trials")
     assert NoteKind.APPROXIMATED in kinds("tuning.early_stopping")    # bandit -> median
-    assert NoteKind.DROPPED in kinds("tuning.algorithm") and NoteKind.DROPPED in kinds("tuning")
+    assert NoteKind.DROPPED in kinds("tuning.algorithm") and NoteKind.DROPPED in kinds("limits.timeout")
 
 
 @pytest.mark.parametrize("change, error, text", [
@@ -285,12 +292,72 @@ def test_import_refusals_name_the_field(change, error, text):
     assert text in str(caught.value)
 
 
-def test_submit_refuses_sweeps_before_any_call(azure, settings):
-    compiled = compile_(rich())
-    with pytest.raises(UnsupportedFeatureError) as caught:
-        backend.submit(compiled, settings)
-    assert "compiles to a sweep job" in str(caught.value) and caught.value.exit_code == 3
-    assert not azure.server.requests
+def test_a_sweep_is_put_by_name_and_followed_through_its_child_runs(azure, settings, caplog):
+    azure.trial_values = [0.5, 0.875, None]
+    driver = AzureMLBackend(suffix=lambda: "s1", sleep=lambda s: None)
+    settings = attrs.evolve(settings, **rich().backends["azure_ml"])  # what the job's block sets
+    handle = driver.submit(driver.compile(rich(max_trials=6, parallel_trials=3), settings), settings)
+    (put,) = azure.calls("create")
+    props = put.body["properties"]
+    assert handle.id == "cassava-sweep-s1" and put.path.endswith("/jobs/cassava-sweep-s1")
+    assert props["jobType"] == "Sweep" and props["objective"] == {"goal": "maximize", "primaryMetric": "val_accuracy"}
+    assert props["searchSpace"]["learning_rate"][0] == "loguniform"
+    assert props["trial"]["command"].endswith("--optimizer=${{search_space.optimizer}}")
+    final = handle.wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state.value == "succeeded" and len(final.trials) == 6
+    first = final.trials[0]
+    assert first.id == "cassava-sweep-s1_0" and [n for n, _ in first.parameters] == [
+        "learning-rate", "dropout", "warmup", "layers", "batch_size", "optimizer"], "the flags' names"
+    assert first.parameters[0][1] == pytest.approx(1e-5), "loguniform bounds are natural logs"
+    assert (first.value, first.step) == (0.5, 10), "the last value logged, at its step"
+    assert final.best == final.trials[1] and final.trials[2].state.value == "failed"
+    assert final.trials[2].message == azure.error_message
+    metric_calls = azure.calls("metric")
+    assert metric_calls and {c.body["metricName"] for c in metric_calls} == {"val_accuracy"}
+    assert all(c.headers["Authorization"].startswith("Bearer ") for c in azure.calls("children"))
+
+
+def test_a_trial_that_has_not_started_costs_no_metrics_request(azure, settings):
+    from omnidist.testing.study import QUEUED
+
+    driver = AzureMLBackend(suffix=lambda: "s1", sleep=lambda s: None)
+    settings = attrs.evolve(settings, **rich().backends["azure_ml"])
+    handle = driver.submit(driver.compile(rich(max_trials=4, parallel_trials=2), settings), settings)
+    assert any(handle.status().trials for _ in range(10))
+    azure.studies["cassava-sweep-s1"].trials[1].state = QUEUED
+    azure.server.requests.clear()
+    status = handle.status()
+    assert status.trials[1].state.value == "queued"
+    asked = {c.path.rsplit("/", 2)[-2] for c in azure.calls("metric")}
+    assert "cassava-sweep-s1_0" in asked and "cassava-sweep-s1_1" not in asked
+
+
+def test_an_unreadable_run_history_leaves_the_sweeps_own_state(azure, settings, caplog):
+    driver = AzureMLBackend(suffix=lambda: "s1", sleep=lambda s: None)
+    settings = attrs.evolve(settings, **rich().backends["azure_ml"])  # what the job's block sets
+    handle = driver.submit(driver.compile(rich(), settings), settings)
+    azure.fail("children", *[Fault.http(403, "no access to run history")])
+    status = handle.status()
+    assert status.state.value == "queued" and status.trials == () and status.metric == "val_accuracy"
+    assert "cannot read the trials of sweep cassava-sweep-s1" in caplog.text and "no access" in caplog.text
+
+
+@pytest.mark.parametrize("tags, expected", [
+    ({"sw_0": '{"learning_rate": 0.01, "layers": 3}'}, (("learning-rate", 0.01), ("layers", 3))),
+    ({"sw_0": '{"--layers": 3, "--learning_rate": 0.01}'}, (("learning-rate", 0.01), ("layers", 3))),
+    ({"sw_0": "not json"}, ()),
+    ({}, ()),
+])
+def test_child_values_come_from_the_sweeps_tags(tags, expected):
+    from omnidist_azure_ml import tuning
+
+    children = [tuning.ChildRun(run_id="sw_1", status="Running"), tuning.ChildRun(run_id="sw_0", status="Completed",
+                                                                                    value=0.5)]
+    trials, best = tuning.trials_of("sw", tags, "python t.py --learning-rate=${{search_space.learning_rate}} "
+                                    "--layers ${{search_space.layers}}", ["learning_rate", "layers"], "Maximize",
+                                    children)
+    assert [t.id for t in trials] == ["sw_0", "sw_1"] and trials[0].parameters == expected
+    assert best == trials[0] and trials[1].state.value == "running"
 
 
 BASE_JOB = serde.job_from_dict({"name": "gen", "framework": "pytorch", "image": "trainer.example/t:1",

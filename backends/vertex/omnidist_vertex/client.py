@@ -7,6 +7,10 @@ a create carries a request-id label (:attr:`~omnidist.clients.Idempotency.LABEL`
 answer was lost is found by it, and one that timed out while the server kept working is waited
 for and its duplicate cancelled. The values of secret-looking variables in a job's
 ``containerSpec.env`` are masked wherever Vertex repeats them.
+
+A job with a ``tuning`` block is a ``HyperparameterTuningJob``: the same protocol runs over the
+tuning-job calls of the ``JobServiceClient`` (:data:`KINDS`: which calls, by the request's or the
+job name's collection), and its status carries the trials (:func:`omnidist_vertex.tuning.trials_of`).
 """
 
 from __future__ import annotations
@@ -33,7 +37,6 @@ from omnidist.errors import (
 from omnidist.labels import REQUEST_ID_LABEL
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import JOB_STATES, resource_name
-from omnidist_vertex.tuning import refuse_tuning_submit
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -96,9 +99,32 @@ def _server_message(exc: Any) -> str:
         return getattr(exc, "message", None) or str(exc)
 
 
-def job_name(job_id: str, settings: VertexSettings) -> tuple[str, str]:
-    """``(projects/P/locations/R/customJobs/N, R)`` for a full name, or a number completed from
-    the settings.
+@attrs.frozen
+class Kind:
+    """One collection of Vertex jobs: its REST name, its message, and the ``JobServiceClient``
+    calls (``create_<verb>``, ``get_<verb>``, ``list_<verb>s``, ``cancel_<verb>``)."""
+
+    collection: str
+    message: str
+    verb: str
+
+
+KINDS: dict[str, Kind] = {
+    "customJobs": Kind("customJobs", "CustomJob", "custom_job"),
+    "hyperparameterTuningJobs": Kind("hyperparameterTuningJobs", "HyperparameterTuningJob",
+                                     "hyperparameter_tuning_job"),
+}
+"""Collection -> the calls that create and follow its jobs (a bare job number is a CustomJob's)."""
+
+KIND_OF_MESSAGE: dict[str, Kind] = {kind.message: kind for kind in KINDS.values()}
+"""Message name -> its collection (derived)."""
+
+CUSTOM_JOBS, TUNING_JOBS = KINDS["customJobs"], KINDS["hyperparameterTuningJobs"]
+
+
+def job_name(job_id: str, settings: VertexSettings) -> tuple[str, str, Kind]:
+    """``(projects/P/locations/R/COLLECTION/N, R, kind)`` for a full name of a CustomJob or a
+    HyperparameterTuningJob, or a CustomJob's number completed from the settings.
 
     Raises:
         ValidationError: neither.
@@ -106,19 +132,21 @@ def job_name(job_id: str, settings: VertexSettings) -> tuple[str, str]:
     parts = resource_name(job_id, settings)
     if parts is None:
         raise ValidationError(
-            f"{job_id!r} is not a Vertex job: give projects/P/locations/R/customJobs/N, or the "
-            "number N with a project in the profile",
+            f"{job_id!r} is not a Vertex job: give projects/P/locations/R/customJobs/N (or "
+            "…/hyperparameterTuningJobs/N), or a CustomJob's number N with a project in the profile",
             path="job_id",
         )
     project, region, number = parts
-    return f"projects/{project}/locations/{region}/customJobs/{number}", region
+    kind = KINDS[job_id.split("/")[-2]] if "/" in job_id else CUSTOM_JOBS
+    return f"projects/{project}/locations/{region}/{kind.collection}/{number}", region, kind
 
 
 # --- the protocol -----------------------------------------------------------------------------------
 
 
 class VertexClient(Client[Any]):
-    """CustomJobs through a REST ``JobServiceClient``; native jobs are ``aiplatform_v1.CustomJob``."""
+    """CustomJobs and HyperparameterTuningJobs through a REST ``JobServiceClient``; native jobs are
+    ``aiplatform_v1.CustomJob`` or ``aiplatform_v1.HyperparameterTuningJob`` messages."""
 
     idempotency = Idempotency.LABEL
     _reading_entries = False
@@ -156,30 +184,30 @@ class VertexClient(Client[Any]):
         return self.settings.create_settle_s
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
-        """Refuse a tuning job (not submitted yet); upload a local code folder to the staging
-        bucket (once per content).
+        """Upload a local code folder to the staging bucket (once per content).
 
         Raises:
-            UnsupportedFeatureError: a tuning job.
             ConfigError: no project to create the job in.
         """
         from omnidist_vertex import staging
 
-        refuse_tuning_submit(compiled)
         if not self.settings.project:
             raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s '
                               "backends.vertex block")
         return attrs.evolve(compiled, request=staging.stage(compiled, self))
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
-        """The ``CustomJob`` message, labelled with a fresh request id."""
+        """The ``CustomJob`` message (a ``HyperparameterTuningJob`` for a job with a ``tuning``
+        block), labelled with a fresh request id."""
         from omnidist_vertex.sdk import aiplatform_v1
+        from omnidist_vertex import tuning
 
+        kind = TUNING_JOBS if tuning.recognizes(compiled.request) else CUSTOM_JOBS
         key = self.request_id()
         try:
-            message = aiplatform_v1.CustomJob.from_json(json.dumps(labelled(compiled.request, key)))
-        except Exception as exc:  # json_format.ParseError and friends: the request is not a CustomJob
-            raise InvalidRequestError(f"the request is not a valid CustomJob: {exc}",
+            message = getattr(aiplatform_v1, kind.message).from_json(json.dumps(labelled(compiled.request, key)))
+        except Exception as exc:  # json_format.ParseError and friends: the request is not of its kind
+            raise InvalidRequestError(f"the request is not a valid {kind.message}: {exc}",
                                       backend=BACKEND) from exc
         return Keyed(request=message, key=key)
 
@@ -187,40 +215,53 @@ class VertexClient(Client[Any]):
     def _parent(self) -> str:
         return f"projects/{self.settings.project}/locations/{self.settings.region}"
 
+    def _call(self, verb: str, kind: Kind, region: str, **kwargs: Any) -> Any:
+        """One ``JobServiceClient`` call (``create_custom_job`` …) with the SDK's retries off."""
+        method = getattr(client_for(self.settings, region), verb.format(kind.verb))
+        return method(**kwargs, retry=None, timeout=self.settings.request_timeout_s)
+
     def create_job(self, keyed: Keyed) -> Any:
-        """``create_custom_job`` in the settings' region."""
-        return client_for(self.settings, self.settings.region).create_custom_job(
-            parent=self._parent, custom_job=keyed.request, retry=None,
-            timeout=self.settings.request_timeout_s)
+        """``create_custom_job`` (``create_hyperparameter_tuning_job``) in the settings' region."""
+        kind = KIND_OF_MESSAGE[type(keyed.request).__name__]
+        return self._call("create_{}", kind, self.settings.region, parent=self._parent,
+                          **{kind.verb: keyed.request})
 
     def find_jobs(self, keyed: Keyed) -> list[Any]:
-        """Every job carrying the request id, earliest created first (ties broken by name)."""
-        pager = client_for(self.settings, self.settings.region).list_custom_jobs(
-            request={"parent": self._parent, "filter": f'labels.{REQUEST_ID_LABEL}="{keyed.key}"'},
-            retry=None, timeout=self.settings.request_timeout_s)
+        """Every job of the request's kind carrying the request id, earliest created first (ties
+        broken by name)."""
+        kind = KIND_OF_MESSAGE[type(keyed.request).__name__]
+        pager = self._call("list_{}s", kind, self.settings.region, request={
+            "parent": self._parent, "filter": f'labels.{REQUEST_ID_LABEL}="{keyed.key}"'})
         # The label is checked again: a filter the server ignored must not fool us.
         jobs = [job for job in pager if job.labels.get(REQUEST_ID_LABEL) == keyed.key]
         return sorted(jobs, key=lambda job: (job.create_time.timestamp() if job.create_time else 0.0,
                                              job.name))
 
     def get_job(self, job_id: str) -> Any:
-        """``get_custom_job`` (a full name, or a number in the settings' project and region)."""
-        name, region = job_name(job_id, self.settings)
-        return client_for(self.settings, region).get_custom_job(
-            name=name, retry=None, timeout=self.settings.request_timeout_s)
+        """``get_custom_job`` or ``get_hyperparameter_tuning_job``, by the name's collection (a
+        number is a CustomJob's in the settings' project and region)."""
+        name, region, kind = job_name(job_id, self.settings)
+        return self._call("get_{}", kind, region, name=name)
 
     def cancel_job(self, job_id: str) -> None:
-        """``cancel_custom_job``."""
-        name, region = job_name(job_id, self.settings)
-        client_for(self.settings, region).cancel_custom_job(
-            name=name, retry=None, timeout=self.settings.request_timeout_s)
+        """``cancel_custom_job`` or ``cancel_hyperparameter_tuning_job``."""
+        name, region, kind = job_name(job_id, self.settings)
+        self._call("cancel_{}", kind, region, name=name)
 
     def status_of(self, job: Any) -> JobStatus:
-        """The state through :data:`~omnidist_vertex.tables.JOB_STATES`, with its error message."""
+        """The state through :data:`~omnidist_vertex.tables.JOB_STATES`, with its error message;
+        a tuning job's trials and best trial (:func:`omnidist_vertex.tuning.trials_of`)."""
         native = getattr(job.state, "name", str(job.state))
         message = job.error.message if job.error and job.error.message else ""
-        return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
-                         message=message)
+        status = JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
+                           message=message)
+        if KIND_OF_MESSAGE.get(type(job).__name__) is not TUNING_JOBS:
+            return status
+        from omnidist_vertex import tuning
+
+        rest = type(job).to_dict(job, use_integers_for_enums=False, preserving_proto_field_name=False)
+        metric, trials, best = tuning.trials_of(rest)
+        return attrs.evolve(status, metric=metric, trials=trials, best=best)
 
     def secrets_of(self, job: Any) -> frozenset[str]:
         """The values of the secret-looking variables the job's pools get."""
@@ -287,7 +328,7 @@ class _Entries:
     @classmethod
     def open(cls, cloud_logging: Any, job_id: str, settings: VertexSettings) -> _Entries:
         """A reader of the job's entries (``ml_job`` resources labelled with its number)."""
-        name, _ = job_name(job_id, settings)
+        name, _, _ = job_name(job_id, settings)
         project, number = name.split("/")[1], name.rsplit("/", 1)[1]
         client = cloud_logging.Client(project=project, credentials=_credentials(settings.credentials))
         return cls(client, cloud_logging, f'resource.type="ml_job" AND resource.labels.job_id="{number}"')

@@ -180,12 +180,14 @@ REFUSALS: dict[Feature, Refusal] = {
 """Feature -> how Vertex refuses it where it cannot express it (InfiniBand: on most machines)."""
 
 
-_RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/customJobs/(?P<id>[^/]+)$")
+_RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/"
+                       r"(?:customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$")
 
 
 def resource_name(job_id: str, settings: VertexSettings) -> Optional[tuple[str, str, str]]:
-    """``(project, region, number)`` of a job given as its full name, or as a bare number
-    completed from the settings (``None`` when there is no project to complete it with)."""
+    """``(project, region, number)`` of a job (a CustomJob or a HyperparameterTuningJob) given as
+    its full name, or as a bare number completed from the settings (``None`` when there is no
+    project to complete it with)."""
     match = _RESOURCE.match(job_id)
     if match:
         return match["project"], match["region"], match["id"]

@@ -1,10 +1,14 @@
-"""Test helpers: a working fake of the Vertex AI CustomJob REST API, a
+"""Test helpers: a working fake of the Vertex AI job REST API, a
 :class:`omnidist.testing.FakeService`, for the backend's tests, the reliability suite and the
 benchmarks (and for plugin authors who drive the real ``JobServiceClient`` offline).
 
-:class:`FakeVertex` serves ``customJobs`` create / get / list (with a ``labels.K="V"`` filter) /
-cancel: it rejects what the SDK's own ``CustomJob`` type does not parse, and a job advances one
-state per ``get`` so ``wait`` ends. Imports the SDK's types when built.
+:class:`FakeVertex` serves ``customJobs`` and ``hyperparameterTuningJobs`` create / get / list
+(with a ``labels.K="V"`` filter) / cancel: it rejects what the SDK's own ``CustomJob`` or
+``HyperparameterTuningJob`` type does not parse, and a job advances one state per ``get`` so
+``wait`` ends. A tuning job's trials run ``parallelTrialCount`` at a time while it is running
+(:class:`omnidist.testing.FakeStudy`), each taking its values from the study's parameters and
+reporting :attr:`~omnidist.testing.FakeService.trial_values` as its final measurement. Imports
+the SDK's types when built.
 """
 
 from __future__ import annotations
@@ -17,14 +21,35 @@ from typing import Any
 
 from omnidist.testing import FakeServer, FakeService, Harness
 from omnidist.testing.fakeserver import Recorded, Response, error_body
+from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 PARENT = r"(?P<parent>projects/[^/]+/locations/[^/]+)"
 NAME = PARENT + r"/customJobs/(?P<id>[^/:]+)"
+TUNING_NAME = PARENT + r"/hyperparameterTuningJobs/(?P<id>[^/:]+)"
 _LABEL_FILTER = re.compile(r'^labels\.(?P<key>[\w-]+)="(?P<value>[^"]*)"$')
+
+TRIAL_STATES = {QUEUED: "REQUESTED", RUNNING: "ACTIVE", SUCCEEDED: "SUCCEEDED", FAILED: "INFEASIBLE", STOPPED: "SUCCEEDED"}
+"""A fake trial's state -> ``Trial.State`` (a stopped trial ends SUCCEEDED, as Vertex's do)."""
+
+COLLECTIONS = {"customJobs": "CustomJob", "hyperparameterTuningJobs": "HyperparameterTuningJob"}
+"""Collection -> the message its jobs are."""
+
+
+def _choices(spec: dict[str, Any]) -> list[Any]:
+    """The values a fake trial draws from for one ``ParameterSpec``."""
+    if "doubleValueSpec" in spec:
+        low, high = (float(spec["doubleValueSpec"].get(k, 0.0)) for k in ("minValue", "maxValue"))
+        return [low, (low + high) / 2, high]
+    if "integerValueSpec" in spec:
+        return [int(spec["integerValueSpec"].get(k, 0)) for k in ("minValue", "maxValue")]
+    for key in ("discreteValueSpec", "categoricalValueSpec"):
+        if key in spec:
+            return list(spec[key].get("values") or [])
+    return [0.0]
 
 
 class FakeVertex(FakeService):
-    """customJobs create / get / list (with a labels filter) / cancel.
+    """customJobs and hyperparameterTuningJobs create / get / list (with a labels filter) / cancel.
 
     Responses use ``enum-encoding=int`` like the real service answers the REST client. A ``get``
     answers the job as it is, then moves it one state along.
@@ -35,6 +60,10 @@ class FakeVertex(FakeService):
         "list": ("GET", rf"^/v1/{PARENT}/customJobs$"),
         "get": ("GET", rf"^/v1/{NAME}$"),
         "cancel": ("POST", rf"^/v1/{NAME}:cancel$"),
+        "tuning_create": ("POST", rf"^/v1/{PARENT}/hyperparameterTuningJobs$"),
+        "tuning_list": ("GET", rf"^/v1/{PARENT}/hyperparameterTuningJobs$"),
+        "tuning_get": ("GET", rf"^/v1/{TUNING_NAME}$"),
+        "tuning_cancel": ("POST", rf"^/v1/{TUNING_NAME}:cancel$"),
     }
     TIMELINE = ("JOB_STATE_QUEUED", "JOB_STATE_PENDING", "JOB_STATE_RUNNING", "JOB_STATE_SUCCEEDED")
     RUNNING, FAILED = "JOB_STATE_RUNNING", "JOB_STATE_FAILED"
@@ -54,33 +83,89 @@ class FakeVertex(FakeService):
         body["state"] = self._types.JobState[job["state"]].value
         if job["state"] == self.FAILED and self.error_message:
             body["error"] = {"code": 13, "message": self.error_message}
+        study = self.studies.get(job["name"])
+        if study is not None and study.trials:
+            body["trials"] = [self._trial(trial, job) for trial in study.trials]
         return body
 
+    def _trial(self, trial: Any, job: dict[str, Any]) -> dict[str, Any]:
+        """One ``Trial`` in REST form (enum numbers), its final measurement once it has ended."""
+        rendered: dict[str, Any] = {
+            "id": str(trial.number), "state": self._types.Trial.State[TRIAL_STATES[trial.state]].value,
+            "parameters": [{"parameterId": name, "value": value} for name, value in trial.params.items()]}
+        if trial.value is not None:
+            metric = job["studySpec"]["metrics"][0]["metricId"]
+            rendered["finalMeasurement"] = {"stepCount": str(trial.step),
+                                            "metrics": [{"metricId": metric, "value": trial.value}]}
+        if trial.state == FAILED:
+            rendered["infeasibleReason"] = f"The trial's CustomJob failed: {self.error_message or 'exit 1'}"
+        return rendered
+
+    # --- customJobs ----------------------------------------------------------------------------
+
     def on_create(self, record: Recorded, match: re.Match[str]) -> Response:
-        try:  # the real service rejects what is not a CustomJob; so does the fake
-            self._types.CustomJob.from_json(json.dumps(record.body))
+        return self._create(record, match, "customJobs")
+
+    def on_get(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._get(match, "customJobs")
+
+    def on_list(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._list(record, match, "customJobs")
+
+    def on_cancel(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._cancel(match, "customJobs")
+
+    # --- hyperparameterTuningJobs ----------------------------------------------------------------
+
+    def on_tuning_create(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._create(record, match, "hyperparameterTuningJobs")
+
+    def on_tuning_get(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._get(match, "hyperparameterTuningJobs")
+
+    def on_tuning_list(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._list(record, match, "hyperparameterTuningJobs")
+
+    def on_tuning_cancel(self, record: Recorded, match: re.Match[str]) -> Response:
+        return self._cancel(match, "hyperparameterTuningJobs")
+
+    # --- shared by both collections --------------------------------------------------------------
+
+    def _create(self, record: Recorded, match: re.Match[str], collection: str) -> Response:
+        message = COLLECTIONS[collection]
+        try:  # the real service rejects what is not of the collection's type; so does the fake
+            getattr(self._types, message).from_json(json.dumps(record.body))
         except Exception as exc:
             return Response(400, error_body(400, f"Invalid JSON payload: {exc}"))
         if not record.body.get("displayName"):
             return Response(400, error_body(400, "displayName is required"))
+        study = None
+        if collection == "hyperparameterTuningJobs":
+            spec = record.body.get("studySpec") or {}
+            if not spec.get("metrics") or not spec.get("parameters") or not record.body.get("trialJobSpec"):
+                return Response(400, error_body(400, "studySpec.metrics, studySpec.parameters and trialJobSpec "
+                                                     "are required"))
+            study = self.study({p["parameterId"]: _choices(p) for p in spec["parameters"]},
+                               int(record.body.get("maxTrialCount") or 1),
+                               int(record.body.get("parallelTrialCount") or 1))
         with self.lock:
-            name = f"{match['parent']}/customJobs/{next(self._ids)}"
+            name = f"{match['parent']}/{collection}/{next(self._ids)}"
             # When it was made, to the microsecond: duplicates are told apart by it.
             made = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            job = self.add(name, {**record.body, "name": name, "createTime": made})
+            job = self.add(name, {**record.body, "name": name, "createTime": made}, study=study)
             return Response(200, self._render(job))
 
-    def on_get(self, record: Recorded, match: re.Match[str]) -> Response:
-        name = f"{match['parent']}/customJobs/{match['id']}"
+    def _get(self, match: re.Match[str], collection: str) -> Response:
+        name = f"{match['parent']}/{collection}/{match['id']}"
         with self.lock:
             job = self.jobs.get(name)
             if job is None:
-                return Response(404, error_body(404, f"CustomJob {name} not found"))
+                return Response(404, error_body(404, f"{COLLECTIONS[collection]} {name} not found"))
             rendered = self._render(job)
             self.advance(name)
         return Response(200, rendered)
 
-    def on_list(self, record: Recorded, match: re.Match[str]) -> Response:
+    def _list(self, record: Recorded, match: re.Match[str], collection: str) -> Response:
         wanted = (record.query.get("filter") or [""])[0]
         rule = _LABEL_FILTER.match(wanted) if wanted else None
         if wanted and rule is None:
@@ -89,18 +174,18 @@ class FakeVertex(FakeService):
             found = [
                 self._render(j)
                 for n, j in self.jobs.items()
-                if n.startswith(match["parent"] + "/")
+                if n.startswith(f"{match['parent']}/{collection}/")
                 and (rule is None or j.get("labels", {}).get(rule["key"]) == rule["value"])
             ]
-        return Response(200, {"customJobs": found} if found else {})
+        return Response(200, {collection: found} if found else {})
 
-    def on_cancel(self, record: Recorded, match: re.Match[str]) -> Response:
-        name = f"{match['parent']}/customJobs/{match['id']}"
+    def _cancel(self, match: re.Match[str], collection: str) -> Response:
+        name = f"{match['parent']}/{collection}/{match['id']}"
         with self.lock:
             if name not in self.jobs:
-                return Response(404, error_body(404, f"CustomJob {name} not found"))
+                return Response(404, error_body(404, f"{COLLECTIONS[collection]} {name} not found"))
             if not self.cancelled(name):
-                return Response(400, error_body(400, f"CustomJob {name} is already in terminal state"))
+                return Response(400, error_body(400, f"{COLLECTIONS[collection]} {name} is already in terminal state"))
         return Response(200, {})
 
 

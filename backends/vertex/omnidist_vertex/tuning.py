@@ -5,16 +5,18 @@ portable ``tuning`` block becomes the ``studySpec`` (one metric, the parameters,
 median stopping) and the trial counts. Vertex passes each trial's values to every replica as
 ``--ID=VALUE`` after its args, exactly as the portable job promises. Import reads the same shape
 back (the CustomJob part through :mod:`.importer`), with a note for each distribution it changes.
+Following a submitted one reads its ``trials[]`` into portable :class:`~omnidist.backend.Trial`
+values (:func:`trials_of`).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 
-from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.backend import CompiledJob, JobState, Note, NoteKind, Trial, best_trial
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
 from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
@@ -85,6 +87,17 @@ NATIVE_PATHS: dict[str, str] = {
     "parallel_trials": "parallelTrialCount",
 }
 """Portable tuning field -> where an imported tuning job holds it (for error paths)."""
+
+TRIAL_STATES: dict[str, JobState] = {
+    "ACTIVE": JobState.RUNNING,
+    "INFEASIBLE": JobState.FAILED,
+    "REQUESTED": JobState.QUEUED,
+    "STATE_UNSPECIFIED": JobState.UNKNOWN,
+    "STOPPING": JobState.RUNNING,
+    "SUCCEEDED": JobState.SUCCEEDED,
+}
+"""``Trial.State`` -> portable state (a trial whose CustomJob failed is INFEASIBLE; one stopped
+early is STOPPING, then SUCCEEDED with the measurement it reached)."""
 
 _TUNING_KEYS = ("studySpec", "trialJobSpec")
 
@@ -162,17 +175,6 @@ def tuning_job(compiled: CompiledJob, tuning: Tuning) -> CompiledJob:
 def recognizes(native: Any) -> bool:
     """True for a ``HyperparameterTuningJob`` (it has a study or a trial job spec)."""
     return isinstance(native, Mapping) and any(key in native for key in _TUNING_KEYS)
-
-
-def refuse_tuning_submit(compiled: CompiledJob) -> None:
-    """Tuning jobs compile and run locally; creating them on Vertex is not wired up yet."""
-    if "studySpec" in compiled.request:
-        raise UnsupportedFeatureError(
-            Feature.TUNING, BACKEND, "submitting tuning jobs is not supported yet: a job with a tuning block compiles "
-            "to a HyperparameterTuningJob (omnidist compile) and runs its trials locally (omnidist run), but omnidist "
-            "does not create it on Vertex.",
-            "Run the trials locally with omnidist run, or create the compiled HyperparameterTuningJob yourself "
-            "(omnidist compile JOB --backend vertex > tuning.json).")
 
 
 def _mapping(value: Any, path: str) -> Mapping[str, Any]:
@@ -309,3 +311,39 @@ def import_tuning_job(native: Mapping[str, Any], import_spec: Any) -> tuple[Dist
     except ValidationError as exc:
         raise exc.prefixed("trialJobSpec") from None
     return attrs.evolve(job, tuning=tuning), notes
+
+
+# --- follow: the trials of a submitted tuning job ----------------------------------------------------
+
+
+def _typed(value: Any, spec: Mapping[str, Any]) -> Any:
+    """A trial's value as its parameter's type holds it (Vertex sends every number as a double)."""
+    whole = isinstance(value, float) and value.is_integer()
+    if "integerValueSpec" in spec or ("discreteValueSpec" in spec and whole):
+        return int(value) if whole else value
+    return value
+
+
+def trials_of(native: Mapping[str, Any]) -> tuple[str, tuple[Trial, ...], Optional[Trial]]:
+    """A ``HyperparameterTuningJob`` (REST form, enum names) -> its metric, trials and best trial.
+
+    A trial's value is its ``finalMeasurement`` value of the study's metric; the best follows the
+    metric's goal."""
+    study = native.get("studySpec") or {}
+    metric_spec = (study.get("metrics") or [{}])[0]
+    metric = str(metric_spec.get("metricId", ""))
+    specs = {p.get("parameterId"): p for p in study.get("parameters") or []}
+    trials = []
+    for raw in native.get("trials") or []:
+        final = raw.get("finalMeasurement") or {}
+        values = [m.get("value") for m in final.get("metrics") or [] if m.get("metricId") == metric]
+        step = final.get("stepCount")
+        trials.append(Trial(
+            id=str(raw.get("id", "")), state=TRIAL_STATES.get(str(raw.get("state")), JobState.UNKNOWN),
+            parameters=[(p.get("parameterId", ""), _typed(p.get("value"), specs.get(p.get("parameterId"), {})))
+                        for p in raw.get("parameters") or []],
+            value=float(values[0]) if values and values[0] is not None else None,
+            step=int(step) if final and step is not None else None,
+            message=str(raw.get("infeasibleReason") or "")))
+    maximize = metric_spec.get("goal") != "MINIMIZE"
+    return metric, tuple(trials), best_trial(trials, maximize)

@@ -356,22 +356,6 @@ def test_malformed_input_names_the_field(native, error, where):
             {"worker_pool_specs": ["machine-type=n1-standard-4,executor-image-uri=e,python-module=m"]},
             "--worker-pool-spec executor-image-uri",
         ),
-        (
-            {
-                "workerPoolSpecs": [
-                    {
-                        "machineSpec": {
-                            "machineType": "n1-standard-4",
-                            "acceleratorType": "NVIDIA_TESLA_T4",
-                            "acceleratorCount": 1,
-                        },
-                        "containerSpec": {"imageUri": "i"},
-                    },
-                    {"machineSpec": {"machineType": "n1-standard-4"}, "containerSpec": {"imageUri": "i"}},
-                ]
-            },
-            "CPU-only workers",
-        ),
     ],
 )
 def test_what_the_portable_job_cannot_hold(native, feature):
@@ -437,11 +421,14 @@ def test_one_worker_pool_written_as_a_mapping():
     assert backend.import_native({"workerPoolSpecs": POOL}) == backend.import_native({"workerPoolSpecs": [POOL]})
 
 
-def test_a_tuning_job_imports_as_its_trial_with_the_search_dropped():
+def test_a_tuning_job_imports_with_its_search():
     job, notes = backend.import_with_notes({"displayName": "hp", "studySpec": {"metrics": [
-        {"metricId": "f1", "goal": "MAXIMIZE"}]}, "maxTrialCount": 8, "trialJobSpec": {"workerPoolSpecs": [POOL]}})
+        {"metricId": "f1", "goal": "MAXIMIZE"}], "parameters": [
+        {"parameterId": "lr", "doubleValueSpec": {"minValue": 0.001, "maxValue": 0.1}}]},
+        "maxTrialCount": 8, "parallelTrialCount": 2, "trialJobSpec": {"workerPoolSpecs": [POOL]}})
     assert job.name == "hp" and job.image == "gcr.io/p/t:1"
-    assert {n.field for n in notes if n.kind is NoteKind.DROPPED} == {"studySpec", "maxTrialCount"}
+    assert (job.tuning.metric.name, list(job.tuning.parameters), job.tuning.max_trials) == ("f1", ["lr"], 8)
+    assert not [n for n in notes if n.kind is NoteKind.DROPPED]
 
 
 def test_retired_k80_becomes_t4_with_a_change():
@@ -649,3 +636,13 @@ def test_round_trip_reproduces_the_request(valid, job, base):
     second = _compile(imported, base)
     assert second.request == first.request
     assert backend.import_native(second.request) == imported
+
+
+def test_cpu_only_workers_beside_a_gpu_primary_are_accelerator_none():
+    job = backend.import_native({"workerPoolSpecs": [
+        {"machineSpec": {"machineType": "n1-standard-4", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1},
+         "containerSpec": {"imageUri": "i"}},
+        {"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 2, "containerSpec": {"imageUri": "i"}}]})
+    assert job.workers.accelerator == "none" and job.workers.replicas == 2
+    pools = backend.compile(job, backend.settings_type(**job.backends["vertex"])).request["jobSpec"]["workerPoolSpecs"]
+    assert "acceleratorType" not in pools[1]["machineSpec"]

@@ -1,5 +1,6 @@
 """Tuning on Vertex: the HyperparameterTuningJob (golden, the SDK's own parser), refusals, import,
-round trips over generated tuning blocks, and submit refusing clearly until it is supported."""
+round trips over generated tuning blocks, and submitting and following it through the
+JobServiceClient's tuning-job calls (the cross-backend matrix is tests/reliability/test_tuning.py)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,14 @@ import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
 from omnidist_vertex import VertexBackend, VertexSettings
+from omnidist_vertex import tuning as vertex_tuning
 
 import omnidist
 from omnidist import migration, serde
 from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
 from omnidist.job import Algorithm, ParameterType
-from omnidist.testing import strategies
+from omnidist.testing import Fault, strategies
 
 GOLDEN = Path(__file__).parent / "golden"
 backend = VertexBackend()
@@ -190,17 +192,91 @@ def test_import_refusals_name_the_native_field(change, error, text):
     assert text in str(caught.value)
 
 
-def test_submit_refuses_tuning_jobs_before_any_call(vertex):
-    compiled = compile_(rich())
-    settings_ = VertexSettings(project="p", api_endpoint=vertex.url, credentials="anonymous")
-    with pytest.raises(UnsupportedFeatureError) as caught:
-        backend.submit(compiled, settings_)
-    assert caught.value.exit_code == 3 and "compiles to a HyperparameterTuningJob" in str(caught.value)
-    assert "omnidist run" in str(caught.value)
-    assert not vertex.server.requests
+def _submitted(vertex, job_text=RICH, **extra):
+    import itertools
+
+    ids = (f"req-{n}" for n in itertools.count(1))
+    driver = VertexBackend(request_id=lambda: next(ids), sleep=lambda s: None)
+    settings_ = VertexSettings(project="p", api_endpoint=vertex.url, credentials="anonymous", **extra)
+    compiled = driver.compile(omnidist.DistributedJob.from_yaml(job_text), settings_)
+    return compiled, driver.submit(compiled, settings_)
 
 
-def test_cli_compile_prints_the_tuning_job_and_submit_exits_3(tmp_path, vertex):
+def test_submit_creates_the_tuning_job_with_a_request_id_label(vertex):
+    compiled, handle = _submitted(vertex)
+    (create,) = vertex.calls("tuning_create")
+    assert create.path == "/v1/projects/p/locations/us-central1/hyperparameterTuningJobs"
+    assert not vertex.calls("create"), "no CustomJob"
+    sent = canonical_tuning_job(create.body)
+    expected = copy.deepcopy(compiled.request)
+    expected["labels"]["omnidist-request-id"] = "req-1"
+    assert sent == canonical_tuning_job(expected), "exactly the compiled job, labelled"
+    assert handle.id == "projects/p/locations/us-central1/hyperparameterTuningJobs/1000"
+    assert handle.url.endswith("/locations/us-central1/training/1000?project=p")
+
+
+def test_status_reads_the_trials_by_the_tuning_job_name(vertex):
+    vertex.trial_values = [0.7, 0.95, None, 0.8]
+    _, handle = _submitted(vertex)
+    final = handle.wait(poll_interval=0, sleep=lambda s: None)
+    assert vertex.calls("tuning_get") and not vertex.calls("get")
+    assert final.state.value == "succeeded" and len(final.trials) == 20
+    second = final.trials[1]
+    # Vertex sends every value as a double: integer and whole discrete values read back as ints.
+    assert dict(second.parameters) == {"lr": 0.050005, "layers": 8, "batch_size": 64, "optimizer": "sgd"}
+    assert isinstance(dict(second.parameters)["layers"], int) and second.step == 10
+    assert final.best == second and final.best.value == 0.95
+    infeasible = final.trials[2]
+    assert infeasible.state.value == "failed" and infeasible.value is None
+    assert infeasible.message.startswith("The trial's CustomJob failed")
+
+
+def test_a_lost_create_answer_is_found_by_listing_tuning_jobs(vertex):
+    vertex.fail("tuning_create", Fault.drop_after_create())
+    _, handle = _submitted(vertex)
+    (listed,) = vertex.calls("tuning_list")
+    assert listed.query["filter"] == ['labels.omnidist-request-id="req-1"']
+    assert len(vertex.jobs) == 1 and handle.id == next(iter(vertex.jobs))
+
+
+def test_cancel_calls_the_tuning_job_cancel(vertex):
+    vertex.keep_running()
+    _, handle = _submitted(vertex)
+    handle.cancel()
+    (cancel,) = vertex.calls("tuning_cancel")
+    assert cancel.path == "/v1/projects/p/locations/us-central1/hyperparameterTuningJobs/1000:cancel"
+    assert handle.status().state.value == "cancelling"
+
+
+def test_a_bare_number_still_names_a_custom_job(vertex):
+    _, handle = _submitted(vertex)
+    with pytest.raises(NotFoundError):
+        backend.status("1000", VertexSettings(project="p", api_endpoint=vertex.url, credentials="anonymous"))
+    assert vertex.calls("get") and handle.status().state.value == "queued"
+
+
+@pytest.mark.parametrize("native, parsed", [
+    ({"studySpec": {"metrics": [{"metricId": "loss", "goal": "MINIMIZE"}],
+                    "parameters": [{"parameterId": "n", "integerValueSpec": {"maxValue": "4"}}]},
+      "trials": [{"id": "1", "state": "SUCCEEDED", "parameters": [{"parameterId": "n", "value": 2.0}],
+                  "finalMeasurement": {"stepCount": "7", "metrics": [{"metricId": "loss", "value": 0.2}]}},
+                 {"id": "2", "state": "SUCCEEDED", "parameters": [{"parameterId": "n", "value": 3.0}],
+                  "finalMeasurement": {"metrics": [{"metricId": "loss", "value": 0.1}]}},
+                 {"id": "3", "state": "ACTIVE", "parameters": [{"parameterId": "n", "value": 1.0}]},
+                 {"id": "4", "state": "STOPPING", "parameters": [{"parameterId": "n", "value": 4.0}],
+                  "finalMeasurement": {"stepCount": "2", "metrics": [{"metricId": "other", "value": 0.0}]}}]},
+     ("loss", ["succeeded", "succeeded", "running", "running"], [0.2, 0.1, None, None], "2")),
+    ({"studySpec": {"metrics": [{"metricId": "acc", "goal": "MAXIMIZE"}], "parameters": []}},
+     ("acc", [], [], None)),
+])
+def test_trials_of_reads_the_rest_form(native, parsed):
+    metric, trials, best = vertex_tuning.trials_of(native)
+    assert (metric, [t.state.value for t in trials], [t.value for t in trials],
+            best.id if best else None) == parsed
+    assert all(isinstance(v, int) for t in trials for _, v in t.parameters)
+
+
+def test_cli_compile_prints_the_tuning_job_and_status_shows_its_trials(tmp_path, vertex):
     (tmp_path / "job.yaml").write_text(RICH)
     (tmp_path / "omnidist.toml").write_text(
         f'default = "fake"\n[profiles.fake]\nbackend = "vertex"\nproject = "p"\napi_endpoint = "{vertex.url}"\n'
@@ -213,9 +289,18 @@ def test_cli_compile_prints_the_tuning_job_and_submit_exits_3(tmp_path, vertex):
     assert valid_tuning_job(json.loads(compiled.stdout))["maxTrialCount"] == 20
     submitted = subprocess.run([omnidist_cli, "submit", "job.yaml"], cwd=tmp_path, capture_output=True, text=True,
                                env=env, timeout=120)
-    assert submitted.returncode == 3
-    assert "submitting tuning jobs is not supported yet" in submitted.stderr and "Traceback" not in submitted.stderr
-    assert not vertex.server.requests
+    assert submitted.returncode == 0, submitted.stderr
+    job_id = submitted.stdout.splitlines()[0]
+    assert job_id == "projects/p/locations/us-central1/hyperparameterTuningJobs/1000"
+    for _ in range(3):  # queued, pending, then running with its first trials
+        shown = subprocess.run([omnidist_cli, "status", job_id], cwd=tmp_path, capture_output=True, text=True,
+                               env=env, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    assert lines[0] == "running"
+    assert lines[1].split() == ["trial", "state", "accuracy", "lr", "layers", "batch_size", "optimizer"]
+    assert [line.split()[:2] for line in lines[3:7]] == [[str(n), "running"] for n in range(1, 5)]
+    assert lines[7] == "best: none yet (no trial has reported accuracy)"
 
 
 # --- round trips over generated tuning blocks ------------------------------------------------------

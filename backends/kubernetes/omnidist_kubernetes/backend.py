@@ -1,0 +1,73 @@
+"""The Kubernetes backend: Kubeflow PyTorchJob, TFJob and MPIJob.
+
+Compiling and importing live in :mod:`.compiler` and :mod:`.importer` (pure); the official
+``kubernetes`` client is touched only in :mod:`.client`, imported when a job is submitted or
+followed. Imports flow one way: tables <- compiler / importer / client <- this facade.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, Note
+from omnidist.job import DistributedJob, Framework, RoleName
+
+from omnidist_kubernetes.settings import KubernetesSettings
+from omnidist_kubernetes.tables import GKE_ACCELERATORS, NAME
+
+
+class KubernetesBackend(Backend):
+    """Kubeflow training jobs on any Kubernetes cluster (GKE's node labels by default).
+
+    ``submit``, ``status``, ``logs`` and ``cancel`` go through :class:`~omnidist_kubernetes.client.KubernetesClient`
+    (the core's client template): a submit names the job ``<name>-<suffix>`` once and labels it
+    with a request id, so a repeated create adopts its own job; ``logs --follow`` streams the
+    primary pod's log; cancel deletes the job. ``Backend(request_id=…, suffix=…, sleep=…)``
+    injects ids and waits for tests.
+    """
+
+    name = NAME
+    output_format = "yaml"
+    settings_type = KubernetesSettings
+    capabilities = Capabilities(
+        roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS, RoleName.EVALUATORS}),
+        frameworks=frozenset(Framework),
+        accelerators=frozenset(GKE_ACCELERATORS),
+        spot=True,
+        infiniband=False,
+        per_role_machines=True,
+        env=True,
+        reduction_server=False,
+    )
+    client = LazyClient("omnidist_kubernetes.client:KubernetesClient")
+
+    def compile(self, job: DistributedJob, settings: KubernetesSettings) -> CompiledJob:
+        """The manifest ``kubectl apply -f`` takes (as a dict); pure."""
+        from omnidist_kubernetes import compiler
+
+        return compiler.compile_job(job, settings or KubernetesSettings())
+
+    def import_native(self, request: Any) -> DistributedJob:
+        """A portable job from a PyTorchJob, TFJob or MPIJob (a manifest, several documents, or
+        ``kubectl get -o yaml`` output); pure."""
+        return self.import_with_notes(request)[0]
+
+    def import_with_notes(self, request: Any) -> tuple[DistributedJob, tuple[Note, ...]]:
+        """:meth:`import_native`, plus what was inferred, approximated or dropped on the way."""
+        from omnidist_kubernetes import importer
+
+        job, notes = importer.import_job(request)
+        return job, tuple(notes)
+
+    @staticmethod
+    def recognizes(native: Any) -> bool:
+        """True for a Kubeflow training job (``apiVersion: kubeflow.org/…`` and a kind omnidist
+        reads), also among several documents or in a ``kind: List``."""
+        from omnidist_kubernetes import importer
+
+        return importer.recognizes(native)
+
+    def console_url(self, job_id: str, settings: KubernetesSettings) -> str:
+        """Kubernetes has no console of its own: empty (``kubectl describe`` shows the job)."""
+        return ""
+

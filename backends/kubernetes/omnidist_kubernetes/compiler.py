@@ -1,0 +1,412 @@
+"""Portable job -> a Kubeflow training job (PyTorchJob, TFJob or MPIJob) as plain data: the
+manifest ``kubectl apply -f`` takes. Pure: no network, no SDK import.
+
+One function per part: :func:`container_to_native` (what a replica runs and its resources),
+:func:`pod_to_native` (where it runs), :func:`replica_to_native` (a replica type),
+:func:`launcher_to_native` (an MPIJob's ``mpirun``), :func:`run_policy_to_native` and
+:func:`metadata_to_native`; :func:`compile_job` puts them together.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import attrs
+
+from omnidist import data, lowering
+from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.errors import Problem, UnsupportedFeatureError, ValidationError
+from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
+from omnidist.jobdata import JobInput, JobOutput
+from omnidist.labels import REQUEST_ID_LABEL
+from omnidist.lowering import EffectiveRole
+from omnidist.runtime.launch import is_launch_command
+
+from omnidist_kubernetes import expansion, names, quantities
+from omnidist_kubernetes.settings import KubernetesSettings, label_problems
+from omnidist_kubernetes.tables import (
+    CPU, DEFAULT_CLEAN_POD_POLICIES, DEFAULT_NODE_SELECTORS, DEFAULT_RESTART_POLICIES, DESCRIPTION_ANNOTATION,
+    EPHEMERAL_STORAGE, FRAMEWORK_KINDS, GPU_RESOURCE, KINDS, LAUNCHER, MAX_NAME, MEMORY, MPI_CONTAINERS,
+    MPI_RESTART_POLICIES, MPIRUN, MPIRUN_FORWARDED, MULTI_GPU_SHM_SIZE, NAME, QUEUE_LABEL, REPLICA_TYPES,
+    SHM_PATH, SHM_VOLUME, Kind,
+)
+
+SETTINGS = f"backends.{NAME}"
+READS = "URIs the program opens itself (gs://, s3://, https://…): omnidist mounts nothing into pods"
+_PROGRAM = ("image", "command", "args", "env")
+_HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
+_RESERVED_LABELS = {
+    QUEUE_LABEL: f"set {SETTINGS}.queue instead (the job gets this label from it)",
+    REQUEST_ID_LABEL: "reserved: omnidist sets this label when it submits (to find the job a retried create "
+                      "made); use another key",
+}
+
+
+def _refuse(feature: str, message: str, hint: str = "") -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(feature, NAME, message, hint)
+
+
+def _note(notes: list[Note], kind: NoteKind, field: str, message: str) -> None:
+    """Add a note once (several replica types often make the same decision)."""
+    note = Note(kind=kind, field=field, message=message)
+    if note not in notes:
+        notes.append(note)
+
+
+# --- what Kubernetes cannot run ------------------------------------------------------------------
+
+def check_job(job: DistributedJob, kind: Kind, notes: list[Note]) -> None:
+    """Refuse what no Kubeflow job expresses, and what this kind has no replica type for."""
+    if job.tuning is not None:
+        raise _refuse("tuning", "Kubeflow training jobs run one configuration; hyperparameter search on "
+                      "Kubernetes is Katib, which omnidist does not write.",
+                      "Run the trials locally with omnidist run, or drop the tuning block.")
+    reducers = job.reduction_servers
+    if reducers is not None and reducers.replicas != 0:
+        raise _refuse("reduction_servers", "Reduction Server is a Vertex AI service; Kubernetes clusters have none.",
+                      "Drop reduction_servers; NCCL all-reduce runs among the GPU pods themselves.")
+    if job.interconnect is Interconnect.INFINIBAND:
+        raise _refuse("interconnect: infiniband", "InfiniBand on Kubernetes depends on the cluster's RDMA device "
+                      "plugin and network setup, which a portable job cannot name.",
+                      "Drop interconnect: infiniband and request the RDMA resources in your cluster's own way.")
+    types = REPLICA_TYPES[kind.kind]
+    for role in (RoleName.PARAMETER_SERVERS, RoleName.EVALUATORS):
+        if lowering.replicas(job, role) and role not in types:
+            raise _refuse(role.value, f"a {kind.kind} has only {' and '.join(sorted(set(types.values())))} "
+                          f"replicas (framework {job.framework.value}).",
+                          "Use framework: tensorflow (a TFJob has PS and Evaluator replicas), or drop "
+                          f"{role.value}.")
+    if job.framework is Framework.CUSTOM:
+        notes.append(Note(kind=NoteKind.HINT, field="framework",
+                          message="custom: a PyTorchJob, whose operator starts your command once per pod with "
+                                  "MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK (the pod's rank) set; start "
+                                  "processes_per_node processes yourself (e.g. `omnidist launch -- …`)"))
+
+
+def _same_as_primary(role: EffectiveRole, primary: EffectiveRole) -> None:
+    """An MPIJob has one Worker template for every node: workers run as the primary does."""
+    for field in (*_HARDWARE, *_PROGRAM):
+        if getattr(role, field) != getattr(primary, field):
+            raise _refuse(f"workers.{field}", f"an MPIJob runs every node from one Worker template, and the "
+                          f"workers set their own {field}.",
+                          f"Remove workers.{field} and branch on the rank inside the program instead.")
+
+
+# --- code and data (SPEC §7) ---------------------------------------------------------------------
+
+def _input(name: str, inp: JobInput) -> str:
+    if inp.scheme in ("local", "azureml", "file"):
+        raise data.foreign(f"inputs.{name}", NAME, inp.uri, READS)
+    return inp.uri
+
+
+def _output(name: str, out: JobOutput, base: Optional[str], job: DistributedJob) -> str:
+    if out.default:
+        if not base:
+            raise ValidationError(f"output {name} goes to the job's output place: set {SETTINGS}.base_output_dir "
+                                  "(a URI the program writes, such as gs://bkt/out, or a path on a volume of the "
+                                  "image)", source=job.source, path=f"{SETTINGS}.base_output_dir")
+        return f"{base.rstrip('/')}/{name}"
+    if out.scheme in ("local", "azureml", "file"):
+        raise data.foreign(f"outputs.{name}", NAME, out.uri, "and write " + READS)
+    return out.uri
+
+
+def prepare(job: DistributedJob, settings: KubernetesSettings,
+            notes: list[Note]) -> tuple[DistributedJob, data.Values]:
+    """Apply ``data_map``, refuse code that would have to be shipped, and place inputs and outputs."""
+    job, rewrites = data.apply_data_map(job, settings.data_map)
+    notes += rewrites
+    if job.code:
+        raise _refuse("code", "Kubernetes pods get no files besides their image, and omnidist uploads none.",
+                      "Bake the code into the image (COPY in its Dockerfile) and drop code.")
+    if job.framework_version and not job.image:
+        raise _refuse("framework_version", "Kubernetes has no prebuilt training containers to pick by version.",
+                      "Give the job an image (e.g. pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime).")
+    if job.framework_version:
+        notes.append(Note(kind=NoteKind.HINT, field="framework_version",
+                          message=f"not used: the job runs its own image {job.image}"))
+    values = data.resolve(job, _input, lambda name, out: _output(name, out, settings.base_output_dir, job))
+    if any(not inp.literal for inp in job.inputs.values()):
+        notes.append(Note(kind=NoteKind.HINT, field="inputs",
+                          message="inputs are passed as their URIs; the program reads them itself"))
+    return job, values
+
+
+# --- one replica -----------------------------------------------------------------------------------
+
+def env_to_native(env: dict[str, str]) -> list[dict[str, str]]:
+    """``[{name, value}]``, values escaped against ``$(VAR)`` expansion."""
+    return [{"name": k, "value": expansion.escape(v)} for k, v in env.items()]
+
+
+def resources_to_native(role: EffectiveRole) -> dict[str, dict[str, str]]:
+    """GPUs as an ``nvidia.com/gpu`` limit; CPUs and disk as requests; memory requested and capped."""
+    requests, limits = {}, {}
+    if role.cpus is not None:
+        requests[CPU] = quantities.cpu(role.cpus)
+    if role.memory_gb is not None:
+        requests[MEMORY] = limits[MEMORY] = quantities.memory(role.memory_gb)
+    if role.disk_gb is not None:
+        requests[EPHEMERAL_STORAGE] = quantities.disk(role.disk_gb)
+    if role.gpus:
+        limits[GPU_RESOURCE] = str(role.gpus)
+    return {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
+
+
+def container_to_native(name: str, role: EffectiveRole, env: dict[str, str], *, program: bool = True,
+                        shm: bool = False) -> dict[str, Any]:
+    """One container: the image, the program (unless the operator supplies one), env and resources.
+
+    Raises:
+        ValidationError: the role has no image.
+    """
+    if not role.image:
+        raise ValidationError("Kubernetes runs container images: give the job an image", path="image")
+    container: dict[str, Any] = {"name": name, "image": role.image}
+    if program and role.command:
+        container["command"] = [expansion.escape(a) for a in role.command]
+    if program and role.args:
+        container["args"] = [expansion.escape(a) for a in role.args]
+    if env:
+        container["env"] = env_to_native(env)
+    resources = resources_to_native(role)
+    if resources:
+        container["resources"] = resources
+    if shm:
+        container["volumeMounts"] = [{"name": SHM_VOLUME, "mountPath": SHM_PATH}]
+    return container
+
+
+def node_selector_for(role: EffectiveRole, job: DistributedJob, settings: KubernetesSettings,
+                      notes: list[Note]) -> dict[str, str]:
+    """The node labels a pod of ``role`` selects: the job-wide ones, the accelerator's, spot's."""
+    selector = dict(settings.node_selector)
+    if role.accelerator is not None:
+        table = DEFAULT_NODE_SELECTORS if settings.node_selectors is None else settings.node_selectors
+        labels = table.get(role.accelerator.type)
+        if labels is None:
+            _note(notes, NoteKind.HINT, f"{SETTINGS}.node_selectors",
+                  f"no labels for {role.accelerator.type}: its pods go to any node with {GPU_RESOURCE}")
+        elif settings.node_selectors is None:
+            shown = ", ".join(f"{k}: {v}" for k, v in labels.items())
+            _note(notes, NoteKind.DEFAULTED, f"{SETTINGS}.node_selectors",
+                  f"{role.accelerator.type} pods select {shown} (GKE's node label; set node_selectors for other "
+                  "clusters)")
+        selector.update(labels or {})
+    if job.spot:
+        selector.update(settings.spot_node_selector)
+    return selector
+
+
+def pod_to_native(containers: list[dict[str, Any]], role: Optional[EffectiveRole], job: DistributedJob,
+                  settings: KubernetesSettings, notes: list[Note], shm: Optional[str] = None) -> dict[str, Any]:
+    """A pod spec: containers, node selection, tolerations, service account, pull secrets, shared memory."""
+    pod: dict[str, Any] = {"containers": containers}
+    selector = node_selector_for(role, job, settings, notes) if role is not None else dict(settings.node_selector)
+    if role is None and job.spot:
+        selector.update(settings.spot_node_selector)
+    if selector:
+        pod["nodeSelector"] = selector
+    tolerations = [*settings.tolerations, *(settings.spot_tolerations if job.spot else ())]
+    if tolerations:
+        pod["tolerations"] = [dict(t) for t in tolerations]
+    if settings.service_account:
+        pod["serviceAccountName"] = settings.service_account
+    if settings.image_pull_secrets:
+        pod["imagePullSecrets"] = [{"name": s} for s in settings.image_pull_secrets]
+    if shm:
+        pod["volumes"] = [{"name": SHM_VOLUME, "emptyDir": {"medium": "Memory", "sizeLimit": shm}}]
+    return pod
+
+
+def shm_for(role: EffectiveRole, settings: KubernetesSettings, notes: list[Note]) -> Optional[str]:
+    """``/dev/shm`` for a role's pods: the setting, else 16Gi for pods with several GPUs (noted)."""
+    if settings.shm_size:
+        return settings.shm_size
+    if role.gpus >= 2:
+        _note(notes, NoteKind.DEFAULTED, f"{SETTINGS}.shm_size",
+              f"{MULTI_GPU_SHM_SIZE} of memory-backed /dev/shm for pods with several GPUs (the container default, "
+              "64Mi, starves data loaders and NCCL)")
+        return MULTI_GPU_SHM_SIZE
+    return None
+
+
+def replica_to_native(replicas: int, restart_policy: str, pod: dict[str, Any]) -> dict[str, Any]:
+    """One entry of the kind's replica specs."""
+    return {"replicas": replicas, "restartPolicy": restart_policy, "template": {"spec": pod}}
+
+
+def _restart_policy(kind: Kind, settings: KubernetesSettings, replica_type: str) -> str:
+    if settings.restart_policy and kind.kind == "MPIJob" and settings.restart_policy not in MPI_RESTART_POLICIES:
+        raise ValidationError(f"mpi-operator accepts {' and '.join(MPI_RESTART_POLICIES)} only, got "
+                              f"{settings.restart_policy!r}", path=f"{SETTINGS}.restart_policy")
+    default = DEFAULT_RESTART_POLICIES[LAUNCHER if replica_type == LAUNCHER else kind.kind]
+    return settings.restart_policy or default
+
+
+# --- the whole job -----------------------------------------------------------------------------------
+
+def _role_env(role: EffectiveRole, job: DistributedJob, values: data.Values,
+              per_role: bool = True) -> dict[str, str]:
+    """Runtime hints, then the data hints, then the role's variables (which win)."""
+    return {**lowering.runtime_hints(job, role.name, per_role), **data.data_hints(values), **role.env}
+
+
+def _ready(role: EffectiveRole, job: DistributedJob, values: data.Values) -> EffectiveRole:
+    return data.substituted(data.with_module(role, job), values)
+
+
+def launcher_to_native(primary: EffectiveRole, env: dict[str, str], nodes: int, slots: int) -> dict[str, Any]:
+    """The MPIJob launcher's container: ``mpirun`` over every slot, forwarding the job's variables
+    (ranks start over ssh, outside the worker pods' environment), then the program.
+
+    Raises:
+        UnsupportedFeatureError: the job has no command for ``mpirun`` to start.
+    """
+    if not primary.command:
+        raise _refuse("command", "an MPIJob's launcher runs mpirun, which needs the program to start; the job runs "
+                      "its image's ENTRYPOINT.", "Give the job a command (e.g. [python, train.py]).")
+    forwarded = [part for name in (*MPIRUN_FORWARDED, *env) for part in ("-x", name)]
+    argv = [*MPIRUN, "-np", str(nodes * slots), *forwarded, *primary.command]
+    # The container's command and args make one argv: the job's args stay args.
+    launcher = attrs.evolve(primary, command=tuple(argv), accelerator=None, cpus=None, memory_gb=None, disk_gb=None)
+    return container_to_native(MPI_CONTAINERS[LAUNCHER], launcher, env)
+
+
+def replicas_to_native(kind: Kind, roles: dict[RoleName, EffectiveRole], job: DistributedJob,
+                       settings: KubernetesSettings, values: data.Values, notes: list[Note]) -> dict[str, Any]:
+    """The kind's replica specs, in the order the operator documents them."""
+    if kind.kind == "MPIJob":
+        return _mpi_replicas(kind, roles, job, settings, values, notes)
+    specs = {}
+    for name, role in roles.items():
+        replica_type = REPLICA_TYPES[kind.kind][name]
+        shm = shm_for(role, settings, notes)
+        container = container_to_native(kind.container, role, _role_env(role, job, values), shm=bool(shm))
+        pod = pod_to_native([container], role, job, settings, notes, shm)
+        specs[replica_type] = replica_to_native(int(role.replicas), _restart_policy(kind, settings, replica_type),
+                                                pod)
+    return specs
+
+
+def _mpi_replicas(kind: Kind, roles: dict[RoleName, EffectiveRole], job: DistributedJob,
+                  settings: KubernetesSettings, values: data.Values, notes: list[Note]) -> dict[str, Any]:
+    primary = roles[RoleName.PRIMARY]
+    if RoleName.WORKERS in roles:
+        _same_as_primary(roles[RoleName.WORKERS], primary)
+    nodes, slots = lowering.num_nodes(job), lowering.processes_per_node(job)
+    env = _role_env(primary, job, values, per_role=False)  # every rank gets the launcher's variables
+    launcher = pod_to_native([launcher_to_native(primary, env, nodes, slots)], None, job, settings, notes)
+    shm = shm_for(primary, settings, notes)
+    worker = container_to_native(MPI_CONTAINERS["Worker"], primary, env, program=False, shm=bool(shm))
+    return {
+        LAUNCHER: replica_to_native(1, _restart_policy(kind, settings, LAUNCHER), launcher),
+        "Worker": replica_to_native(nodes, _restart_policy(kind, settings, "Worker"),
+                                    pod_to_native([worker], primary, job, settings, notes, shm)),
+    }
+
+
+TORCH_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
+"""Programs (or ``python -m`` modules) that start a pod's processes from ``PET_NPROC_PER_NODE``."""
+
+
+def _launcher_hint(command: tuple[str, ...], processes: int, notes: list[Note]) -> None:
+    """``nprocPerNode`` counts processes the pod's command must start itself: say so when the
+    command is no launcher (the operator's ``WORLD_SIZE`` would wait for processes that never come)."""
+    launcher = is_launch_command(command) or any(
+        word.rsplit("/", 1)[-1] in TORCH_LAUNCHERS for word in command[:3])
+    if command and not launcher:
+        notes.append(Note(kind=NoteKind.HINT, field="processes_per_node",
+                          message=f"nprocPerNode {processes}: the operator starts the command once per pod and "
+                                  f"sets WORLD_SIZE to pods x {processes}; start it with torchrun or `omnidist "
+                                  "launch -- …`, which run that many processes"))
+
+
+def run_policy_to_native(kind: Kind, job: DistributedJob, settings: KubernetesSettings) -> dict[str, Any]:
+    """``runPolicy``: what to clean, how often to retry, the deadline (``timeout``), the TTL."""
+    policy: dict[str, Any] = {}
+    clean = settings.clean_pod_policy or DEFAULT_CLEAN_POD_POLICIES.get(kind.kind)
+    if clean:
+        policy["cleanPodPolicy"] = clean
+    if settings.ttl_seconds_after_finished is not None:
+        policy["ttlSecondsAfterFinished"] = settings.ttl_seconds_after_finished
+    if job.timeout:
+        policy["activeDeadlineSeconds"] = job.timeout
+    if settings.backoff_limit is not None:
+        policy["backoffLimit"] = settings.backoff_limit
+    return policy
+
+
+def longest_suffix(kind: Kind, job: DistributedJob) -> str:
+    """The longest ``-<replica type>-<index>`` the operator appends to pod and service names."""
+    if kind.kind == "MPIJob":
+        suffixes = ["-launcher", f"-worker-{lowering.num_nodes(job) - 1}"]
+    else:
+        suffixes = [f"-{rtype.lower()}-{max(lowering.replicas(job, role), 1) - 1}"
+                    for role, rtype in REPLICA_TYPES[kind.kind].items() if job.role(role) is not None]
+    return max(suffixes, key=len)
+
+
+def name_to_native(kind: Kind, job: DistributedJob, notes: list[Note], reserve: int = 0) -> str:
+    """The job's name as a DNS-1035 label short enough for every pod and service name derived from
+    it (``reserve`` more characters are kept free, for the suffix a submit adds)."""
+    room = MAX_NAME - len(longest_suffix(kind, job)) - reserve
+    name = job.name[:room].rstrip("-")
+    if name != job.name:
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="name",
+                          message=f"{job.name!r} became {name!r}: the operator names pods and services "
+                                  f"<job>{longest_suffix(kind, job)}, at most {MAX_NAME} characters, ending in a "
+                                  "letter or digit"))
+    problem = names.job_name(name, longest_suffix(kind, job))
+    if problem:  # pragma: no cover - a portable name cut to size is always one
+        raise ValidationError(problem, path="name")
+    return name
+
+
+def metadata_to_native(job: DistributedJob, name: str, settings: KubernetesSettings) -> dict[str, Any]:
+    """``name``, ``namespace``, ``labels`` (the job's and Kueue's) and the description annotation.
+
+    Raises:
+        ValidationError: a label Kubernetes refuses, or one omnidist reserves, at ``labels.KEY``.
+    """
+    problems = label_problems(job.labels, "labels")
+    problems += [Problem(f"labels.{key}", why) for key, why in _RESERVED_LABELS.items() if key in job.labels]
+    if problems:
+        raise ValidationError(problems, source=job.source)
+    metadata: dict[str, Any] = {"name": name, "namespace": settings.namespace}
+    labels = dict(job.labels)
+    if settings.queue:
+        labels[QUEUE_LABEL] = settings.queue
+    if labels:
+        metadata["labels"] = labels
+    if job.description:
+        metadata["annotations"] = {DESCRIPTION_ANNOTATION: job.description}
+    return metadata
+
+
+def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJob:
+    """The whole manifest; see the module docstring and docs/backends/kubernetes.md."""
+    notes: list[Note] = []
+    kind = KINDS[FRAMEWORK_KINDS[job.framework]]
+    check_job(job, kind, notes)
+    job, values = prepare(job, settings, notes)
+    roles = {r.name: _ready(r, job, values) for r in lowering.effective_roles(job)}
+    name = name_to_native(kind, job, notes)
+    spec: dict[str, Any] = {}
+    processes = lowering.processes_per_node(job)
+    if kind.kind == "PyTorchJob" and processes > 1:
+        spec["nprocPerNode"] = str(processes)
+        _launcher_hint(roles[RoleName.PRIMARY].command, processes, notes)
+    if kind.kind == "MPIJob":
+        spec["slotsPerWorker"] = processes
+    if kind.kind == "TFJob" and job.processes_per_node != "auto" and processes > 1:
+        notes.append(Note(kind=NoteKind.DROPPED, field="processes_per_node",
+                          message="a TFJob starts one process per pod; tf.distribute uses the pod's GPUs itself"))
+    policy = run_policy_to_native(kind, job, settings)
+    if policy:
+        spec["runPolicy"] = policy
+    spec[kind.replica_specs] = replicas_to_native(kind, roles, job, settings, values, notes)
+    request = {"apiVersion": kind.api_version, "kind": kind.kind,
+               "metadata": metadata_to_native(job, name, settings), "spec": spec}
+    return CompiledJob(backend=NAME, request=request, diagnostics=notes, format="yaml", job=job)

@@ -1,0 +1,279 @@
+"""Where Kubernetes differs: the Kubeflow job kinds, their replica types, the node labels that
+name GPUs, and the states. Sorted tables with one docstring each; inverses are derived.
+
+Sources: kubeflow/training-operator ``release-1.9`` (PyTorchJob and TFJob CRDs, webhooks,
+``pkg/controller.v1``), kubeflow/mpi-operator (MPIJob ``v2beta1`` CRD, validation and
+controller), GKE's "Run GPUs in GKE Standard node pools" and "Spot VMs" pages, and AWS's
+accelerated-computing instance tables. Entries marked *unconfirmed* are best knowledge, kept
+here so they are easy to correct.
+"""
+
+from __future__ import annotations
+
+import re
+
+import attrs
+
+from omnidist.backend import JobState
+from omnidist.catalog import COMPUTE_ENGINE_GPU_MACHINES
+from omnidist.job import Framework, RoleName
+from omnidist.runtime.platforms import kubernetes as platform
+
+NAME = "kubernetes"
+"""The backend's name (entry point, settings block ``backends.kubernetes``)."""
+
+GROUP = "kubeflow.org"
+"""The API group of every Kubeflow training job."""
+
+
+@attrs.frozen(kw_only=True)
+class Kind:
+    """One training-job custom resource: what ``kubectl`` and the API call it.
+
+    Attributes:
+        kind: ``PyTorchJob``, ``TFJob`` or ``MPIJob``.
+        version: the API version within :data:`GROUP`.
+        plural: the resource's plural, as in its URL.
+        replica_specs: the ``spec`` key holding the replica types.
+        container: the container the operator requires in every replica (its webhook refuses a
+            replica without one), ``None`` where any name goes (MPIJob: the first container).
+    """
+
+    kind: str
+    version: str
+    plural: str
+    replica_specs: str
+    container: str | None
+
+    @property
+    def api_version(self) -> str:
+        """``kubeflow.org/v1``."""
+        return f"{GROUP}/{self.version}"
+
+
+PYTORCH_JOB = Kind(kind="PyTorchJob", version="v1", plural="pytorchjobs", replica_specs="pytorchReplicaSpecs",
+                   container="pytorch")
+TF_JOB = Kind(kind="TFJob", version="v1", plural="tfjobs", replica_specs="tfReplicaSpecs", container="tensorflow")
+MPI_JOB = Kind(kind="MPIJob", version="v2beta1", plural="mpijobs", replica_specs="mpiReplicaSpecs", container=None)
+
+KINDS: dict[str, Kind] = {k.kind: k for k in (MPI_JOB, PYTORCH_JOB, TF_JOB)}
+"""``kind`` -> the job kind."""
+
+FRAMEWORK_KINDS: dict[Framework, str] = {
+    framework: platform.KINDS[framework.value] for framework in sorted(Framework)
+}
+"""Portable framework -> the kind it compiles to, from the platform's own table
+(:data:`omnidist.runtime.platforms.kubernetes.KINDS`), which the runtime reads too."""
+
+KIND_FRAMEWORKS: dict[str, Framework] = {
+    kind: min((f for f, k in FRAMEWORK_KINDS.items() if k == kind), key=lambda f: f.value not in kind.lower())
+    for kind in sorted(set(FRAMEWORK_KINDS.values()))
+}
+"""Kind -> the framework an imported job gets when its environment does not say (derived,
+preferring the framework the kind is named after; MPIJob: horovod)."""
+
+REPLICA_TYPES: dict[str, dict[RoleName, str]] = {
+    kind: {role: types[role.singular] for role in RoleName if role.singular in types}
+    for kind, types in platform.REPLICA_TYPES.items()
+}
+"""Kind -> role -> replica type, from the platform's table. An MPIJob's primary and workers are
+all ``Worker`` pods (one template, ``replicas`` = nodes); its ``Launcher`` runs ``mpirun`` and is
+no node of the job."""
+
+REPLICA_ROLES: dict[str, dict[str, RoleName]] = {
+    kind: {rtype: role for role, rtype in roles.items()} for kind, roles in REPLICA_TYPES.items() if kind != "MPIJob"
+}
+"""Kind -> replica type -> role (derived; an MPIJob's ``Worker`` pods are the primary and the
+workers together, which the importer splits)."""
+
+LAUNCHER = "Launcher"
+"""The MPIJob replica type that runs ``mpirun``."""
+
+MPI_CONTAINERS: dict[str, str] = {"Launcher": "launcher", "Worker": "worker"}
+"""MPIJob replica type -> the container name omnidist writes (mpi-operator takes any)."""
+
+RESTART_POLICIES: tuple[str, ...] = ("Always", "ExitCode", "Never", "OnFailure")
+"""``restartPolicy`` values of a replica (training-operator); MPIJob takes Never and OnFailure only."""
+
+MPI_RESTART_POLICIES: tuple[str, ...] = ("Never", "OnFailure")
+"""``restartPolicy`` values mpi-operator's validation accepts."""
+
+DEFAULT_RESTART_POLICIES: dict[str, str] = {
+    "Launcher": "OnFailure",
+    "MPIJob": "Never",
+    "PyTorchJob": "OnFailure",
+    "TFJob": "OnFailure",
+}
+"""Kind (or ``Launcher``) -> the ``restartPolicy`` omnidist writes when the settings name none:
+the operators' own defaults (PyTorchJob's ``OnFailure``; mpi-operator's ``OnFailure`` launcher
+and ``Never`` workers), TFJob like PyTorchJob."""
+
+CLEAN_POD_POLICIES: tuple[str, ...] = ("All", "None", "Running")
+"""``runPolicy.cleanPodPolicy`` values."""
+
+DEFAULT_CLEAN_POD_POLICIES: dict[str, str] = {"MPIJob": "Running"}
+"""Kind -> the ``cleanPodPolicy`` omnidist writes when the settings name none: MPIJob workers run
+``sshd`` until deleted, so they go when the launcher ends (as mpi-operator's examples do)."""
+
+MPI_SLOTS_DEFAULT = 1
+"""mpi-operator's ``slotsPerWorker`` when a job names none."""
+
+MPIRUN = ("mpirun", "--allow-run-as-root", "-bind-to", "none", "-map-by", "slot")
+"""How the launcher starts the job (OpenMPI, as mpi-operator's examples do); ``-np`` and one
+``-x NAME`` per variable follow, then the program."""
+
+MPIRUN_FORWARDED = ("PATH",)
+"""Variables every launch forwards to the ranks (processes started over ssh see no pod env)."""
+
+MPIRUN_PROGRAMS = frozenset({"horovodrun", "mpiexec", "mpirun", "orterun"})
+"""Launcher programs the importer reads options off to find the training program."""
+
+MPIRUN_OPTION_VALUES: dict[str, int] = {
+    "--allow-run-as-root": 0, "--bind-to": 1, "--display-map": 0, "--host": 1, "--hostfile": 1,
+    "--map-by": 1, "--mca": 2, "--merge-stderr-to-stdout": 0, "--np": 1, "--npernode": 1,
+    "--output-filename": 1, "--oversubscribe": 0, "--prefix": 1, "--rank-by": 1, "--report-bindings": 0,
+    "--tag-output": 0, "--timestamp-output": 0, "--verbose": 0, "--wdir": 1, "-H": 1, "-N": 1,
+    "-bind-to": 1, "-c": 1, "-display-map": 0, "-gmca": 2, "-host": 1, "-hostfile": 1, "-map-by": 1,
+    "-mca": 2, "-n": 1, "-np": 1, "-npernode": 1, "-p": 1, "-rank-by": 1, "-report-bindings": 0,
+    "-tag-output": 0, "-v": 0, "-wdir": 1, "-x": 1,
+}
+"""mpirun/horovodrun option -> how many values follow it (the importer skips them to find the
+program); an option written ``--opt=value`` takes its value with it."""
+
+# --- resources, labels, annotations --------------------------------------------------------------
+
+GPU_RESOURCE = "nvidia.com/gpu"
+"""The extended resource NVIDIA's device plugin offers: a GPU count is a limit on it."""
+
+CPU, MEMORY, EPHEMERAL_STORAGE = "cpu", "memory", "ephemeral-storage"
+"""The core resources a role's ``cpus``, ``memory_gb`` and ``disk_gb`` become."""
+
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+"""The label Kueue admits a job by (its LocalQueue's name)."""
+
+JOB_NAME_LABEL = "training.kubeflow.org/job-name"
+"""The label both operators put on every pod of a job (what ``logs`` selects by)."""
+
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+"""The labels telling a pod's replica type (lowercase) and index."""
+
+DESCRIPTION_ANNOTATION = "kubernetes.io/description"
+"""The well-known annotation a job's ``description`` goes into (Kubernetes objects have no field)."""
+
+SHM_VOLUME = "dshm"
+SHM_PATH = "/dev/shm"
+"""The memory-backed volume omnidist mounts for shared memory (the container default is 64 MiB)."""
+
+MULTI_GPU_SHM_SIZE = "16Gi"
+"""Shared memory given to pods with several GPUs when the settings name no ``shm_size``
+(multi-process data loaders and NCCL hang on the default)."""
+
+MAX_NAME = 63
+"""A job's name, and every pod and service name the operators derive from it, is a DNS-1035 label."""
+
+# --- GPUs on nodes ---------------------------------------------------------------------------------
+
+GKE_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
+"""The node label GKE gives GPU nodes."""
+
+GKE_ACCELERATORS: dict[str, str] = {
+    "A100": "nvidia-tesla-a100",
+    "A100-80GB": "nvidia-a100-80gb",
+    "B200": "nvidia-b200",
+    "H100": "nvidia-h100-80gb",
+    "H100-MEGA": "nvidia-h100-mega-80gb",
+    "H200": "nvidia-h200-141gb",
+    "L4": "nvidia-l4",
+    "P100": "nvidia-tesla-p100",
+    "P4": "nvidia-tesla-p4",
+    "T4": "nvidia-tesla-t4",
+    "V100": "nvidia-tesla-v100",
+}
+"""Portable accelerator -> GKE's ``cloud.google.com/gke-accelerator`` value (GKE "Run GPUs in GKE
+Standard node pools" names the A100 to B200 values; T4, V100, P100, P4 and L4 are Compute
+Engine's accelerator-type names, which the label carries)."""
+
+GKE_PORTABLE: dict[str, str] = {v: k for k, v in GKE_ACCELERATORS.items()}
+"""GKE accelerator label value -> portable accelerator (derived)."""
+
+DEFAULT_NODE_SELECTORS: dict[str, dict[str, str]] = {
+    accelerator: {GKE_ACCELERATOR_LABEL: value} for accelerator, value in GKE_ACCELERATORS.items()
+}
+"""The ``node_selectors`` setting when none is given: GKE's accelerator label."""
+
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+"""The node label NVIDIA's GPU feature discovery sets (``NVIDIA-A100-SXM4-80GB``, ``Tesla-T4``…)."""
+
+GPU_PRODUCTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"A100.*80GB", re.IGNORECASE), "A100-80GB"),
+    (re.compile(r"A100", re.IGNORECASE), "A100"),
+    (re.compile(r"B200", re.IGNORECASE), "B200"),
+    (re.compile(r"H100", re.IGNORECASE), "H100"),
+    (re.compile(r"H200", re.IGNORECASE), "H200"),
+    (re.compile(r"(^|-)L4($|-)", re.IGNORECASE), "L4"),
+    (re.compile(r"P100", re.IGNORECASE), "P100"),
+    (re.compile(r"(^|-)P4($|-)", re.IGNORECASE), "P4"),
+    (re.compile(r"(^|-)T4($|-)", re.IGNORECASE), "T4"),
+    (re.compile(r"V100", re.IGNORECASE), "V100"),
+)
+"""``nvidia.com/gpu.product`` pattern -> portable accelerator, first match wins (the label is the
+marketing name with spaces as ``-``; *unconfirmed* beyond the common SXM/PCIe spellings)."""
+
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+"""The well-known node labels holding the cloud's machine type."""
+
+INSTANCE_GPUS: dict[str, tuple[str, int]] = {
+    **{m.name: (m.accelerator, m.gpus) for m in COMPUTE_ENGINE_GPU_MACHINES if m.gpus},
+    "g4dn.12xlarge": ("T4", 4), "g4dn.16xlarge": ("T4", 1), "g4dn.2xlarge": ("T4", 1), "g4dn.4xlarge": ("T4", 1),
+    "g4dn.8xlarge": ("T4", 1), "g4dn.metal": ("T4", 8), "g4dn.xlarge": ("T4", 1),
+    "g6.12xlarge": ("L4", 4), "g6.16xlarge": ("L4", 1), "g6.24xlarge": ("L4", 4), "g6.2xlarge": ("L4", 1),
+    "g6.48xlarge": ("L4", 8), "g6.4xlarge": ("L4", 1), "g6.8xlarge": ("L4", 1), "g6.xlarge": ("L4", 1),
+    "p3.16xlarge": ("V100", 8), "p3.2xlarge": ("V100", 1), "p3.8xlarge": ("V100", 4), "p3dn.24xlarge": ("V100", 8),
+    "p4d.24xlarge": ("A100", 8), "p4de.24xlarge": ("A100-80GB", 8), "p5.48xlarge": ("H100", 8),
+    "p5e.48xlarge": ("H200", 8), "p5en.48xlarge": ("H200", 8), "p6-b200.48xlarge": ("B200", 8),
+    "Standard_ND96amsr_A100_v4": ("A100-80GB", 8), "Standard_ND96asr_v4": ("A100", 8),
+    "Standard_ND96isr_H100_v5": ("H100", 8), "Standard_ND96isr_H200_v5": ("H200", 8),
+}
+"""Machine type (a ``node.kubernetes.io/instance-type`` value) -> (portable accelerator, GPUs):
+Compute Engine's from omnidist's catalog, AWS's GPU instances (EC2 accelerated computing tables;
+A10G and other models without a portable name are left out), Azure's ND InfiniBand sizes."""
+
+SPOT_NODE_SELECTOR: dict[str, str] = {"cloud.google.com/gke-spot": "true"}
+"""The ``spot_node_selector`` setting's default: GKE's Spot VM node label."""
+
+SPOT_TOLERATIONS: tuple[dict[str, str], ...] = (
+    {"key": "cloud.google.com/gke-spot", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+)
+"""The ``spot_tolerations`` setting's default: the taint GKE documents for Spot node pools."""
+
+SPOT_NODE_LABELS: dict[str, str] = {
+    "cloud.google.com/gke-preemptible": "true",
+    "cloud.google.com/gke-spot": "true",
+    "eks.amazonaws.com/capacityType": "SPOT",
+    "karpenter.sh/capacity-type": "spot",
+    "kubernetes.azure.com/scalesetpriority": "spot",
+}
+"""Node labels (with their value) that put a pod on spot capacity, for the importer: GKE,
+EKS managed node groups, Karpenter, AKS spot node pools."""
+
+GPU_TOLERATION: dict[str, str] = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+"""A toleration of the ``nvidia.com/gpu`` taint: GKE adds one to every pod that asks for GPUs
+(ExtendedResourceToleration), so the importer does not carry it (any value of the key)."""
+
+# --- states ----------------------------------------------------------------------------------------
+
+CONDITION_STATES: dict[str, JobState] = {
+    "Created": JobState.PENDING,
+    "Failed": JobState.FAILED,
+    "Restarting": JobState.RUNNING,
+    "Running": JobState.RUNNING,
+    "Succeeded": JobState.SUCCEEDED,
+    "Suspended": JobState.PAUSED,
+}
+"""``status.conditions[].type`` (with status ``True``) -> portable state. A suspended job that
+carries a Kueue queue label is waiting for admission: queued (see the client)."""
+
+CONDITION_ORDER: tuple[str, ...] = ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
+"""Which true condition says the state when several are true: the first in this order."""
+
