@@ -102,10 +102,6 @@ class Capabilities:
         """True when a job of ``framework`` can have ``role`` here."""
         return role in self.roles and framework in self.role_frameworks.get(role, self.frameworks)
 
-    def refusal(self, feature: Feature) -> Refusal:
-        """The words it refuses ``feature`` with (a plain sentence when it declares none)."""
-        return self.refusals.get(feature) or Refusal(message=f"it has no {feature.value.replace('_', ' ')}.")
-
     def summary(self) -> str:
         """A one-line description for tables."""
         roles = ", ".join(r.value for r in RoleName if r in self.roles)

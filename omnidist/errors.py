@@ -115,9 +115,9 @@ class UnsupportedFeatureError(OmnidistError):
 
     def __init__(self, feature: Feature | str, backend: str, message: str, hint: str = "", *,
                  subject: str | None = None):
-        if not isinstance(feature, Feature):  # named in words: the feature of that name, else the fallback
+        if not isinstance(feature, Feature):  # named in words (see Feature.named)
             subject = subject or feature
-            feature = Feature(feature) if feature in Feature._value2member_map_ else self.unnamed
+            feature = Feature.named(feature, self.unnamed)
         self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
         self.subject = subject or feature.value
         text = f"{backend} {self.verb} {self.subject}: {message}"

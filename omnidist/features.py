@@ -13,6 +13,7 @@ carries a code and data (the role, the machine…) besides the sentence a person
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,6 +47,20 @@ class Feature(str, enum.Enum):
     SPOT = "spot"                            # spot / preemptible capacity
     TUNING = "tuning"                        # a hyperparameter search
 
+    @classmethod
+    def named(cls, words: str, default: Feature) -> Feature:
+        """The feature a refusal named only in words is about (plugins written before this
+        vocabulary): ``role.field`` is a role's own hardware or program, else the first word names
+        it (``accelerator H100``, ``inputs.data``, ``interconnect: infiniband``); ``default``
+        when nothing does."""
+        role, dot, field = words.partition(".")
+        if dot and role in _ROLES and field in HARDWARE:
+            return cls.PER_ROLE_MACHINES
+        if dot and role in _ROLES and field in PROGRAM:
+            return cls.PER_ROLE_PROGRAMS
+        head = re.split(r"[\s.:]", words.strip(), maxsplit=1)[0]
+        return cls._value2member_map_.get(head) or _ALIASES.get(head) or default
+
 
 ROLE_FEATURES: Mapping[str, Feature] = {
     "evaluators": Feature.EVALUATORS,
@@ -53,6 +68,10 @@ ROLE_FEATURES: Mapping[str, Feature] = {
     "reduction_servers": Feature.REDUCTION_SERVERS,
 }
 """Role -> the feature of having it (the primary and workers every backend has)."""
+
+_ROLES = ("evaluators", "parameter_servers", "primary", "reduction_servers", "workers")
+_ALIASES = {"interconnect": Feature.INFINIBAND}
+"""Words that name a feature by another name (the only interconnect a backend can lack)."""
 
 HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 """A role's hardware fields: another value than the primary's is :attr:`Feature.PER_ROLE_MACHINES`."""

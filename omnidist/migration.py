@@ -291,24 +291,25 @@ def plan(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportE
     """Give up, before compiling, what the job uses and the target's declared capabilities lack:
     a role it does not have (or not with the job's framework), spot capacity, InfiniBand, a role
     on other hardware than the primary's. Each is reported in the target's own words (its
-    :attr:`~omnidist.backend.Capabilities.refusals`). Anything else the target lacks (an
-    accelerator, a program per role) is not given up: compiling refuses it."""
+    :attr:`~omnidist.backend.Capabilities.refusals`); a feature the target lacks without saying
+    how it refuses it is left to its compiler, whose refusal :func:`compile_dropping` gives up.
+    Anything else the target lacks (an accelerator, a program per role) is not given up."""
     capabilities = registry.get(target).capabilities
+    worded = capabilities.refusals
     entries: list[ReportEntry] = []
     for role, feature in ROLE_FEATURES.items():
-        if feature in used(job) and not capabilities.has_role(RoleName(role), job.framework):
-            refusal = capabilities.refusal(feature).error(feature, target, framework=job.framework.value)
-            entries.append(_given_up(ROLE_GIVEN_UP, refusal))
+        if feature in worded and feature in used(job) and not capabilities.has_role(RoleName(role), job.framework):
+            entries.append(_given_up(ROLE_GIVEN_UP, worded[feature].error(feature, target,
+                                                                          framework=job.framework.value)))
             job = attrs.evolve(job, **{role: None})
-    if job.spot and not capabilities.spot:
-        entries.append(_given_up(SPOT_GIVEN_UP, capabilities.refusal(Feature.SPOT).error(Feature.SPOT, target)))
+    if Feature.SPOT in worded and job.spot and not capabilities.spot:
+        entries.append(_given_up(SPOT_GIVEN_UP, worded[Feature.SPOT].error(Feature.SPOT, target)))
         job = attrs.evolve(job, spot=False)
-    if job.interconnect is Interconnect.INFINIBAND and not capabilities.infiniband:
-        refusal = capabilities.refusal(Feature.INFINIBAND).error(Feature.INFINIBAND, target)
-        entries.append(_given_up(INFINIBAND_GIVEN_UP, refusal))
+    if Feature.INFINIBAND in worded and job.interconnect is Interconnect.INFINIBAND and not capabilities.infiniband:
+        entries.append(_given_up(INFINIBAND_GIVEN_UP, worded[Feature.INFINIBAND].error(Feature.INFINIBAND, target)))
         job = attrs.evolve(job, interconnect=Interconnect.ANY)
-    if not capabilities.per_role_machines:
-        job, inherited = _primary_hardware(job, target, capabilities.refusal(Feature.PER_ROLE_MACHINES))
+    if Feature.PER_ROLE_MACHINES in worded and not capabilities.per_role_machines:
+        job, inherited = _primary_hardware(job, target, worded[Feature.PER_ROLE_MACHINES])
         entries += inherited
     return job, entries
 
@@ -338,6 +339,10 @@ def _fallback(job: DistributedJob, refusal: UnsupportedFeatureError) -> Optional
         return attrs.evolve(job, interconnect=Interconnect.ANY), _given_up(INFINIBAND_GIVEN_UP, refusal)
     if refusal.feature is Feature.SPOT and job.spot:
         return attrs.evolve(job, spot=False), _given_up(SPOT_GIVEN_UP, refusal)
+    role, _, field = refusal.subject.partition(".")  # a target without worded refusals names it role.field
+    written = job.role(role) if refusal.feature is Feature.PER_ROLE_MACHINES else None
+    if written is not None and field in HARDWARE and getattr(written, field) is not None:
+        return attrs.evolve(job, **{role: attrs.evolve(written, **{field: None})}), _given_up(HARDWARE_GIVEN_UP, refusal)
     return None
 
 

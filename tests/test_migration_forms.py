@@ -159,7 +159,7 @@ def test_data_map_rewrites_are_reported_and_an_unmapped_azure_location_is_exit_3
               "inputs": {"data": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/cifar"}}}
     with pytest.raises(UnsupportedFeatureError) as err:
         omnidist.migrate(native, target="vertex")
-    assert err.value.feature == "inputs.data" and "data_map" in str(err.value)
+    assert err.value.subject == "inputs.data" and "data_map" in str(err.value)
     compiled, report = omnidist.migrate(native, target="vertex", settings={
         "data_map": {"azureml://datastores/ws/paths/": "gs://bkt/"}})
     assert compiled.request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"][-1] == "/gcs/bkt/cifar"
@@ -172,7 +172,7 @@ def test_a_registered_data_asset_cannot_move_and_the_refusal_says_what_to_do():
               "inputs": {"coco": {"type": "uri_folder", "path": "azureml:coco128:1"}}}
     with pytest.raises(UnsupportedFeatureError) as err:
         omnidist.migrate(native, target="ai_platform")
-    assert err.value.feature == "inputs.coco" and "registered Azure ML data asset" in str(err.value)
+    assert err.value.subject == "inputs.coco" and "registered Azure ML data asset" in str(err.value)
     assert "az ml data download --name coco128" in str(err.value)
 
 

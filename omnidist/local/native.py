@@ -27,7 +27,6 @@ import attrs
 from omnidist import config, lowering, registry
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import ROLE_FEATURES
 from omnidist.job import DistributedJob, RoleName
 from omnidist.jobdata import REFERENCE
 from omnidist.runtime import platforms
@@ -120,7 +119,8 @@ def _check_places(job: DistributedJob, emulate: str, module: Any, decided: platf
     for role in lowering.effective_roles(job):
         if role.name.singular not in placed:
             others = ", ".join(n for n in platforms.emulations() if n != emulate)
-            raise UnsupportedFeatureError(ROLE_FEATURES[role.name.value], emulate, f"the {emulate} environment has "
+            # a role's name is its feature where the vocabulary has one (evaluators…), else it is named in words
+            raise UnsupportedFeatureError(role.name.value, emulate, f"the {emulate} environment has "
                                           f"no place for {role.name.value}.", f"Run it under another --emulate "
                                           f"({others}), or drop the role.")
 

@@ -187,7 +187,7 @@ RUNTIME_VARIABLES = (
     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
     "RANK", "TF_CONFIG", "TORCHELASTIC_RUN_ID", "WORLD_SIZE",
 )
-"""Every variable the runtime reads."""
+"""Variables the runtime reads, which the mutations may also add."""
 
 TORCHRUN_ENV = {"TORCHELASTIC_RUN_ID": "r1", "GROUP_RANK": "1", "RANK": "5", "LOCAL_RANK": "1", "WORLD_SIZE": "8",
                 "LOCAL_WORLD_SIZE": "4", "MASTER_ADDR": "10.0.0.2", "MASTER_PORT": "29500"}
@@ -204,8 +204,7 @@ def runtime_seeds() -> tuple[dict[str, str], ...]:
                                             settings={"emulate": platform})
             except errors.UnsupportedFeatureError:
                 continue
-            envs += [{k: v for k, v in r["env"].items() if k in RUNTIME_VARIABLES}
-                     for r in compiled.request["replicas"]]
+            envs += [dict(r["env"]) for r in compiled.request["replicas"]]  # all of it: what a platform reads varies
     return tuple(envs)
 
 

@@ -249,7 +249,7 @@ def test_a_worker_without_the_primarys_gpus_is_exit_3():
     del worker["containers"][0]["resources"], worker["nodeSelector"]
     with pytest.raises(UnsupportedFeatureError) as caught:
         backend().import_native(native)
-    assert caught.value.exit_code == 3 and "CPU-only workers" in caught.value.feature
+    assert caught.value.exit_code == 3 and "CPU-only workers" in caught.value.subject
 
 
 # --- the corpus: real manifests, read where they are ------------------------------------------------
