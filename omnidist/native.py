@@ -75,7 +75,7 @@ def read_native(native: Native) -> tuple[Spec, Optional[str]]:
         raise exc.with_source(source) from None
     if argv is not None:
         return CommandLine(argv=argv, config=_config_of(argv, source), source=source), source
-    data = serde.parse_yaml(text, source=source)
+    data = serde.parse_yaml(text, source=source, documents=True)  # manifests may hold several
     if not isinstance(data, (Mapping, list)):
         raise ValidationError(f"holds no job spec (a mapping of keys, or a gcloud command line); omnidist reads "
                               f"{formats()}", source=source)

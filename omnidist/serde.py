@@ -389,10 +389,17 @@ def job_to_dict(job: DistributedJob) -> dict[str, Any]:
     return data
 
 
-def parse_yaml(text: str, *, source: str | None = None) -> Any:
-    """Parse YAML (JSON is a subset) with the safe loader; syntax errors name line and column."""
+def parse_yaml(text: str, *, source: str | None = None, documents: bool = False) -> Any:
+    """Parse YAML (JSON is a subset) with the safe loader; syntax errors name line and column.
+
+    With ``documents``, a stream of several documents (``---`` between them, as in Kubernetes
+    manifests) is read as the list of its non-empty documents; one document is read as itself.
+    """
     try:
-        return yaml.safe_load(text)
+        if not documents:
+            return yaml.safe_load(text)
+        found = [d for d in yaml.safe_load_all(text) if d is not None]
+        return found[0] if len(found) == 1 else (found or None)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""

@@ -118,3 +118,11 @@ def test_missing_file_is_a_validation_error(tmp_path):
 def test_generated_jobs_round_trip(job):
     assert serde.job_from_dict(serde.job_to_dict(job)) == job
     assert serde.job_from_yaml(serde.job_to_yaml(job)) == job
+
+
+def test_a_stream_of_documents_reads_as_a_list_only_when_asked():
+    text = "---\n# a comment\nkind: A\n---\nkind: B\n"
+    assert serde.parse_yaml(text, documents=True) == [{"kind": "A"}, {"kind": "B"}]
+    assert serde.parse_yaml("---\nkind: A\n", documents=True) == {"kind": "A"}
+    with pytest.raises(ValidationError, match="not valid YAML"):
+        serde.parse_yaml(text)  # a job file is one document

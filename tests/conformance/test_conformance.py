@@ -96,13 +96,16 @@ def test_any_valid_job_compiles_or_is_refused_with_a_reason(name, job):
         assert compiled.backend == name and json.loads(json.dumps(compiled.request)) == compiled.request
 
 
+LABEL_TEXT = strategies.names.filter(lambda text: text[-1].isalnum())
+"""Label keys and values every cloud takes (Kubernetes label values end with a letter or digit)."""
+
 GPUS = strategies.accelerators_of(("V100",), (1, 2, 4, 8)) | strategies.accelerators_of(("T4",), (1, 2, 4))
 EXPRESSIBLE = st.builds(
     DistributedJob, name=strategies.names, framework=st.sampled_from(list(Framework)), image=strategies.images,
     command=strategies.argv, args=st.just(()) | strategies.argv, env=strategies.envs,
     primary=st.builds(Role, replicas=st.just(1), accelerator=st.none() | GPUS),
     workers=st.none() | st.builds(Role, replicas=st.integers(0, 4)),
-    timeout=st.none() | st.integers(1, 10**6), labels=st.dictionaries(strategies.names, strategies.names, max_size=3))
+    timeout=st.none() | st.integers(1, 10**6), labels=st.dictionaries(LABEL_TEXT, LABEL_TEXT, max_size=3))
 """Jobs every backend can run: an image and a command, V100 or T4 GPUs in counts every cloud
 sells, workers like the primary, env, labels, a timeout; nothing only some clouds have."""
 
