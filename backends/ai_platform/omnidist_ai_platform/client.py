@@ -32,36 +32,16 @@ from omnidist.errors import (
 )
 from omnidist.labels import REQUEST_ID_LABEL
 
+from omnidist_ai_platform.auth import credentials
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
 
-SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
-
-
 def default_suffix() -> str:
     """A unique ``jobId`` suffix: UTC time plus 6 random hex digits (``20250131_120000_a1b2c3``)."""
     return f"{time.strftime('%Y%m%d_%H%M%S', time.gmtime())}_{secrets.token_hex(3)}"
-
-
-def credentials(settings: AIPlatformSettings) -> Any:
-    """google.auth credentials: the default chain, or anonymous (local and compatible endpoints)."""
-    if settings.credentials == "anonymous":
-        from google.auth.credentials import AnonymousCredentials
-
-        return AnonymousCredentials()
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-
-    try:
-        found, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError as exc:
-        raise AuthenticationError(f"no Google credentials found ({exc}); run `gcloud auth "
-                                  "application-default login` or set credentials = \"anonymous\" for a "
-                                  "local endpoint", backend=NAME) from exc
-    return found
 
 
 def jobs(settings: AIPlatformSettings) -> Any:

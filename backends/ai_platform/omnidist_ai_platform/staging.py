@@ -21,7 +21,7 @@ from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME
 
 if TYPE_CHECKING:
-    from omnidist_ai_platform.client import AIPlatformClient
+    from omnidist.clients import Client
 
 log = logging.getLogger("omnidist.ai_platform")
 
@@ -36,7 +36,7 @@ def storage_client(settings: AIPlatformSettings) -> Any:
     """A ``google.cloud.storage.Client`` with the backend's credentials (and ``storage_endpoint``)."""
     from google.cloud import storage
 
-    from omnidist_ai_platform.client import credentials
+    from omnidist_ai_platform.auth import credentials
 
     options = {"api_endpoint": settings.storage_endpoint} if settings.storage_endpoint else None
     return storage.Client(project=settings.project or "omnidist", credentials=credentials(settings),
@@ -62,7 +62,7 @@ def translate(exc: BaseException) -> Optional[BackendError]:
     return None
 
 
-def stage(compiled: CompiledJob, client: AIPlatformClient) -> dict[str, Any]:
+def stage(compiled: CompiledJob, client: Client) -> dict[str, Any]:
     """The body to create: unchanged for a job without a local code folder; else with the
     folder uploaded (unless its content is already there) and its hash filled in."""
     settings = client.settings

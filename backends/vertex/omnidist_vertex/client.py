@@ -35,6 +35,7 @@ from omnidist.errors import (
     error_for_status,
 )
 from omnidist.labels import REQUEST_ID_LABEL
+from omnidist_vertex.auth import credentials as _credentials
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import JOB_STATES, resource_name
 
@@ -42,36 +43,9 @@ if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
 
 BACKEND = "vertex"
-SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
 
 # --- the SDK client --------------------------------------------------------------------------------
-
-
-def _credentials(mode: str) -> Any:
-    import google.auth
-    from google.auth import exceptions as auth_exceptions
-    from google.auth.credentials import AnonymousCredentials
-
-    if mode == "anonymous":
-        return AnonymousCredentials()
-    try:
-        if mode == "default":
-            credentials, _ = google.auth.default(scopes=list(SCOPES))
-            return credentials
-        from google.oauth2 import service_account
-
-        return service_account.Credentials.from_service_account_file(mode, scopes=list(SCOPES))
-    except auth_exceptions.DefaultCredentialsError as exc:
-        raise AuthenticationError(
-            f"no Google credentials found ({exc}); run `gcloud auth application-default login`, set "
-            'credentials to a service-account key file, or credentials = "anonymous" for a local endpoint',
-            backend=BACKEND,
-        ) from exc
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"vertex: credentials {mode!r} is not a readable service-account key file ({exc})"
-        ) from exc
 
 
 @functools.lru_cache(maxsize=16)

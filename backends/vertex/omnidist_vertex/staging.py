@@ -19,7 +19,7 @@ from omnidist.errors import BackendError, error_for_status
 from omnidist_vertex.settings import VertexSettings
 
 if TYPE_CHECKING:
-    from omnidist_vertex.client import VertexClient
+    from omnidist.clients import Client
 
 log = logging.getLogger("omnidist.vertex")
 
@@ -34,10 +34,10 @@ def storage_client(settings: VertexSettings) -> Any:
     """A ``google.cloud.storage.Client`` with the backend's credentials (and ``storage_endpoint``)."""
     from google.cloud import storage
 
-    from omnidist_vertex.client import _credentials
+    from omnidist_vertex.auth import credentials
 
     options = {"api_endpoint": settings.storage_endpoint} if settings.storage_endpoint else None
-    return storage.Client(project=settings.project or "omnidist", credentials=_credentials(settings.credentials),
+    return storage.Client(project=settings.project or "omnidist", credentials=credentials(settings.credentials),
                           client_options=options)
 
 
@@ -49,7 +49,7 @@ def _media_error(exc: BaseException) -> Optional[BackendError]:
     return error_for_status(status)(f"uploading the code failed: {exc}", backend="vertex", status=status)
 
 
-def stage(compiled: CompiledJob, client: VertexClient) -> dict[str, Any]:
+def stage(compiled: CompiledJob, client: Client) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
     folder uploaded (unless its content is already there) and its hash filled in."""
     settings = client.settings

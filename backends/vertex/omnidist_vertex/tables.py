@@ -8,15 +8,12 @@ backend.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Optional
+from typing import Any, Optional
 
 from omnidist.backend import JobState
 from omnidist.features import Feature, Refusal
 from omnidist.job import RoleName
 from omnidist.runtime.platforms import vertex as platform
-
-if TYPE_CHECKING:
-    from omnidist_vertex.settings import VertexSettings
 
 NAME = platform.NAME
 """The backend's name (entry point, ``backends.vertex`` block, runtime platform)."""
@@ -184,10 +181,10 @@ _RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+
                        r"(?:customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$")
 
 
-def resource_name(job_id: str, settings: VertexSettings) -> Optional[tuple[str, str, str]]:
+def resource_name(job_id: str, settings: Any) -> Optional[tuple[str, str, str]]:
     """``(project, region, number)`` of a job (a CustomJob or a HyperparameterTuningJob) given as
-    its full name, or as a bare number completed from the settings (``None`` when there is no
-    project to complete it with)."""
+    its full name, or as a bare number completed from the settings' ``project`` and ``region``
+    (``None`` when there is no project to complete it with)."""
     match = _RESOURCE.match(job_id)
     if match:
         return match["project"], match["region"], match["id"]
