@@ -114,16 +114,19 @@ class Refusal:
 
 
 def used(job: DistributedJob) -> frozenset[Feature]:
-    """The features ``job`` uses that a backend may lack (the ones a job can be read for)."""
+    """The features ``job`` uses that a backend may lack. A role uses machines (or a program) of
+    its own when it sets a hardware (program) field to something else than the primary's."""
     from omnidist import lowering
     from omnidist.job import AUTO, Interconnect, RoleName
 
     found = {feature for role, feature in ROLE_FEATURES.items() if _has(job, RoleName(role))}
     primary = lowering.effective_role(job, RoleName.PRIMARY)
     for role in lowering.effective_roles(job):
+        written = job.role(role.name)
         found.update(feature for feature, fields in ((Feature.PER_ROLE_MACHINES, HARDWARE),
                                                      (Feature.PER_ROLE_PROGRAMS, PROGRAM))
-                     if any(getattr(role, f) != getattr(primary, f) for f in fields))
+                     if any(getattr(written, f) not in (None, {}) and getattr(role, f) != getattr(primary, f)
+                            for f in fields))
         if role.accelerator is not None:
             found.add(Feature.ACCELERATOR)
     flags = {Feature.SPOT: job.spot, Feature.INFINIBAND: job.interconnect is Interconnect.INFINIBAND,

@@ -442,3 +442,58 @@ def test_spot_becomes_on_demand_on_legacy_and_strict_refuses():
     assert [(e.field, e.fidelity) for e in report.breaks_strict] == [("spot", migration.Fidelity.CHANGED)]
     with pytest.raises(migration.StrictMigrationError):
         omnidist.migrate(native, target="ai_platform", framework="pytorch", strict=True)
+
+
+# --- planned from the target's capabilities, compiled once ------------------------------------------
+
+def _moved(name: str, target: str):
+    imported, source, entries = migration.import_job(INPUTS / name)
+    return migration.move_job(imported, source, target, entries=entries)[0]
+
+
+def test_the_plan_gives_up_what_the_target_declares_it_lacks_in_its_own_words(isolated):
+    job = _moved("ai_platform_doc_example_command.yaml", "azure_ml")
+    planned, entries = migration.plan(job, "azure_ml")
+    assert [(e.fidelity.value, e.field) for e in entries] == [
+        ("dropped", "evaluators"), ("changed", "parameter_servers.cpus"), ("changed", "parameter_servers.memory_gb")]
+    assert entries[0].message == ("the role is left out: Azure ML command jobs have no evaluator role: every node "
+                                  "trains.")
+    assert planned.evaluators is None and planned.parameter_servers.cpus is None
+    omnidist.compile(planned, backend="azure_ml")  # one compile: nothing left for the target to refuse
+
+
+def test_what_the_target_has_on_some_machines_is_left_to_its_compiler(isolated):
+    """Vertex declares InfiniBand-class networking (GPUDirect RDMA on two machines), so the plan
+    gives nothing up; its compiler refuses it for this job's A100s, and that refusal is given up."""
+    job = _moved("azure_ml_pytorch_infiniband.yaml", "vertex")
+    assert migration.plan(job, "vertex") == (job, [])
+    _, final, entries = migration.compile_dropping(job, "vertex")
+    assert [e.field for e in entries] == ["interconnect: infiniband"] and final.interconnect is Interconnect.ANY
+
+
+def test_the_machine_a_target_chose_is_read_from_its_note_data(isolated):
+    compiled, report = omnidist.migrate(INPUTS / "azure_ml_a100_80gb.yaml", target="vertex")
+    line = next(e for e in report.entries if e.field == "primary.machine")
+    assert line.message.endswith("picked a2-ultragpu-1g (12 vCPUs, 170 GB, 1×A100-80GB); name a machine here to choose")
+    imported, source, _ = migration.import_job(INPUTS / "azure_ml_a100_80gb.yaml")
+    words_only = attrs.evolve(compiled, diagnostics=[attrs.evolve(n, code=None) for n in compiled.diagnostics])
+    entries, consumed = migration.machine_entries(imported, compiled.job, words_only, source, "vertex")
+    assert consumed == set() and entries[0].message.endswith("the target's machine for it"), \
+        "a note that only says the machine's name in words is not the target's choice"
+
+
+def test_a_spec_two_backends_claim_asks_for_from():
+    with pytest.raises(ValidationError, match=r"reads as ai_platform and as vertex; pass --from ai_platform\|vertex"):
+        migration.detect_backend({"trainingInput": {}, "jobSpec": {}})
+
+
+def test_migrate_needs_a_target():
+    with pytest.raises(ValidationError, match="name the backend to migrate to"):
+        omnidist.migrate(INPUTS / "vertex_a100x2.json")
+
+
+def test_backend_choices_come_from_the_registry_with_a_suggestion(tmp_path):
+    done = run_cli("migrate", "x.json", "--to", "vertx", cwd=tmp_path)
+    assert done.returncode == 2 and "Did you mean 'vertex'?" in done.stderr
+    for name in omnidist.registry.installed():
+        assert name in done.stderr

@@ -20,6 +20,7 @@ import pytest
 
 from omnidist import registry
 from omnidist.runtime import platforms
+from omnidist.testing.harness import harnesses
 
 CORE = Path(__file__).resolve().parents[2] / "omnidist"
 PLUGINS = [n for n in registry.installed() if type(registry.get(n)).__module__.split(".")[0] != "omnidist"]
@@ -139,3 +140,17 @@ def test_a_backend_recognizes_what_it_compiles(name, isolated):
     request = api.compile(job, backend=name).request
     claims = [other for other in registry.installed() if registry.get(other).recognizes(request)]
     assert claims == [name]
+
+
+@pytest.mark.parametrize("name", sorted(harnesses()))
+def test_a_declared_harness_wires_the_backend_to_its_fake(name):
+    from omnidist.testing import FakeServer, FakeService
+
+    harness = harnesses()[name]
+    assert issubclass(harness.service, FakeService) and {"create", "get"} <= set(harness.service.ROUTES)
+    driver = registry.get(name)
+    with FakeServer() as server:
+        harness.service(server)
+        settings = driver.settings_type(**harness.settings(server.url))
+    driver.settings_type(**harness.sample_settings)
+    assert driver.client is not None and settings is not None

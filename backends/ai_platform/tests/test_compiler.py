@@ -10,6 +10,7 @@ import pytest
 import omnidist
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 from omnidist.job import DistributedJob
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
 from omnidist_ai_platform.testing import schema_problems
@@ -91,6 +92,7 @@ def test_smallest_fitting_machine_is_chosen_and_noted(accelerator, cpus, machine
     assert compiled.request["trainingInput"]["masterType"] == machine
     note = next(n for n in compiled.diagnostics if n.field == "primary.machine_type")
     assert note.kind is NoteKind.DEFAULTED and machine in note.message
+    assert note.code is NoteCode.MACHINE_CHOSEN and note.data == {"role": "primary", "machine": machine}
 
 
 @pytest.mark.parametrize(("machine", "accelerator", "fragment"), [
@@ -178,6 +180,9 @@ def test_unexpressible_job_features(extra, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked(base(**extra))
     assert err.value.subject == feature
+    assert err.value.feature in (Feature.SPOT, Feature.INFINIBAND)
+    assert err.value.message == AIPlatformBackend.capabilities.refusals[err.value.feature].message, \
+        "the compiler refuses in the words migration plans with"
 
 
 def test_python_package_job_uses_runtime_fields_and_trainingInput_args():

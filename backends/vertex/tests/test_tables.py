@@ -7,6 +7,11 @@ from omnidist_vertex import compiler, tables
 from omnidist import accelerators
 from omnidist.backend import JobState
 from omnidist.job import RoleName
+from omnidist.testing.tables import table_problems
+
+
+def test_every_table_is_sorted_and_documented():
+    assert table_problems(tables) == []
 
 
 def test_tables_are_sorted():
