@@ -324,14 +324,18 @@ class Backend(ABC):
     def compile(self, job: DistributedJob, settings: Any) -> CompiledJob:
         """Build the native request. Pure: no network, no SDK import."""
 
-    @abstractmethod
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
-        """Turn a native request into a portable job. Pure."""
+        """Turn a native request into a portable job. Pure. (The job of :meth:`import_with_notes`.)"""
+        return self.import_with_notes(request)[0]
 
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
         """Like :meth:`import_native`, plus notes on what was inferred, approximated or
-        dropped while importing (migration reports them). Backends override it when their
-        importer has something to say; the default has nothing to add."""
+        dropped while importing (migration reports them).
+
+        A backend implements one of the two: this one when its importer has something to say
+        (the default has nothing to add to :meth:`import_native`)."""
+        if type(self).import_native is Backend.import_native:
+            raise NotImplementedError(f"backend {self.name!r} implements neither import_native nor import_with_notes")
         return self.import_native(request), ()
 
     def recognizes(self, native: Any) -> bool:

@@ -191,6 +191,8 @@ def check_contract(name: str, cls: object) -> type[Backend]:
         problems.append("its settings_type is not an attrs class")
     if getattr(cls, "__abstractmethods__", None):
         problems.append(f"it does not implement {', '.join(sorted(cls.__abstractmethods__))}")
+    if cls.import_native is Backend.import_native and cls.import_with_notes is Backend.import_with_notes:
+        problems.append("it implements neither import_native nor import_with_notes")
     if problems:
         raise BackendNotFoundError(f"backend {name!r} ({cls.__module__}) breaks the contract: " + "; ".join(problems))
     return cls

@@ -134,3 +134,23 @@ def test_discovery_finds_what_importlib_metadata_finds():
     expected = {ep.name: (ep.value, ep.dist.version) for ep in metadata.entry_points(group=registry.GROUP)}
     found = registry.discover(sys.path)
     assert {name: (p.value, p.version) for name, p in found.items()} == expected
+
+
+def test_a_backend_implements_one_of_the_two_import_methods(plugin_site):
+    from omnidist.backend import Backend, Capabilities
+    from omnidist.job import RoleName
+    from omnidist_testplugin import EchoSettings
+
+    class Silent(Backend):
+        name = "silent"
+        capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
+        settings_type = EchoSettings
+
+        def compile(self, job, settings):
+            raise NotImplementedError
+
+    with pytest.raises(BackendNotFoundError, match="implements neither import_native nor import_with_notes"):
+        registry.check_contract("silent", Silent)
+    Silent.import_with_notes = lambda self, request: (None, ())
+    assert registry.check_contract("silent", Silent) is Silent
+    assert Silent().import_native({}) is None, "import_native is import_with_notes' job"

@@ -68,15 +68,9 @@ class AIPlatformBackend(Backend):
             compiled = tuning.with_hyperparameters(compiled, job.tuning)
         return compiled
 
-    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
-        """A portable job from a create body or a ``trainingInput`` config.
-
-        The notes on what did not carry over exactly come from :meth:`import_with_notes`.
-        """
-        return self.import_with_notes(request)[0]
-
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
-        """The imported job and the notes on what did not carry over exactly (``migrate`` reads them)."""
+        """A create body or ``trainingInput`` config as a portable job, with what did not carry
+        over exactly (``migrate`` reads the notes). Pure."""
         from omnidist_ai_platform import importer
 
         return importer.import_with_notes(request)

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import retry
+from omnidist import google_cloud, retry
 from omnidist.backend import JobState, JobStatus
 from omnidist.clients import Client, Idempotency, Keyed, LogStart, labelled
 from omnidist.errors import (
@@ -32,7 +32,6 @@ from omnidist.errors import (
 )
 from omnidist.labels import REQUEST_ID_LABEL
 
-from omnidist_ai_platform.auth import credentials
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
@@ -42,6 +41,11 @@ if TYPE_CHECKING:
 def default_suffix() -> str:
     """A unique ``jobId`` suffix: UTC time plus 6 random hex digits (``20250131_120000_a1b2c3``)."""
     return f"{time.strftime('%Y%m%d_%H%M%S', time.gmtime())}_{secrets.token_hex(3)}"
+
+
+def credentials(settings: AIPlatformSettings) -> Any:
+    """google.auth credentials: the default chain, or anonymous (local and compatible endpoints)."""
+    return google_cloud.credentials(settings.credentials, NAME)
 
 
 def jobs(settings: AIPlatformSettings) -> Any:
@@ -112,9 +116,9 @@ class AIPlatformClient(Client[dict]):
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
         """Upload a local code folder to the staging bucket (once per content)."""
-        from omnidist_ai_platform import staging
-
-        return attrs.evolve(compiled, request=staging.stage(compiled, self))
+        request = google_cloud.stage(compiled, self, credentials(self.settings),
+                                     lambda exc: google_cloud.translate(exc, NAME))
+        return attrs.evolve(compiled, request=request)
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The create body: a unique ``jobId`` suffix unless the settings pin it, and the marker label."""

@@ -56,12 +56,9 @@ class AzureMLBackend(Backend):
             compiled = tuning.sweep_job(compiled, job.tuning)
         return compiled
 
-    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
-        """A portable job from a command job YAML (as parsed); pure."""
-        return self.import_with_notes(request)[0]
-
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
-        """The portable job plus what was inferred (GPUs from the SKU), approximated or dropped."""
+        """A command or sweep job (as parsed) as a portable job, with what was inferred (GPUs from
+        the SKU), approximated or dropped. Pure."""
         from omnidist_azure_ml import importer, tuning
 
         if tuning.recognizes(request):  # a sweep job around a command job

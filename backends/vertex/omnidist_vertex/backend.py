@@ -60,12 +60,9 @@ class VertexBackend(Backend):
             compiled = tuning.tuning_job(compiled, job.tuning)
         return compiled
 
-    def import_native(self, request: Any) -> DistributedJob:
-        """Read a CustomJob, a ``gcloud --config`` CustomJobSpec or ``--worker-pool-spec`` strings. Pure."""
-        return self.import_with_notes(request)[0]
-
     def import_with_notes(self, request: Any) -> tuple[DistributedJob, tuple[Note, ...]]:
-        """:meth:`import_native`, plus what was defaulted (a missing name or framework)."""
+        """A CustomJob, a ``gcloud --config`` CustomJobSpec, ``--worker-pool-spec`` strings or a
+        HyperparameterTuningJob as a portable job, with what was defaulted or dropped. Pure."""
         from omnidist_vertex import importer, tuning
 
         if tuning.recognizes(request):  # a HyperparameterTuningJob

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import display, retry
+from omnidist import display, google_cloud, retry
 from omnidist.backend import JobState, JobStatus
 from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart, labelled
 from omnidist.errors import (
@@ -35,7 +35,6 @@ from omnidist.errors import (
     error_for_status,
 )
 from omnidist.labels import REQUEST_ID_LABEL
-from omnidist_vertex.auth import credentials as _credentials
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import JOB_STATES, resource_name
 
@@ -46,6 +45,10 @@ BACKEND = "vertex"
 
 
 # --- the SDK client --------------------------------------------------------------------------------
+
+
+def _credentials(mode: str) -> Any:
+    return google_cloud.credentials(mode, BACKEND)
 
 
 @functools.lru_cache(maxsize=16)
@@ -163,12 +166,12 @@ class VertexClient(Client[Any]):
         Raises:
             ConfigError: no project to create the job in.
         """
-        from omnidist_vertex import staging
-
         if not self.settings.project:
             raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s '
                               "backends.vertex block")
-        return attrs.evolve(compiled, request=staging.stage(compiled, self))
+        request = google_cloud.stage(compiled, self, _credentials(self.settings.credentials),
+                                     lambda exc: self.translate(exc) or google_cloud.media_error(exc, BACKEND))
+        return attrs.evolve(compiled, request=request)
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The ``CustomJob`` message (a ``HyperparameterTuningJob`` for a job with a ``tuning``
