@@ -8,8 +8,9 @@ with real sleeps, against the local fake services, and compares each with its bu
 - a create the server sits on is abandoned at ``request_timeout_s`` and retried into one job;
 - a persistent 503 outage stops after ``retry_attempts``;
 - a status read the server sits on is abandoned at ``request_timeout_s``;
-- Vertex: a timed-out create that lands late is waited for, then the client stops (not the
-  whole ``create_settle_s`` window); a create that never lands is given up on after the window;
+- a backend that settles a timed-out create (``create_settle_s``, Vertex's): a create that lands
+  late is waited for, then the client stops (not the whole window); a create that never lands
+  is given up on after the window;
 - local: ``cancel`` stops a running submission; a failing replica stops the others, even ones
   that ignore SIGTERM, within the grace period.
 """
@@ -30,13 +31,11 @@ import attrs
 
 import omnidist
 from omnidist import errors
+from omnidist.runtime import platforms
 from omnidist.testing import Fault, FakeServer
 
 import submission
 import sweep
-
-POLL = {"ai_platform": r"/jobs/[^/:]+$", "azure_ml": r"/jobs/[^/]+$", "vertex": r"/customJobs/[^/:]+$"}
-"""Backend -> the path of the GET that reads one job's state."""
 
 FAST = {"retry_attempts": 4, "retry_deadline_s": 30.0, "retry_initial_wait_s": 0.01}
 """Real, short retry waits (the tests inject a recording sleep instead)."""
@@ -82,14 +81,14 @@ def _raises(error: type[BaseException], fn: Callable[[], Any]) -> Callable[[], N
 @contextmanager
 def _fake(name: str) -> Iterator[tuple[FakeServer, submission.Target]]:
     with FakeServer() as server:
-        yield server, submission.TARGETS[name](server)
+        yield server, submission.wire(name, server)
         server.wait_idle()  # a request the client abandoned finishes before the server stops
 
 
 def cloud_budgets(name: str) -> list[Budget]:
     """The create, outage and status-read scenarios on one cloud's fake service."""
     trial = sweep.trials(1)[0]
-    hung = {**FAST, "request_timeout_s": 0.3, **({"create_settle_s": 3.0} if name == "vertex" else {})}
+    hung = {**FAST, "request_timeout_s": 0.3}
     rows = []
     with _fake(name) as (server, target):
         server.fail(*target.create, Fault.http(400, "Invalid value at 'job.labels'"))
@@ -106,26 +105,35 @@ def cloud_budgets(name: str) -> list[Budget]:
         rows.append(Budget(f"{name}: a 503 outage stops after 4 attempts", seconds, 10.0))
     with _fake(name) as (server, target):
         handle = target.omnidist_submit(trial, **hung)
-        server.fail("GET", POLL[name], Fault.slow(2.0))
+        server.fail(*target.service.ROUTES["get"], Fault.slow(2.0))
         seconds = _timed(handle.status)
         rows.append(Budget(f"{name}: a status read the server sits on (2 s) is abandoned at 0.3 s", seconds, 1.8))
     return rows
 
 
-def vertex_settling() -> list[Budget]:
-    """A timed-out create that lands 0.8 s in is waited for; one that lands after the window is not."""
+def settling(name: str) -> list[Budget]:
+    """For a backend that settles a timed-out create (its settings have ``create_settle_s``: a
+    cloud that lets the client choose no job id): a create that lands 0.8 s in is waited for;
+    one that lands after the window is not."""
     trial = sweep.trials(1)[0]
     rows = []
-    with _fake("vertex") as (server, target):
+    with _fake(name) as (server, target):
         server.fail(*target.create, Fault.slow(0.8))
         seconds = _timed(lambda: target.omnidist_submit(trial, request_timeout_s=0.2, create_settle_s=10.0, **FAST))
-        rows.append(Budget("vertex: a timed-out create that lands 0.8 s in is waited for, then settling stops",
+        rows.append(Budget(f"{name}: a timed-out create that lands 0.8 s in is waited for, then settling stops",
                            seconds, 5.0, at_least=0.8))
-    with _fake("vertex") as (server, target):
+    with _fake(name) as (server, target):
         server.fail(*target.create, Fault.slow(2.0))
         seconds = _timed(lambda: target.omnidist_submit(trial, request_timeout_s=0.2, create_settle_s=0.3, **FAST))
-        rows.append(Budget("vertex: settling gives up after create_settle_s (0.3 s)", seconds, 1.5))
+        rows.append(Budget(f"{name}: settling gives up after create_settle_s (0.3 s)", seconds, 1.5))
     return rows
+
+
+def settles(name: str) -> bool:
+    """True for a backend whose settings have ``create_settle_s``."""
+    from omnidist import registry
+
+    return "create_settle_s" in attrs.fields_dict(registry.get(name).settings_type)
 
 
 STUBBORN = """
@@ -155,7 +163,7 @@ def local_budgets() -> list[Budget]:
         (folder / "stubborn.py").write_text(STUBBORN)
         (folder / "job.yaml").write_text(json.dumps({
             "name": "stubborn", "framework": "custom", "command": ["python", "stubborn.py"], "primary": {},
-            "workers": {"replicas": 1}, "backends": {"local": {"grace_period": 0.5, "emulate": "vertex"}}}))
+            "workers": {"replicas": 1}, "backends": {"local": {"grace_period": 0.5, "emulate": platforms.DEFAULT_EMULATION}}}))
         omnidist_cli = str(Path(sys.executable).with_name("omnidist"))
         ran: list[subprocess.CompletedProcess] = []
         seconds = _timed(lambda: ran.append(subprocess.run([omnidist_cli, "run", "job.yaml"], cwd=tmp,
@@ -170,11 +178,13 @@ def budgets() -> list[Budget]:
     """Every scenario, clouds first."""
     import logging
 
-    logging.getLogger("omnidist.vertex").setLevel(logging.ERROR)  # the settling warnings are expected here
     rows = []
-    for name in ("vertex", "azure_ml", "ai_platform"):
+    for name in submission.clouds():
+        logging.getLogger(f"omnidist.{name}").setLevel(logging.ERROR)  # the settling warnings are expected here
         rows += cloud_budgets(name)
-    return rows + vertex_settling() + local_budgets()
+    for name in filter(settles, submission.clouds()):
+        rows += settling(name)
+    return rows + local_budgets()
 
 
 if __name__ == "__main__":

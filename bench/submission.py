@@ -2,7 +2,8 @@
 directly, and a concurrent sweep while the server misbehaves.
 
 Each cloud is a :class:`Target`: its fake service on a FakeServer, omnidist's settings for it,
-and the direct-SDK submit a user without omnidist would write.
+and the direct-SDK submit a user without omnidist would write: all from the backend's
+:class:`omnidist.testing.Harness`, so every installed cloud backend that declares one is measured.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ from typing import Any
 import attrs
 
 import omnidist
-from omnidist.testing import Fault, FakeServer
+from omnidist.testing import FakeServer, FakeService, Fault
+from omnidist.testing.harness import harnesses
 
 import sweep
 
@@ -26,7 +28,7 @@ class Target:
     """One cloud's fake service and the two ways to submit a trial to it."""
 
     backend: str
-    service: Any
+    service: FakeService
     create: tuple[str, str]
     settings: dict[str, Any]
     direct: Callable[[sweep.Trial], Any]
@@ -36,67 +38,25 @@ class Target:
         return omnidist.submit(sweep.job_document(trial), backend=self.backend, settings={**self.settings, **settings})
 
 
-def vertex(server: FakeServer) -> Target:
-    """Vertex: ``JobServiceClient.create_custom_job`` (REST) with a CustomJob built from messages."""
-    from google.api_core.client_options import ClientOptions
-    from google.auth.credentials import AnonymousCredentials
-    from google.cloud import aiplatform_v1
-
-    from omnidist_vertex.testing import FakeVertex
-
-    client = aiplatform_v1.JobServiceClient(credentials=AnonymousCredentials(), transport="rest",
-                                            client_options=ClientOptions(api_endpoint=server.url))
-    message = sweep.vertex_message()
-    parent = "projects/p/locations/us-central1"
-    return Target("vertex", FakeVertex(server), ("POST", r"/customJobs$"),
-                  {"project": "p", "region": "us-central1", "api_endpoint": server.url, "credentials": "anonymous"},
-                  lambda t: client.create_custom_job(parent=parent, custom_job=message(t), timeout=60))
+def clouds() -> list[str]:
+    """The installed backends whose harness submits directly with the SDK (bench baselines)."""
+    return sorted(name for name, h in harnesses().items() if h.direct_submit is not None)
 
 
-def ai_platform(server: FakeServer) -> Target:
-    """Legacy: the discovery client's ``projects().jobs().create(...).execute()``."""
-    from omnidist_ai_platform.testing import FakeMLService
-
-    build = sweep.legacy_builder(sweep.legacy_jobs(server.url), suffix=f"_{random.getrandbits(32):08x}")
-    return Target("ai_platform", FakeMLService(server), ("POST", r"/jobs$"),
-                  {"project": "p", "api_endpoint": server.url, "credentials": "anonymous"},
-                  lambda t: build(t).execute(num_retries=0))
-
-
-def azure_ml(server: FakeServer) -> Target:
-    """Azure ML: ``MLClient.jobs.create_or_update`` of an ``azure.ai.ml.command`` job."""
-    from azure.ai.ml import MLClient
-
-    from omnidist_azure_ml.client import PUBLIC_CLOUD, StaticTokenCredential
-    from omnidist_azure_ml.testing import FakeAzureML
-
-    base = server.url + "/"
-    client = MLClient(StaticTokenCredential(), "sub", "rg", "ws", cloud="bench-direct",
-                      cloud_metadata={**PUBLIC_CLOUD, "resource_manager": base}, enable_telemetry=False,
-                      show_progress=False)
-    make = sweep.azure_command()
-    counter = iter(range(10**9))
-
-    def direct(trial: sweep.Trial) -> Any:
-        job = make(trial)
-        job.name = f"{trial.name}-direct-{next(counter)}"
-        return client.jobs.create_or_update(job)
-
-    return Target("azure_ml", FakeAzureML(server), ("PUT", r"/jobs/[^/]+$"),
-                  {"subscription_id": "sub", "resource_group": "rg", "workspace": "ws", "credential": "anonymous",
-                   "endpoint": server.url}, direct)
-
-
-TARGETS: dict[str, Callable[[FakeServer], Target]] = {"ai_platform": ai_platform, "azure_ml": azure_ml,
-                                                      "vertex": vertex}
-"""Backend -> how to stand up its fake service and direct-SDK submit."""
+def wire(name: str, server: FakeServer) -> Target:
+    """Backend ``name``'s fake service on ``server`` and its direct-SDK submit (its harness's)."""
+    harness = harnesses()[name]
+    service = harness.service(server)
+    submit = harness.direct_submit(service)
+    return Target(name, service, service.ROUTES["create"], harness.settings(server.url),
+                  lambda trial: submit(sweep.job_document(trial)))
 
 
 def sequential(name: str, count: int, rounds: int = 3) -> tuple[float, float]:
     """Seconds for ``count`` sequential submits through omnidist and through the SDK directly,
     alternating in ``rounds`` so drift in the machine hits both alike (after one warm-up each)."""
     with FakeServer() as server:
-        target = TARGETS[name](server)
+        target = wire(name, server)
         *trials, warm = sweep.trials(count + 1)
         target.omnidist_submit(warm)
         target.direct(warm)
@@ -117,12 +77,8 @@ def sequential(name: str, count: int, rounds: int = 3) -> tuple[float, float]:
         return ours, theirs
 
 
-FAST_RETRIES: dict[str, dict[str, Any]] = {
-    "ai_platform": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
-    "azure_ml": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
-    "vertex": {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01},
-}
-"""The retry knobs (shared :class:`omnidist.retry.ClientSettings` keys) each backend's run uses."""
+FAST_RETRIES: dict[str, Any] = {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01}
+"""The retry knobs (shared :class:`omnidist.retry.ClientSettings` keys) every backend's run uses."""
 
 
 def _faults(rng: random.Random, count: int, drops: bool) -> list[Fault]:
@@ -148,7 +104,7 @@ def concurrent_sweep(name: str, count: int, workers: int, faulty: bool, seed: in
         (wall seconds, jobs that exist on the fake, requests the server saw)
     """
     with FakeServer() as server:
-        target = TARGETS[name](server)
+        target = wire(name, server)
         trials = sweep.trials(count)
         if faulty:
             rng = random.Random(seed)
@@ -157,6 +113,6 @@ def concurrent_sweep(name: str, count: int, workers: int, faulty: bool, seed: in
                 server.fail(method, "", *_faults(rng, count * 3, drops=False))
         start = time.perf_counter()
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            list(pool.map(lambda t: target.omnidist_submit(t, **FAST_RETRIES[name]), trials))
+            list(pool.map(lambda t: target.omnidist_submit(t, **FAST_RETRIES), trials))
         elapsed = time.perf_counter() - start
         return elapsed, len(target.service.jobs), len(server.requests)

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
+from omnidist.features import ROLE_FEATURES, Feature, NoteCode, Refusal
 from omnidist.job import DistributedJob, Framework, RoleName
 
 if TYPE_CHECKING:
@@ -36,11 +37,17 @@ class NoteKind(str, enum.Enum):
 
 @attrs.frozen(kw_only=True)
 class Note:
-    """One diagnostic: what kind, which field of the job, and a sentence for the user."""
+    """One diagnostic: what kind, which field of the job, and a sentence for the user.
+
+    ``code`` and ``data`` say the same for code that reads notes (``omnidist migrate`` finds the
+    machine a compiler picked in them); they never change how a note prints.
+    """
 
     kind: NoteKind = attrs.field(converter=NoteKind)
     field: str
     message: str
+    code: Optional[NoteCode] = attrs.field(default=None, converter=attrs.converters.optional(NoteCode))
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, eq=False)
 
     def __str__(self) -> str:
         return f"[{self.kind.value}] {self.field}: {self.message}"
@@ -48,7 +55,23 @@ class Note:
 
 @attrs.frozen(kw_only=True)
 class Capabilities:
-    """What a backend can express; shown by ``omnidist backends`` and the docs tables."""
+    """What a backend can express; shown by ``omnidist backends`` and the docs tables, and read
+    by ``omnidist migrate`` to plan what a job gives up on the way (:attr:`features`).
+
+    Attributes:
+        roles: the roles it has (every backend has the primary and workers).
+        frameworks: the frameworks it runs.
+        accelerators: the portable accelerators it offers.
+        spot: spot / preemptible capacity.
+        infiniband: ``interconnect: infiniband`` (on some machines at least).
+        per_role_machines: a role on other hardware than the primary's.
+        env: environment variables.
+        reduction_server: the Reduction Server role.
+        submit: it can create jobs (not only compile them).
+        role_frameworks: roles it has with some frameworks only (role -> those frameworks).
+        refusals: the words of its refusals, for the features it lacks (what migration reports
+            when it gives one up); its compiler raises with the same :class:`Refusal`.
+    """
 
     roles: frozenset[RoleName]
     frameworks: frozenset[Framework] = frozenset(Framework)
@@ -59,6 +82,25 @@ class Capabilities:
     env: bool = True
     reduction_server: bool = False
     submit: bool = True
+    role_frameworks: Mapping[RoleName, frozenset[Framework]] = attrs.field(factory=dict, converter=dict,
+                                                                           hash=False)
+    refusals: Mapping[Feature, Refusal] = attrs.field(factory=dict, converter=dict, hash=False)
+
+    @property
+    def features(self) -> frozenset[Feature]:
+        """The portable features it declares: its roles and flags as :class:`Feature` members,
+        and every other feature it has no :attr:`refusals` entry for."""
+        flags = {Feature.SPOT: self.spot, Feature.INFINIBAND: self.infiniband, Feature.ENV: self.env,
+                 Feature.PER_ROLE_MACHINES: self.per_role_machines,
+                 Feature.REDUCTION_SERVERS: self.reduction_server and RoleName.REDUCTION_SERVERS in self.roles,
+                 **{feature: RoleName(role) in self.roles for role, feature in ROLE_FEATURES.items()
+                    if feature is not Feature.REDUCTION_SERVERS}}
+        rest = {f for f in Feature if f not in flags and f is not Feature.NATIVE and f not in self.refusals}
+        return frozenset(rest | {f for f, on in flags.items() if on})
+
+    def has_role(self, role: RoleName, framework: Framework) -> bool:
+        """True when a job of ``framework`` can have ``role`` here."""
+        return role in self.roles and framework in self.role_frameworks.get(role, self.frameworks)
 
     def summary(self) -> str:
         """A one-line description for tables."""
@@ -66,6 +108,42 @@ class Capabilities:
         flags = [name for name in ("spot", "infiniband", "per_role_machines", "env", "reduction_server")
                  if getattr(self, name)]
         return f"roles: {roles}; " + ", ".join(flags)
+
+
+@attrs.frozen(kw_only=True)
+class MigrationPolicy:
+    """How jobs move between a backend and the others (:mod:`omnidist.migration` reads it).
+
+    Attributes:
+        vocabulary: backends of the same vocabulary (``compute_engine``: the Google backends)
+            share :attr:`shared_settings`, which carry over between them as they are.
+        shared_settings: settings keys that mean the same on every backend of the vocabulary.
+        left_behind: settings key -> why a job imported from this backend loses meaning when
+            that setting stays behind (other settings that stay are reported as hints).
+        machine_setting: the settings key naming machines: role -> machine type with per-role
+            machines, else the one machine of every training node.
+        label_rules: its compiler holds labels to :mod:`omnidist.labels`'s rules (Google
+            Cloud's), so migration rewrites tags other clouds allow and it refuses.
+        inputs_setting: the settings key of the inputs its commands reference as
+            ``${{inputs.NAME}}``: literal ones are written into the command when a job leaves.
+        module_setting: the settings key naming a Python module its jobs run without an image
+            (given an image elsewhere, the job runs ``python -m MODULE``).
+        runs_instead: settings key -> what a job with that setting runs instead of a container
+            image (``{value}`` is the setting's value), for the error asking for ``--image``.
+    """
+
+    vocabulary: str = ""
+    shared_settings: frozenset[str] = frozenset()
+    left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    machine_setting: str = ""
+    label_rules: bool = False
+    inputs_setting: str = ""
+    module_setting: str = ""
+    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+
+    def shares_with(self, other: MigrationPolicy) -> bool:
+        """True when both backends speak the same vocabulary."""
+        return bool(self.vocabulary) and self.vocabulary == other.vocabulary
 
 
 @attrs.frozen(kw_only=True)
@@ -228,6 +306,14 @@ class Backend(ABC):
     client: ClassVar[Optional[type[Client]]] = None
     """The cloud's client (a :class:`omnidist.clients.Client` subclass, or a :class:`LazyClient`
     naming one); ``None`` for a backend that talks to no cloud."""
+    migration: ClassVar[MigrationPolicy] = MigrationPolicy()
+    """How its jobs move to and from other backends."""
+    native_formats: ClassVar[tuple[str, ...]] = ()
+    """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
+    testing: ClassVar[str] = ""
+    """``"package.module:NAME"`` of its :class:`omnidist.testing.Harness` (its fake service and the
+    settings that point its client there), for the suites and benchmarks that run every cloud
+    backend; empty when it has none. Imported only by those."""
 
     def __init__(self, *, request_id: Optional[Callable[[], str]] = None,
                  suffix: Optional[Callable[[], str]] = None,
@@ -238,15 +324,25 @@ class Backend(ABC):
     def compile(self, job: DistributedJob, settings: Any) -> CompiledJob:
         """Build the native request. Pure: no network, no SDK import."""
 
-    @abstractmethod
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
-        """Turn a native request into a portable job. Pure."""
+        """Turn a native request into a portable job. Pure. (The job of :meth:`import_with_notes`.)"""
+        return self.import_with_notes(request)[0]
 
     def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
         """Like :meth:`import_native`, plus notes on what was inferred, approximated or
-        dropped while importing (migration reports them). Backends override it when their
-        importer has something to say; the default has nothing to add."""
+        dropped while importing (migration reports them).
+
+        A backend implements one of the two: this one when its importer has something to say
+        (the default has nothing to add to :meth:`import_native`)."""
+        if type(self).import_native is Backend.import_native:
+            raise NotImplementedError(f"backend {self.name!r} implements neither import_native nor import_with_notes")
         return self.import_native(request), ()
+
+    def recognizes(self, native: Any) -> bool:
+        """True when ``native`` (a mapping or list as read from a file) is one of this backend's
+        own native formats: how ``omnidist import`` and ``migrate`` tell the source without
+        ``--from``. Pure and cheap; the default recognises nothing."""
+        return False
 
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
         """Create the job on the cloud: retried on transient errors, never twice."""

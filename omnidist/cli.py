@@ -121,10 +121,10 @@ def backends() -> None:
             rows.append((name, registry.distribution_version(name), f"broken: {exc}"))
             continue
         rows.append((name, registry.distribution_version(name), driver.capabilities.summary()))
-    missing = [n for n in registry.KNOWN_DISTRIBUTIONS if n not in registry.installed()]
+    missing = registry.missing()
     click.echo(_table(rows, ("backend", "version", "capabilities")))
     for name in missing:
-        click.echo(f"(not installed: {name} — pip install {registry.KNOWN_DISTRIBUTIONS[name]})")
+        click.echo(f"(not installed: {name} — pip install {registry.distribution(name)})")
 
 
 def _print_status(status: Any) -> None:

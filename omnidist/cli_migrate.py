@@ -2,13 +2,41 @@
 
 from __future__ import annotations
 
+import difflib
 import json
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
-BACKENDS = click.Choice(["vertex", "ai_platform", "azure_ml"])
+
+class BackendChoice(click.Choice):
+    """A choice of the installed backends, read from the registry when first needed: ``omnidist
+    --help`` loads no plugin, and a newly installed backend is a choice without an edit here."""
+
+    name = "backend"
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property
+    def choices(self) -> tuple[str, ...]:
+        from omnidist import registry
+
+        return tuple(registry.installed())
+
+    @choices.setter
+    def choices(self, value: object) -> None:  # click.Choice.__init__ sets it; the registry decides
+        pass
+
+    def get_invalid_choice_message(self, value: Any, ctx: Optional[click.Context]) -> str:
+        """Click's message, with the closest installed backend suggested."""
+        close = difflib.get_close_matches(str(value), self.choices, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return super().get_invalid_choice_message(value, ctx) + hint
+
+
+BACKENDS = BackendChoice()
 FRAMEWORKS = click.Choice(["pytorch", "tensorflow", "horovod", "deepspeed", "custom"])
 
 

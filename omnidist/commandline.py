@@ -79,6 +79,10 @@ def shell_argv(command: str, path: str = "command") -> tuple[tuple[str, ...], bo
 # --- command lines pasted into a file --------------------------------------------------------------
 
 
+RELEASE_TRACKS = ("alpha", "beta")
+"""``gcloud`` release tracks, which come before the command words (``gcloud beta ai …``)."""
+
+
 @attrs.frozen(kw_only=True)
 class CommandLine:
     """A ``gcloud …`` command found in a file instead of a job spec.
@@ -96,6 +100,12 @@ class CommandLine:
     def starts(self, *words: str) -> bool:
         """True when the command begins with ``words`` (``"gcloud", "ai", "custom-jobs"``)."""
         return self.argv[:len(words)] == words
+
+    def creates(self, *words: str) -> bool:
+        """True when the command is ``gcloud`` [a release track] ``words…`` (``"ai", "custom-jobs",
+        "create"``): how a backend recognises the command that submits its jobs."""
+        rest = tuple(w for w in self.argv[1:len(words) + 2] if w not in RELEASE_TRACKS)
+        return self.starts("gcloud") and rest[:len(words)] == words
 
     def __str__(self) -> str:
         return shlex.join(self.argv)

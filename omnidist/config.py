@@ -201,7 +201,7 @@ def _profiles(files: list[tuple[str, dict[str, Any]]]) -> dict[str, Profile]:
             if not isinstance(body, Mapping) or not isinstance(body.get("backend"), str):
                 raise ConfigError(
                     f"{label}: profiles.{name}.backend: every profile names its backend, "
-                    f'e.g. backend = "vertex"'
+                    f'e.g. backend = "local"'
                 )
             settings = {k: v for k, v in body.items() if k != "backend"}
             profiles[name] = Profile(name=name, backend=body["backend"], settings=settings, source=label)

@@ -26,6 +26,7 @@ import attrs
 
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob, RoleName
 from omnidist import jobdata
 from omnidist.jobdata import REFERENCE, JobInput, JobOutput, scheme
@@ -101,7 +102,8 @@ def apply_data_map(job: DistributedJob, data_map: Mapping[str, str]) -> tuple[Di
 
 
 def foreign(field: str, backend: str, uri: str, reads: str) -> UnsupportedFeatureError:
-    """Exit 3 for a data location ``backend`` cannot read, saying how ``data_map`` fixes it."""
+    """Exit 3 for a data location ``backend`` cannot read, saying how ``data_map`` fixes it
+    (``field``: ``code``, ``inputs.NAME`` or ``outputs.NAME``, which names the feature)."""
     kind = scheme(uri)
     if is_asset(uri):
         return UnsupportedFeatureError(
@@ -111,8 +113,8 @@ def foreign(field: str, backend: str, uri: str, reads: str) -> UnsupportedFeatur
     example = {"gs": '"gs://bkt/" = "azureml://datastores/ds/paths/"',
                "local": '"./data/" = "gs://bkt/data/"'}.get(kind, f'"{uri.rsplit("/", 1)[0]}/" = "gs://bkt/data/"')
     return UnsupportedFeatureError(
-        field, backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
-        f"Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{{example}}}.")
+        Feature(field.split(".")[0]), backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
+        f"Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{{example}}}.", subject=field)
 
 
 def is_asset(uri: str) -> bool:

@@ -26,6 +26,8 @@ from collections.abc import Iterable, Sequence
 
 import attrs
 
+from omnidist.features import Feature
+
 # The base class and the runtime's error are defined in a standard-library-only module so
 # that ``omnidist.runtime`` (which runs inside training containers) can raise them without
 # importing attrs; they are re-exported here, as part of the one tree above.
@@ -95,21 +97,41 @@ class BackendNotFoundError(OmnidistError):
 class UnsupportedFeatureError(OmnidistError):
     """The target backend cannot express a feature of the job.
 
+    ``str()`` reads ``BACKEND cannot express SUBJECT: MESSAGE HINT``.
+
     Attributes:
-        feature: the job feature (``evaluators``, ``reduction_servers``, ``env``, ``accelerator H100``…).
+        feature: the :class:`~omnidist.features.Feature` refused.
+        subject: how the message names it (``evaluators``, ``parameter_servers.cpus``,
+            ``accelerator H100``…): the feature's own name unless said otherwise.
         backend: the backend's name.
+        message: why it cannot.
         hint: what to do instead.
     """
 
     exit_code = 3
     verb = "cannot express"
+    unnamed = Feature.OTHER
+    """The feature of a refusal named only in words."""
 
-    def __init__(self, feature: str, backend: str, message: str, hint: str = ""):
+    def __init__(self, feature: Feature | str, backend: str, message: str, hint: str = "", *,
+                 subject: str | None = None):
+        if not isinstance(feature, Feature):  # named in words (see Feature.named)
+            subject = subject or feature
+            feature = Feature.named(feature, self.unnamed)
         self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
-        text = f"{backend} {self.verb} {feature}: {message}"
+        self.subject = subject or feature.value
+        text = f"{backend} {self.verb} {self.subject}: {message}"
         if hint:
             text += f" {hint}"
         super().__init__(text)
+
+    def __reduce__(self):  # pickled with its keyword argument (pytest-xdist, multiprocessing)
+        return _unsupported, (type(self), self.feature, self.backend, self.message, self.hint, self.subject)
+
+
+def _unsupported(cls: type[UnsupportedFeatureError], feature: Feature, backend: str, message: str, hint: str,
+                 subject: str) -> UnsupportedFeatureError:
+    return cls(feature, backend, message, hint, subject=subject)
 
 
 class NotPortableError(UnsupportedFeatureError):
@@ -119,12 +141,18 @@ class NotPortableError(UnsupportedFeatureError):
 
     verb = "cannot hold"
     side = "the portable job"
+    unnamed = Feature.NATIVE
 
-    def __init__(self, feature: str, message: str, hint: str = ""):
-        super().__init__(feature, self.side, message, hint)
+    def __init__(self, feature: Feature | str, message: str, hint: str = "", *, subject: str | None = None):
+        super().__init__(feature, self.side, message, hint, subject=subject)
 
-    def __reduce__(self):  # pickled with its own three arguments (pytest-xdist, multiprocessing)
-        return type(self), (self.feature, self.message, self.hint)
+    def __reduce__(self):  # pickled with its own arguments (pytest-xdist, multiprocessing)
+        return _not_portable, (type(self), self.feature, self.message, self.hint, self.subject)
+
+
+def _not_portable(cls: type[NotPortableError], feature: Feature, message: str, hint: str,
+                  subject: str) -> NotPortableError:
+    return cls(feature, message, hint, subject=subject)
 
 
 class BackendError(OmnidistError):

@@ -23,6 +23,7 @@ import attrs
 from omnidist import serde
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import NotPortableError, UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import NAME_PATTERN, Accelerator, Role, RoleName
 from omnidist.jobdata import NO_ACCELERATOR
 from omnidist.lowering import _INHERITS_FROM_PRIMARY, EffectiveRole
@@ -103,7 +104,7 @@ def _role(role: EffectiveRole, primary: EffectiveRole, job: Mapping[str, Any], c
     if missing:
         raise cannot_hold(
             f"{name} env", f"{name} lack {', '.join(missing)}, which the primary sets, and a role "
-            "inherits the primary's env.", "Set the same variables on every replica.")
+            "inherits the primary's env.", "Set the same variables on every replica.", feature=Feature.ENV)
     fields: dict[str, Any] = {"replicas": role.replicas, "env": {k: v for k, v in role.env.items()
                                                                if base_env.get(k) != v}}
     for field in _HARDWARE:
@@ -130,10 +131,11 @@ def _cannot_drop(role: str, field: str, inherited: Any) -> UnsupportedFeatureErr
         return cannot_hold(
             f"CPU-only {role}",
             f"{role} inherit the primary's accelerator ({inherited}) and cannot opt out.",
-            "Give them the primary's accelerator, or make them parameter_servers.")
+            "Give them the primary's accelerator, or make them parameter_servers.", feature=Feature.ACCELERATOR)
     return cannot_hold(
         f"{role} without {field}", f"{role} inherit the primary's {field} ({inherited}) and cannot "
-        "leave it unset.", f"Give them a {field} of their own.")
+        "leave it unset.", f"Give them a {field} of their own.",
+        feature=Feature.PER_ROLE_MACHINES if field in _HARDWARE else Feature.PER_ROLE_PROGRAMS)
 
 
 # --- names ----------------------------------------------------------------------------------------
@@ -226,9 +228,11 @@ def dropped(field: str, message: str) -> Note:
     return Note(kind=NoteKind.DROPPED, field=field, message=message)
 
 
-def cannot_hold(feature: str, message: str, hint: str = "") -> NotPortableError:
-    """The error for what a native spec holds and the portable job cannot (exit 3)."""
-    return NotPortableError(feature, message, hint)
+def cannot_hold(subject: str, message: str, hint: str = "", *,
+                feature: Feature = Feature.NATIVE) -> NotPortableError:
+    """The error for what a native spec holds and the portable job cannot (exit 3): ``subject``
+    names it, ``feature`` says what kind of thing it is (a native setting, unless said otherwise)."""
+    return NotPortableError(feature, message, hint, subject=subject)
 
 
 TPU_MESSAGE = "TPUs are not portable: no other cloud runs TPU jobs"
@@ -237,9 +241,9 @@ TPU_MESSAGE = "TPUs are not portable: no other cloud runs TPU jobs"
 TPU_HINT = "Rewrite the job for GPUs to move it."
 
 
-def tpus(feature: str) -> NotPortableError:
+def tpus(subject: str) -> NotPortableError:
     """The one refusal for TPUs, whichever field asked for them."""
-    return cannot_hold(feature, TPU_MESSAGE + ".", TPU_HINT)
+    return cannot_hold(subject, TPU_MESSAGE + ".", TPU_HINT, feature=Feature.ACCELERATOR)
 
 
 RETIRED_GPUS: dict[str, dict[int, str]] = {
@@ -259,7 +263,8 @@ def retired_gpu(model: str, count: int, field: str, notes: list[Note]) -> Accele
     successor = RETIRED_GPUS[model].get(count)
     if successor is None:
         raise cannot_hold(f"accelerator {model}:{count}", f"the {model} is retired and {count} of them has no "
-                          "replacement every cloud sells.", "Name another GPU in the file.")
+                          "replacement every cloud sells.", "Name another GPU in the file.",
+                          feature=Feature.ACCELERATOR)
     notes.append(Note(kind=NoteKind.CHANGED, field=field,
                       message=f"{model}:{count} became {successor}:{count}: the {model} is retired, no cloud "
                               f"sells it; {successor} is the nearest GPU every cloud offers in that count"))

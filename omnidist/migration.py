@@ -3,8 +3,10 @@ report what carried over exactly, what was approximated, inferred, changed or dr
 
 The steps, each reporting what it did: :func:`import_job` (the source's importer, then the
 framework), :func:`move_job` (the command and image the user gives, see
-:mod:`omnidist.migration_needs`; the source's settings block, Azure ML inputs, machine sizes),
-:func:`compile_dropping` (the target's compiler, giving up what it refuses),
+:mod:`omnidist.migration_needs`; the source's settings block and inputs, machine sizes: what
+each backend's :class:`~omnidist.backend.MigrationPolicy` says),
+:func:`compile_dropping` (what the target's capabilities say it lacks given up, see
+:func:`plan`, then the target's compiler once),
 :func:`machine_entries` (which machine the target chose for each role, and why).
 
 ``--strict`` refuses any drop or change in meaning. A machine picked for the same
@@ -18,13 +20,14 @@ import os
 import re
 import shlex
 from collections.abc import Mapping
-from typing import Any, Callable, Optional, Union
+from typing import Any, Optional, Union
 
 import attrs
 
 from omnidist import api, importing, jobdata, labels, lowering, registry, serde
-from omnidist.backend import CompiledJob, Note, NoteKind
+from omnidist.backend import CompiledJob, MigrationPolicy, Note
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import HARDWARE, ROLE_FEATURES, Feature, NoteCode, Refusal, used
 from omnidist.job import Accelerator, DistributedJob, Framework, Interconnect, Role, RoleName
 from omnidist.migration_report import (  # noqa: F401 - re-exported: the report is part of this API
     Fidelity,
@@ -37,29 +40,6 @@ from omnidist.migration_report import (  # noqa: F401 - re-exported: the report 
 from omnidist.migration_needs import cannot_express, give_command, give_image, with_flag_hint
 from omnidist.native import Native, detect_backend, read_native  # noqa: F401 - re-exported
 
-GOOGLE_BACKENDS = frozenset({"vertex", "ai_platform"})
-"""Backends that share Compute Engine's vocabulary (machine types, regions, service accounts)."""
-
-CARRIED_BETWEEN_GOOGLE = ("machine_types", "network", "region", "service_account")
-"""Backend-block keys that mean the same on both Google backends, so they carry over."""
-
-LEFT_BEHIND = {
-    ("ai_platform", "job_dir"): "legacy passed it to the program as --job-dir; add that to args if the code reads it",
-    ("ai_platform", "package_uris"): "the Python package is not installed by the target: the image must contain it",
-    ("ai_platform", "python_module"): "the target runs the image's command, not a Python module",
-    ("ai_platform", "python_version"): "the image decides the Python version",
-    ("ai_platform", "runtime_version"): "Google's runtime image is not carried: the job runs its own image",
-    ("azure_ml", "code"): "the code folder is not uploaded: bake it into the image",
-    ("azure_ml", "docker_args"): "extra `docker run` options are Azure ML's own: the target starts the container its way",
-    ("azure_ml", "environment"): "a registered Azure ML environment is not pulled by other clouds: the job runs its image",
-}
-"""(source, settings key) -> why the job loses meaning when that setting stays behind.
-Other settings that stay behind (clusters, regions, shared memory…) are reported as hints."""
-
-MACHINE_KEYS = ("instance_type", "machine_types")
-"""Settings keys naming machines; across providers machine entries report them instead."""
-
-_HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 _INPUT = re.compile(r"\$\{\{\s*inputs\.([\w.]+)\s*\}\}")
 
 
@@ -120,23 +100,28 @@ def import_job(
 
 # --- moving it ----------------------------------------------------------------------------------
 
+def _policy(backend: str) -> MigrationPolicy:
+    return registry.get(backend).migration
+
+
 def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Carry the source block's settings that mean the same on the target; report the rest
-    (dropped when the job loses meaning without them, hints otherwise)."""
+    """Carry the source block's settings that mean the same on the target (the shared settings
+    of a vocabulary both speak); report the rest: dropped when the job loses meaning without
+    them (the source's ``left_behind``), hints otherwise."""
     block = dict(job.backends.get(source, {}))
     if not block or source == target:
         return job, []
-    google = {source, target} <= GOOGLE_BACKENDS
-    carried = {k: block[k] for k in CARRIED_BETWEEN_GOOGLE if k in block} if google else {}
+    policy, shared = _policy(source), _policy(source).shares_with(_policy(target))
+    carried = {k: block[k] for k in sorted(policy.shared_settings) if k in block} if shared else {}
     entries = [ReportEntry(fidelity="exact", field=f"backends.{source}.{k}", message=f"carried to backends.{target}.{k} "
-                           "(same Compute Engine vocabulary)") for k in carried]
-    if "machine_types" in carried:
-        carried["machine_types"], renamed = shared_machine_names(carried["machine_types"], source, target)
+                           f"(same {policy.vocabulary.replace('_', ' ').title()} vocabulary)") for k in carried]
+    if policy.machine_setting in carried:
+        carried[policy.machine_setting], renamed = shared_machine_names(carried[policy.machine_setting], source, target)
         entries += renamed
     for key in block:
-        if key in carried or key == "inputs" or (key in MACHINE_KEYS and not google):
+        if key in carried or key == policy.inputs_setting or (key == policy.machine_setting and not shared):
             continue  # inputs: see inline_inputs; machines: see machine_entries
-        why = LEFT_BEHIND.get((source, key))
+        why = policy.left_behind.get(key)
         entries.append(ReportEntry(fidelity="dropped" if why else "hint", field=f"backends.{source}.{key}",
                                    message=f"{_short(block[key])}: {why}" if why else f"{source}-only setting, not used by {target}"))
     target_block = {**carried, **job.backends.get(target, {})}
@@ -172,9 +157,11 @@ def _referenced(job: DistributedJob) -> set[str]:
     return {m[1] for text in texts for m in _INPUT.finditer(text)}
 
 
-def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any]) -> tuple[DistributedJob, list[ReportEntry]]:
-    """Write Azure ML literal inputs (``epochs: 10``) into the command, args and env where they are
-    referenced as ``${{inputs.epochs}}``; data inputs (paths, assets) cannot move and are dropped."""
+def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any],
+                  at: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Write literal inputs (``epochs: 10``) into the command, args and env where they are
+    referenced as ``${{inputs.epochs}}`` (Azure ML's syntax; the source's ``inputs_setting``, at
+    ``at``); data inputs (paths, assets) cannot move and are dropped."""
     literal = {k: v for k, v in inputs.items() if isinstance(v, (str, int, float, bool))}
     used = _referenced(job)
 
@@ -189,14 +176,14 @@ def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any]) -> tuple[Distr
 
     job = attrs.evolve(job, command=fill(job.command), args=fill(job.args), env=fill_env(job.env),
                        **{r.value: fill_role(job.role(r)) for r in RoleName})
-    entries = [ReportEntry(fidelity="approximated", field=f"backends.azure_ml.inputs.{k}",
+    entries = [ReportEntry(fidelity="approximated", field=f"{at}.{k}",
                            message=f"{v!r} written into the command in place of ${{{{inputs.{k}}}}}")
                for k, v in literal.items() if k in used]
-    entries += [ReportEntry(fidelity="dropped", field=f"backends.azure_ml.inputs.{k}",
+    entries += [ReportEntry(fidelity="dropped", field=f"{at}.{k}",
                             message=f"a data input ({_short(v)}) has no equivalent elsewhere; the command still says "
                                     f"${{{{inputs.{k}}}}}: replace it with a path the job can read")
                 for k, v in inputs.items() if k not in literal and k in used]
-    entries += [ReportEntry(fidelity="hint", field=f"backends.azure_ml.inputs.{k}",
+    entries += [ReportEntry(fidelity="hint", field=f"{at}.{k}",
                             message=f"{_short(v)}: declared, but nothing refers to ${{{{inputs.{k}}}}}; not carried")
                 for k, v in inputs.items() if k not in used]
     return job, entries
@@ -230,10 +217,11 @@ def size_for_target(job: DistributedJob, source: str) -> DistributedJob:
 
 
 def google_labels(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
-    """For a Google target, tags its label rules refuse (Azure ML allows any) rewritten into valid
-    labels (:func:`omnidist.labels.rewrite`): each rewrite is a change (``--strict`` refuses it),
-    each tag beyond what a job can carry is dropped."""
-    if target not in GOOGLE_BACKENDS or not labels.problems(job.labels):
+    """For a target that holds labels to Google Cloud's rules (its policy's ``label_rules``), tags
+    those rules refuse (other clouds allow any) rewritten into valid labels
+    (:func:`omnidist.labels.rewrite`): each rewrite is a change (``--strict`` refuses it), each
+    tag beyond what a job can carry is dropped."""
+    if not _policy(target).label_rules or not labels.problems(job.labels):
         return job, []
     rewritten, changes = labels.rewrite(job.labels)
     entries = [
@@ -256,11 +244,12 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
     job, commanded = give_command(job, command)
     job, kept, imaged = give_image(job, source, target, image, list(entries or []))
     moved = kept + commanded + imaged
-    inputs = job.backends.get(source, {}).get("inputs") if source != target else None
+    key = _policy(source).inputs_setting
+    inputs = job.backends.get(source, {}).get(key) if key and source != target else None
     if inputs:
-        job, inlined = inline_inputs(job, inputs)
+        job, inlined = inline_inputs(job, inputs, f"backends.{source}.{key}")
         moved += inlined
-    if not {source, target} <= GOOGLE_BACKENDS and source != target:
+    if not _policy(source).shares_with(_policy(target)) and source != target:
         job = size_for_target(job, source)
     job, carried = carry_backend_block(job, source, target)
     job, relabelled = google_labels(job, target)
@@ -284,96 +273,145 @@ def carry_code(job: DistributedJob, source: str, target: str) -> tuple[Distribut
                 "is, or bake the code into the image")]
 
 
-# --- compiling, giving up what the target refuses -----------------------------------------------
+# --- giving up what the target lacks, then compiling once ------------------------------------------
 
-def _drop_role(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
-    if feature in (r.value for r in RoleName if r is not RoleName.PRIMARY) and job.role(feature) is not None:
-        return attrs.evolve(job, **{feature: None})
+ROLE_GIVEN_UP = (Fidelity.DROPPED, "the role is left out")
+HARDWARE_GIVEN_UP = (Fidelity.CHANGED, "the role runs on the primary's hardware instead")
+INFINIBAND_GIVEN_UP = (Fidelity.CHANGED, "interconnect: any (the nodes talk over the target's ordinary network)")
+SPOT_GIVEN_UP = (Fidelity.CHANGED, "runs on on-demand capacity instead")
+"""What each give-up does to the job, as the report says it (with the target's own refusal)."""
+
+
+def _given_up(outcome: tuple[Fidelity, str], refusal: UnsupportedFeatureError) -> ReportEntry:
+    fidelity, what = outcome
+    return ReportEntry(fidelity=fidelity, field=refusal.subject, message=f"{what}: {refusal.message}")
+
+
+def plan(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Give up, before compiling, what the job uses and the target's declared capabilities lack:
+    a role it does not have (or not with the job's framework), spot capacity, InfiniBand, a role
+    on other hardware than the primary's. Each is reported in the target's own words (its
+    :attr:`~omnidist.backend.Capabilities.refusals`); a feature the target lacks without saying
+    how it refuses it is left to its compiler, whose refusal :func:`compile_dropping` gives up.
+    Anything else the target lacks (an accelerator, a program per role) is not given up."""
+    capabilities = registry.get(target).capabilities
+    worded = capabilities.refusals
+    entries: list[ReportEntry] = []
+    for role, feature in ROLE_FEATURES.items():
+        if feature in worded and feature in used(job) and not capabilities.has_role(RoleName(role), job.framework):
+            entries.append(_given_up(ROLE_GIVEN_UP, worded[feature].error(feature, target,
+                                                                          framework=job.framework.value)))
+            job = attrs.evolve(job, **{role: None})
+    if Feature.SPOT in worded and job.spot and not capabilities.spot:
+        entries.append(_given_up(SPOT_GIVEN_UP, worded[Feature.SPOT].error(Feature.SPOT, target)))
+        job = attrs.evolve(job, spot=False)
+    if Feature.INFINIBAND in worded and job.interconnect is Interconnect.INFINIBAND and not capabilities.infiniband:
+        entries.append(_given_up(INFINIBAND_GIVEN_UP, worded[Feature.INFINIBAND].error(Feature.INFINIBAND, target)))
+        job = attrs.evolve(job, interconnect=Interconnect.ANY)
+    if Feature.PER_ROLE_MACHINES in worded and not capabilities.per_role_machines:
+        job, inherited = _primary_hardware(job, target, worded[Feature.PER_ROLE_MACHINES])
+        entries += inherited
+    return job, entries
+
+
+def _primary_hardware(job: DistributedJob, target: str, refusal: Refusal) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Every role's own hardware given up: it runs on the primary's."""
+    primary, entries = lowering.effective_role(job, RoleName.PRIMARY), []
+    for role in lowering.effective_roles(job):
+        written = job.role(role.name)
+        own = [f for f in HARDWARE if getattr(written, f) is not None and getattr(role, f) != getattr(primary, f)]
+        if role.name is RoleName.PRIMARY or not own:
+            continue
+        for field in own:
+            entries.append(_given_up(HARDWARE_GIVEN_UP, refusal.error(
+                Feature.PER_ROLE_MACHINES, target, role=role.name.value, field=field,
+                nodes=role.name.value.replace("_", " "))))
+        job = attrs.evolve(job, **{role.name.value: attrs.evolve(written, **{f: None for f in own})})
+    return job, entries
+
+
+def _fallback(job: DistributedJob, refusal: UnsupportedFeatureError) -> Optional[tuple[DistributedJob, ReportEntry]]:
+    """A give-up for a refusal the capabilities could not foresee; ``None`` when there is none."""
+    role = next((r for r, f in ROLE_FEATURES.items() if f is refusal.feature), None)
+    if role is not None and job.role(role) is not None:
+        return attrs.evolve(job, **{role: None}), _given_up(ROLE_GIVEN_UP, refusal)
+    if refusal.feature is Feature.INFINIBAND and job.interconnect is Interconnect.INFINIBAND:
+        return attrs.evolve(job, interconnect=Interconnect.ANY), _given_up(INFINIBAND_GIVEN_UP, refusal)
+    if refusal.feature is Feature.SPOT and job.spot:
+        return attrs.evolve(job, spot=False), _given_up(SPOT_GIVEN_UP, refusal)
+    role, _, field = refusal.subject.partition(".")  # a target without worded refusals names it role.field
+    written = job.role(role) if refusal.feature is Feature.PER_ROLE_MACHINES else None
+    if written is not None and field in HARDWARE and getattr(written, field) is not None:
+        return attrs.evolve(job, **{role: attrs.evolve(written, **{field: None})}), _given_up(HARDWARE_GIVEN_UP, refusal)
     return None
-
-
-def _inherit_hardware(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
-    """``parameter_servers.cpus`` -> the role takes the primary's instead (one machine per job)."""
-    role_name, _, field = feature.partition(".")
-    role = job.role(role_name) if role_name in {r.value for r in RoleName} else None
-    if role is None or field not in _HARDWARE or getattr(role, field) is None:
-        return None
-    return attrs.evolve(job, **{role_name: attrs.evolve(role, **{field: None})})
-
-
-def _any_interconnect(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
-    if feature.startswith("interconnect") and job.interconnect is Interconnect.INFINIBAND:
-        return attrs.evolve(job, interconnect=Interconnect.ANY)
-    return None
-
-
-def _on_demand(job: DistributedJob, feature: str) -> Optional[DistributedJob]:
-    return attrs.evolve(job, spot=False) if feature == "spot" and job.spot else None
-
-
-GIVE_UPS: tuple[tuple[Callable[[DistributedJob, str], Optional[DistributedJob]], Fidelity, str], ...] = (
-    (_drop_role, Fidelity.DROPPED, "the role is left out"),
-    (_inherit_hardware, Fidelity.CHANGED, "the role runs on the primary's hardware instead"),
-    (_any_interconnect, Fidelity.CHANGED, "interconnect: any (the nodes talk over the target's ordinary network)"),
-    (_on_demand, Fidelity.CHANGED, "runs on on-demand capacity instead"),
-)
-"""What a migration gives up when the target refuses a feature: (how, outcome, what it says).
-Anything else the target refuses (an accelerator it lacks, a program per role) stops it."""
 
 
 def _without_machine(job: DistributedJob, target: str, exc: ValidationError) -> Optional[tuple[DistributedJob, str, str]]:
     """When the target rejects a machine type carried from the source, drop it so the target
     picks one for the role's accelerator; returns the new job, the role and the machine."""
-    prefix = f"backends.{target}.machine_types."
+    setting = _policy(target).machine_setting
+    prefix = f"backends.{target}.{setting}."
     for problem in exc.problems:
-        if problem.path.startswith(prefix):
+        if setting and problem.path.startswith(prefix):
             role = problem.path[len(prefix):].split(".")[0]
-            machines = dict(job.backends.get(target, {}).get("machine_types", {}))
+            machines = dict(job.backends.get(target, {}).get(setting, {}))
             if role in machines:
                 machine = machines.pop(role)
-                block = {**job.backends[target], "machine_types": machines}
+                block = {**job.backends[target], setting: machines}
                 return attrs.evolve(job, backends={**job.backends, target: block}), role, machine
     return None
 
 
 def compile_dropping(job: DistributedJob, target: str, profile: Optional[str] = None,
                      settings: Optional[Mapping[str, Any]] = None) -> tuple[CompiledJob, DistributedJob, list[ReportEntry]]:
-    """Compile for ``target``, giving up (and reporting) what it refuses, per :data:`GIVE_UPS`;
-    a carried machine type the target does not offer is replaced by the target's own pick for
-    the same accelerator. Returns the compiled job, the job it was compiled from, and the entries."""
-    entries: list[ReportEntry] = []
-    while True:  # each pass removes something from a finite job, so this ends
+    """Give up what the target's capabilities say it lacks (:func:`plan`), then compile once.
+
+    Two things can still stop that compile, and are given up after it: support the capabilities
+    declare but that depends on the job (InfiniBand-class networking only on some of the
+    target's machines, a Reduction Server only with GPU workers and without parameter servers),
+    which only the target's compiler can judge; and a machine type carried from the source that
+    the target does not offer (the target picks one for the same accelerator). Each removes
+    something from a finite job, so the compiles end. Returns the compiled job, the job it was
+    compiled from, and the entries.
+    """
+    job, entries = plan(job, target)
+    while True:
         try:
             return api.compile(job, backend=target, profile=profile, settings=settings), job, entries
         except UnsupportedFeatureError as exc:
-            for give_up, fidelity, outcome in GIVE_UPS:
-                smaller = give_up(job, exc.feature)
-                if smaller is not None:
-                    entries.append(ReportEntry(fidelity=fidelity, field=exc.feature, message=f"{outcome}: {exc.message}"))
-                    job = smaller
-                    break
-            else:
+            given = _fallback(job, exc)
+            if given is None:
                 raise with_flag_hint(exc) from None
+            job, entry = given
+            entries.append(entry)
         except ValidationError as exc:
             fixed = _without_machine(job, target, exc)
             if fixed is None:
                 raise cannot_express(exc, target) from None
             job, role, machine = fixed
-            entries.append(ReportEntry(fidelity="approximated", field=f"backends.{target}.machine_types.{role}",
+            entries.append(ReportEntry(fidelity="approximated",
+                                       field=f"backends.{target}.{_policy(target).machine_setting}.{role}",
                                        message=f"{target} does not offer {machine}; it picks one for the same accelerator"))
 
 
 # --- which machines the target chose ------------------------------------------------------------
 
 def _machines(job: DistributedJob, backend: str) -> dict[str, str]:
-    """Role -> machine named in the job's block for ``backend``: Google names one per role,
-    Azure ML one VM size for the nodes that train (primary and workers)."""
-    block = job.backends.get(backend, {})
-    if block.get("machine_types"):
-        return dict(block["machine_types"])
-    if block.get("instance_type"):  # parameter servers share these nodes; Azure ML's own note says so
-        return {r.value: block["instance_type"] for r in (RoleName.PRIMARY, RoleName.WORKERS)}
-    return {}
+    """Role -> machine named in the job's block for ``backend`` (its policy's ``machine_setting``):
+    one per role with per-role machines, else one for the nodes that train (primary and workers)."""
+    setting = _policy(backend).machine_setting
+    named = job.backends.get(backend, {}).get(setting) if setting else None
+    if not named:
+        return {}
+    if registry.get(backend).capabilities.per_role_machines:
+        return dict(named)
+    return {r.value: named for r in (RoleName.PRIMARY, RoleName.WORKERS)}  # parameter servers share these nodes
+
+
+def _chose(note: Note, role: str, machine: str) -> bool:
+    """True for the target's note that it picked ``machine`` for ``role`` (or for every node)."""
+    return (note.code is NoteCode.MACHINE_CHOSEN and note.data.get("machine") == machine
+            and note.data.get("role", role) == role)
 
 
 def _hardware(role: Optional[lowering.EffectiveRole]) -> str:
@@ -406,7 +444,7 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
         if machine is None or carried.get(name) == machine:
             continue  # no machine named (an Azure cluster), or carried as it was (reported with the block)
         got = lowering.effective_role(readback, name)
-        why = [n for n in compiled.diagnostics if n.kind is NoteKind.DEFAULTED and machine in n.message]
+        why = [n for n in compiled.diagnostics if _chose(n, name, machine)]
         consumed.update(why)
         origin = f"{source} ran {before[name]}" if name in before else f"the {source} spec names no machine"
         role = _as_imported(role, imported)
@@ -500,7 +538,7 @@ def _shown(value: Any, name: str) -> str:
 def migrate(
     native: Native,
     source: Optional[str] = None,
-    target: str = "vertex",
+    target: Optional[str] = None,
     *,
     strict: bool = False,
     framework: Optional[Union[Framework, str]] = None,
@@ -514,7 +552,7 @@ def migrate(
     Args:
         native: the native spec (a mapping) or the path of a YAML/JSON file holding it.
         source: the spec's backend; detected from the content when omitted.
-        target: the backend to compile for.
+        target: the backend to compile for (required).
         strict: refuse the migration if anything is dropped or changes meaning.
         framework: the job's framework, instead of inferring it (legacy specs do not say).
         image: the container to run, for specs that ran something only their cloud has (a
@@ -531,8 +569,10 @@ def migrate(
         StrictMigrationError: with ``strict``, when anything would be dropped or changed.
         UnsupportedFeatureError: when the target cannot express something that cannot be given up
             (an image only the source has, without ``image``, among them).
-        ValidationError: when the native spec is malformed.
+        ValidationError: when the native spec is malformed, or no ``target`` is named.
     """
+    if not target:
+        raise ValidationError(f"name the backend to migrate to (target=…, or --to): {', '.join(registry.installed())}")
     imported, source, entries = import_job(native, source, framework)
     job, entries = move_job(imported, source, target, image, command, entries)
     compiled, final, given_up = compile_dropping(job, target, profile, settings)

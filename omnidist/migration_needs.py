@@ -6,6 +6,7 @@ name when the target refuses (exit 3, not 2: the spec is valid, the clouds diffe
 
 from __future__ import annotations
 
+import collections
 import shlex
 from typing import Optional
 
@@ -13,6 +14,7 @@ import attrs
 
 from omnidist import commandline, importing
 from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob
 from omnidist.migration_report import ReportEntry
 
@@ -22,14 +24,16 @@ answers them."""
 
 
 def _runs_instead(job: DistributedJob, source: str, entries: list[ReportEntry]) -> Optional[str]:
-    """What the source spec runs that other clouds do not have, when it names no image to run."""
+    """What the source spec runs that other clouds do not have, when it names no image to run
+    (the source's :attr:`~omnidist.backend.MigrationPolicy.runs_instead`)."""
+    from omnidist import registry
+
     if job.image or job.primary.image:
         return None
     block = job.backends.get(source, {})
-    if "runtime_version" in block or "python_module" in block:
-        return f"runs a Python package on Google's runtime {block.get('runtime_version', 'default')}"
-    if "environment" in block:
-        return f"runs the Azure ML environment {block['environment']}"
+    for key, runs in registry.get(source).migration.runs_instead.items():
+        if key in block:
+            return runs.format_map(collections.defaultdict(lambda: "default", block))
     if any(e.field == "environment.build" for e in entries):
         return "runs an image Azure ML builds from a Docker context"
     return "names no container image (it came from the command line that submitted the file)"
@@ -48,22 +52,25 @@ def give_image(job: DistributedJob, source: str, target: str, image: Optional[st
             something only the source provides (a legacy runtime version, a registered or built
             Azure ML environment): exit 3, naming ``--image``.
     """
+    from omnidist import registry
+
     block = job.backends.get(source, {})
     if image is None:
         runs = _runs_instead(job, source, entries) if source != target else None
         if runs:
             raise UnsupportedFeatureError(
-                "image", target, f"the {source} spec {runs}, and {target} runs a container image.",
+                Feature.IMAGE, target, f"the {source} spec {runs}, and {target} runs a container image.",
                 "Pass --image (image= in Python) with a training container that holds the program.")
         return job, entries, []
     replaced = [e for e in entries if e.field in IMAGE_NOTES and e.field != "image"]
     what = f", in place of {', '.join(e.field for e in replaced)}" if replaced else ""
     added = [ReportEntry(fidelity="exact", field="image", message=f"{image} (from --image{what})")]
-    module = block.get("python_module")
+    key = registry.get(source).migration.module_setting
+    module = block.get(key) if key else None
     if module and not job.command:
-        rest = {k: v for k, v in block.items() if k != "python_module"}
+        rest = {k: v for k, v in block.items() if k != key}
         job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source: rest})
-        added.append(ReportEntry(fidelity="approximated", field=f"backends.{source}.python_module",
+        added.append(ReportEntry(fidelity="approximated", field=f"backends.{source}.{key}",
                                  message=f"{module} became the command python -m {module}: the image must have the "
                                          "package installed"))
     kept = [e for e in entries if e.field not in IMAGE_NOTES]
@@ -97,10 +104,10 @@ def _flag_hint(feature: str) -> str:
 
 def with_flag_hint(exc: UnsupportedFeatureError) -> UnsupportedFeatureError:
     """The target's refusal, pointing at the ``migrate`` flag that answers it (when one does)."""
-    hint = _flag_hint(exc.feature)
+    hint = _flag_hint(exc.subject)
     if not hint or hint in exc.hint:
         return exc
-    return UnsupportedFeatureError(exc.feature, exc.backend, exc.message, hint)
+    return UnsupportedFeatureError(exc.feature, exc.backend, exc.message, hint, subject=exc.subject)
 
 
 def cannot_express(exc: ValidationError, target: str) -> OmnidistError:

@@ -3,8 +3,8 @@
 A native spec arrives as a mapping, a list of ``--worker-pool-spec`` strings, a YAML/JSON file,
 a file holding the ``gcloud`` command that submitted it (:class:`~omnidist.commandline.CommandLine`),
 or an SDK object (``azure.ai.ml.command(...)``), which is read through the SDK's own
-serialization. :func:`detect_backend` names the backend from the content; when nothing says,
-the error lists the formats omnidist reads.
+serialization. :func:`detect_backend` names the backend from the content, asking each installed
+backend whether the spec is its own; when none says so, the error lists the formats they read.
 """
 
 from __future__ import annotations
@@ -21,79 +21,35 @@ from omnidist.errors import ValidationError
 Native = Union[Mapping[str, Any], Sequence[Any], str, "os.PathLike[str]", Any]
 Spec = Union[Mapping[str, Any], Sequence[Any], CommandLine]
 
-FORMATS: dict[str, tuple[str, ...]] = {
-    "ai_platform": (
-        "a legacy create body or gcloud --config file ({trainingInput: …}), or a bare trainingInput",
-        "a `gcloud ai-platform jobs submit training JOB …` command line",
-    ),
-    "azure_ml": (
-        "a command job file ($schema …commandJob…, type: command, command + environment/compute/resources), "
-        "as written by hand or by job.dump()",
-        "an azure.ai.ml command(...) / CommandJob object (Python)",
-    ),
-    "vertex": (
-        "a CustomJob (displayName + jobSpec), a CustomJobSpec (workerPoolSpecs) or a HyperparameterTuningJob "
-        "(trialJobSpec), in JSON or protobuf field names (job_spec, worker_pool_specs…)",
-        "{worker_pool_specs: [--worker-pool-spec strings]} or a `gcloud ai custom-jobs create …` command line",
-    ),
-}
-"""Backend -> the native forms omnidist reads (listed when a file's format cannot be told)."""
-
-AZURE_KEYS = frozenset({"command", "compute", "distribution", "environment", "environment_variables", "resources"})
-"""Top-level keys of an Azure ML command job file (``$schema`` and ``type`` may be missing)."""
-
-AI_PLATFORM_KEYS = frozenset({"trainingInput", "masterType", "masterConfig", "scaleTier", "parameterServerType"})
-VERTEX_KEYS = frozenset({"jobSpec", "job_spec", "workerPoolSpecs", "worker_pool_specs", "trialJobSpec",
-                         "trial_job_spec", "studySpec", "study_spec"})
-GCLOUD_COMMANDS: dict[tuple[str, ...], str] = {
-    ("ai", "custom-jobs", "create"): "vertex",
-    ("ai", "hp-tuning-jobs", "create"): "vertex",
-    ("ai-platform", "jobs", "submit", "training"): "ai_platform",
-    ("ml-engine", "jobs", "submit", "training"): "ai_platform",
-}
-"""gcloud command words (after ``gcloud`` and a release track) -> the backend whose job it creates."""
-
-_TRACKS = ("alpha", "beta")
-
-
 def formats() -> str:
-    """Every native form omnidist reads, one line per backend."""
-    return "; ".join(f"{name}: {' | '.join(forms)}" for name, forms in sorted(FORMATS.items()))
+    """Every native form omnidist reads, one line per installed backend (its ``native_formats``)."""
+    from omnidist import registry
+
+    found = {name: registry.get(name).native_formats for name in registry.installed()}
+    return "; ".join(f"{name}: {' | '.join(forms)}" for name, forms in found.items() if forms)
 
 
 def detect_backend(native: Spec) -> str:
-    """Tell which backend a native spec belongs to from its content.
+    """Tell which backend a native spec belongs to from its content: the one installed backend
+    whose :meth:`~omnidist.backend.Backend.recognizes` says it is its own.
 
     Raises:
-        ValidationError: when the content does not say; the message lists the formats omnidist
-            reads and asks for ``--from``.
+        ValidationError: when no backend (or more than one) recognizes it; the message lists the
+            formats omnidist reads and asks for ``--from``.
     """
+    from omnidist import registry
+
+    claims = [name for name in registry.installed() if registry.get(name).recognizes(native)]
+    if len(claims) == 1:
+        return claims[0]
+    choices = "|".join(name for name in registry.installed() if registry.get(name).native_formats)
+    if claims:
+        raise ValidationError(f"this spec reads as {' and as '.join(claims)}; pass --from {'|'.join(claims)}")
     if isinstance(native, CommandLine):
-        return _command_backend(native)
-    if not isinstance(native, Mapping):  # a bare list of --worker-pool-spec strings
-        return "vertex"
-    keys = set(native)
-    schema = str(native.get("$schema", ""))
-    kind = str(native.get("type", "")).lower()
-    if "azureml" in schema or kind in ("command", "sweep") or "component" in keys or len(keys & AZURE_KEYS) >= 2:
-        return "azure_ml"
-    if keys & AI_PLATFORM_KEYS:
-        return "ai_platform"
-    if keys & VERTEX_KEYS:
-        return "vertex"
-    if keys & {"command"} and keys & {"code", "inputs", "outputs", "display_name", "experiment_name"}:
-        return "azure_ml"
-    raise ValidationError(f"not a native spec omnidist can tell; it reads {formats()}. Pass --from "
-                          "vertex|ai_platform|azure_ml if it is one of these")
-
-
-def _command_backend(command: CommandLine) -> str:
-    words = tuple(w for w in command.argv[1:6] if w not in _TRACKS)
-    for head, backend in GCLOUD_COMMANDS.items():
-        if words[:len(head)] == head:
-            return backend
-    raise ValidationError(f"`{' '.join(command.argv[:4])} …` does not create a training job; omnidist reads "
-                          f"{formats()}")
+        raise ValidationError(f"`{' '.join(native.argv[:4])} …` does not create a training job; omnidist reads "
+                              f"{formats()}")
+    raise ValidationError(f"not a native spec omnidist can tell; it reads {formats()}. Pass --from {choices} if it "
+                          "is one of these")
 
 
 def read_native(native: Native) -> tuple[Spec, Optional[str]]:

@@ -28,13 +28,8 @@ from omnidist.errors import BackendNotFoundError
 
 GROUP = "omnidist.backends"
 
-KNOWN_DISTRIBUTIONS: dict[str, str] = {
-    "ai_platform": "omnidist-ai-platform",
-    "azure_ml": "omnidist-azure-ml",
-    "local": "omnidist",
-    "vertex": "omnidist-vertex",
-}
-"""Backend name -> the distribution that provides it, for install hints."""
+DISTRIBUTION_PREFIX = "omnidist-"
+"""A backend plugin's distribution is ``omnidist-<name>``, with ``-`` for ``_`` (``omnidist-azure-ml``)."""
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
 
@@ -138,9 +133,31 @@ def installed() -> list[str]:
     return sorted(_entry_points())
 
 
+def compiled_platforms() -> list[str]:
+    """The runtime platforms a backend of the same name compiles for (those whose module says
+    how to follow a compiled request: :mod:`omnidist.runtime.platforms`), sorted."""
+    from omnidist.runtime import platforms
+
+    return sorted(m.NAME for m in platforms.modules() if hasattr(m, "follow"))
+
+
 def known() -> list[str]:
-    """Every backend name omnidist knows of, installed or not."""
-    return sorted(set(KNOWN_DISTRIBUTIONS) | set(_entry_points()))
+    """Every backend name omnidist knows of: the installed ones, and one per platform that a
+    backend compiles for (installed or not)."""
+    return sorted(set(compiled_platforms()) | set(_entry_points()))
+
+
+def missing() -> list[str]:
+    """Known backends that are not installed."""
+    return [name for name in known() if name not in _entry_points()]
+
+
+def distribution(name: str) -> str:
+    """The distribution that provides backend ``name``: the installed one, else the plugin
+    naming rule (:data:`DISTRIBUTION_PREFIX`)."""
+    plugin = _entry_points().get(name)
+    found = plugin.distribution if plugin is not None else DISTRIBUTION_PREFIX + name
+    return re.sub(r"[-_.]+", "-", found).lower()
 
 
 def distribution_version(name: str) -> str:
@@ -150,10 +167,9 @@ def distribution_version(name: str) -> str:
 
 
 def _unknown(name: str) -> BackendNotFoundError:
-    if name in KNOWN_DISTRIBUTIONS:
-        dist = KNOWN_DISTRIBUTIONS[name]
+    if name in known():
         return BackendNotFoundError(
-            f"backend {name!r} is not installed; install it with `pip install {dist}`"
+            f"backend {name!r} is not installed; install it with `pip install {distribution(name)}`"
         )
     close = difflib.get_close_matches(name, known(), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
@@ -175,6 +191,8 @@ def check_contract(name: str, cls: object) -> type[Backend]:
         problems.append("its settings_type is not an attrs class")
     if getattr(cls, "__abstractmethods__", None):
         problems.append(f"it does not implement {', '.join(sorted(cls.__abstractmethods__))}")
+    if cls.import_native is Backend.import_native and cls.import_with_notes is Backend.import_with_notes:
+        problems.append("it implements neither import_native nor import_with_notes")
     if problems:
         raise BackendNotFoundError(f"backend {name!r} ({cls.__module__}) breaks the contract: " + "; ".join(problems))
     return cls
@@ -194,8 +212,7 @@ def get(name: str) -> Backend:
     try:
         cls = ep.load()
     except Exception as exc:  # a plugin that fails to import must not take the CLI down
-        dist = KNOWN_DISTRIBUTIONS.get(name, ep.value.split(":")[0])
         raise BackendNotFoundError(
-            f"backend {name!r} failed to load {ep.value!r} ({exc}); reinstall it with `pip install {dist}`"
+            f"backend {name!r} failed to load {ep.value!r} ({exc}); reinstall it with `pip install {distribution(name)}`"
         ) from exc
     return check_contract(name, cls)()

@@ -1,5 +1,6 @@
 """The retry policy every client uses: transient errors only, bounded, jittered,
-honouring ``Retry-After``.
+honouring ``Retry-After``; the client settings every cloud backend shares, and the checks
+their settings classes use (:func:`at_least`, :func:`one_of`, :func:`role_keys`).
 
 Clients translate SDK exceptions into omnidist's tree first (at the client boundary), so
 the policy only has to look at :class:`~omnidist.errors.TransientBackendError`.
@@ -7,6 +8,7 @@ the policy only has to look at :class:`~omnidist.errors.TransientBackendError`.
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -35,7 +37,12 @@ class RetryPolicy:
 DEFAULT_POLICY = RetryPolicy()
 
 
-def _at_least(minimum: float, *, strictly: bool = False) -> Callable[[Any, "attrs.Attribute[Any]", Any], None]:
+Validator = Callable[[Any, "attrs.Attribute[Any]", Any], None]
+"""An attrs validator (the settings classes' checks raise :class:`~omnidist.errors.ValidationError`)."""
+
+
+def at_least(minimum: float, *, strictly: bool = False) -> Validator:
+    """A settings check: a number ``>= minimum`` (``>`` with ``strictly``)."""
     def check(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise ValidationError(f"must be a number, got {value!r}", path=attribute.name)
@@ -43,6 +50,27 @@ def _at_least(minimum: float, *, strictly: bool = False) -> Callable[[Any, "attr
             raise ValidationError(f"must be {'>' if strictly else '>='} {minimum:g}, got {value}", path=attribute.name)
 
     return check
+
+
+def one_of(*choices: str, ignore_case: bool = False) -> Validator:
+    """A settings check: unset, or one of ``choices`` (in any case with ``ignore_case``)."""
+    def check(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+        if value is not None and (value.lower() if ignore_case else value) not in choices:
+            raise ValidationError(f"{value!r} is not one of {', '.join(choices)}", path=attribute.name)
+
+    return check
+
+
+def role_keys(instance: Any, attribute: "attrs.Attribute[Any]", value: Any) -> None:
+    """A settings check: a mapping keyed by role names (``machine_types``), with a suggestion."""
+    from omnidist.job import RoleName
+
+    roles = [r.value for r in RoleName]
+    for key in value:
+        if key not in roles:
+            close = difflib.get_close_matches(key, roles, n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else "."
+            raise ValidationError(f"not a role{hint} Roles: {', '.join(roles)}", path=f"{attribute.name}.{key}")
 
 
 @attrs.frozen(kw_only=True)
@@ -60,12 +88,12 @@ class ClientSettings:
         poll_interval_s: seconds between status polls (``wait``, ``logs --follow``).
     """
 
-    retry_attempts: int = attrs.field(default=5, validator=_at_least(1))
-    retry_deadline_s: float = attrs.field(default=120.0, validator=_at_least(0, strictly=True))
-    retry_initial_wait_s: float = attrs.field(default=0.5, validator=_at_least(0))
-    retry_max_wait_s: float = attrs.field(default=20.0, validator=_at_least(0))
-    request_timeout_s: float = attrs.field(default=60.0, validator=_at_least(0, strictly=True))
-    poll_interval_s: float = attrs.field(default=15.0, validator=_at_least(0))
+    retry_attempts: int = attrs.field(default=5, validator=at_least(1))
+    retry_deadline_s: float = attrs.field(default=120.0, validator=at_least(0, strictly=True))
+    retry_initial_wait_s: float = attrs.field(default=0.5, validator=at_least(0))
+    retry_max_wait_s: float = attrs.field(default=20.0, validator=at_least(0))
+    request_timeout_s: float = attrs.field(default=60.0, validator=at_least(0, strictly=True))
+    poll_interval_s: float = attrs.field(default=15.0, validator=at_least(0))
 
     def retry_policy(self) -> RetryPolicy:
         """The :class:`RetryPolicy` these settings describe."""

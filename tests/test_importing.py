@@ -69,7 +69,7 @@ def test_a_left_out_field_takes_the_platforms_value():
     roles = {P: full(P, disk_gb=500), W: full(W, disk_gb=None)}
     with pytest.raises(UnsupportedFeatureError) as err:
         delower(roles)
-    assert err.value.feature == "workers without disk_gb" and err.value.exit_code == 3
+    assert err.value.subject == "workers without disk_gb" and err.value.exit_code == 3
     found = delower(roles, unset={"disk_gb": 100})
     assert found.roles[W].disk_gb == 100
     assert delower({P: full(P, disk_gb=100), W: full(W)}, unset={"disk_gb": 100}).roles[W].disk_gb is None
@@ -85,7 +85,7 @@ T4 = Accelerator(type="T4", count=1)
 def test_what_a_worker_cannot_take_away_from_the_primary(worker, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         delower({P: full(P, accelerator=T4, env={"A": "1"}), W: worker})
-    assert err.value.feature == feature and err.value.backend == importing.PORTABLE and err.value.hint
+    assert err.value.subject == feature and err.value.backend == importing.PORTABLE and err.value.hint
 
 
 def test_a_cpu_only_worker_beside_a_gpu_primary_is_accelerator_none():

@@ -27,6 +27,7 @@ import omnidist
 from omnidist import migration
 from omnidist.commandline import SHELL_BUILTINS
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob, Interconnect
 from omnidist.testing.cli import run_cli
 
@@ -174,7 +175,7 @@ def test_a_spec_that_ran_what_only_its_cloud_has_needs_an_image():
     for name in ("ai_platform_python_package.json", "azure_ml_curated_environment.yaml"):
         with pytest.raises(UnsupportedFeatureError) as err:
             omnidist.migrate(INPUTS / name, target="vertex")
-        assert err.value.feature == "image" and err.value.backend == "vertex" and "--image" in str(err.value)
+        assert err.value.feature is Feature.IMAGE and err.value.backend == "vertex" and "--image" in str(err.value)
         assert err.value.exit_code == 3
 
 
@@ -184,7 +185,7 @@ def test_what_no_migration_can_give_up_still_stops_it():
                           "type": "command", "command": "python t.py", "environment": {"image": "i:1"},
                           "resources": {"instance_count": 1, "instance_type": "Standard_NC40ads_H100_v5"}},
                          target="ai_platform")
-    assert err.value.feature == "accelerator H100" and err.value.backend == "ai_platform"
+    assert err.value.subject == "accelerator H100" and err.value.backend == "ai_platform"
 
 
 # --- the command line ---------------------------------------------------------------------------
@@ -304,7 +305,7 @@ def test_the_format_is_detected_from_the_content(name):
 def test_an_unknown_format_lists_the_formats_and_asks_for_from(tmp_path):
     (tmp_path / "x.yaml").write_text("foo: 1\n")
     done = run_cli("migrate", "x.yaml", "--to", "vertex", cwd=tmp_path)
-    assert done.returncode == 2 and "Pass --from vertex|ai_platform|azure_ml" in done.stderr
+    assert done.returncode == 2 and "Pass --from ai_platform|azure_ml|vertex" in done.stderr  # the installed ones
     assert "x.yaml" in done.stderr
     for form in ("trainingInput", "gcloud ai-platform jobs submit training", "commandJob", "azure.ai.ml command(",
                  "CustomJobSpec (workerPoolSpecs)", "gcloud ai custom-jobs create"):
@@ -332,7 +333,8 @@ ACCELERATORS = {
                                         "A100-80GB:4", "H100:8", "H200:8"],
     frozenset({"ai_platform", "azure_ml"}): [None, "T4:1", "T4:4", "V100:8", "A100:8"],
 }
-GOOGLE = migration.GOOGLE_BACKENDS
+GOOGLE = frozenset({"vertex", "ai_platform"})
+"""The backends that share Compute Engine's vocabulary."""
 TOKEN = st.text(alphabet="abcxyz019-_./", min_size=1, max_size=8)
 ENV = st.dictionaries(st.from_regex(r"[A-Z][A-Z0-9_]{0,5}", fullmatch=True).filter(lambda k: not k.startswith("OMNIDIST")),
                       st.text(alphabet="abc019", max_size=4), max_size=2)
@@ -385,7 +387,7 @@ def _expected(job: DistributedJob, source: str, target: str, first) -> Distribut
     """``job`` as the target should see it. Between the Google backends the source's machines
     carry over, so the target compiles with the machines the source chose, and with the number
     of reducers the source's request holds (``auto`` was sized from the source's machines)."""
-    if {source, target} <= migration.GOOGLE_BACKENDS:
+    if omnidist.registry.get(source).migration.shares_with(omnidist.registry.get(target).migration):
         native = omnidist.import_native(first.request, backend=source)
         chosen = migration._machines(native, source)
         reducers = native.reduction_servers and attrs.evolve(job.reduction_servers,
@@ -440,3 +442,58 @@ def test_spot_becomes_on_demand_on_legacy_and_strict_refuses():
     assert [(e.field, e.fidelity) for e in report.breaks_strict] == [("spot", migration.Fidelity.CHANGED)]
     with pytest.raises(migration.StrictMigrationError):
         omnidist.migrate(native, target="ai_platform", framework="pytorch", strict=True)
+
+
+# --- planned from the target's capabilities, compiled once ------------------------------------------
+
+def _moved(name: str, target: str):
+    imported, source, entries = migration.import_job(INPUTS / name)
+    return migration.move_job(imported, source, target, entries=entries)[0]
+
+
+def test_the_plan_gives_up_what_the_target_declares_it_lacks_in_its_own_words(isolated):
+    job = _moved("ai_platform_doc_example_command.yaml", "azure_ml")
+    planned, entries = migration.plan(job, "azure_ml")
+    assert [(e.fidelity.value, e.field) for e in entries] == [
+        ("dropped", "evaluators"), ("changed", "parameter_servers.cpus"), ("changed", "parameter_servers.memory_gb")]
+    assert entries[0].message == ("the role is left out: Azure ML command jobs have no evaluator role: every node "
+                                  "trains.")
+    assert planned.evaluators is None and planned.parameter_servers.cpus is None
+    omnidist.compile(planned, backend="azure_ml")  # one compile: nothing left for the target to refuse
+
+
+def test_what_the_target_has_on_some_machines_is_left_to_its_compiler(isolated):
+    """Vertex declares InfiniBand-class networking (GPUDirect RDMA on two machines), so the plan
+    gives nothing up; its compiler refuses it for this job's A100s, and that refusal is given up."""
+    job = _moved("azure_ml_pytorch_infiniband.yaml", "vertex")
+    assert migration.plan(job, "vertex") == (job, [])
+    _, final, entries = migration.compile_dropping(job, "vertex")
+    assert [e.field for e in entries] == ["interconnect: infiniband"] and final.interconnect is Interconnect.ANY
+
+
+def test_the_machine_a_target_chose_is_read_from_its_note_data(isolated):
+    compiled, report = omnidist.migrate(INPUTS / "azure_ml_a100_80gb.yaml", target="vertex")
+    line = next(e for e in report.entries if e.field == "primary.machine")
+    assert line.message.endswith("picked a2-ultragpu-1g (12 vCPUs, 170 GB, 1×A100-80GB); name a machine here to choose")
+    imported, source, _ = migration.import_job(INPUTS / "azure_ml_a100_80gb.yaml")
+    words_only = attrs.evolve(compiled, diagnostics=[attrs.evolve(n, code=None) for n in compiled.diagnostics])
+    entries, consumed = migration.machine_entries(imported, compiled.job, words_only, source, "vertex")
+    assert consumed == set() and entries[0].message.endswith("the target's machine for it"), \
+        "a note that only says the machine's name in words is not the target's choice"
+
+
+def test_a_spec_two_backends_claim_asks_for_from():
+    with pytest.raises(ValidationError, match=r"reads as ai_platform and as vertex; pass --from ai_platform\|vertex"):
+        migration.detect_backend({"trainingInput": {}, "jobSpec": {}})
+
+
+def test_migrate_needs_a_target():
+    with pytest.raises(ValidationError, match="name the backend to migrate to"):
+        omnidist.migrate(INPUTS / "vertex_a100x2.json")
+
+
+def test_backend_choices_come_from_the_registry_with_a_suggestion(tmp_path):
+    done = run_cli("migrate", "x.json", "--to", "vertx", cwd=tmp_path)
+    assert done.returncode == 2 and "Did you mean 'vertex'?" in done.stderr
+    for name in omnidist.registry.installed():
+        assert name in done.stderr

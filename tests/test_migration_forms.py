@@ -13,6 +13,7 @@ import yaml
 import omnidist
 from omnidist import migration
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.testing.cli import run_cli
 
 POOL = {"machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1},
@@ -158,7 +159,7 @@ def test_data_map_rewrites_are_reported_and_an_unmapped_azure_location_is_exit_3
               "inputs": {"data": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/cifar"}}}
     with pytest.raises(UnsupportedFeatureError) as err:
         omnidist.migrate(native, target="vertex")
-    assert err.value.feature == "inputs.data" and "data_map" in str(err.value)
+    assert err.value.subject == "inputs.data" and "data_map" in str(err.value)
     compiled, report = omnidist.migrate(native, target="vertex", settings={
         "data_map": {"azureml://datastores/ws/paths/": "gs://bkt/"}})
     assert compiled.request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"][-1] == "/gcs/bkt/cifar"
@@ -171,7 +172,7 @@ def test_a_registered_data_asset_cannot_move_and_the_refusal_says_what_to_do():
               "inputs": {"coco": {"type": "uri_folder", "path": "azureml:coco128:1"}}}
     with pytest.raises(UnsupportedFeatureError) as err:
         omnidist.migrate(native, target="ai_platform")
-    assert err.value.feature == "inputs.coco" and "registered Azure ML data asset" in str(err.value)
+    assert err.value.subject == "inputs.coco" and "registered Azure ML data asset" in str(err.value)
     assert "az ml data download --name coco128" in str(err.value)
 
 
@@ -201,7 +202,7 @@ def test_image_stands_in_for_what_azure_builds(environment, field):
     if "build" in environment:
         with pytest.raises(UnsupportedFeatureError) as err:
             omnidist.migrate(native, target="vertex")
-        assert err.value.feature == "image" and "--image" in str(err.value) and err.value.exit_code == 3
+        assert err.value.feature is Feature.IMAGE and "--image" in str(err.value) and err.value.exit_code == 3
     else:  # the base image runs, without the conda packages: a reported drop
         _, report = omnidist.migrate(native, target="vertex")
         assert entries(report)[field].fidelity is migration.Fidelity.DROPPED
@@ -242,6 +243,6 @@ def test_a_file_invalid_for_its_own_cloud_exits_2_naming_the_file(tmp_path):
 def test_the_target_refusing_a_valid_file_is_exit_3_not_2():
     with pytest.raises(UnsupportedFeatureError) as err:
         omnidist.migrate({"workerPoolSpecs": [{**POOL, "containerSpec": {"imageUri": "i"}}]}, target="azure_ml")
-    assert err.value.feature == "command" and "--command" in err.value.hint
+    assert err.value.subject == "command" and "--command" in err.value.hint
     with pytest.raises(ValidationError):  # settings the caller gives stay invalid input
         omnidist.migrate({"workerPoolSpecs": [POOL]}, target="vertex", settings={"boot_disk_type": "floppy"})

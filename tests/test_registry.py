@@ -50,10 +50,37 @@ def test_unknown_backend_suggests_the_closest_name():
         registry.get("vertx")
 
 
-def test_known_but_missing_backend_gives_the_install_line(monkeypatch):
-    monkeypatch.setattr(registry, "KNOWN_DISTRIBUTIONS", {**registry.KNOWN_DISTRIBUTIONS, "sagemaker": "omnidist-sagemaker"})
-    with pytest.raises(BackendNotFoundError, match=r"pip install omnidist-sagemaker"):
-        registry.get("sagemaker")
+@pytest.fixture
+def without_azure_ml(monkeypatch):
+    """The registry as if ``omnidist-azure-ml`` were not installed."""
+    present = registry._entry_points()
+    monkeypatch.setattr(registry, "_entry_points", lambda: {k: v for k, v in present.items() if k != "azure_ml"})
+    registry.get.cache_clear()
+    yield
+    registry.get.cache_clear()
+
+
+def test_known_but_missing_backend_gives_the_install_line(without_azure_ml):
+    """Known from the runtime platform a backend compiles for; the distribution by the naming rule."""
+    assert "azure_ml" in registry.known() and registry.missing() == ["azure_ml"]
+    with pytest.raises(BackendNotFoundError, match=r"not installed; install it with `pip install omnidist-azure-ml`"):
+        registry.get("azure_ml")
+
+
+def test_omnidist_backends_lists_what_is_missing(without_azure_ml):
+    from click.testing import CliRunner
+
+    from omnidist.cli import main
+
+    result = CliRunner().invoke(main, ["backends"])
+    assert "(not installed: azure_ml — pip install omnidist-azure-ml)" in result.output
+    assert "\nazure_ml " not in result.output
+
+
+def test_installed_distributions_are_named_by_their_metadata():
+    assert registry.distribution("local") == "omnidist"
+    assert registry.distribution("ai_platform") == "omnidist-ai-platform"
+    assert registry.distribution("not_a_backend") == "omnidist-not-a-backend"
 
 
 @pytest.mark.parametrize("name, message", [
@@ -107,3 +134,23 @@ def test_discovery_finds_what_importlib_metadata_finds():
     expected = {ep.name: (ep.value, ep.dist.version) for ep in metadata.entry_points(group=registry.GROUP)}
     found = registry.discover(sys.path)
     assert {name: (p.value, p.version) for name, p in found.items()} == expected
+
+
+def test_a_backend_implements_one_of_the_two_import_methods(plugin_site):
+    from omnidist.backend import Backend, Capabilities
+    from omnidist.job import RoleName
+    from omnidist_testplugin import EchoSettings
+
+    class Silent(Backend):
+        name = "silent"
+        capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
+        settings_type = EchoSettings
+
+        def compile(self, job, settings):
+            raise NotImplementedError
+
+    with pytest.raises(BackendNotFoundError, match="implements neither import_native nor import_with_notes"):
+        registry.check_contract("silent", Silent)
+    Silent.import_with_notes = lambda self, request: (None, ())
+    assert registry.check_contract("silent", Silent) is Silent
+    assert Silent().import_native({}) is None, "import_native is import_with_notes' job"

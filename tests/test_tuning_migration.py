@@ -77,7 +77,7 @@ def test_what_the_target_cannot_tune_stops_the_migration_with_exit_3():
         {"parameterName": "ratio", "type": "DOUBLE", "minValue": 0.1, "maxValue": 0.9})
     with pytest.raises(UnsupportedFeatureError) as caught:
         omnidist.migrate(data, source="ai_platform", target="vertex")
-    assert caught.value.feature == "tuning.parameters.ratio"
+    assert caught.value.subject == "tuning.parameters.ratio"
 
 
 def test_formats_are_detected_from_the_content():

@@ -24,6 +24,7 @@ import attrs
 from omnidist import accelerators
 from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob, Framework, Role, RoleName
 from omnidist.local import code_data, gpus, plan, runner
 from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
@@ -216,7 +217,7 @@ class LocalBackend(Backend):
         """Start the run detached, under a supervisor that records it in a run directory."""
         job = compiled.job
         if job is not None and job.tuning is not None:
-            raise UnsupportedFeatureError("tuning", self.name, "a detached local run holds one job, not a search.",
+            raise UnsupportedFeatureError(Feature.TUNING, self.name, "a detached local run holds one job, not a search.",
                                           "Run the trials in the foreground with omnidist run.")
         if job is None:
             raise ValidationError("the local backend submits compiled jobs that carry their job; "

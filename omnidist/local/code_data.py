@@ -23,6 +23,7 @@ import attrs
 from omnidist import data
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob, RoleName
 from omnidist.jobdata import JobInput, JobOutput
 from omnidist.lowering import EffectiveRole
@@ -101,9 +102,9 @@ def _input(name: str, inp: JobInput, job: DistributedJob) -> str:
         return inp.uri
     if inp.scheme != "local":
         raise UnsupportedFeatureError(
-            f"inputs.{name}", BACKEND, f"{inp.uri} is not on this machine.",
+            Feature.INPUTS, BACKEND, f"{inp.uri} is not on this machine.",
             f'Copy it here and map its prefix to the folder in the profile, e.g. data_map = '
-            f'{{"{inp.uri.rsplit("/", 1)[0]}/" = "/data/"}}.')
+            f'{{"{inp.uri.rsplit("/", 1)[0]}/" = "/data/"}}.', subject=f"inputs.{name}")
     path = data.local_path(job, inp.uri)
     if not path.exists():
         raise ValidationError(f"{inp.uri} ({path}) does not exist", source=job.source, path=f"inputs.{name}")

@@ -119,9 +119,10 @@ def _check_places(job: DistributedJob, emulate: str, module: Any, decided: platf
     for role in lowering.effective_roles(job):
         if role.name.singular not in placed:
             others = ", ".join(n for n in platforms.emulations() if n != emulate)
-            raise UnsupportedFeatureError(role.name.value, emulate, f"the {emulate} environment has no place for "
-                                          f"{role.name.value}.", f"Run it under another --emulate ({others}), or "
-                                          "drop the role.")
+            # a role's name is its feature where the vocabulary has one (evaluators…), else it is named in words
+            raise UnsupportedFeatureError(role.name.value, emulate, f"the {emulate} environment has "
+                                          f"no place for {role.name.value}.", f"Run it under another --emulate "
+                                          f"({others}), or drop the role.")
 
 
 def native(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, Any]] = None) -> Native:
@@ -162,7 +163,7 @@ def assumed(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, 
     facts = job_facts(job, emulate, overrides)
     decided = module.assume(facts)
     _check_places(job, emulate, module, decided)
-    install = registry.KNOWN_DISTRIBUTIONS.get(emulate, f"the {emulate} backend's distribution")
+    install = registry.distribution(emulate)
     note = Note(kind=NoteKind.HINT, field="emulate",
                 message=f"the {emulate} backend is not installed (pip install {install}), so the emulation uses "
                         f"omnidist's core rules: it does not check the job the way compile for {emulate} would")

@@ -34,10 +34,12 @@ from typing import IO, Any, Optional
 import attrs
 
 from omnidist.errors import ConfigError, UnsupportedFeatureError
+from omnidist.features import Feature
 from omnidist.job import Algorithm, DistributedJob, Goal, ParameterType, Scale, Tuning
 from omnidist.local import plan, runner
 from omnidist.local.plan import ReplicaSpec
-from omnidist.runtime.report import AZURE_SWEEP_PREFIX, HYPERTUNE_FILE, HYPERTUNE_TRIAL, METRICS_FILE, TRIAL
+from omnidist.runtime import platforms
+from omnidist.runtime.report import HYPERTUNE_FILE, METRICS_FILE, TRIAL
 
 EXTRA = "omnidist[tuning]"
 """The optional extra that installs Optuna."""
@@ -50,8 +52,6 @@ GRID_TYPES = frozenset({ParameterType.INTEGER, ParameterType.DISCRETE, Parameter
 
 POLL_SECONDS = 0.1
 """How often the search looks at running trials (their reports, Ctrl-C)."""
-
-GOOGLE = ("vertex", "ai_platform")
 
 
 class _Terminated(Exception):
@@ -114,9 +114,9 @@ def check(tuning: Tuning) -> None:
         for name, parameter in tuning.parameters.items():
             if parameter.type not in GRID_TYPES:
                 raise UnsupportedFeatureError(
-                    f"tuning.parameters.{name}", "local", f"grid search needs finitely many values, and {name} is "
+                    Feature.TUNING, "local", f"grid search needs finitely many values, and {name} is "
                     f"a {parameter.type.value} range.", "Use algorithm: random or bayesian, or list the values "
-                    "to try with type: discrete.")
+                    "to try with type: discrete.", subject=f"tuning.parameters.{name}")
 
 
 def grid(tuning: Tuning) -> dict[str, list[Any]]:
@@ -165,27 +165,13 @@ def flags(params: dict[str, Any]) -> tuple[str, ...]:
     return tuple(f"--{name}={value}" for name, value in params.items())
 
 
-def _with_trial(variable: str, trial_id: str) -> str:
-    spec = json.loads(variable)
-    spec.setdefault("task", {})["trial"] = trial_id
-    return json.dumps(spec)
-
-
 def trial_env(env: dict[str, str], emulate: str, trial_id: str, params: dict[str, Any],
               metrics: tuple[str, str]) -> dict[str, str]:
     """What a trial's replica gets on top of the job's environment: where to report, and the
-    trial's identity as the emulated platform would give it."""
+    trial's identity as the emulated platform would give it (its module's ``emulate_trial``)."""
     env = {**env, TRIAL: trial_id, METRICS_FILE: metrics[0], HYPERTUNE_FILE: metrics[1]}
-    if emulate in GOOGLE:
-        env[HYPERTUNE_TRIAL] = trial_id
-        for name in ("CLUSTER_SPEC", "TF_CONFIG"):
-            if name in env:
-                env[name] = _with_trial(env[name], trial_id)
-    elif emulate == "azure_ml":
-        env.update({f"{AZURE_SWEEP_PREFIX}{k}": str(v) for k, v in params.items()})
-        if "AZUREML_RUN_ID" in env:  # each Azure trial is a child run of its own
-            env["AZUREML_RUN_ID"] = f"{env['AZUREML_RUN_ID']}_trial_{trial_id}"
-    return env
+    hook = getattr(platforms.named(emulate), "emulate_trial", None)
+    return hook(env, trial_id, params) if hook is not None else env
 
 
 def trial_specs(job: DistributedJob, settings: Any, number: int, params: dict[str, Any],

@@ -5,15 +5,15 @@ go, the first that applies wins:
 
 1. ``OMNIDIST_METRICS_FILE`` is set (``omnidist run`` sets it for each local trial): one JSON
    object per line, ``{"metrics": {...}, "step": …, "trial": …, "time": …}``, appended.
-2. Vertex AI or AI Platform (the runtime context says so, or ``CLOUD_ML_HP_METRIC_FILE`` /
-   ``CLOUD_ML_TRIAL_ID`` is set): the file the Google tuning service reads, written exactly as the
-   ``cloudml-hypertune`` package writes it: ``$CLOUD_ML_HP_METRIC_FILE`` (default
+2. A platform whose module says ``METRICS = "hypertune"`` (Vertex AI, AI Platform), or
+   ``CLOUD_ML_HP_METRIC_FILE`` / ``CLOUD_ML_TRIAL_ID`` is set: the file the Google tuning
+   service reads, written exactly as the ``cloudml-hypertune`` package writes it: ``$CLOUD_ML_HP_METRIC_FILE`` (default
    ``/tmp/hypertune/output.metrics``) is rewritten on every report with this process's last 100
    entries, one JSON object per line with sorted keys: ``{"<metric>": "0.91", "checkpoint_path": "",
    "global_step": "100", "timestamp": 1525851440.12, "trial": "3"}`` (values as strings, ``trial``
    from ``CLOUD_ML_TRIAL_ID``, default ``"0"``), one entry per metric (cloudml-hypertune 0.1.0.dev6).
-3. Azure ML: ``mlflow.log_metric(name, value, step=step)``, which the sweep reads as its
-   ``primary_metric``; without ``mlflow`` installed, a warning says so (nothing crashes).
+3. A platform whose module says ``METRICS = "mlflow"`` (Azure ML): ``mlflow.log_metric(name,
+   value, step=step)``, which the sweep reads as its ``primary_metric``; without ``mlflow`` installed, a warning says so (nothing crashes).
 4. Anywhere else nothing is listening: a warning, once.
 
 :func:`trial_id` is how ``context().trial`` is found on every platform.
@@ -48,10 +48,11 @@ HYPERTUNE_TRIAL = "CLOUD_ML_TRIAL_ID"
 HYPERTUNE_KEEP = 100
 """Entries cloudml-hypertune keeps in the file (the newest)."""
 
-AZURE_SWEEP_PREFIX = "AZUREML_SWEEP_"
-"""Azure ML gives a sweep trial its values as ``AZUREML_SWEEP_<name>`` (the SDK's ``SweepJob`` docs)."""
+HYPERTUNE = "hypertune"
+"""A platform whose tuner reads cloudml-hypertune's file (its module's ``METRICS``)."""
 
-GOOGLE_PLATFORMS = ("vertex", "ai_platform")
+MLFLOW = "mlflow"
+"""A platform whose tuner reads MLflow metrics (its module's ``METRICS``)."""
 
 _entries: dict[str, collections.deque] = {}
 _lock = threading.Lock()
@@ -66,19 +67,30 @@ def trial_id(env: Mapping[str, str], platform: str, found: Optional[str] = None)
         found: ``task.trial`` of ``CLUSTER_SPEC`` / ``TF_CONFIG``, where the platform put one.
 
     Sources, in order: ``task.trial`` (Vertex and AI Platform), ``OMNIDIST_TRIAL`` (local trials),
-    ``CLOUD_ML_TRIAL_ID`` (Google), and on Azure ML ``AZUREML_RUN_ID`` when the process is a sweep
-    trial. Azure documents no trial-id variable; what it documents is that a sweep trial gets its
-    values as ``AZUREML_SWEEP_<name>`` and that every trial is a child run of its own, so the run id
-    every Azure ML process has is the trial's. Without ``AZUREML_SWEEP_*`` it is a plain job: ``None``.
+    ``CLOUD_ML_TRIAL_ID`` (Google), and the platform module's own ``trial_id(env)`` hook (Azure
+    ML's run id, when the process is a sweep trial).
     """
+    from omnidist.runtime import platforms
+
     if found:
         return found
     for name in (TRIAL, HYPERTUNE_TRIAL):
         if env.get(name):
             return env[name]
-    if platform == "azure_ml" and any(k.startswith(AZURE_SWEEP_PREFIX) for k in env):
-        return env.get("AZUREML_RUN_ID") or None
-    return None
+    hook = getattr(platforms.named(platform), "trial_id", None)
+    return hook(env) if hook is not None else None
+
+
+def hypertune_trial_env(env: Mapping[str, str], trial: str) -> dict[str, str]:
+    """What a platform whose tuner reads the hypertune file gives a trial's process (for local
+    emulation): ``CLOUD_ML_TRIAL_ID``, and ``task.trial`` in ``CLUSTER_SPEC`` / ``TF_CONFIG``."""
+    found = {**env, HYPERTUNE_TRIAL: trial}
+    for name in ("CLUSTER_SPEC", "TF_CONFIG"):
+        if name in found:
+            spec = json.loads(found[name])
+            spec.setdefault("task", {})["trial"] = trial
+            found[name] = json.dumps(spec)
+    return found
 
 
 def _checked(step: Any, metrics: Mapping[str, Any]) -> dict[str, float]:
@@ -162,19 +174,21 @@ def report(step: Optional[int] = None, **metrics: float) -> str:
         >>> report(accuracy=0.91, step=100)  # doctest: +SKIP
         'hypertune'
     """
+    from omnidist.runtime import platforms
     from omnidist.runtime.detect import context
 
     values = _checked(step, metrics)
     env = os.environ
     ctx = context(env)
+    channel = getattr(platforms.named(ctx.platform), "METRICS", None)
     if env.get(METRICS_FILE):
         write_local(env[METRICS_FILE], values, step, ctx.trial)
         return "local"
-    if ctx.platform in GOOGLE_PLATFORMS or env.get(HYPERTUNE_FILE) or env.get(HYPERTUNE_TRIAL):
+    if channel == HYPERTUNE or env.get(HYPERTUNE_FILE) or env.get(HYPERTUNE_TRIAL):
         write_hypertune(env, values, step)
-        return "hypertune"
-    if ctx.platform == "azure_ml":
-        return "mlflow" if log_mlflow(values, step) else "none"
+        return HYPERTUNE
+    if channel == MLFLOW:
+        return MLFLOW if log_mlflow(values, step) else "none"
     _warn(f"no tuner is listening here (platform {ctx.platform}); {', '.join(values)} not recorded. "
           "Inside omnidist run, Vertex AI, AI Platform or Azure ML it is.")
     return "none"

@@ -1,9 +1,11 @@
 """Test helpers that ship with omnidist: a local fake cloud HTTP server with fault
-injection and the base class of every fake cloud service, for driving the real cloud SDKs end
-to end (backends' tests, the benchmarks, and plugin authors' own tests)."""
+injection, the base class of every fake cloud service, and the :class:`Harness` a backend
+declares so the shared suites and benchmarks drive it, for driving the real cloud SDKs end to
+end (backends' tests, the benchmarks, and plugin authors' own tests)."""
 
 from omnidist.testing.fakeserver import Fault, FakeServer, Recorded, Response
 from omnidist.testing.fakeservice import FakeService
+from omnidist.testing.harness import Harness
 from omnidist.testing.study import FakeStudy, FakeTrial
 
 
@@ -15,4 +17,5 @@ class SleepRecorder(list):
         self.append(seconds)
 
 
-__all__ = ["FakeServer", "FakeService", "FakeStudy", "FakeTrial", "Fault", "Recorded", "Response", "SleepRecorder"]
+__all__ = ["FakeServer", "FakeService", "FakeStudy", "FakeTrial", "Fault", "Harness", "Recorded", "Response",
+           "SleepRecorder"]

@@ -174,7 +174,7 @@ def migrate(name: str, target: str) -> tuple[Any, Any, dict[str, str]]:
             compiled, report = omnidist.migrate(CORPUS / name, target=target, settings=SETTINGS[target], **given)
             return compiled, report, given
         except UnsupportedFeatureError as exc:
-            wanted = ASKS_FOR.get(exc.feature.split(".")[-1])
+            wanted = ASKS_FOR.get(exc.subject.split(".")[-1])
             if wanted is None or wanted in given:
                 raise
             assert f"--{wanted}" in str(exc), f"the refusal does not name --{wanted}: {exc}"

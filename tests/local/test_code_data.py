@@ -72,7 +72,7 @@ def test_remote_inputs_need_a_data_map_to_a_local_folder(tmp_path):
     remote = job(tmp_path, inputs={"train": "gs://bkt/mnli/train", "epochs": 2})
     with pytest.raises(UnsupportedFeatureError) as info:
         plan.build(remote, settings(), [1], run_dir=tmp_path / "run")
-    assert info.value.feature == "inputs.train" and "data_map" in str(info.value)
+    assert info.value.subject == "inputs.train" and "data_map" in str(info.value)
     (tmp_path / "mirror" / "mnli" / "train").mkdir(parents=True)
     mapped = settings(data_map={"gs://bkt/": str(tmp_path / "mirror") + "/"})
     assert plan.build(remote, mapped, [1], run_dir=tmp_path / "run")[0].argv[4] == str(tmp_path / "mirror/mnli/train")

@@ -94,7 +94,7 @@ def test_azure_emulation_refuses_what_compile_for_azure_refuses(extra, feature):
         omnidist.compile(job, backend="azure_ml")
     with pytest.raises(UnsupportedFeatureError) as info:
         plan.build(job, settings(emulate="azure_ml"), range(10))
-    assert (info.value.feature, info.value.backend, str(info.value)) == (
+    assert (info.value.subject, info.value.backend, str(info.value)) == (
         feature, "azure_ml", str(compiled.value))
     assert info.value.exit_code == compiled.value.exit_code == 3
 
@@ -112,7 +112,7 @@ def test_without_the_backend_the_platforms_environment_refuses_what_it_cannot_pl
 
     with pytest.raises(UnsupportedFeatureError) as info:
         native_module.assumed(demo(workers=Role(replicas=1), **extra), "azure_ml")
-    assert (info.value.feature, info.value.backend, info.value.exit_code) == (feature, "azure_ml", 3)
+    assert (info.value.subject, info.value.backend, info.value.exit_code) == (feature, "azure_ml", 3)
     fine = native_module.assumed(demo(workers=Role(replicas=1), framework="tensorflow",
                                       parameter_servers=Role(replicas=1)), "azure_ml")
     assert fine.request is None and fine.decided.details == {"distribution": "tensorflow"}

@@ -2,8 +2,9 @@
 :class:`omnidist.testing.FakeService`) on a FakeServer, the backend with injected ids and sleeps,
 and settings that point the real SDK client at the fake.
 
-Every cross-backend test takes the ``cloud`` fixture, parametrized over :data:`CLOUDS`, so a
-row of the fault matrix runs once per backend with the same expectations.
+Every cross-backend test takes the ``cloud`` fixture, parametrized over :data:`CLOUDS` (the
+installed backends' harnesses), so a row of the fault matrix runs once per backend with the same
+expectations.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import attrs
 import pytest
 
 from omnidist.backend import Backend
-from omnidist.testing import FakeServer, FakeService
+from omnidist.testing import FakeServer, FakeService, Harness
+from omnidist.testing.harness import harnesses
 
 JOB: dict[str, Any] = {
     "name": "reliable-ddp",
@@ -57,6 +59,7 @@ class Cloud:
         make_settings: settings pointing at the server, with the given overrides (every backend's
             settings share the retry/timeout keys of :class:`omnidist.retry.ClientSettings`).
         sleeps: every wait the retry policy asked for (none actually happens).
+        harness: what the plugin declared for suites like this one.
     """
 
     name: str
@@ -65,6 +68,7 @@ class Cloud:
     backend: Backend
     make_settings: Callable[..., Any]
     sleeps: list[float]
+    harness: Harness
 
     @property
     def create(self) -> tuple[str, str]:
@@ -104,58 +108,28 @@ class Cloud:
         return sum(1 for job in self.service.jobs.values() if self.service.state(job) not in cancelled)
 
 
-def _vertex(server: FakeServer, sleeps: list[float]) -> Cloud:
-    from omnidist_vertex import VertexBackend, VertexSettings
-    from omnidist_vertex.testing import FakeVertex
-
-    ids = (f"req{n}" for n in itertools.count())
-    return Cloud(
-        name="vertex", server=server, service=FakeVertex(server),
-        backend=VertexBackend(request_id=lambda: next(ids), sleep=sleeps.append),
-        make_settings=lambda **o: VertexSettings(**{
-            "project": "p", "region": "us-central1", "api_endpoint": server.url, "credentials": "anonymous",
-            "retry_attempts": 4, "retry_deadline_s": 30.0, "create_settle_s": 3.0, **o}),
-        sleeps=sleeps)
+RETRIES: dict[str, Any] = {"retry_attempts": 4, "retry_deadline_s": 30.0}
+"""Fast, bounded retries (4 attempts): every cloud backend's settings share these keys."""
 
 
-def _ai_platform(server: FakeServer, sleeps: list[float]) -> Cloud:
-    from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
-    from omnidist_ai_platform.testing import FakeMLService
+def wire(name: str, harness: Harness, server: FakeServer, sleeps: list[float]) -> Cloud:
+    """Backend ``name`` on a fresh fake of its own, with deterministic ids and a recording sleep."""
+    from omnidist import registry
 
-    suffixes = (f"s{n}" for n in itertools.count())
-    return Cloud(
-        name="ai_platform", server=server, service=FakeMLService(server),
-        backend=AIPlatformBackend(suffix=lambda: next(suffixes), sleep=sleeps.append),
-        make_settings=lambda **o: AIPlatformSettings(**{
-            "project": "proj", "api_endpoint": server.url, "credentials": "anonymous", "retry_attempts": 4,
-            "retry_deadline_s": 30.0, "retry_initial_wait_s": 0.01, **o}),
-        sleeps=sleeps)
+    ids, suffixes = (f"req{n}" for n in itertools.count()), (f"s{n}" for n in itertools.count())
+    driver = type(registry.get(name))(request_id=lambda: next(ids), suffix=lambda: next(suffixes), sleep=sleeps.append)
+    return Cloud(name=name, server=server, service=harness.service(server), backend=driver,
+                 make_settings=lambda **o: driver.settings_type(**{**harness.settings(server.url), **RETRIES, **o}),
+                 sleeps=sleeps, harness=harness)
 
 
-def _azure_ml(server: FakeServer, sleeps: list[float]) -> Cloud:
-    from omnidist_azure_ml import AzureMLBackend, AzureMLSettings
-    from omnidist_azure_ml.testing import FakeAzureML
-
-    suffixes = (f"s{n}" for n in itertools.count())
-    return Cloud(
-        name="azure_ml", server=server, service=FakeAzureML(server),
-        backend=AzureMLBackend(suffix=lambda: next(suffixes), sleep=sleeps.append),
-        make_settings=lambda **o: AzureMLSettings(**{
-            "subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1", "credential": "anonymous",
-            "endpoint": server.url, "retry_attempts": 4, "retry_deadline_s": 30.0, "poll_interval_s": 0.0, **o}),
-        sleeps=sleeps)
-
-
-CLOUDS: dict[str, Callable[[FakeServer, list[float]], Cloud]] = {
-    "ai_platform": _ai_platform,
-    "azure_ml": _azure_ml,
-    "vertex": _vertex,
-}
-"""Backend name -> how to wire it to its fake service."""
+CLOUDS: dict[str, Harness] = harnesses()
+"""Every installed backend that declares a :class:`~omnidist.testing.Harness` (a fourth cloud's
+plugin is covered by installing it)."""
 
 
 @pytest.fixture(params=sorted(CLOUDS))
 def cloud(request) -> Iterator[Cloud]:
     """Each cloud backend in turn, on a fresh fake service."""
     with FakeServer() as server:
-        yield CLOUDS[request.param](server, [])
+        yield wire(request.param, CLOUDS[request.param], server, [])

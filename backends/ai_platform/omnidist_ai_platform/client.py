@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import retry
+from omnidist import google_cloud, retry
 from omnidist.backend import JobState, JobStatus
 from omnidist.clients import Client, Idempotency, Keyed, LogStart, labelled
 from omnidist.errors import (
@@ -32,13 +32,11 @@ from omnidist.errors import (
 )
 from omnidist.labels import REQUEST_ID_LABEL
 
-from omnidist_ai_platform.backend import JOB_STATES, NAME, AIPlatformSettings
+from omnidist_ai_platform.settings import AIPlatformSettings
+from omnidist_ai_platform.tables import JOB_STATES, NAME
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
-
-SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
-
 
 def default_suffix() -> str:
     """A unique ``jobId`` suffix: UTC time plus 6 random hex digits (``20250131_120000_a1b2c3``)."""
@@ -47,20 +45,7 @@ def default_suffix() -> str:
 
 def credentials(settings: AIPlatformSettings) -> Any:
     """google.auth credentials: the default chain, or anonymous (local and compatible endpoints)."""
-    if settings.credentials == "anonymous":
-        from google.auth.credentials import AnonymousCredentials
-
-        return AnonymousCredentials()
-    import google.auth
-    from google.auth.exceptions import DefaultCredentialsError
-
-    try:
-        found, _ = google.auth.default(scopes=list(SCOPES))
-    except DefaultCredentialsError as exc:
-        raise AuthenticationError(f"no Google credentials found ({exc}); run `gcloud auth "
-                                  "application-default login` or set credentials = \"anonymous\" for a "
-                                  "local endpoint", backend=NAME) from exc
-    return found
+    return google_cloud.credentials(settings.credentials, NAME)
 
 
 def jobs(settings: AIPlatformSettings) -> Any:
@@ -131,9 +116,9 @@ class AIPlatformClient(Client[dict]):
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
         """Upload a local code folder to the staging bucket (once per content)."""
-        from omnidist_ai_platform import staging
-
-        return attrs.evolve(compiled, request=staging.stage(compiled, self))
+        request = google_cloud.stage(compiled, self, credentials(self.settings),
+                                     lambda exc: google_cloud.translate(exc, NAME))
+        return attrs.evolve(compiled, request=request)
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The create body: a unique ``jobId`` suffix unless the settings pin it, and the marker label."""
@@ -171,7 +156,7 @@ class AIPlatformClient(Client[dict]):
         self._jobs.cancel(name=job_name(job_id, self.settings), body={}).execute(num_retries=0)
 
     def status_of(self, job: dict[str, Any]) -> JobStatus:
-        """The state through :data:`~omnidist_ai_platform.backend.JOB_STATES`, with ``errorMessage``;
+        """The state through :data:`~omnidist_ai_platform.tables.JOB_STATES`, with ``errorMessage``;
         a tuning job's ``trainingOutput.trials`` and best trial (:func:`omnidist_ai_platform.tuning.trials_of`)."""
         from omnidist_ai_platform import tuning
 

@@ -23,11 +23,13 @@ import attrs
 from omnidist import data
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob, RoleName
 from omnidist.jobdata import JobInput, JobOutput
 from omnidist.lowering import EffectiveRole
 from omnidist_ai_platform import prebuilt
-from omnidist_ai_platform.backend import NAME, AIPlatformSettings
+from omnidist_ai_platform.settings import AIPlatformSettings
+from omnidist_ai_platform.tables import NAME
 
 SETTINGS = f"backends.{NAME}"
 READS = "Cloud Storage (gs://BUCKET/PATH, read by the program itself) or plain http(s) URLs"
@@ -73,7 +75,7 @@ def prepare(job: DistributedJob, settings: AIPlatformSettings,
     package = bool(job.module and job.code)
     if job.code and not job.module:
         raise UnsupportedFeatureError(
-            "code", NAME, "legacy AI Platform gives containers no files besides their image, so a command job "
+            Feature.CODE, NAME, "legacy AI Platform gives containers no files besides their image, so a command job "
             "cannot take a code folder.", "Run the code as a Python package (module: trainer.task), or bake it "
             "into the image.")
     settings, images = _prebuilt(job, settings, package)
@@ -115,9 +117,9 @@ def _prebuilt(job: DistributedJob, settings: AIPlatformSettings,
     known = prebuilt.versions(job.framework)
     if not known:
         raise UnsupportedFeatureError(
-            f"framework_version with framework {job.framework.value}", NAME,
+            Feature.FRAMEWORK_VERSION, NAME,
             f"legacy AI Platform had no runtime or prebuilt container for {job.framework.value}.",
-            "Give the job an image.")
+            "Give the job an image.", subject=f"framework_version with framework {job.framework.value}")
     if job.framework_version not in known:
         raise data.unknown_version(job, known, "legacy AI Platform")
     if job.framework in prebuilt.PYTORCH_FRAMEWORKS:

@@ -15,13 +15,15 @@ from omnidist import labels, lowering
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.catalog import Machine, check_named, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole, effective_roles, size_reducers
 from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
 
 from omnidist_ai_platform import catalog, code_data
-from omnidist_ai_platform.backend import NAME, REDUCER_IMAGE, ROLE_PREFIXES, AIPlatformSettings
+from omnidist_ai_platform.settings import AIPlatformSettings
+from omnidist_ai_platform.tables import NAME, REDUCER_IMAGE, REFUSALS, ROLE_PREFIXES
 
 _SETTINGS_PATH = f"backends.{NAME}"
 
@@ -51,19 +53,21 @@ def derive_job_id(name: str) -> str:
     return name.replace("-", "_")
 
 
-def unsupported(feature: str, message: str, hint: str) -> UnsupportedFeatureError:
-    """An :class:`UnsupportedFeatureError` for this backend."""
+def unsupported(feature: Feature, message: str, hint: str) -> UnsupportedFeatureError:
+    """An :class:`UnsupportedFeatureError` for this backend, in words of its own."""
     return UnsupportedFeatureError(feature, NAME, message, hint)
+
+
+def refuse(feature: Feature, **context: str) -> UnsupportedFeatureError:
+    """The refusal of a feature legacy AI Platform lacks, in the words of :data:`.tables.REFUSALS`."""
+    return REFUSALS[feature].error(feature, NAME, **context)
 
 
 def refuse_accelerator(role: EffectiveRole) -> None:
     """Exit 3 for an accelerator legacy AI Platform never had."""
     kind = role.accelerator.type if role.accelerator else None
     if kind and kind not in catalog.ACCELERATOR_TYPES:
-        raise unsupported(
-            f"accelerator {kind}", f"legacy AI Platform Training never offered {kind} "
-            f"(its GPUs: {', '.join(sorted(catalog.ACCELERATOR_TYPES))}; A100 means 40 GB).",
-            "Compile for Vertex AI instead: --backend vertex.")
+        raise refuse(Feature.ACCELERATOR, kind=kind, offered=", ".join(sorted(catalog.ACCELERATOR_TYPES)))
 
 
 def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = None) -> Machine:
@@ -85,7 +89,8 @@ def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = Non
             f"no legacy machine has {want}{role.cpus or 0:g} vCPUs and {role.memory_gb or 0:g} GB; "
             "ask for less or name a machine in backends.ai_platform.machine_types", path=role.name.value)
     ctx.notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{role.name.value}.machine_type",
-                          message=f"{found.name} ({found.vcpus} vCPUs, {found.memory_gb:g} GB) {why}"))
+                          message=f"{found.name} ({found.vcpus} vCPUs, {found.memory_gb:g} GB) {why}",
+                          code=NoteCode.MACHINE_CHOSEN, data={"role": role.name.value, "machine": found.name}))
     if kind and found.family == "n1" and found.vcpus < 4 * count:
         ctx.notes.append(Note(kind=NoteKind.HINT, field=f"{role.name.value}.cpus",
                               message=f"{found.vcpus} vCPUs feed {count} x {kind}; set cpus for data loading "
@@ -121,7 +126,7 @@ def wrapped_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
         return command
     if not role.command:
         raise unsupported(
-            "env", f"{role.name.value} sets {', '.join(sorted(role.env))}, but legacy AI Platform has no "
+            Feature.ENV, f"{role.name.value} sets {', '.join(sorted(role.env))}, but legacy AI Platform has no "
             "environment variables and there is no command to prefix with `env K=V …`.",
             "Give the job a command (e.g. command: [python, -m, trainer.task]) or bake the variables "
             "into the image.")
@@ -195,11 +200,9 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
               notes: list[Note]) -> None:
     """Job-wide rules: what legacy cannot express, and the container/package and tier choices."""
     if job.spot:
-        raise unsupported("spot", "legacy AI Platform Training had no preemptible capacity for training.",
-                          "Set spot: false, or use --backend vertex.")
+        raise refuse(Feature.SPOT)
     if job.interconnect is Interconnect.INFINIBAND:
-        raise unsupported("interconnect infiniband", "Google Cloud machines have no InfiniBand.",
-                          "Set interconnect: any, or use --backend azure_ml.")
+        raise refuse(Feature.INFINIBAND)
     if job.processes_per_node != AUTO and not carries_processes(roles, settings, job):
         notes.append(Note(kind=NoteKind.DROPPED, field="processes_per_node",
                           message="legacy has no field for it; start that many processes in your command "
@@ -217,7 +220,7 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
                 "version), or remove the python settings to run the container",
                 path=_SETTINGS_PATH)
         if any(r.env for r in trainers):
-            raise unsupported("env", "a Python-package job has no command to prefix with `env K=V …`, and "
+            raise unsupported(Feature.ENV, "a Python-package job has no command to prefix with `env K=V …`, and "
                               "legacy AI Platform has no environment variables.",
                               "Set them in your Python code instead.")
         if len({r.args for r in trainers}) > 1:

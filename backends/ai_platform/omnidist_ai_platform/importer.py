@@ -29,7 +29,7 @@ from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 
 from omnidist_ai_platform import catalog
-from omnidist_ai_platform.backend import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
+from omnidist_ai_platform.tables import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
 from omnidist_ai_platform.compiler import derive_job_id
 
 ACCELERATOR_ENUM: tuple[str, ...] = tuple(sorted(

@@ -19,9 +19,10 @@ import attrs
 from omnidist import serde
 from omnidist.backend import CompiledJob, JobState, Note, NoteKind, Trial, best_trial
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
-from omnidist_ai_platform.backend import JOB_STATES, NAME
+from omnidist_ai_platform.tables import JOB_STATES, NAME
 
 PORTABLE = "the portable job format"
 PATH = "trainingInput.hyperparameters"
@@ -116,15 +117,16 @@ def check(tuning: Tuning) -> None:
     for name, parameter in tuning.parameters.items():
         if tuning.algorithm is Algorithm.GRID and parameter.type not in GRID_TYPES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", NAME,
+                Feature.TUNING, NAME,
                 f"grid search takes only INTEGER, CATEGORICAL and DISCRETE parameters, and {name} is a "
                 f"{parameter.type.value} range.",
-                "Use algorithm: random or bayesian, or list the values to try with type: discrete.")
+                "Use algorithm: random or bayesian, or list the values to try with type: discrete.",
+                subject=f"tuning.parameters.{name}")
         if parameter.values is not None and len(parameter.values) > MAX_DISCRETE_VALUES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", NAME,
+                Feature.TUNING, NAME,
                 f"a parameter lists at most {MAX_DISCRETE_VALUES} values, and {name} has {len(parameter.values)}.",
-                "Use a range (type: double or integer) instead.")
+                "Use a range (type: double or integer) instead.", subject=f"tuning.parameters.{name}")
 
 
 def parameter_to_native(name: str, parameter: Parameter) -> dict[str, Any]:

@@ -116,7 +116,7 @@ def test_what_legacy_cannot_run_exits_3(tmp_path, data, feature):
     code_folder(tmp_path)
     with pytest.raises(UnsupportedFeatureError) as info:
         build(tmp_path, data)
-    assert info.value.feature == feature
+    assert info.value.subject == feature
 
 
 @pytest.mark.parametrize("data, path", [

@@ -10,6 +10,7 @@ import pytest
 import omnidist
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 from omnidist.job import DistributedJob
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
 from omnidist_ai_platform.testing import schema_problems
@@ -91,6 +92,7 @@ def test_smallest_fitting_machine_is_chosen_and_noted(accelerator, cpus, machine
     assert compiled.request["trainingInput"]["masterType"] == machine
     note = next(n for n in compiled.diagnostics if n.field == "primary.machine_type")
     assert note.kind is NoteKind.DEFAULTED and machine in note.message
+    assert note.code is NoteCode.MACHINE_CHOSEN and note.data == {"role": "primary", "machine": machine}
 
 
 @pytest.mark.parametrize(("machine", "accelerator", "fragment"), [
@@ -109,7 +111,7 @@ def test_named_machine_that_cannot_take_the_accelerator_is_rejected(machine, acc
 def test_accelerators_legacy_never_had_exit_3_and_suggest_vertex(accelerator):
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked(base(primary={"accelerator": f"{accelerator}:1"}))
-    assert err.value.exit_code == 3 and accelerator in err.value.feature and "--backend vertex" in str(err.value)
+    assert err.value.exit_code == 3 and accelerator in err.value.subject and "--backend vertex" in str(err.value)
 
 
 @pytest.mark.parametrize("labels, key, words", [
@@ -139,7 +141,7 @@ def test_env_is_wrapped_into_the_command_and_noted():
 def test_env_without_a_command_is_refused():
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked({"name": "a", "framework": "custom", "image": "i", "env": {"A": "1"}, "primary": {}})
-    assert err.value.feature == "env" and "command" in str(err.value)
+    assert err.value.subject == "env" and "command" in str(err.value)
 
 
 def test_reduction_server_in_the_parameter_server_slot_with_auto_sizing():
@@ -177,7 +179,10 @@ def test_reducers_on_a_single_gpu_node_are_sized_from_the_primary_alone():
 def test_unexpressible_job_features(extra, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         compile_checked(base(**extra))
-    assert err.value.feature == feature
+    assert err.value.subject == feature
+    assert err.value.feature in (Feature.SPOT, Feature.INFINIBAND)
+    assert err.value.message == AIPlatformBackend.capabilities.refusals[err.value.feature].message, \
+        "the compiler refuses in the words migration plans with"
 
 
 def test_python_package_job_uses_runtime_fields_and_trainingInput_args():

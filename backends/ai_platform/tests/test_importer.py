@@ -15,7 +15,7 @@ from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import Accelerator, DistributedJob, RoleName
 from omnidist.lowering import effective_roles
-from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings, backend, catalog, importer
+from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings, catalog, importer, tables
 from omnidist_ai_platform.importer import import_with_notes
 from omnidist_ai_platform.testing import schema, schema_problems
 
@@ -160,7 +160,7 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
 def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         BACKEND.import_native(native)
-    assert err.value.feature == feature and err.value.exit_code == 3
+    assert err.value.subject == feature and err.value.exit_code == 3
     assert str(err.value).startswith(f"the portable job cannot hold {feature}")  # the side that lacks it
     if "TPU" in feature or "tpu" in feature or "cloud_tpu" in str(native):
         assert "TPUs are not portable" in str(err.value)
@@ -255,7 +255,7 @@ def test_native_models_cover_exactly_the_discovery_schema():
     for cls, name in pairs:
         assert {a.name for a in attrs.fields(cls)} == set(schema(name)["properties"]), name
     assert set(importer.ACCELERATOR_ENUM) == set(schema("GoogleCloudMlV1__AcceleratorConfig")["properties"]["type"]["enum"])
-    assert set(backend.SCALE_TIERS) == set(schema("GoogleCloudMlV1__TrainingInput")["properties"]["scaleTier"]["enum"])
+    assert set(tables.SCALE_TIERS) == set(schema("GoogleCloudMlV1__TrainingInput")["properties"]["scaleTier"]["enum"])
     assert set(catalog.ACCELERATOR_TYPES.values()) <= set(importer.ACCELERATOR_ENUM)
 
 

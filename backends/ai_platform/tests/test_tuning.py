@@ -92,7 +92,7 @@ def test_hyperparameters_are_added_to_the_same_training_input():
 def test_grid_search_over_a_double_is_exit_3():
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_checked(rich(algorithm=Algorithm.GRID))
-    assert caught.value.feature == "tuning.parameters.learning_rate" and caught.value.backend == "ai_platform"
+    assert caught.value.subject == "tuning.parameters.learning_rate" and caught.value.backend == "ai_platform"
     assert "grid search takes only INTEGER, CATEGORICAL and DISCRETE" in str(caught.value)
 
 

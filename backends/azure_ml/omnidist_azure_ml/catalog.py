@@ -17,6 +17,7 @@ Sku = Machine
 no longer sells it)."""
 
 NC_V3_RETIRED = "the NC v3 series was retired on 2025-09-30"
+"""Why the NC v3 sizes are no longer sold."""
 
 SKUS: tuple[Sku, ...] = (
     Machine(name="Standard_D16s_v3", vcpus=16, memory_gb=64),

@@ -45,7 +45,8 @@ from omnidist.errors import (
     BackendError, ConfigError, InvalidRequestError, OmnidistError, TransientBackendError, error_for_status,
 )
 
-from omnidist_azure_ml.backend import NAME, AzureMLSettings, native_state
+from omnidist_azure_ml.settings import AzureMLSettings
+from omnidist_azure_ml.tables import NAME, native_state
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
@@ -215,7 +216,7 @@ class AzureMLClient(Client[Any]):
         self.ml.jobs.begin_cancel(job_id, polling=False)
 
     def status_of(self, job: Any) -> JobStatus:
-        """The status through :data:`~omnidist_azure_ml.backend.STATES`."""
+        """The status through :data:`~omnidist_azure_ml.tables.STATES`."""
         native = _state_name(job)
         return JobStatus(state=native_state(native), native_state=native)
 

@@ -26,12 +26,14 @@ import attrs
 from omnidist import data, packaging
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob
 from omnidist.jobdata import REFERENCE, InputMode, JobInput, JobOutput, scheme
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
 from omnidist_azure_ml import prebuilt
-from omnidist_azure_ml.backend import NAME, AzureMLSettings
+from omnidist_azure_ml.settings import AzureMLSettings
+from omnidist_azure_ml.tables import NAME
 
 SETTINGS = f"backends.{NAME}"
 log = logging.getLogger("omnidist.azure_ml")
@@ -110,7 +112,7 @@ def _check_command(job: DistributedJob) -> None:
     if job.module or job.command or job.primary.command:
         return
     raise UnsupportedFeatureError(
-        "command", NAME, "an Azure ML command job always runs its command; it cannot start the image's own "
+        Feature.COMMAND, NAME, "an Azure ML command job always runs its command; it cannot start the image's own "
         "ENTRYPOINT.", "Set command (the program the image's ENTRYPOINT would run) or module.")
 
 
@@ -124,9 +126,10 @@ def _environment(job: DistributedJob, settings: AzureMLSettings, notes: list[Not
     known = prebuilt.versions(job.framework)
     if not known:
         raise UnsupportedFeatureError(
-            f"framework_version with framework {job.framework.value}", NAME,
+            Feature.FRAMEWORK_VERSION, NAME,
             f"Azure ML has no curated {job.framework.value} environment.",
-            f"Give the job an image, or a registered environment in {SETTINGS}.environment.")
+            f"Give the job an image, or a registered environment in {SETTINGS}.environment.",
+            subject=f"framework_version with framework {job.framework.value}")
     reference = prebuilt.environment(job.framework, job.framework_version)
     if reference is None:
         raise data.unknown_version(job, known, "Azure ML (curated environments)")

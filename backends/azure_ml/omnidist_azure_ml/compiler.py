@@ -17,41 +17,48 @@ from omnidist import lowering
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.catalog import big_enough, smallest_fit
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import HARDWARE, PROGRAM, Feature, NoteCode
 from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime.launch import is_launch_command
 
 from omnidist_azure_ml import catalog, code_data
-from omnidist_azure_ml.backend import (
-    FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES, AzureMLSettings,
+from omnidist_azure_ml.settings import AzureMLSettings
+from omnidist_azure_ml.tables import (
+    FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES, REFUSALS,
 )
 from omnidist_azure_ml.catalog import Sku
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 SETTINGS = f"backends.{NAME}"
 _PLACEHOLDER_ARG = re.compile(r"[\w@%+=:,./-]*(?:\$\{\{(?:inputs|outputs)\.[\w.]+\}\}[\w@%+=:,./-]*)+")
-_HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
-_PROGRAM = ("image", "command", "args", "env")
 
 
-def _refuse(feature: str, message: str, hint: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(feature, NAME, message, hint)
+def _refuse(feature: Feature, subject: str, message: str, hint: str) -> UnsupportedFeatureError:
+    return UnsupportedFeatureError(feature, NAME, message, hint, subject=subject)
 
 
 def _describe(value: Any) -> str:
     return "unset" if value is None else str(value)
 
 
+def refuse(feature: Feature, **context: str) -> UnsupportedFeatureError:
+    """The refusal of a feature Azure ML lacks, in the words of :data:`.tables.REFUSALS`."""
+    return REFUSALS[feature].error(feature, NAME, **context)
+
+
+def own_hardware(role: RoleName, field: str) -> UnsupportedFeatureError:
+    """The refusal of a role on other hardware than the primary's (one ``instance_type`` per job)."""
+    return refuse(Feature.PER_ROLE_MACHINES, role=role.value, field=field, nodes=role.value.replace("_", " "))
+
+
 def check_roles(job: DistributedJob) -> EffectiveRole:
     """Refuse what one homogeneous set of nodes cannot run; return the effective primary."""
     if lowering.replicas(job, RoleName.EVALUATORS):
-        raise _refuse("evaluators", "Azure ML command jobs have no evaluator role: every node trains.",
-                      "Evaluate inside the training loop (e.g. on rank 0) or in a separate job, and drop `evaluators`.")
+        raise refuse(Feature.EVALUATORS)
     reducers = job.reduction_servers
     if reducers is not None and reducers.replicas != 0:
-        raise _refuse("reduction_servers", "Azure ML has no Reduction Server; NCCL all-reduce runs among the GPU "
-                      "nodes themselves.", "Drop `reduction_servers` and use an InfiniBand SKU "
-                      "(`interconnect: infiniband`) for fast all-reduce.")
+        raise refuse(Feature.REDUCTION_SERVERS)
     primary = lowering.effective_role(job, RoleName.PRIMARY)
     if lowering.replicas(job, RoleName.WORKERS):
         _check_same_as_primary(lowering.effective_role(job, RoleName.WORKERS), primary, RoleName.WORKERS)
@@ -61,35 +68,33 @@ def check_roles(job: DistributedJob) -> EffectiveRole:
 
 
 def _check_same_as_primary(role: EffectiveRole, primary: EffectiveRole, name: RoleName) -> None:
-    for field in _HARDWARE:
+    for field in HARDWARE:
         if getattr(role, field) != getattr(primary, field):
-            raise _refuse(f"{name.value}.{field}", f"Azure ML runs every node of a command job on one instance_type; "
-                          f"{name.value} ask for {field} {_describe(getattr(role, field))} but the primary for "
-                          f"{_describe(getattr(primary, field))}.",
-                          f"Give {name.value} the primary's hardware (remove `{name.value}.{field}`) or split the "
-                          "work into separate jobs.")
-    for field in _PROGRAM:
+            raise own_hardware(name, field)
+    for field in PROGRAM:
         if getattr(role, field) != getattr(primary, field):
-            raise _refuse(f"{name.value}.{field}", f"Azure ML runs one command in one environment on every node; "
-                          f"{name.value} set their own {field}.",
+            raise _refuse(Feature.PER_ROLE_PROGRAMS, f"{name.value}.{field}", "Azure ML runs one command in one "
+                          f"environment on every node; {name.value} set their own {field}.",
                           f"Remove `{name.value}.{field}` and branch on the node's rank inside the program instead.")
 
 
 def _check_parameter_servers(job: DistributedJob, primary: EffectiveRole) -> None:
     if job.framework is not Framework.TENSORFLOW:
-        raise _refuse("parameter_servers", f"Azure ML only has parameter servers in its tensorflow distribution, "
-                      f"and this job's framework is {job.framework.value}.",
-                      "Use `framework: tensorflow`, or drop `parameter_servers` for all-reduce training.")
+        raise refuse(Feature.PARAMETER_SERVERS, framework=job.framework.value)
     written = job.parameter_servers
-    for field in (*_HARDWARE, "image", "command", "args"):
+    for field in (*HARDWARE, "image", "command", "args"):
         value = getattr(written, field)
         if value is not None and value != getattr(primary, field):
-            raise _refuse(f"parameter_servers.{field}", "Azure ML runs parameter servers on the job's one "
-                          f"instance_type with the job's command; parameter_servers set their own {field}.",
-                          f"Remove `parameter_servers.{field}`; they run on the primary's hardware and program.")
+            if field in HARDWARE:
+                raise own_hardware(RoleName.PARAMETER_SERVERS, field)
+            raise _refuse(Feature.PER_ROLE_PROGRAMS, f"parameter_servers.{field}", "Azure ML runs parameter servers "
+                          f"on the job's one instance_type with the job's command; parameter_servers set their own "
+                          f"{field}.", f"Remove `parameter_servers.{field}`; they run on the primary's hardware and "
+                          "program.")
     if written.env:
-        raise _refuse("parameter_servers.env", "Azure ML gives every node of a command job the same environment "
-                      "variables.", "Move the variables to the job's `env` and branch on TF_CONFIG's task type.")
+        raise _refuse(Feature.PER_ROLE_PROGRAMS, "parameter_servers.env", "Azure ML gives every node of a command job "
+                      "the same environment variables.", "Move the variables to the job's `env` and branch on "
+                      "TF_CONFIG's task type.")
 
 
 def command_to_native(primary: EffectiveRole) -> str:
@@ -170,9 +175,7 @@ def _nodes(instance_type: Optional[str], sku: Optional[Sku], primary: EffectiveR
 def _pick_sku(job: DistributedJob, primary: EffectiveRole, need_ib: bool, notes: list[Note]) -> Sku:
     accel = primary.accelerator
     if accel is not None and catalog.largest(accel.type) is None:
-        raise _refuse(f"accelerator {accel.type}", f"no Azure ML SKU in omnidist's catalog carries {accel.type}.",
-                      f"Use one of {', '.join(catalog.offered_accelerators())}, or name the VM size in "
-                      f"`{SETTINGS}.instance_type`.")
+        raise refuse(Feature.ACCELERATOR, kind=accel.type, offered=", ".join(catalog.offered_accelerators()))
     multi_gpu = accel is not None and lowering.num_nodes(job) > 1
     if accel is None and primary.cpus is None and primary.memory_gb is None and not need_ib:
         sku = catalog.lookup(catalog.DEFAULT_CPU_SKU)
@@ -184,7 +187,8 @@ def _pick_sku(job: DistributedJob, primary: EffectiveRole, need_ib: bool, notes:
         raise _no_sku(primary, need_ib)
     notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{SETTINGS}.instance_type",
                       message=f"{sku.name} ({_gpus(sku)}, {sku.vcpus} vCPUs, {sku.memory_gb:g} GB"
-                              f"{', SR-IOV InfiniBand' if sku.infiniband else ''}) is the smallest SKU that fits"))
+                              f"{', SR-IOV InfiniBand' if sku.infiniband else ''}) is the smallest SKU that fits",
+                      code=NoteCode.MACHINE_CHOSEN, data={"machine": sku.name}))
     _sku_hints(sku, primary, notes)
     if multi_gpu and not sku.infiniband:
         notes.append(Note(kind=NoteKind.HINT, field="interconnect",
@@ -204,7 +208,8 @@ def _sku_hints(sku: Sku, primary: EffectiveRole, notes: list[Note]) -> None:
 def _no_sku(primary: EffectiveRole, need_ib: bool) -> Exception:
     accel = primary.accelerator
     if need_ib and not catalog.infiniband_alternatives(accel.type if accel else None):
-        return _refuse(f"interconnect: infiniband with {accel.type if accel else 'CPU-only nodes'}",
+        what = accel.type if accel else "CPU-only nodes"
+        return _refuse(Feature.INFINIBAND, f"interconnect: infiniband with {what}",
                        f"no Azure SKU with SR-IOV InfiniBand carries {accel.type if accel else 'no GPU'}.",
                        "Use an accelerator an InfiniBand SKU carries (V100, A100, A100-80GB, H100, H200), "
                        "or drop `interconnect: infiniband`.")

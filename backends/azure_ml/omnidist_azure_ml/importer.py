@@ -12,7 +12,7 @@ compile. The ``OMNIDIST_*`` hints compile adds are used to recover what Azure ca
 a data input is ``{uri, mode}`` (a registered asset such as ``azureml:name:1`` stays an
 ``azureml:`` URI, which only Azure ML reads), a literal input stays a literal, an output without
 a path is ``default``; what the portable form has no word for (a data type, a mode) is noted.
-What the portable job cannot hold is dropped with a note (:data:`~.backend.UNSUPPORTED_NATIVE_KEYS`,
+What the portable job cannot hold is dropped with a note (:data:`~.tables.UNSUPPORTED_NATIVE_KEYS`,
 a conda file or build context): the job still runs without it, and ``migrate --strict`` refuses
 to lose it. A command that only a shell runs the same way (several
 lines, ``&&``, ``$VAR``) becomes ``bash -c '…'`` with its lines intact.
@@ -36,7 +36,7 @@ from omnidist.runtime import hints
 from omnidist.runtime.launch import is_launch_command
 
 from omnidist_azure_ml import catalog
-from omnidist_azure_ml.backend import (
+from omnidist_azure_ml.tables import (
     DISTRIBUTION_FRAMEWORKS, FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES,
     UNSUPPORTED_NATIVE_KEYS,
 )

@@ -30,7 +30,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.testing import FakeServer, FakeService
+from omnidist.testing import FakeServer, FakeService, Harness
 from omnidist.testing.fakeserver import Recorded, Response
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
@@ -277,3 +277,72 @@ class FakeAzureML(FakeService):
         writes: Mapping[str, str] = self.output.get(self.state(job), {})
         for path, text in writes.items():
             self.write(key, path, text.format(step=self.steps(key)))
+
+
+# --- the harness the shared suites and benchmarks drive (omnidist.testing.Harness) ---------------
+
+HAND_PICKED = {"T4:1": "Standard_NC4as_T4_v3", "V100:2": "Standard_ND40rs_v2", "V100:8": "Standard_ND40rs_v2"}
+"""Accelerator -> the VM size a user writing the job by hand names (omnidist's own picks)."""
+
+
+def _settings(url: str) -> dict[str, Any]:
+    return {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1", "credential": "anonymous",
+            "endpoint": url, "poll_interval_s": 0.0}
+
+
+def _hand_built() -> Any:
+    """A job document's command job built with ``azure.ai.ml.command`` and a ``PyTorchDistribution``,
+    as a user without omnidist writes it."""
+    import logging
+
+    from azure.ai.ml import PyTorchDistribution, command
+    from azure.ai.ml.entities import Environment
+
+    from omnidist.serde import parse_duration
+
+    logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
+
+    def build(doc: Any) -> Any:
+        sku, gpus = HAND_PICKED[doc["primary"]["accelerator"]], int(doc["primary"]["accelerator"].split(":")[1])
+        hints = {"OMNIDIST_JOB_NAME": doc["name"], "OMNIDIST_FRAMEWORK": doc["framework"],
+                 "OMNIDIST_PROCESSES_PER_NODE": str(gpus)}
+        return command(command=" ".join((*doc["command"], *doc["args"])), environment=Environment(image=doc["image"]),
+                       instance_count=1 + doc["workers"]["replicas"], instance_type=sku,
+                       shm_size="16g" if sku.startswith("Standard_ND") else None,
+                       distribution=PyTorchDistribution(process_count_per_instance=gpus),
+                       environment_variables={**hints, **doc["env"]}, display_name=doc["name"],
+                       experiment_name=doc["name"], timeout=parse_duration(doc["timeout"]), tags=doc["labels"])
+
+    return build
+
+
+def _to_rest() -> Any:
+    build = _hand_built()
+    return lambda doc: build(doc)._to_rest_object()
+
+
+def _direct(service: FakeService) -> Any:
+    """``MLClient.jobs.create_or_update`` of the hand-built command job."""
+    import itertools
+
+    from azure.ai.ml import MLClient
+
+    from omnidist_azure_ml.client import PUBLIC_CLOUD, StaticTokenCredential
+
+    client = MLClient(StaticTokenCredential(), "sub", "rg", "ws", cloud="bench-direct",
+                      cloud_metadata={**PUBLIC_CLOUD, "resource_manager": service.url + "/"}, enable_telemetry=False,
+                      show_progress=False)
+    build, counter = _hand_built(), itertools.count()
+
+    def submit(doc: Any) -> Any:
+        job = build(doc)
+        job.name = f"{doc['name']}-direct-{next(counter)}"
+        return client.jobs.create_or_update(job)
+
+    return submit
+
+
+HARNESS = Harness(service=FakeAzureML, settings=_settings,
+                  sample_settings={"instance_type": "Standard_NC24s_v3", "shm_size": "8g", "job_tier": "standard"},
+                  sdk_module="azure.ai.ml", native_builder=_to_rest, direct_submit=_direct)
+"""Azure ML for the reliability suite, the fuzzing and ``bench/``."""

@@ -30,9 +30,10 @@ import attrs
 
 from omnidist.backend import CompiledJob, Note, NoteKind, Trial, best_trial
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import PARAMETER_NAME, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
-from omnidist_azure_ml.backend import NAME, native_state
+from omnidist_azure_ml.tables import NAME, native_state
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json"
 PORTABLE = "the portable job format"
@@ -82,7 +83,7 @@ _ANY_PLACEHOLDER = re.compile(r"\$\{\{\s*search_space\.")
 
 
 def _refuse(name: str, message: str, hint: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(f"tuning.parameters.{name}", NAME, message, hint)
+    return UnsupportedFeatureError(Feature.TUNING, NAME, message, hint, subject=f"tuning.parameters.{name}")
 
 
 def key_for(name: str) -> str:
@@ -161,8 +162,9 @@ def sweep_job(compiled: CompiledJob, tuning: Tuning) -> CompiledJob:
     notes = list(compiled.diagnostics)
     space = search_space(tuning, notes)
     if tuning.early_stopping and tuning.algorithm is Algorithm.BAYESIAN:
-        raise UnsupportedFeatureError("tuning.early_stopping", NAME, "Bayesian sampling does not support early "
-                                      "termination policies.", "Use algorithm: random, or early_stopping: false.")
+        raise UnsupportedFeatureError(Feature.TUNING, NAME, "Bayesian sampling does not support early "
+                                      "termination policies.", "Use algorithm: random, or early_stopping: false.",
+                                      subject="tuning.early_stopping")
     trial = {key: command[key] for key in TRIAL_KEYS if key in command}
     trial["command"] = command_with_flags(command["command"], tuning)
     limits: dict[str, Any] = {"max_total_trials": tuning.max_trials, "max_concurrent_trials": tuning.parallel_trials}
@@ -210,8 +212,8 @@ def _choice_to_parameter(values: Any, path: str, field: str, notes: list[Note]) 
     if not isinstance(values, list) or not values:
         raise ValidationError("expected a non-empty list of values", path=f"{path}.values")
     if any(isinstance(v, (Mapping, list)) for v in values):
-        raise UnsupportedFeatureError(f"{path}.values", PORTABLE, "a choice of nested search spaces has no "
-                                      "portable form.", "Flatten it into separate parameters.")
+        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, "a choice of nested search spaces has no "
+                                      "portable form.", "Flatten it into separate parameters.", subject=f"{path}.values")
     numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(numbers) == len(values):
         return Parameter(type="discrete", values=values)
@@ -281,9 +283,9 @@ def strip_flags(command: str, keys: list[str], notes: list[Note]) -> tuple[str, 
     names: dict[str, str] = {}
     for _, _, flag, key, _ in found:
         if key in names:
-            raise UnsupportedFeatureError(f"trial.command (search_space.{key})", PORTABLE, (
+            raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, (
                 f"the command passes search_space.{key} twice; a portable trial gets each value once, as "
-                "--NAME=VALUE."), "Pass it once.")
+                "--NAME=VALUE."), "Pass it once.", subject=f"trial.command (search_space.{key})")
         names[key] = flag
     tail = 0
     for token in reversed(command.split()):
@@ -294,9 +296,10 @@ def strip_flags(command: str, keys: list[str], notes: list[Note]) -> tuple[str, 
     for start, end, *_ in reversed(found):
         command = f"{command[:start].rstrip()} {command[end:].lstrip()}".strip()
     if _ANY_PLACEHOLDER.search(command):
-        raise UnsupportedFeatureError("trial.command", PORTABLE, (
+        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, (
             "the command uses a ${{search_space.…}} value other than as a --FLAG value; portable trials get their "
-            "values as --NAME=VALUE after the args."), "Pass each value as --NAME=${{search_space.NAME}}.")
+            "values as --NAME=VALUE after the args."), "Pass each value as --NAME=${{search_space.NAME}}.",
+                                      subject="trial.command")
     if not exact:
         notes.append(Note(kind=NoteKind.APPROXIMATED, field="args", message=(
             "the command passed search-space values as --NAME VALUE or before other arguments; portable trials "
@@ -352,8 +355,9 @@ def native_to_tuning(native: Mapping[str, Any], names: dict[str, str], notes: li
             raise ValidationError("search-space keys take letters, digits and '_'", path=f"search_space.{key}")
         name = names.get(key, key)
         if not PARAMETER_NAME.match(name):
-            raise UnsupportedFeatureError(f"trial.command --{name}", PORTABLE, "the flag is not a portable parameter "
-                                          "name.", "Name the flag with letters, digits, '_' or '-'.")
+            raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, "the flag is not a portable parameter "
+                                          "name.", "Name the flag with letters, digits, '_' or '-'.",
+                                          subject=f"trial.command --{name}")
         if name != key and key_for(name) != key:
             notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"tuning.parameters.{name}", message=(
                 f"search_space.{key} became parameter {name}, the flag the command passes it as")))

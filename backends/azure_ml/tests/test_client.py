@@ -12,7 +12,7 @@ from omnidist.errors import ConfigError, InvalidRequestError, NotFoundError, Tra
 from omnidist.testing.fakeserver import Fault
 
 from omnidist_azure_ml import AzureMLBackend, AzureMLSettings
-from omnidist_azure_ml.backend import STATES
+from omnidist_azure_ml.tables import STATES
 
 JOB = {"name": "cassava", "framework": "pytorch", "image": "trainer.example/t:1", "command": ["python", "train.py"],
        "primary": {"accelerator": "V100:8"}, "workers": {"replicas": 1}, "env": {"A": "1"}, "spot": True,

@@ -109,7 +109,7 @@ def test_golden_rich_job(tmp_path):
 def test_what_azure_cannot_run_exits_3(tmp_path, data, feature):
     with pytest.raises(UnsupportedFeatureError) as info:
         build(tmp_path, data)
-    assert info.value.feature == feature and info.value.exit_code == 3
+    assert info.value.subject == feature and info.value.exit_code == 3
 
 
 @pytest.mark.parametrize("data, path", [

@@ -9,6 +9,7 @@ import pytest
 
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.compiler import SCHEMA
@@ -146,6 +147,8 @@ def test_sku_choice(accelerator, nodes, interconnect, sku, compile_, to_rest):
     if not chosen.infiniband:
         assert "NCCL_IB_PCI_RELAXED_ORDERING" not in env
     assert any(n.kind is NoteKind.DEFAULTED and n.message.startswith(sku) for n in compiled.diagnostics)
+    chosen_notes = [n.data for n in compiled.diagnostics if n.code is NoteCode.MACHINE_CHOSEN]
+    assert chosen_notes == [{"machine": sku}], "one VM size for every node: no role in the data"
     assert to_rest(compiled.request)["resources"]["instanceType"] == sku
 
 
@@ -234,7 +237,8 @@ def test_refusals_name_the_feature_and_what_to_do(fields, feature, words, compil
     with pytest.raises(UnsupportedFeatureError) as info:
         compile_(data)
     error = info.value
-    assert error.feature == feature and error.backend == "azure_ml" and error.exit_code == 3
+    assert error.subject == feature and error.backend == "azure_ml" and error.exit_code == 3
+    assert error.feature is not Feature.OTHER, "every refusal names its feature in the vocabulary"
     assert words in str(error) and error.hint
     assert str(error).startswith(f"azure_ml cannot express {feature}:")
 
@@ -322,7 +326,7 @@ def test_missing_image_is_a_validation_error(compile_):
 def test_a_job_without_a_command_cannot_run_the_images_entrypoint(fields, compile_):
     with pytest.raises(UnsupportedFeatureError) as info:
         compile_(job(**fields))
-    assert info.value.feature == "command" and info.value.exit_code == 3
+    assert info.value.subject == "command" and info.value.exit_code == 3
 
 
 @pytest.mark.parametrize("key, value", [("shm_size", "lots"), ("job_tier", "gold"), ("priority", "urgent"),

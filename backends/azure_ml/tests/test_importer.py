@@ -194,7 +194,7 @@ def test_extras_the_job_runs_without_are_dropped_with_a_note(text, field):
 def test_unsupported_native_features(text, feature):
     with pytest.raises(UnsupportedFeatureError) as info:
         load(text)
-    assert info.value.feature == feature and info.value.hint
+    assert info.value.subject == feature and info.value.hint
     assert str(info.value).startswith(f"the portable job cannot hold {feature}")
 
 

@@ -155,7 +155,7 @@ def test_a_huge_integer_range_not_from_zero_is_exit_3():
         "layers": attrs.evolve(job.tuning.parameters["layers"], min=5, max=100000)}))
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_(job)
-    assert caught.value.feature == "tuning.parameters.layers" and "randint draws from 0" in caught.value.message
+    assert caught.value.subject == "tuning.parameters.layers" and "randint draws from 0" in caught.value.message
 
 
 @pytest.mark.parametrize("algorithm, kept, feature, rule", [
@@ -167,13 +167,13 @@ def test_what_a_sampling_algorithm_cannot_take_is_exit_3(algorithm, kept, featur
     job = only(rich(algorithm=algorithm, early_stopping=False), *kept)
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_(job)
-    assert caught.value.feature == feature and rule in caught.value.message
+    assert caught.value.subject == feature and rule in caught.value.message
 
 
 def test_bayesian_sampling_with_early_stopping_is_exit_3():
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_(only(rich(algorithm=Algorithm.BAYESIAN), "dropout"))
-    assert caught.value.feature == "tuning.early_stopping"
+    assert caught.value.subject == "tuning.early_stopping"
 
 
 def test_grid_and_bayesian_sweeps_load(sweep_rest):
@@ -403,6 +403,6 @@ def test_every_generated_tuning_compiles_or_is_refused_with_exit_3(tuning):
     try:
         request = compile_(job).request
     except UnsupportedFeatureError as exc:
-        assert exc.feature.startswith("tuning.")
+        assert exc.subject.startswith("tuning.")
         return
     assert set(request["search_space"]) == {k.replace("-", "_") for k in tuning.parameters}

@@ -239,14 +239,14 @@ def test_module_runs_with_python_m(compile_):
 def test_what_kubernetes_cannot_express_is_exit_3(fields, feature):
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_job(job(**fields))
-    assert caught.value.feature == feature and caught.value.backend == "kubernetes"
+    assert caught.value.subject == feature and caught.value.backend == "kubernetes"
     assert caught.value.exit_code == 3
 
 
 def test_local_data_is_exit_3_naming_the_input():
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_job(job(inputs={"train": "./data"}, args=["${{inputs.train}}"]))
-    assert caught.value.feature == "inputs.train" and "data_map" in str(caught.value)
+    assert caught.value.subject == "inputs.train" and "data_map" in str(caught.value)
 
 
 def test_default_output_needs_a_base_output_dir():

@@ -73,7 +73,7 @@ def test_corpus_manifests_migrate_to_every_cloud(name, target, tmp_path):
     if (name, target) in REFUSED:
         with pytest.raises(UnsupportedFeatureError) as caught:
             migration.migrate(native, source="kubernetes", target=target)
-        assert caught.value.feature == REFUSED[(name, target)] and caught.value.exit_code == 3
+        assert caught.value.subject == REFUSED[(name, target)] and caught.value.exit_code == 3
         return
     compiled, report = migration.migrate(native, source="kubernetes", target=target)
     check_with_sdk(target, compiled.request, tmp_path)

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import display, retry
+from omnidist import display, google_cloud, retry
 from omnidist.backend import JobState, JobStatus
 from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart, labelled
 from omnidist.errors import (
@@ -35,42 +35,20 @@ from omnidist.errors import (
     error_for_status,
 )
 from omnidist.labels import REQUEST_ID_LABEL
-from omnidist_vertex.backend import JOB_STATES, VertexSettings, resource_name
+from omnidist_vertex.settings import VertexSettings
+from omnidist_vertex.tables import JOB_STATES, resource_name
 
 if TYPE_CHECKING:
     from omnidist.backend import CompiledJob
 
 BACKEND = "vertex"
-SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 
 
 # --- the SDK client --------------------------------------------------------------------------------
 
 
 def _credentials(mode: str) -> Any:
-    import google.auth
-    from google.auth import exceptions as auth_exceptions
-    from google.auth.credentials import AnonymousCredentials
-
-    if mode == "anonymous":
-        return AnonymousCredentials()
-    try:
-        if mode == "default":
-            credentials, _ = google.auth.default(scopes=list(SCOPES))
-            return credentials
-        from google.oauth2 import service_account
-
-        return service_account.Credentials.from_service_account_file(mode, scopes=list(SCOPES))
-    except auth_exceptions.DefaultCredentialsError as exc:
-        raise AuthenticationError(
-            f"no Google credentials found ({exc}); run `gcloud auth application-default login`, set "
-            'credentials to a service-account key file, or credentials = "anonymous" for a local endpoint',
-            backend=BACKEND,
-        ) from exc
-    except (OSError, ValueError) as exc:
-        raise ConfigError(
-            f"vertex: credentials {mode!r} is not a readable service-account key file ({exc})"
-        ) from exc
+    return google_cloud.credentials(mode, BACKEND)
 
 
 @functools.lru_cache(maxsize=16)
@@ -188,12 +166,12 @@ class VertexClient(Client[Any]):
         Raises:
             ConfigError: no project to create the job in.
         """
-        from omnidist_vertex import staging
-
         if not self.settings.project:
             raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s '
                               "backends.vertex block")
-        return attrs.evolve(compiled, request=staging.stage(compiled, self))
+        request = google_cloud.stage(compiled, self, _credentials(self.settings.credentials),
+                                     lambda exc: self.translate(exc) or google_cloud.media_error(exc, BACKEND))
+        return attrs.evolve(compiled, request=request)
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The ``CustomJob`` message (a ``HyperparameterTuningJob`` for a job with a ``tuning``
@@ -248,7 +226,7 @@ class VertexClient(Client[Any]):
         self._call("cancel_{}", kind, region, name=name)
 
     def status_of(self, job: Any) -> JobStatus:
-        """The state through :data:`~omnidist_vertex.backend.JOB_STATES`, with its error message;
+        """The state through :data:`~omnidist_vertex.tables.JOB_STATES`, with its error message;
         a tuning job's trials and best trial (:func:`omnidist_vertex.tuning.trials_of`)."""
         native = getattr(job.state, "name", str(job.state))
         message = job.error.message if job.error and job.error.message else ""

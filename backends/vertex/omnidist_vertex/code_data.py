@@ -24,11 +24,13 @@ import attrs
 from omnidist import data
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import DistributedJob, RoleName
 from omnidist.jobdata import InputMode, JobInput, JobOutput
 from omnidist.lowering import EffectiveRole
 from omnidist_vertex import prebuilt
-from omnidist_vertex.backend import MULTI_REGION_BY_PREFIX, VertexSettings
+from omnidist_vertex.settings import VertexSettings
+from omnidist_vertex.tables import MULTI_REGION_BY_PREFIX
 
 BACKEND = "vertex"
 SETTINGS = "backends.vertex"
@@ -127,9 +129,10 @@ def _check_entrypoint(job: DistributedJob, notes: list[Note]) -> None:
                           message=f"not used: the job runs its own image {job.image}"))
     if job.framework_version and not job.image and not prebuilt.versions(job.framework):
         raise UnsupportedFeatureError(
-            f"framework_version with framework {job.framework.value}", BACKEND,
+            Feature.FRAMEWORK_VERSION, BACKEND,
             f"Vertex has no prebuilt {job.framework.value} training container.",
-            "Give the job an image (with your framework installed).")
+            "Give the job an image (with your framework installed).",
+            subject=f"framework_version with framework {job.framework.value}")
     if job.framework_version and not job.image:
         if job.framework_version not in prebuilt.versions(job.framework):
             raise data.unknown_version(job, prebuilt.versions(job.framework), "Vertex")
@@ -181,8 +184,8 @@ def _code(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> t
         raise data.foreign("code", BACKEND, job.code, "code from Cloud Storage or a local folder")
     if not job.module and not job.command and not any(r.command for r in _roles(job)):
         raise UnsupportedFeatureError(
-            "code", BACKEND, "a job with code needs a command or a module to run it; the image's ENTRYPOINT cannot "
-            "be pointed at the code folder.", "Set module (python -m …) or command.")
+            Feature.CODE, BACKEND, "a job with code needs a command or a module to run it; the image's ENTRYPOINT "
+            "cannot be pointed at the code folder.", "Set module (python -m …) or command.")
     if folder is not None:
         if not settings.staging_bucket:
             raise ValidationError(f"the code folder {job.code} is uploaded at submit to the staging bucket: set "

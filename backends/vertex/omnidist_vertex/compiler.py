@@ -15,14 +15,16 @@ import attrs
 from omnidist import catalog, labels
 from omnidist.backend import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 from omnidist.importing import format_proto_duration
 from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, RoleName
 from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, size_reducers
 from omnidist.runtime import hints
 from omnidist_vertex import code_data
-from omnidist_vertex.backend import ACCELERATOR_TYPES, POOL_INDEX, VertexSettings, reduction_server_image
+from omnidist_vertex.settings import VertexSettings
+from omnidist_vertex.tables import ACCELERATOR_TYPES, NAME, POOL_INDEX, REFUSALS, reduction_server_image
 
-BACKEND = "vertex"
+BACKEND = NAME
 TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
 MAX_ENV = 100
 
@@ -37,6 +39,19 @@ N1_GPU_VCPUS_PER_GPU = 4
 feed each GPU's input pipeline; one vCPU for eight V100s would starve them)."""
 
 
+REDUCER_HINTS: dict[str, str] = {
+    "containers": "pools 0 and 1 need Vertex prebuilt TensorFlow >= 2.3 / PyTorch >= 1.4 containers, or NCCL >= 2.7 "
+                  "with the google-reduction-server package",
+    "custom": "framework custom keeps its reducers: the image must all-reduce through NCCL >= 2.7 with the "
+              "google-reduction-server plugin (apt install google-reduction-server)",
+    "messages": "the Reduction Server works best with large messages: PyTorch DDP bucket_cap_mb=64 (default 25); "
+                "Horovod HOROVOD_FUSION_THRESHOLD=134217728",
+    "single node": "with a single training node there is no all-reduce across the network for the reducers to "
+                   "speed up; add workers or drop reduction_servers",
+}
+"""What Vertex's Reduction Server documentation advises, by the case it is for."""
+
+
 @attrs.frozen(kw_only=True)
 class Placement:
     """Where a role's replicas run: the machine type and (when the catalog knows it) its egress."""
@@ -46,7 +61,7 @@ class Placement:
 
 
 def _machine_path(role: RoleName) -> str:
-    return f"backends.vertex.machine_types.{role.value}"
+    return f"backends.{BACKEND}.machine_types.{role.value}"
 
 
 # --- machines -----------------------------------------------------------------------------------
@@ -57,13 +72,7 @@ def _demands_rdma(job: DistributedJob, role: EffectiveRole) -> bool:
 
 
 def _refuse_infiniband(role: EffectiveRole, why: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(
-        "interconnect: infiniband",
-        BACKEND,
-        f"Google Cloud has no InfiniBand; the closest is GPUDirect RDMA, which only a3-ultragpu-8g (8×H200) "
-        f"and a4-highgpu-8g (8×B200) have, and {role.name.value} {why}.",
-        "Use accelerator H200:8 or B200:8 for RDMA, or set interconnect: any.",
-    )
+    return REFUSALS[Feature.INFINIBAND].error(Feature.INFINIBAND, BACKEND, role=role.name.value, why=why)
 
 
 def _check_named(name: str, role: EffectiveRole, job: DistributedJob) -> catalog.Machine | None:
@@ -100,11 +109,8 @@ def _pick(role: EffectiveRole, job: DistributedJob) -> catalog.Machine:
         raise _refuse_infiniband(role, f"asks for {wanted or 'no accelerator'}")
     if found is None:
         asked = ", ".join(f"{k}: {v:g}" for k, v in (("cpus", role.cpus), ("memory_gb", role.memory_gb)) if v)
-        raise ValidationError(
-            f"no Vertex machine{' with ' + str(wanted) if wanted else ''} has {asked}; lower them or name a "
-            f"machine in {_machine_path(role.name)}",
-            path=role.name.value,
-        )
+        raise ValidationError(f"no Vertex machine{' with ' + str(wanted) if wanted else ''} has {asked}; lower them "
+                              f"or name a machine in {_machine_path(role.name)}", path=role.name.value)
     return found
 
 
@@ -120,23 +126,14 @@ def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, no
         machine = _check_named(named, role, job)
     else:
         machine = _pick(role, job)
-        notes.append(
-            Note(
-                kind=NoteKind.DEFAULTED,
-                field=_machine_path(role.name),
-                message=f"picked {machine.name} ({_describe(machine, role)}); name a machine here to choose",
-            )
-        )
+        notes.append(Note(kind=NoteKind.DEFAULTED, field=_machine_path(role.name),
+                          message=f"picked {machine.name} ({_describe(machine, role)}); name a machine here to choose",
+                          code=NoteCode.MACHINE_CHOSEN, data={"role": role.name.value, "machine": machine.name}))
     if machine is None:
         return Placement(machine_type=named, egress_gbps=None)
     if _demands_rdma(job, role):
-        notes.append(
-            Note(
-                kind=NoteKind.APPROXIMATED,
-                field="interconnect",
-                message=f"{role.name.value} on {machine.name}: GPUDirect RDMA over RoCE, not InfiniBand",
-            )
-        )
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="interconnect",
+                          message=f"{role.name.value} on {machine.name}: GPUDirect RDMA over RoCE, not InfiniBand"))
     return Placement(machine_type=machine.name, egress_gbps=MACHINES.egress_gbps(machine, role.accelerator))
 
 
@@ -153,42 +150,11 @@ def check_reducers(job: DistributedJob, roles: dict[RoleName, EffectiveRole], no
     by :func:`omnidist.lowering.check_portable_rules`)."""
     if RoleName.REDUCTION_SERVERS not in roles:
         return
-    if RoleName.WORKERS not in roles:
-        notes.append(
-            Note(
-                kind=NoteKind.HINT,
-                field="reduction_servers",
-                message="with a single training node there is no all-reduce across the network for the "
-                "reducers to speed up; add workers or drop reduction_servers",
-            )
-        )
-    if job.framework is Framework.CUSTOM:
-        notes.append(
-            Note(
-                kind=NoteKind.HINT,
-                field="framework",
-                message="framework custom keeps its reducers: the image must all-reduce through NCCL >= 2.7 "
-                "with the google-reduction-server plugin (apt install google-reduction-server)",
-            )
-        )
-    else:
-        notes.append(
-            Note(
-                kind=NoteKind.HINT,
-                field="image",
-                message="pools 0 and 1 need Vertex prebuilt TensorFlow >= "
-                "2.3 / PyTorch >= 1.4 containers, or "
-                "NCCL >= 2.7 with the google-reduction-server package",
-            )
-        )
-    notes.append(
-        Note(
-            kind=NoteKind.HINT,
-            field="reduction_servers",
-            message="the Reduction Server works best with large messages: PyTorch DDP bucket_cap_mb=64 "
-            "(default 25); Horovod HOROVOD_FUSION_THRESHOLD=134217728",
-        )
-    )
+    hints = [("reduction_servers", REDUCER_HINTS["single node"])] if RoleName.WORKERS not in roles else []
+    hints.append(("framework", REDUCER_HINTS["custom"]) if job.framework is Framework.CUSTOM else
+                 ("image", REDUCER_HINTS["containers"]))
+    hints.append(("reduction_servers", REDUCER_HINTS["messages"]))
+    notes.extend(Note(kind=NoteKind.HINT, field=field, message=message) for field, message in hints)
 
 
 def _hint_gpu_bandwidth(trainers: list[RoleName], placements: dict[RoleName, Placement],
@@ -205,25 +171,16 @@ def _hint_gpu_bandwidth(trainers: list[RoleName], placements: dict[RoleName, Pla
                 "is there to use")))
 
 
-def reducer_count(
-    role: EffectiveRole,
-    placements: dict[RoleName, Placement],
-    roles: dict[RoleName, EffectiveRole],
-    notes: list[Note],
-) -> int:
+def reducer_count(role: EffectiveRole, placements: dict[RoleName, Placement], roles: dict[RoleName, EffectiveRole],
+                  notes: list[Note]) -> int:
     """``replicas: auto`` = ceil(Σ egress of primary + workers / egress of one reducer)."""
     if role.replicas != AUTO:
         return role.replicas
     trainers = [r for r in TRAINING_ROLES if r in roles]
-    unknown = [
-        placements[r].machine_type for r in (*trainers, role.name) if placements[r].egress_gbps is None
-    ]
+    unknown = [placements[r].machine_type for r in (*trainers, role.name) if placements[r].egress_gbps is None]
     if unknown:
-        raise ValidationError(
-            f"cannot size 'auto': the egress bandwidth of {', '.join(unknown)} is not in omnidist's catalog; "
-            "give a number of reducers",
-            path="reduction_servers.replicas",
-        )
+        raise ValidationError(f"cannot size 'auto': the egress bandwidth of {', '.join(unknown)} is not in "
+                              "omnidist's catalog; give a number of reducers", path="reduction_servers.replicas")
     _hint_gpu_bandwidth(trainers, placements, roles, notes)
     egress = {r: placements[r].egress_gbps for r in trainers}
     sizing = size_reducers(roles, egress, placements[role.name].egress_gbps)
@@ -248,20 +205,15 @@ def container_to_native(role: EffectiveRole, job: DistributedJob, settings: Vert
     else:
         image, command, args = role.image, role.command, role.args
     if not image:
-        raise ValidationError(
-            "Vertex runs containers: set image (for the job or this role), or framework_version for a "
-            "prebuilt container", path=f"{role.name.value}.image"
-        )
+        raise ValidationError("Vertex runs containers: set image (for the job or this role), or framework_version "
+                              "for a prebuilt container", path=f"{role.name.value}.image")
     env = env_with_hints(role, job)
     # Hints first, then the user's variables by name: a stable order that survives an import
     # (which may regroup variables between the job and its roles).
     env = {**{k: env[k] for k in hints.ALL if k in env}, **dict(sorted(env.items()))}
     if len(env) > MAX_ENV:
-        raise ValidationError(
-            f"Vertex takes at most {MAX_ENV} variables per pool, got {len(env)} "
-            "(with omnidist's runtime hints)",
-            path=f"{role.name.value}.env",
-        )
+        raise ValidationError(f"Vertex takes at most {MAX_ENV} variables per pool, got {len(env)} (with omnidist's "
+                              "runtime hints)", path=f"{role.name.value}.env")
     spec: dict[str, Any] = {"imageUri": image}
     if command:
         spec["command"] = list(command)
@@ -272,24 +224,17 @@ def container_to_native(role: EffectiveRole, job: DistributedJob, settings: Vert
     return spec
 
 
-def pool_to_native(
-    role: EffectiveRole, replicas: int, placement: Placement, job: DistributedJob, settings: VertexSettings
-) -> dict[str, Any]:
+def pool_to_native(role: EffectiveRole, replicas: int, placement: Placement, job: DistributedJob,
+                   settings: VertexSettings) -> dict[str, Any]:
     """One ``WorkerPoolSpec``."""
     machine: dict[str, Any] = {"machineType": placement.machine_type}
     if role.accelerator is not None:
         machine["acceleratorType"] = ACCELERATOR_TYPES[role.accelerator.type]
         machine["acceleratorCount"] = role.accelerator.count
-    pool: dict[str, Any] = {
-        "machineSpec": machine,
-        "replicaCount": str(replicas),
-        "containerSpec": container_to_native(role, job, settings),
-    }
-    disk: dict[str, Any] = {}
-    if settings.boot_disk_type:
-        disk["bootDiskType"] = settings.boot_disk_type
-    if role.disk_gb is not None:
-        disk["bootDiskSizeGb"] = role.disk_gb
+    pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(replicas),
+                            "containerSpec": container_to_native(role, job, settings)}
+    disk = {k: v for k, v in (("bootDiskType", settings.boot_disk_type), ("bootDiskSizeGb", role.disk_gb))
+            if v is not None}
     if disk:
         pool["diskSpec"] = disk
     return pool
@@ -297,36 +242,22 @@ def pool_to_native(
 
 def scheduling_to_native(job: DistributedJob, settings: VertexSettings) -> dict[str, Any]:
     """``scheduling``: timeout as ``"<seconds>s"``, SPOT capacity, restart on worker restart."""
-    scheduling: dict[str, Any] = {}
-    if job.timeout is not None:
-        scheduling["timeout"] = format_proto_duration(job.timeout)
-    if settings.restart_job_on_worker_restart:
-        scheduling["restartJobOnWorkerRestart"] = True
-    if job.spot:
-        scheduling["strategy"] = "SPOT"
-    return scheduling
+    scheduling = {"timeout": format_proto_duration(job.timeout) if job.timeout is not None else None,
+                  "restartJobOnWorkerRestart": settings.restart_job_on_worker_restart or None,
+                  "strategy": "SPOT" if job.spot else None}
+    return {k: v for k, v in scheduling.items() if v is not None}
 
 
 def spec_extras(settings: VertexSettings) -> dict[str, Any]:
     """The ``CustomJobSpec`` fields that come from the backend settings."""
     if settings.tensorboard and not settings.service_account:
-        raise ValidationError(
-            "Vertex needs service_account when tensorboard is set", path="backends.vertex.service_account"
-        )
-    extras: dict[str, Any] = {}
-    if settings.service_account:
-        extras["serviceAccount"] = settings.service_account
-    if settings.network:
-        extras["network"] = settings.network
-    if settings.base_output_dir:
-        extras["baseOutputDirectory"] = {"outputUriPrefix": settings.base_output_dir}
-    if settings.enable_web_access:
-        extras["enableWebAccess"] = True
-    if settings.tensorboard:
-        extras["tensorboard"] = settings.tensorboard
-    if settings.persistent_resource_id:
-        extras["persistentResourceId"] = settings.persistent_resource_id
-    return extras
+        raise ValidationError("Vertex needs service_account when tensorboard is set",
+                              path=f"backends.{BACKEND}.service_account")
+    extras = {"serviceAccount": settings.service_account, "network": settings.network,
+              "baseOutputDirectory": settings.base_output_dir and {"outputUriPrefix": settings.base_output_dir},
+              "enableWebAccess": settings.enable_web_access or None, "tensorboard": settings.tensorboard,
+              "persistentResourceId": settings.persistent_resource_id}
+    return {k: v for k, v in extras.items() if v}
 
 
 def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
@@ -339,11 +270,7 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     placements = {name: place(role, job, settings, notes) for name, role in roles.items()}
     pools: list[dict[str, Any]] = [{}, {}, {}, {}]
     for name, role in roles.items():
-        replicas = (
-            reducer_count(role, placements, roles, notes)
-            if name is RoleName.REDUCTION_SERVERS
-            else _count(role)
-        )
+        replicas = reducer_count(role, placements, roles, notes) if name is RoleName.REDUCTION_SERVERS else _count(role)
         pools[POOL_INDEX[name]] = plan.pool(pool_to_native(role, replicas, placements[name], job, settings), role)
     while pools and not pools[-1]:
         pools.pop()  # skipped pools in the middle stay as {}; trailing ones go

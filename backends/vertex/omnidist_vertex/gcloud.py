@@ -1,4 +1,5 @@
-"""gcloud's forms of a Vertex job -> the CustomJob they create. Pure.
+"""gcloud's forms of a Vertex job -> the CustomJob they create (its ``CustomJobSpec`` and outer
+fields, which :mod:`.importer` reads like any other). Pure.
 
 - ``--worker-pool-spec`` flag strings: ``{"worker_pool_specs": ["machine-type=…,…", …]}`` (or
   just the list), optionally with ``display_name``, ``command``, ``args``, ``labels``,
@@ -21,10 +22,8 @@ from omnidist.backend import Note, NoteKind
 from omnidist.commandline import CommandLine, Flags, key_values, merged, parse_flags
 from omnidist.errors import ValidationError
 from omnidist.importing import cannot_hold
-from omnidist.job import DistributedJob
 
-from omnidist_vertex.backend import REDUCTION_SERVER_IMAGE
-from omnidist_vertex.importer import spec_to_job
+from omnidist_vertex.tables import REDUCTION_SERVER_IMAGE
 
 # --- --worker-pool-spec strings --------------------------------------------------------------------
 
@@ -93,8 +92,9 @@ def _argv(value: Any, path: str) -> tuple[str, ...]:
     return tuple(serde.structure(value, Optional[tuple[str, ...]], path=path) or ())
 
 
-def flags_to_job(data: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
-    """``{"worker_pool_specs": [...], …}`` (the gcloud flags) -> portable job."""
+def flags_to_spec(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """``{"worker_pool_specs": [...], …}`` (the gcloud flags) -> the ``CustomJobSpec`` and the
+    CustomJob's outer fields they create."""
     unknown = [k for k in data if k not in _FLAG_OPTIONS]
     if unknown:
         raise ValidationError(f"unknown key; allowed: {', '.join(_FLAG_OPTIONS)}", path=unknown[0])
@@ -122,7 +122,7 @@ def flags_to_job(data: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
     outer = {"displayName": data.get("display_name"), "labels": data.get("labels")}
     if data.get("region"):
         outer["name"] = f"projects/-/locations/{data['region']}/customJobs/-"
-    return spec_to_job(spec, outer, notes)
+    return spec, outer
 
 
 # --- a gcloud command line ------------------------------------------------------------------------
@@ -185,8 +185,9 @@ def _program(spec: dict[str, Any], flags: Flags) -> None:
             container.update(given)
 
 
-def command_to_job(command: CommandLine, notes: list[Note]) -> DistributedJob:
-    """The portable job a ``gcloud ai custom-jobs create`` command line creates.
+def command_to_spec(command: CommandLine, notes: list[Note]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The ``CustomJobSpec`` and outer fields a ``gcloud ai custom-jobs create`` command line
+    creates (with notes on the flags that are gcloud's own).
 
     Raises:
         ValidationError: another command, an unknown flag, or a flag without its value.
@@ -217,4 +218,4 @@ def command_to_job(command: CommandLine, notes: list[Note]) -> DistributedJob:
     notes.extend(Note(kind=NoteKind.HINT, field=f"--{flag}", message=f"{flags.one(flag)}: a gcloud setting, not "
                       "part of the job (the profile names the project)")
                  for flag in CLIENT_SIDE if flags.one(flag) is not None)
-    return spec_to_job(spec, outer, notes)
+    return spec, outer

@@ -34,14 +34,15 @@ from omnidist.commandline import CommandLine
 from omnidist.errors import ValidationError
 from omnidist.importing import cannot_hold, dropped, parse_proto_duration
 from omnidist.job import Accelerator, DistributedJob, RoleName
+from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
-from omnidist_vertex.backend import (
+from omnidist_vertex import gcloud
+from omnidist_vertex.tables import (
     ACCELERATOR_BY_NUMBER,
     DEFAULT_REGION,
     PORTABLE_ACCELERATORS,
     REDUCTION_SERVER_IMAGE,
-    REQUEST_ID_LABEL,
     RETIRED_ACCELERATORS,
     ROLES_AT,
     STRATEGY_BY_NUMBER,
@@ -456,18 +457,12 @@ def import_native(native: Any) -> tuple[DistributedJob, list[Note]]:
     """
     notes: list[Note] = []
     if isinstance(native, CommandLine):
-        from omnidist_vertex import gcloud
-
-        return gcloud.command_to_job(native, notes), notes
+        return spec_to_job(*gcloud.command_to_spec(native, notes), notes), notes
     if isinstance(native, Sequence) and not isinstance(native, (str, bytes)):
-        from omnidist_vertex.gcloud import flags_to_job
-
-        return flags_to_job({"worker_pool_specs": list(native)}, notes), notes
+        return spec_to_job(*gcloud.flags_to_spec({"worker_pool_specs": list(native)}), notes), notes
     native = _mapping(native, "")
     if _is_flags(native):
-        from omnidist_vertex.gcloud import flags_to_job
-
-        return flags_to_job(native, notes), notes
+        return spec_to_job(*gcloud.flags_to_spec(native), notes), notes
     native = importing.proto_json_keys(native)
     if "trialJobSpec" in native or "studySpec" in native:
         _known(native, "HyperparameterTuningJob", "", also=OUTPUT_ONLY)

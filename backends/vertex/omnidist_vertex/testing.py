@@ -19,7 +19,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any
 
-from omnidist.testing import FakeServer, FakeService
+from omnidist.testing import FakeServer, FakeService, Harness
 from omnidist.testing.fakeserver import Recorded, Response, error_body
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
@@ -187,3 +187,68 @@ class FakeVertex(FakeService):
             if not self.cancelled(name):
                 return Response(400, error_body(400, f"{COLLECTIONS[collection]} {name} is already in terminal state"))
         return Response(200, {})
+
+
+# --- the harness the shared suites and benchmarks drive (omnidist.testing.Harness) ---------------
+
+HAND_PICKED = {"T4:1": "n1-standard-4", "V100:2": "n1-standard-8", "V100:8": "n1-standard-32"}
+"""Accelerator -> the machine a user writing the request by hand names (omnidist's own picks)."""
+
+
+def _settings(url: str) -> dict[str, Any]:
+    return {"project": "p", "region": "us-central1", "api_endpoint": url, "credentials": "anonymous",
+            "create_settle_s": 3.0}
+
+
+def _hand_built() -> Any:
+    """A job document's CustomJob built from the SDK's messages, as a user without omnidist writes it."""
+    from google.cloud import aiplatform_v1 as v1
+
+    from omnidist.serde import parse_duration
+    from omnidist_vertex.tables import ACCELERATOR_TYPES
+
+    def build(doc: Any) -> Any:
+        kind, count = doc["primary"]["accelerator"].split(":")
+        hints = {"OMNIDIST_JOB_NAME": doc["name"], "OMNIDIST_FRAMEWORK": doc["framework"],
+                 "OMNIDIST_PROCESSES_PER_NODE": count}
+
+        def pool(role: str, replicas: int) -> Any:
+            env = {**hints, "OMNIDIST_ROLE": role, **doc["env"]}
+            return v1.WorkerPoolSpec(
+                machine_spec=v1.MachineSpec(machine_type=HAND_PICKED[doc["primary"]["accelerator"]],
+                                            accelerator_type=ACCELERATOR_TYPES[kind], accelerator_count=int(count)),
+                replica_count=replicas,
+                container_spec=v1.ContainerSpec(image_uri=doc["image"], command=doc["command"], args=doc["args"],
+                                                env=[v1.EnvVar(name=k, value=v) for k, v in env.items()]))
+
+        return v1.CustomJob(display_name=doc["name"], labels=doc["labels"], job_spec=v1.CustomJobSpec(
+            worker_pool_specs=[pool("primary", 1), pool("worker", doc["workers"]["replicas"])],
+            scheduling=v1.Scheduling(timeout={"seconds": parse_duration(doc["timeout"])})))
+
+    return build
+
+
+def _to_json() -> Any:
+    from google.cloud import aiplatform_v1 as v1
+
+    build = _hand_built()
+    return lambda doc: v1.CustomJob.to_json(build(doc))
+
+
+def _direct(service: FakeService) -> Any:
+    """``JobServiceClient.create_custom_job`` (REST) of the hand-built CustomJob."""
+    from google.api_core.client_options import ClientOptions
+    from google.auth.credentials import AnonymousCredentials
+    from google.cloud import aiplatform_v1
+
+    client = aiplatform_v1.JobServiceClient(credentials=AnonymousCredentials(), transport="rest",
+                                            client_options=ClientOptions(api_endpoint=service.url))
+    build = _hand_built()
+    return lambda doc: client.create_custom_job(parent="projects/p/locations/us-central1", custom_job=build(doc),
+                                                timeout=60)
+
+
+HARNESS = Harness(service=FakeVertex, settings=_settings, key_file_setting="credentials",
+                  sample_settings={"machine_types": {"primary": "n1-standard-8"}, "boot_disk_type": "pd-ssd"},
+                  sdk_module="google.cloud.aiplatform", native_builder=_to_json, direct_submit=_direct)
+"""Vertex for the reliability suite, the fuzzing and ``bench/``."""

@@ -18,6 +18,7 @@ import attrs
 
 from omnidist.backend import CompiledJob, JobState, Note, NoteKind, Trial, best_trial
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature
 from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
 
 BACKEND = "vertex"
@@ -109,15 +110,16 @@ def check(tuning: Tuning) -> None:
     for name, parameter in tuning.parameters.items():
         if tuning.algorithm is Algorithm.GRID and parameter.type not in GRID_TYPES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", BACKEND,
+                Feature.TUNING, BACKEND,
                 f"grid search takes only integer, discrete and categorical parameters, and {name} is a "
                 f"{parameter.type.value} range.",
-                "Use algorithm: random or bayesian, or list the values to try with type: discrete.")
+                "Use algorithm: random or bayesian, or list the values to try with type: discrete.",
+                subject=f"tuning.parameters.{name}")
         if parameter.values is not None and len(parameter.values) > MAX_DISCRETE_VALUES:
             raise UnsupportedFeatureError(
-                f"tuning.parameters.{name}", BACKEND,
+                Feature.TUNING, BACKEND,
                 f"a parameter lists at most {MAX_DISCRETE_VALUES} values, and {name} has {len(parameter.values)}.",
-                "Use a range (type: double or integer) instead.")
+                "Use a range (type: double or integer) instead.", subject=f"tuning.parameters.{name}")
 
 
 def parameter_to_native(name: str, parameter: Parameter) -> dict[str, Any]:
@@ -217,9 +219,9 @@ def native_to_parameter(spec: Any, path: str, notes: list[Note]) -> tuple[str, P
         raise ValidationError("required: every parameter has a parameterId", path=f"{path}.parameterId")
     field = f"tuning.parameters.{name}"
     if spec.get("conditionalParameterSpecs"):
-        raise UnsupportedFeatureError(f"{path}.conditionalParameterSpecs", PORTABLE,
-                                      "conditional parameters have no portable form.",
-                                      "Tune the child parameters unconditionally, or in a study of their own.")
+        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, "conditional parameters have no portable form.",
+                                      "Tune the child parameters unconditionally, or in a study of their own.",
+                                      subject=f"{path}.conditionalParameterSpecs")
     found = [key for key in TYPES_BY_SPEC if key in spec]
     if len(found) != 1:
         raise ValidationError(f"give exactly one of {', '.join(TYPES_BY_SPEC)}", path=path)
@@ -257,9 +259,9 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
     if not isinstance(metrics, list) or not metrics:
         raise ValidationError("required: the metric the trials report", path="studySpec.metrics")
     if len(metrics) > 1:
-        raise UnsupportedFeatureError("studySpec.metrics", PORTABLE,
+        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE,
                                       f"the study optimizes {len(metrics)} metrics; portable tuning has one.",
-                                      "Keep the metric that matters most.")
+                                      "Keep the metric that matters most.", subject="studySpec.metrics")
     metric = _mapping(metrics[0], "studySpec.metrics[0]")
     goal = _enum(metric.get("goal"), GOAL_NAMES, GOAL_NUMBERS, "studySpec.metrics[0].goal")
     if goal not in GOAL_NAMES:

@@ -152,7 +152,7 @@ def test_locations_vertex_cannot_read_exit_3(uri):
     job = DistributedJob.from_dict(container({"inputs": {"train": {"uri": uri}}, "command": ["x"]}))
     with pytest.raises(UnsupportedFeatureError) as info:
         VertexBackend().compile(job, VertexSettings())
-    assert info.value.feature == "inputs.train" and "data_map" in str(info.value)
+    assert info.value.subject == "inputs.train" and "data_map" in str(info.value)
 
 
 def test_data_map_rewrites_foreign_uris_with_a_note(valid):

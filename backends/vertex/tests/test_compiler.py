@@ -16,6 +16,7 @@ import omnidist
 from omnidist import serde
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.features import Feature, NoteCode
 from omnidist.job import DistributedJob
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -218,6 +219,7 @@ def test_smallest_machine_that_fits(role, expected, valid):
     assert machine(pools(valid(compiled.request))[0]) == expected
     note = compiled.notes(NoteKind.DEFAULTED)[0]
     assert note.field == "backends.vertex.machine_types.primary" and expected in note.message
+    assert note.code is NoteCode.MACHINE_CHOSEN and note.data == {"role": "primary", "machine": expected}
 
 
 def test_accelerator_names_and_counts(valid):
@@ -295,7 +297,8 @@ def test_infiniband_refused_without_rdma(primary, named):
     settings = {"machine_types": {"primary": named}} if named else {}
     with pytest.raises(UnsupportedFeatureError) as err:
         build({"primary": primary, "interconnect": "infiniband"}, **settings)
-    assert err.value.feature == "interconnect: infiniband" and "H200:8 or B200:8" in str(err.value)
+    assert err.value.subject == "interconnect: infiniband" and "H200:8 or B200:8" in str(err.value)
+    assert err.value.feature is Feature.INFINIBAND
 
 
 # --- the rest of the request ------------------------------------------------------------------------

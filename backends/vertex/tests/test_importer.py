@@ -361,7 +361,7 @@ def test_malformed_input_names_the_field(native, error, where):
 def test_what_the_portable_job_cannot_hold(native, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         backend.import_native(native)
-    assert err.value.feature == feature and err.value.exit_code == 3
+    assert err.value.subject == feature and err.value.exit_code == 3
     assert str(err.value).startswith(f"the portable job cannot hold {feature}")  # the side that lacks it
     if "TPU" in feature or "tpu" in feature:
         assert "TPUs are not portable" in str(err.value)
@@ -472,7 +472,7 @@ def test_the_field_tables_match_the_sdk():
         fields = {f.json_name for f in message.pb().DESCRIPTOR.fields}
         assert importer.FIELDS[name] == fields - importer.OUTPUT_ONLY, name
     numbers = {m.name: m.value for m in v1.AcceleratorType}
-    from omnidist_vertex.backend import ACCELERATOR_BY_NUMBER
+    from omnidist_vertex.tables import ACCELERATOR_BY_NUMBER
 
     assert {name: numbers[name] for name in ACCELERATOR_BY_NUMBER.values()} == {
         v: k for k, v in ACCELERATOR_BY_NUMBER.items()}

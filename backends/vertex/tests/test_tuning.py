@@ -124,7 +124,7 @@ def test_defaults_are_left_out_as_the_api_prints_them():
 def test_grid_search_over_a_double_is_exit_3_naming_the_parameter_and_rule():
     with pytest.raises(UnsupportedFeatureError) as caught:
         compile_(rich(algorithm=Algorithm.GRID))
-    assert caught.value.feature == "tuning.parameters.lr" and caught.value.exit_code == 3
+    assert caught.value.subject == "tuning.parameters.lr" and caught.value.exit_code == 3
     assert "grid search takes only integer, discrete and categorical" in str(caught.value)
 
 

@@ -20,6 +20,7 @@ from omnidist.runtime.detect import Env, cluster_keys, json_object
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts
 from omnidist.runtime.platforms import tf_config
+from omnidist.runtime.report import HYPERTUNE, hypertune_trial_env
 
 NAME = "ai_platform"
 ORDER = 20
@@ -54,6 +55,9 @@ CHIEF = tf_config.TASK_TYPES["primary"]
 
 USE_CHIEF_SETTING = "use_chief_in_tf_config"
 """The backend setting (and the local backend's) that asks for :data:`CHIEF`."""
+
+METRICS = HYPERTUNE
+"""AI Platform's tuning service reads trials' metrics from cloudml-hypertune's file."""
 
 HINTS_PER_ROLE: Optional[bool] = None
 """No hints: the request has no environment field."""
@@ -125,3 +129,8 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
         spec = {"cluster": listing, "environment": ENVIRONMENT, "task": task, "job": decided.details.get("job", {})}
         result.append({VARIABLE: json.dumps(spec), tf_config.VARIABLE: json.dumps(spec)})
     return result
+
+
+def emulate_trial(env: Mapping[str, str], trial: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """A trial's process: ``CLOUD_ML_TRIAL_ID`` and ``task.trial`` in ``CLUSTER_SPEC`` / ``TF_CONFIG``."""
+    return hypertune_trial_env(env, trial)

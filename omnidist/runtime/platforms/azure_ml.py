@@ -30,6 +30,7 @@ from omnidist.runtime.context import RuntimeContext
 from omnidist.runtime.detect import Env, host_port, integer, json_object, node_cluster
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config, torchrun
+from omnidist.runtime.report import MLFLOW
 
 NAME = "azure_ml"
 ORDER = 30
@@ -72,6 +73,12 @@ DISTRIBUTION_ROLES: Mapping[str, frozenset[str]] = {
     "tensorflow": frozenset({"primary", "worker", "parameter_server"}),
 }
 """``distribution.type`` -> the runtime roles its variables can describe (no evaluators, no reducers)."""
+
+SWEEP_PREFIX = "AZUREML_SWEEP_"
+"""Azure ML gives a sweep trial its values as ``AZUREML_SWEEP_<name>`` (the SDK's ``SweepJob`` docs)."""
+
+METRICS = MLFLOW
+"""An Azure ML sweep reads its ``primary_metric`` from the trials' MLflow metrics."""
 
 HINTS_PER_ROLE: Optional[bool] = False
 """Every hint but ``OMNIDIST_ROLE``: one environment for all nodes."""
@@ -271,3 +278,26 @@ def _process_env(distribution: str, slot: Slot, nodes: list[str], servers: list[
         "MASTER_ADDR": master_addr, "MASTER_PORT": master_port, "WORLD_SIZE": str(world),
         "NODE_RANK": str(node_rank), "RANK": str(rank), "LOCAL_RANK": str(local_rank),
     }
+
+
+# --- tuning ------------------------------------------------------------------------------------
+
+def trial_id(env: Env) -> Optional[str]:
+    """The sweep trial this process belongs to: its run id, when ``AZUREML_SWEEP_*`` is set.
+
+    Azure documents no trial-id variable; what it documents is that a sweep trial gets its values
+    as ``AZUREML_SWEEP_<name>`` and that every trial is a child run of its own, so the run id every
+    Azure ML process has is the trial's. Without ``AZUREML_SWEEP_*`` it is a plain job: ``None``.
+    """
+    if any(k.startswith(SWEEP_PREFIX) for k in env):
+        return env.get(RUN_ID) or None
+    return None
+
+
+def emulate_trial(env: Mapping[str, str], trial: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """A trial's process: its values as ``AZUREML_SWEEP_<name>``, and a run id of its own (each
+    trial is a child run)."""
+    found = {**env, **{f"{SWEEP_PREFIX}{k}": str(v) for k, v in params.items()}}
+    if RUN_ID in found:
+        found[RUN_ID] = f"{found[RUN_ID]}_trial_{trial}"
+    return found

@@ -21,6 +21,7 @@ from omnidist.runtime.detect import Env, cluster, cluster_keys, from_cluster, js
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts
 from omnidist.runtime.platforms import tf_config
+from omnidist.runtime.report import HYPERTUNE, hypertune_trial_env
 
 NAME = "vertex"
 ORDER = 10
@@ -54,6 +55,9 @@ POOL_ROLES: Mapping[str, tuple[str, ...]] = {
     for i in sorted(set(POOL_INDEX.values()))
 }
 """``CLUSTER_SPEC`` pool name -> the roles it can hold (derived; several: the hint settles it)."""
+
+METRICS = HYPERTUNE
+"""Vertex's tuning service reads trials' metrics from cloudml-hypertune's file."""
 
 HINTS_PER_ROLE: Optional[bool] = True
 """The compiler adds every hint, ``OMNIDIST_ROLE`` too: each pool has its own ``env``."""
@@ -125,3 +129,8 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
                                                   "task": tf_task, "job": spec})
         result.append(env)
     return result
+
+
+def emulate_trial(env: Mapping[str, str], trial: str, params: Mapping[str, Any]) -> dict[str, str]:
+    """A trial's process: ``CLOUD_ML_TRIAL_ID`` and ``task.trial`` in ``CLUSTER_SPEC`` / ``TF_CONFIG``."""
+    return hypertune_trial_env(env, trial)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sys
 import textwrap
+import types
 
 import pytest
 
@@ -106,7 +107,7 @@ def test_a_dropped_in_platform_is_detected_in_its_order_and_emulated(drop_in):
     with pytest.raises(UnsupportedFeatureError) as info:  # roles(decided) has no place for evaluators
         omnidist.compile(DistributedJob(name="demo", framework="pytorch", command="python t.py",
                                         evaluators=Role(replicas=1)), backend="local", settings={"emulate": "kube"})
-    assert (info.value.feature, info.value.backend, info.value.exit_code) == ("evaluators", "kube", 3)
+    assert (info.value.subject, info.value.backend, info.value.exit_code) == ("evaluators", "kube", 3)
 
 
 def test_a_module_without_the_contract_is_named(drop_in):
@@ -119,3 +120,39 @@ def test_a_platform_is_named_after_its_module(drop_in):
     drop_in("kubeflow", KUBE)
     with pytest.raises(platforms.PlatformModuleError, match="NAME = 'kube'.*'kubeflow'"):
         platforms.modules()
+
+
+TUNED = KUBE + textwrap.dedent('''
+
+    METRICS = "mlflow"
+
+
+    def trial_id(env):
+        return env.get("KUBE_TRIAL")
+
+
+    def emulate_trial(env, trial, params):
+        return {**env, "KUBE_TRIAL": trial, **{f"KUBE_{k}": str(v) for k, v in params.items()}}
+''')
+
+
+def test_a_platforms_tuning_hooks_are_its_modules_own(drop_in, monkeypatch):
+    """Where a trial reports, which trial a process is and what a local trial gets all come from
+    the platform module: a new platform tunes without an edit to report() or local tuning."""
+    from omnidist.local.tuning import trial_env
+    from omnidist.runtime.report import report
+
+    drop_in("kube", TUNED)
+    env = {"PET_NNODES": "1", "PET_NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}
+    given = trial_env(env, "kube", "7", {"lr": 0.1}, ("local.jsonl", "hypertune.txt"))
+    assert given["KUBE_TRIAL"] == "7" and given["KUBE_lr"] == "0.1" and given["OMNIDIST_TRIAL"] == "7"
+    assert context({**env, "KUBE_TRIAL": "3"}, argv=[]).trial == "3"
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    for key in ("OMNIDIST_METRICS_FILE", "CLOUD_ML_HP_METRIC_FILE", "CLOUD_ML_TRIAL_ID", "CLUSTER_SPEC", "TF_CONFIG"):
+        monkeypatch.delenv(key, raising=False)
+    logged = []  # a stand-in for the mlflow package: what reaches it is what the tuner would read
+    monkeypatch.setitem(sys.modules, "mlflow", types.SimpleNamespace(
+        log_metric=lambda name, value, step=None: logged.append((name, value, step))))
+    assert report(accuracy=0.5, step=3) == "mlflow"  # its module's METRICS, not a platform name in report()
+    assert logged == [("accuracy", 0.5, 3)]

@@ -1,0 +1,193 @@
+"""Where Vertex AI differs: accelerator and enum names, worker-pool positions, states, images.
+
+Sorted tables with a one-line docstring each; inverse tables are derived, so the compiler and
+the importer cannot drift. Imports flow one way: this module <- compiler, importer, client <-
+backend.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Optional
+
+from omnidist.backend import JobState
+from omnidist.features import Feature, Refusal
+from omnidist.job import RoleName
+from omnidist.runtime.platforms import vertex as platform
+
+NAME = platform.NAME
+"""The backend's name (entry point, ``backends.vertex`` block, runtime platform)."""
+
+ACCELERATOR_TYPES: dict[str, str] = {
+    "A100": "NVIDIA_TESLA_A100",
+    "A100-80GB": "NVIDIA_A100_80GB",
+    "B200": "NVIDIA_B200",
+    "H100": "NVIDIA_H100_80GB",
+    "H100-MEGA": "NVIDIA_H100_MEGA_80GB",
+    "H200": "NVIDIA_H200_141GB",
+    "L4": "NVIDIA_L4",
+    "P100": "NVIDIA_TESLA_P100",
+    "P4": "NVIDIA_TESLA_P4",
+    "T4": "NVIDIA_TESLA_T4",
+    "V100": "NVIDIA_TESLA_V100",
+}
+"""Portable accelerator -> Vertex ``acceleratorType`` name."""
+
+PORTABLE_ACCELERATORS: dict[str, str] = {v: k for k, v in ACCELERATOR_TYPES.items()}
+"""Vertex ``acceleratorType`` name -> portable accelerator (derived)."""
+
+ACCELERATOR_ENUM: dict[str, int] = {
+    "NVIDIA_A100_80GB": 9,
+    "NVIDIA_B200": 16,
+    "NVIDIA_H100_80GB": 13,
+    "NVIDIA_H100_MEGA_80GB": 14,
+    "NVIDIA_H200_141GB": 15,
+    "NVIDIA_L4": 11,
+    "NVIDIA_TESLA_A100": 8,
+    "NVIDIA_TESLA_P100": 2,
+    "NVIDIA_TESLA_P4": 4,
+    "NVIDIA_TESLA_T4": 5,
+    "NVIDIA_TESLA_V100": 3,
+}
+"""``AcceleratorType`` name -> its number (the REST API's ``enum-encoding=int`` form)."""
+
+NATIVE_ONLY_ACCELERATOR_ENUM: dict[str, int] = {
+    "NVIDIA_GB200": 17,
+    "NVIDIA_RTX_PRO_6000": 18,
+    "NVIDIA_TESLA_K80": 1,
+    "TPU_V2": 6,
+    "TPU_V3": 7,
+    "TPU_V4_POD": 10,
+    "TPU_V5_LITEPOD": 12,
+}
+"""``AcceleratorType`` values without a portable name -> number: read by import (to replace a
+retired GPU, or to refuse a TPU by name), never written."""
+
+RETIRED_ACCELERATORS: dict[str, str] = {"NVIDIA_TESLA_K80": "K80"}
+"""``AcceleratorType`` of a GPU no cloud sells any more -> its model (see ``omnidist.importing.RETIRED_GPUS``)."""
+
+ACCELERATOR_BY_NUMBER: dict[int, str] = {
+    v: k for k, v in {**ACCELERATOR_ENUM, **NATIVE_ONLY_ACCELERATOR_ENUM}.items()}
+"""``AcceleratorType`` number -> name (derived)."""
+
+POOL_INDEX: dict[RoleName, int] = {role: platform.POOL_INDEX[role.singular] for role in sorted(RoleName)}
+"""Role -> position in ``workerPoolSpecs`` (pool 2 holds parameter servers or reducers): the
+platform's own table (:data:`omnidist.runtime.platforms.vertex.POOL_INDEX`), which the runtime reads
+``CLUSTER_SPEC`` with."""
+
+ROLES_AT: dict[int, tuple[RoleName, ...]] = {
+    i: tuple(r for r in RoleName if POOL_INDEX[r] == i) for i in sorted(set(POOL_INDEX.values()))
+}
+"""Pool index -> the roles that can sit there (derived)."""
+
+JOB_STATES: dict[str, JobState] = {
+    "JOB_STATE_CANCELLED": JobState.CANCELLED,
+    "JOB_STATE_CANCELLING": JobState.CANCELLING,
+    "JOB_STATE_EXPIRED": JobState.FAILED,
+    "JOB_STATE_FAILED": JobState.FAILED,
+    "JOB_STATE_PARTIALLY_SUCCEEDED": JobState.FAILED,
+    "JOB_STATE_PAUSED": JobState.PAUSED,
+    "JOB_STATE_PENDING": JobState.PENDING,
+    "JOB_STATE_QUEUED": JobState.QUEUED,
+    "JOB_STATE_RUNNING": JobState.RUNNING,
+    "JOB_STATE_SUCCEEDED": JobState.SUCCEEDED,
+    "JOB_STATE_UNSPECIFIED": JobState.UNKNOWN,
+    "JOB_STATE_UPDATING": JobState.RUNNING,
+}
+"""Vertex ``JobState`` -> portable state (EXPIRED and PARTIALLY_SUCCEEDED count as failures:
+some replica did not finish its work)."""
+
+STRATEGY_ENUM: dict[str, int] = {
+    "FLEX_START": 6,
+    "LOW_COST": 2,
+    "ON_DEMAND": 1,
+    "SPOT": 4,
+    "STANDARD": 3,
+    "STRATEGY_UNSPECIFIED": 0,
+}
+"""``Scheduling.Strategy`` name -> number."""
+
+STRATEGY_BY_NUMBER: dict[int, str] = {v: k for k, v in STRATEGY_ENUM.items()}
+"""``Scheduling.Strategy`` number -> name (derived)."""
+
+REDUCTION_SERVER_IMAGES: dict[str, str] = {
+    "asia": "asia-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest",
+    "europe": "europe-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest",
+    "us": "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest",
+}
+"""Artifact Registry multi-region -> the Reduction Server image published there."""
+
+MULTI_REGION_BY_PREFIX: dict[str, str] = {
+    "africa-": "europe",
+    "asia-": "asia",
+    "australia-": "asia",
+    "europe-": "europe",
+    "me-": "europe",
+    "northamerica-": "us",
+    "southamerica-": "us",
+    "us-": "us",
+}
+"""Region prefix -> the nearest multi-region holding the Reduction Server image."""
+
+REDUCTION_SERVER_IMAGE = re.compile(r"(^|/)reductionserver(:|@|$)")
+"""How an importer recognises a Reduction Server pool: the image is named ``reductionserver``."""
+
+BOOT_DISK_TYPES = ("hyperdisk-balanced", "pd-ssd", "pd-standard")
+"""``diskSpec.bootDiskType`` values Vertex accepts."""
+
+DEFAULT_REGION = "us-central1"
+"""Where jobs go when neither the profile nor the job names a region."""
+
+CONSOLE_URL = (
+    "https://console.cloud.google.com/agent-platform/locations/{region}/training/{job}?project={project}"
+)
+"""The Cloud Console page of a custom job (the form the installed aiplatform SDK prints)."""
+
+
+def reduction_server_image(region: str) -> str:
+    """The Reduction Server image nearest ``region`` (``us`` when the prefix is unknown)."""
+    for prefix, multi in MULTI_REGION_BY_PREFIX.items():
+        if region.startswith(prefix):
+            return REDUCTION_SERVER_IMAGES[multi]
+    return REDUCTION_SERVER_IMAGES["us"]
+
+
+NATIVE_KEYS = frozenset({"jobSpec", "job_spec", "studySpec", "study_spec", "trialJobSpec", "trial_job_spec",
+                         "workerPoolSpecs", "worker_pool_specs"})
+"""Top-level keys of the files Vertex reads (JSON and protobuf names): a CustomJob, a CustomJobSpec
+(``gcloud --config``), a HyperparameterTuningJob, ``--worker-pool-spec`` flags as a mapping."""
+
+GCLOUD_COMMANDS: tuple[tuple[str, ...], ...] = (("ai", "custom-jobs", "create"), ("ai", "hp-tuning-jobs", "create"))
+"""``gcloud`` commands (after the release track) that create a Vertex training job."""
+
+NATIVE_FORMATS: tuple[str, ...] = (
+    "a CustomJob (displayName + jobSpec), a CustomJobSpec (workerPoolSpecs) or a HyperparameterTuningJob "
+    "(trialJobSpec), in JSON or protobuf field names (job_spec, worker_pool_specs…)",
+    "{worker_pool_specs: [--worker-pool-spec strings]} or a `gcloud ai custom-jobs create …` command line",
+)
+"""The native forms the importer reads (listed when a file's format cannot be told)."""
+
+REFUSALS: dict[Feature, Refusal] = {
+    Feature.INFINIBAND: Refusal(
+        subject="interconnect: infiniband",
+        message="Google Cloud has no InfiniBand; the closest is GPUDirect RDMA, which only a3-ultragpu-8g (8×H200) "
+                "and a4-highgpu-8g (8×B200) have, and {role} {why}.",
+        hint="Use accelerator H200:8 or B200:8 for RDMA, or set interconnect: any."),
+}
+"""Feature -> how Vertex refuses it where it cannot express it (InfiniBand: on most machines)."""
+
+
+_RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/"
+                       r"(?:customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$")
+
+
+def resource_name(job_id: str, settings: Any) -> Optional[tuple[str, str, str]]:
+    """``(project, region, number)`` of a job (a CustomJob or a HyperparameterTuningJob) given as
+    its full name, or as a bare number completed from the settings' ``project`` and ``region``
+    (``None`` when there is no project to complete it with)."""
+    match = _RESOURCE.match(job_id)
+    if match:
+        return match["project"], match["region"], match["id"]
+    if "/" in job_id or not settings.project:
+        return None
+    return settings.project, settings.region, job_id
