@@ -65,7 +65,7 @@ def test_compile_submit_wait_status(project, vertex, valid):
     # polls too, so the wait loop may not see every step).
     states = [line.removeprefix("state: ") for line in submitted.stderr.splitlines() if line.startswith("state: ")]
     lifecycle = ["queued", "pending", "running", "succeeded"]
-    assert states[0] == "queued" and states[-1] == "succeeded"
+    assert states[0] in lifecycle and states[-1] == "succeeded"  # the first poll may come after a step
     assert states == sorted(set(states), key=lifecycle.index), submitted.stderr
     (job,) = vertex.jobs.values()
     assert job["jobSpec"]["workerPoolSpecs"][2]["replicaCount"] == "16"
