@@ -216,7 +216,7 @@ def parse_mpirun(argv: Sequence[str]) -> Optional[tuple[dict[str, list[str]], tu
         return None
     options: dict[str, list[str]] = {}
     i = 1
-    while i < len(argv) and argv[i].startswith("-"):
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":  # a lone "-" is a program word
         option, eq, value = argv[i].partition("=")
         count = MPIRUN_OPTION_VALUES.get(option)
         if count is None:
