@@ -304,6 +304,23 @@ def _gpu_problem(catalog: Catalog, machine: Machine, role: str,
 # --- Compute Engine: the machines Google Cloud's training services run on -------------------------
 
 
+COMPUTE_ENGINE_ACCELERATORS: dict[str, str] = {
+    "A100": "NVIDIA_TESLA_A100",
+    "A100-80GB": "NVIDIA_A100_80GB",
+    "B200": "NVIDIA_B200",
+    "H100": "NVIDIA_H100_80GB",
+    "H100-MEGA": "NVIDIA_H100_MEGA_80GB",
+    "H200": "NVIDIA_H200_141GB",
+    "L4": "NVIDIA_L4",
+    "P100": "NVIDIA_TESLA_P100",
+    "P4": "NVIDIA_TESLA_P4",
+    "T4": "NVIDIA_TESLA_T4",
+    "V100": "NVIDIA_TESLA_V100",
+}
+"""Portable accelerator -> Compute Engine's accelerator type name (the ``acceleratorType`` both
+Google backends write; legacy AI Platform took a few of them)."""
+
+
 def _gpu_machine(name: str, vcpus: int, memory_gb: float, egress: float, accelerator: str, gpus: int,
                  rdma: bool = False) -> Machine:
     return Machine(name=name, vcpus=vcpus, memory_gb=memory_gb, egress_gbps=egress, accelerator=accelerator,

@@ -49,6 +49,15 @@ class Harness:
     direct_submit: Optional[Callable[[FakeService], Callable[[JobDocument], Any]]] = None
 
 
+def hand_written(doc: JobDocument) -> tuple[str, int, dict[str, str]]:
+    """What a hand-written request repeats from a job document: the primary's accelerator type,
+    its count, and the variables omnidist would add (its runtime hints) with the job's own."""
+    kind, count = doc["primary"]["accelerator"].split(":")
+    hints = {"OMNIDIST_JOB_NAME": doc["name"], "OMNIDIST_FRAMEWORK": doc["framework"],
+             "OMNIDIST_PROCESSES_PER_NODE": count}
+    return kind, int(count), {**hints, **doc.get("env", {})}
+
+
 def harness(name: str) -> Optional[Harness]:
     """The harness of installed backend ``name`` (``None`` when it declares none)."""
     from omnidist import registry

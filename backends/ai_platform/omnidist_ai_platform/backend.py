@@ -37,13 +37,8 @@ class AIPlatformBackend(Backend):
     testing = "omnidist_ai_platform.testing:HARNESS"
     native_formats = NATIVE_FORMATS
     capabilities = Capabilities(
-        roles=frozenset(RoleName),
-        accelerators=frozenset(catalog.ACCELERATOR_TYPES),
-        spot=False,
-        infiniband=False,
-        per_role_machines=True,
+        roles=frozenset(RoleName), accelerators=frozenset(catalog.ACCELERATOR_TYPES), reduction_server=True,
         env=True,  # only through the `env K=V cmd` wrapper: needs a command
-        reduction_server=True,
         refusals=REFUSALS,
     )
     migration = MigrationPolicy(

@@ -14,13 +14,9 @@ import attrs
 from omnidist import catalog
 
 ACCELERATOR_TYPES: dict[str, str] = {
-    "A100": "NVIDIA_TESLA_A100",
-    "P100": "NVIDIA_TESLA_P100",
-    "P4": "NVIDIA_TESLA_P4",
-    "T4": "NVIDIA_TESLA_T4",
-    "V100": "NVIDIA_TESLA_V100",
-}
-"""Portable accelerator -> the legacy ``acceleratorConfig.type`` enum value (ml v1 discovery)."""
+    k: catalog.COMPUTE_ENGINE_ACCELERATORS[k] for k in ("A100", "P100", "P4", "T4", "V100")}
+"""Portable accelerator -> the legacy ``acceleratorConfig.type`` enum value (ml v1 discovery):
+Compute Engine's names, for the GPUs legacy AI Platform offered."""
 
 PORTABLE_ACCELERATORS: dict[str, str] = {native: portable for portable, native in ACCELERATOR_TYPES.items()}
 """Legacy enum value -> portable accelerator (derived from :data:`ACCELERATOR_TYPES`)."""

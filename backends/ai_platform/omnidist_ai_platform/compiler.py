@@ -53,11 +53,6 @@ def derive_job_id(name: str) -> str:
     return name.replace("-", "_")
 
 
-def unsupported(feature: Feature, message: str, hint: str) -> UnsupportedFeatureError:
-    """An :class:`UnsupportedFeatureError` for this backend, in words of its own."""
-    return UnsupportedFeatureError(feature, NAME, message, hint)
-
-
 def refuse(feature: Feature, **context: str) -> UnsupportedFeatureError:
     """The refusal of a feature legacy AI Platform lacks, in the words of :data:`.tables.REFUSALS`."""
     return REFUSALS[feature].error(feature, NAME, **context)
@@ -125,8 +120,8 @@ def wrapped_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
     if not role.env:
         return command
     if not role.command:
-        raise unsupported(
-            Feature.ENV, f"{role.name.value} sets {', '.join(sorted(role.env))}, but legacy AI Platform has no "
+        raise UnsupportedFeatureError(
+            Feature.ENV, NAME, f"{role.name.value} sets {', '.join(sorted(role.env))}, but legacy AI Platform has no "
             "environment variables and there is no command to prefix with `env K=V …`.",
             "Give the job a command (e.g. command: [python, -m, trainer.task]) or bake the variables "
             "into the image.")
@@ -220,7 +215,7 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
                 "version), or remove the python settings to run the container",
                 path=_SETTINGS_PATH)
         if any(r.env for r in trainers):
-            raise unsupported(Feature.ENV, "a Python-package job has no command to prefix with `env K=V …`, and "
+            raise UnsupportedFeatureError(Feature.ENV, NAME, "a Python-package job has no command to prefix with `env K=V …`, and "
                               "legacy AI Platform has no environment variables.",
                               "Set them in your Python code instead.")
         if len({r.args for r in trainers}) > 1:

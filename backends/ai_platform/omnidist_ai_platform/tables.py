@@ -1,10 +1,5 @@
-"""Where legacy AI Platform Training differs: the ``trainingInput`` field prefixes, states, scale
-tiers, the Reduction Server image, what it refuses, and how its files look. (Its machines and
-accelerators are in :mod:`.catalog`.)
-
-Sorted tables with a one-line docstring each; inverse tables are derived. Imports flow one way:
-this module <- compiler, importer, client <- backend.
-"""
+"""Where legacy AI Platform differs: ``trainingInput`` prefixes, states, scale tiers, refusals, its
+files (machines and GPUs: :mod:`.catalog`); sorted tables, inverses derived, imported by the rest."""
 
 from __future__ import annotations
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from omnidist.testing import FakeService, Harness
+from omnidist.testing.harness import hand_written
 from omnidist.testing.fakeserver import Recorded, Response, error_body
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
@@ -209,34 +210,23 @@ HAND_PICKED = {"T4:1": "n1-highmem-2", "V100:2": "n1-highmem-2", "V100:8": "n1-h
 """Accelerator -> the machine a user writing the request by hand names (omnidist's own picks)."""
 
 
-def _settings(url: str) -> dict[str, Any]:
-    return {"project": "proj", "api_endpoint": url, "credentials": "anonymous", "retry_initial_wait_s": 0.01}
-
-
-def _jobs(endpoint: Optional[str] = None) -> Any:
-    """The discovery client's ``projects().jobs()`` collection, built offline."""
-    from google.auth.credentials import AnonymousCredentials
-    from googleapiclient.discovery import build
-
-    options = {"api_endpoint": endpoint} if endpoint else None
-    return build("ml", "v1", static_discovery=True, credentials=AnonymousCredentials(), client_options=options,
-                 cache_discovery=False).projects().jobs()
-
-
-def _hand_built(jobs: Any = None, suffix: str = "") -> Any:
+def _hand_built(endpoint: Optional[str] = None, suffix: str = "") -> Any:
     """A job document's ``projects.jobs.create`` request built with the discovery client (not
     executed), as a user without omnidist writes it."""
+    from google.auth.credentials import AnonymousCredentials
+    from googleapiclient.discovery import build as discovery
+
     from omnidist.serde import parse_duration
     from omnidist_ai_platform.catalog import ACCELERATOR_TYPES
 
-    jobs = jobs or _jobs()
+    jobs = discovery("ml", "v1", static_discovery=True, credentials=AnonymousCredentials(), cache_discovery=False,
+                     client_options={"api_endpoint": endpoint} if endpoint else None).projects().jobs()
 
     def build(doc: Any) -> Any:
-        kind, count = doc["primary"]["accelerator"].split(":")
+        kind, count, env = hand_written(doc)
         machine = HAND_PICKED[doc["primary"]["accelerator"]]
-        command = ["env", *(f"{k}={v}" for k, v in doc["env"].items()), *doc["command"]]
-        config = {"acceleratorConfig": {"count": int(count), "type": ACCELERATOR_TYPES[kind]},
-                  "containerCommand": command, "containerArgs": doc["args"]}
+        config = {"acceleratorConfig": {"count": count, "type": ACCELERATOR_TYPES[kind]}, "containerArgs": doc["args"],
+                  "containerCommand": ["env", *(f"{k}={v}" for k, v in doc["env"].items()), *doc["command"]]}
         body = {"jobId": doc["name"].replace("-", "_") + suffix, "labels": doc["labels"], "trainingInput": {
             "scaleTier": "CUSTOM", "region": "us-central1", "masterType": machine,
             "masterConfig": {**config, "imageUri": doc["image"]}, "workerType": machine,
@@ -251,11 +241,13 @@ def _direct(service: FakeService) -> Any:
     """The discovery client's ``projects().jobs().create(...).execute()`` of the hand-built body."""
     import random
 
-    build = _hand_built(_jobs(service.url), suffix=f"_{random.getrandbits(32):08x}")
+    build = _hand_built(service.url, suffix=f"_{random.getrandbits(32):08x}")
     return lambda doc: build(doc).execute(num_retries=0)
 
 
-HARNESS = Harness(service=FakeMLService, settings=_settings,
-                  sample_settings={"scale_tier": "CUSTOM", "machine_types": {"primary": "n1-standard-8"}},
-                  sdk_module="googleapiclient.discovery", native_builder=_hand_built, direct_submit=_direct)
+HARNESS = Harness(
+    service=FakeMLService, sdk_module="googleapiclient.discovery", native_builder=_hand_built, direct_submit=_direct,
+    settings=lambda url: {"project": "proj", "api_endpoint": url, "credentials": "anonymous",
+                          "retry_initial_wait_s": 0.01},
+    sample_settings={"scale_tier": "CUSTOM", "machine_types": {"primary": "n1-standard-8"}})
 """Legacy AI Platform for the reliability suite, the fuzzing and ``bench/``."""

@@ -33,14 +33,8 @@ class AzureMLBackend(Backend):
     native_formats = NATIVE_FORMATS
     capabilities = Capabilities(
         roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS}),
-        accelerators=frozenset(catalog.offered_accelerators()),
-        spot=True,
-        infiniband=True,
-        per_role_machines=False,
-        env=True,
-        reduction_server=False,
-        role_frameworks={RoleName.PARAMETER_SERVERS: frozenset({Framework.TENSORFLOW})},
-        refusals=REFUSALS,
+        accelerators=frozenset(catalog.offered_accelerators()), spot=True, infiniband=True, per_role_machines=False,
+        role_frameworks={RoleName.PARAMETER_SERVERS: frozenset({Framework.TENSORFLOW})}, refusals=REFUSALS,
     )
     migration = MigrationPolicy(left_behind=LEFT_BEHIND, machine_setting="instance_type", inputs_setting="inputs",
                                 runs_instead={"environment": "runs the Azure ML environment {environment}"})

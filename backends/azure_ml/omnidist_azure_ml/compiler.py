@@ -34,10 +34,6 @@ SETTINGS = f"backends.{NAME}"
 _PLACEHOLDER_ARG = re.compile(r"[\w@%+=:,./-]*(?:\$\{\{(?:inputs|outputs)\.[\w.]+\}\}[\w@%+=:,./-]*)+")
 
 
-def _refuse(feature: Feature, subject: str, message: str, hint: str) -> UnsupportedFeatureError:
-    return UnsupportedFeatureError(feature, NAME, message, hint, subject=subject)
-
-
 def _describe(value: Any) -> str:
     return "unset" if value is None else str(value)
 
@@ -47,9 +43,11 @@ def refuse(feature: Feature, **context: str) -> UnsupportedFeatureError:
     return REFUSALS[feature].error(feature, NAME, **context)
 
 
-def own_hardware(role: RoleName, field: str) -> UnsupportedFeatureError:
-    """The refusal of a role on other hardware than the primary's (one ``instance_type`` per job)."""
-    return refuse(Feature.PER_ROLE_MACHINES, role=role.value, field=field, nodes=role.value.replace("_", " "))
+def own(role: RoleName, field: str) -> UnsupportedFeatureError:
+    """The refusal of a role with hardware (one ``instance_type`` per job) or a program (one
+    command, one environment) other than the primary's."""
+    feature = Feature.PER_ROLE_MACHINES if field in HARDWARE else Feature.PER_ROLE_PROGRAMS
+    return refuse(feature, role=role.value, field=field, nodes=role.value.replace("_", " "))
 
 
 def check_roles(job: DistributedJob) -> EffectiveRole:
@@ -68,14 +66,9 @@ def check_roles(job: DistributedJob) -> EffectiveRole:
 
 
 def _check_same_as_primary(role: EffectiveRole, primary: EffectiveRole, name: RoleName) -> None:
-    for field in HARDWARE:
+    for field in (*HARDWARE, *PROGRAM):
         if getattr(role, field) != getattr(primary, field):
-            raise own_hardware(name, field)
-    for field in PROGRAM:
-        if getattr(role, field) != getattr(primary, field):
-            raise _refuse(Feature.PER_ROLE_PROGRAMS, f"{name.value}.{field}", "Azure ML runs one command in one "
-                          f"environment on every node; {name.value} set their own {field}.",
-                          f"Remove `{name.value}.{field}` and branch on the node's rank inside the program instead.")
+            raise own(name, field)
 
 
 def _check_parameter_servers(job: DistributedJob, primary: EffectiveRole) -> None:
@@ -85,16 +78,11 @@ def _check_parameter_servers(job: DistributedJob, primary: EffectiveRole) -> Non
     for field in (*HARDWARE, "image", "command", "args"):
         value = getattr(written, field)
         if value is not None and value != getattr(primary, field):
-            if field in HARDWARE:
-                raise own_hardware(RoleName.PARAMETER_SERVERS, field)
-            raise _refuse(Feature.PER_ROLE_PROGRAMS, f"parameter_servers.{field}", "Azure ML runs parameter servers "
-                          f"on the job's one instance_type with the job's command; parameter_servers set their own "
-                          f"{field}.", f"Remove `parameter_servers.{field}`; they run on the primary's hardware and "
-                          "program.")
+            raise own(RoleName.PARAMETER_SERVERS, field)
     if written.env:
-        raise _refuse(Feature.PER_ROLE_PROGRAMS, "parameter_servers.env", "Azure ML gives every node of a command job "
-                      "the same environment variables.", "Move the variables to the job's `env` and branch on "
-                      "TF_CONFIG's task type.")
+        raise UnsupportedFeatureError(Feature.PER_ROLE_PROGRAMS, NAME, "Azure ML gives every node of a command job "
+                                      "the same environment variables.", "Move the variables to the job's `env` "
+                                      "and branch on TF_CONFIG's task type.", subject="parameter_servers.env")
 
 
 def command_to_native(primary: EffectiveRole) -> str:
@@ -208,11 +196,10 @@ def _sku_hints(sku: Sku, primary: EffectiveRole, notes: list[Note]) -> None:
 def _no_sku(primary: EffectiveRole, need_ib: bool) -> Exception:
     accel = primary.accelerator
     if need_ib and not catalog.infiniband_alternatives(accel.type if accel else None):
-        what = accel.type if accel else "CPU-only nodes"
-        return _refuse(Feature.INFINIBAND, f"interconnect: infiniband with {what}",
-                       f"no Azure SKU with SR-IOV InfiniBand carries {accel.type if accel else 'no GPU'}.",
-                       "Use an accelerator an InfiniBand SKU carries (V100, A100, A100-80GB, H100, H200), "
-                       "or drop `interconnect: infiniband`.")
+        return UnsupportedFeatureError(
+            Feature.INFINIBAND, NAME, f"no Azure SKU with SR-IOV InfiniBand carries {accel.type if accel else 'no GPU'}.",
+            "Use an accelerator an InfiniBand SKU carries (V100, A100, A100-80GB, H100, H200), or drop "
+            "`interconnect: infiniband`.", subject=f"interconnect: infiniband with {accel.type if accel else 'CPU-only nodes'}")
     biggest = catalog.largest(accel.type) if accel else None
     if accel is not None and biggest is not None and accel.count > biggest.gpus:
         return ValidationError(f"no Azure SKU has {accel.count} {accel.type} GPUs; the largest has {biggest.gpus} "

@@ -1,10 +1,5 @@
-"""Where Azure ML differs: distributions by framework, states, queue values, the command-job keys
-the portable job cannot hold, what it refuses, and how its files look. (Its VM sizes are in
-:mod:`.catalog`.)
-
-Sorted tables with a one-line docstring each; inverse tables are derived. Imports flow one way:
-this module <- compiler, importer, client <- backend.
-"""
+"""Where Azure ML differs: distributions, states, queue values, keys it drops, refusals, its files
+(VM sizes: :mod:`.catalog`); sorted tables, inverses derived, imported by the rest."""
 
 from __future__ import annotations
 
@@ -95,6 +90,10 @@ REFUSALS: dict[Feature, Refusal] = {
         message="Azure ML runs {nodes} on the job's one instance_type with the job's command; {role} set their own "
                 "{field}.",
         hint="Remove `{role}.{field}`; they run on the primary's hardware and program."),
+    Feature.PER_ROLE_PROGRAMS: Refusal(
+        subject="{role}.{field}",
+        message="Azure ML runs one command in one environment on every node; {role} set their own {field}.",
+        hint="Remove `{role}.{field}` and branch on the node's rank inside the program instead."),
     Feature.REDUCTION_SERVERS: Refusal(
         message="Azure ML has no Reduction Server; NCCL all-reduce runs among the GPU nodes themselves.",
         hint="Drop `reduction_servers` and use an InfiniBand SKU (`interconnect: infiniband`) for fast all-reduce."),
@@ -104,11 +103,9 @@ REFUSALS: dict[Feature, Refusal] = {
 NATIVE_KEYS = frozenset({"command", "compute", "distribution", "environment", "environment_variables", "resources"})
 """Top-level keys of a command job file: two of them tell one (``$schema`` and ``type`` may be missing)."""
 
-COMMAND_JOB_KEYS = frozenset({
-    "$schema", "code", "command", "component", "compute", "description", "display_name", "distribution",
-    "environment", "environment_variables", "experiment_name", "identity", "inputs", "limits", "name", "outputs",
-    "properties", "queue_settings", "resources", "services", "tags", "type",
-})
+COMMAND_JOB_KEYS = NATIVE_KEYS | {"$schema", "code", "component", "description", "display_name", "experiment_name",
+                                  "identity", "inputs", "limits", "name", "outputs", "properties", "queue_settings",
+                                  "services", "tags", "type"}
 """Every top-level key of a command job file (a file with another key is not one)."""
 
 NATIVE_FORMATS: tuple[str, ...] = (

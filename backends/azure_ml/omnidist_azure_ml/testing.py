@@ -31,6 +31,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from omnidist.testing import FakeServer, FakeService, Harness
+from omnidist.testing.harness import hand_written
 from omnidist.testing.fakeserver import Recorded, Response
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
@@ -285,11 +286,6 @@ HAND_PICKED = {"T4:1": "Standard_NC4as_T4_v3", "V100:2": "Standard_ND40rs_v2", "
 """Accelerator -> the VM size a user writing the job by hand names (omnidist's own picks)."""
 
 
-def _settings(url: str) -> dict[str, Any]:
-    return {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1", "credential": "anonymous",
-            "endpoint": url, "poll_interval_s": 0.0}
-
-
 def _hand_built() -> Any:
     """A job document's command job built with ``azure.ai.ml.command`` and a ``PyTorchDistribution``,
     as a user without omnidist writes it."""
@@ -303,22 +299,16 @@ def _hand_built() -> Any:
     logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
 
     def build(doc: Any) -> Any:
-        sku, gpus = HAND_PICKED[doc["primary"]["accelerator"]], int(doc["primary"]["accelerator"].split(":")[1])
-        hints = {"OMNIDIST_JOB_NAME": doc["name"], "OMNIDIST_FRAMEWORK": doc["framework"],
-                 "OMNIDIST_PROCESSES_PER_NODE": str(gpus)}
+        _, gpus, env = hand_written(doc)
+        sku = HAND_PICKED[doc["primary"]["accelerator"]]
         return command(command=" ".join((*doc["command"], *doc["args"])), environment=Environment(image=doc["image"]),
                        instance_count=1 + doc["workers"]["replicas"], instance_type=sku,
                        shm_size="16g" if sku.startswith("Standard_ND") else None,
-                       distribution=PyTorchDistribution(process_count_per_instance=gpus),
-                       environment_variables={**hints, **doc["env"]}, display_name=doc["name"],
-                       experiment_name=doc["name"], timeout=parse_duration(doc["timeout"]), tags=doc["labels"])
+                       distribution=PyTorchDistribution(process_count_per_instance=gpus), environment_variables=env,
+                       display_name=doc["name"], experiment_name=doc["name"], timeout=parse_duration(doc["timeout"]),
+                       tags=doc["labels"])
 
     return build
-
-
-def _to_rest() -> Any:
-    build = _hand_built()
-    return lambda doc: build(doc)._to_rest_object()
 
 
 def _direct(service: FakeService) -> Any:
@@ -329,9 +319,8 @@ def _direct(service: FakeService) -> Any:
 
     from omnidist_azure_ml.client import PUBLIC_CLOUD, StaticTokenCredential
 
-    client = MLClient(StaticTokenCredential(), "sub", "rg", "ws", cloud="bench-direct",
-                      cloud_metadata={**PUBLIC_CLOUD, "resource_manager": service.url + "/"}, enable_telemetry=False,
-                      show_progress=False)
+    client = MLClient(StaticTokenCredential(), "sub", "rg", "ws", cloud="bench-direct", enable_telemetry=False,
+                      cloud_metadata={**PUBLIC_CLOUD, "resource_manager": service.url + "/"}, show_progress=False)
     build, counter = _hand_built(), itertools.count()
 
     def submit(doc: Any) -> Any:
@@ -342,7 +331,10 @@ def _direct(service: FakeService) -> Any:
     return submit
 
 
-HARNESS = Harness(service=FakeAzureML, settings=_settings,
-                  sample_settings={"instance_type": "Standard_NC24s_v3", "shm_size": "8g", "job_tier": "standard"},
-                  sdk_module="azure.ai.ml", native_builder=_to_rest, direct_submit=_direct)
+HARNESS = Harness(
+    service=FakeAzureML, sdk_module="azure.ai.ml", direct_submit=_direct,
+    native_builder=lambda: (lambda build: lambda doc: build(doc)._to_rest_object())(_hand_built()),
+    settings=lambda url: {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1",
+                          "credential": "anonymous", "endpoint": url, "poll_interval_s": 0.0},
+    sample_settings={"instance_type": "Standard_NC24s_v3", "shm_size": "8g", "job_tier": "standard"})
 """Azure ML for the reliability suite, the fuzzing and ``bench/``."""

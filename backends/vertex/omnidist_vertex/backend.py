@@ -10,7 +10,7 @@ from typing import Any
 
 from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, MigrationPolicy, Note
 from omnidist.commandline import CommandLine
-from omnidist.job import DistributedJob, Framework, RoleName
+from omnidist.job import DistributedJob, RoleName
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
     ACCELERATOR_TYPES, CONSOLE_URL, GCLOUD_COMMANDS, NAME, NATIVE_FORMATS, NATIVE_KEYS, REFUSALS, resource_name,
@@ -32,15 +32,9 @@ class VertexBackend(Backend):
     testing = "omnidist_vertex.testing:HARNESS"
     native_formats = NATIVE_FORMATS
     capabilities = Capabilities(
-        roles=frozenset(RoleName),
-        frameworks=frozenset(Framework),
-        accelerators=frozenset(ACCELERATOR_TYPES),
-        spot=True,
+        roles=frozenset(RoleName), accelerators=frozenset(ACCELERATOR_TYPES), spot=True,
         infiniband=True,  # GPUDirect RDMA, on the machines that have it
-        per_role_machines=True,
-        env=True,
-        reduction_server=True,
-        refusals=REFUSALS,
+        reduction_server=True, refusals=REFUSALS,
     )
     migration = MigrationPolicy(
         vocabulary="compute_engine",

@@ -47,17 +47,13 @@ BACKEND = "vertex"
 # --- the SDK client --------------------------------------------------------------------------------
 
 
-def _credentials(mode: str) -> Any:
-    return google_cloud.credentials(mode, BACKEND)
-
-
 @functools.lru_cache(maxsize=16)
 def _client(endpoint: str, credentials: str) -> Any:
     from google.api_core.client_options import ClientOptions
     from omnidist_vertex.sdk import aiplatform_v1
 
     return aiplatform_v1.JobServiceClient(
-        credentials=_credentials(credentials),
+        credentials=google_cloud.credentials(credentials, BACKEND),
         transport="rest",
         client_options=ClientOptions(api_endpoint=endpoint),
     )
@@ -169,7 +165,7 @@ class VertexClient(Client[Any]):
         if not self.settings.project:
             raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s '
                               "backends.vertex block")
-        request = google_cloud.stage(compiled, self, _credentials(self.settings.credentials),
+        request = google_cloud.stage(compiled, self, google_cloud.credentials(self.settings.credentials, BACKEND),
                                      lambda exc: self.translate(exc) or google_cloud.media_error(exc, BACKEND))
         return attrs.evolve(compiled, request=request)
 
@@ -307,7 +303,7 @@ class _Entries:
         """A reader of the job's entries (``ml_job`` resources labelled with its number)."""
         name, _, _ = job_name(job_id, settings)
         project, number = name.split("/")[1], name.rsplit("/", 1)[1]
-        client = cloud_logging.Client(project=project, credentials=_credentials(settings.credentials))
+        client = cloud_logging.Client(project=project, credentials=google_cloud.credentials(settings.credentials, BACKEND))
         return cls(client, cloud_logging, f'resource.type="ml_job" AND resource.labels.job_id="{number}"')
 
     def new(self) -> Iterator[str]:

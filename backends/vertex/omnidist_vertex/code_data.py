@@ -30,7 +30,7 @@ from omnidist.jobdata import InputMode, JobInput, JobOutput
 from omnidist.lowering import EffectiveRole
 from omnidist_vertex import prebuilt
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import MULTI_REGION_BY_PREFIX
+from omnidist_vertex.tables import multi_region
 
 BACKEND = "vertex"
 SETTINGS = "backends.vertex"
@@ -45,11 +45,6 @@ PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".whl", ".zip")
 def gcs_path(uri: str) -> str:
     """``gs://BUCKET/PATH`` -> ``/gcs/BUCKET/PATH`` (Cloud Storage FUSE)."""
     return "/gcs/" + uri[len("gs://"):]
-
-
-def multi_region(region: str) -> str:
-    """The Artifact Registry multi-region nearest ``region``."""
-    return next((multi for prefix, multi in MULTI_REGION_BY_PREFIX.items() if region.startswith(prefix)), "us")
 
 
 @attrs.frozen(kw_only=True)

@@ -39,14 +39,8 @@ from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
 from omnidist_vertex import gcloud
 from omnidist_vertex.tables import (
-    ACCELERATOR_BY_NUMBER,
-    DEFAULT_REGION,
-    PORTABLE_ACCELERATORS,
-    REDUCTION_SERVER_IMAGE,
-    RETIRED_ACCELERATORS,
-    ROLES_AT,
-    STRATEGY_BY_NUMBER,
-    reduction_server_image,
+    ACCELERATOR_BY_NUMBER, DEFAULT_REGION, PORTABLE_ACCELERATORS, REDUCTION_SERVER_IMAGE, RETIRED_ACCELERATORS,
+    ROLES_AT, STRATEGY_BY_NUMBER, reduction_server_image,
 )
 
 DEFAULT_BOOT_DISK_GB = 100
@@ -196,11 +190,8 @@ def _accelerator(machine: Mapping[str, Any], path: str, notes: list[Note]) -> Op
     if name in RETIRED_ACCELERATORS:
         return str(importing.retired_gpu(RETIRED_ACCELERATORS[name], count, f"{path}.acceleratorType", notes))
     if name not in PORTABLE_ACCELERATORS:
-        raise cannot_hold(
-            f"accelerator {name}",
-            "it has no portable accelerator name.",
-            f"Portable accelerators: {', '.join(sorted(PORTABLE_ACCELERATORS.values()))}.",
-        )
+        raise cannot_hold(f"accelerator {name}", "it has no portable accelerator name.",
+                          f"Portable accelerators: {', '.join(sorted(PORTABLE_ACCELERATORS.values()))}.")
     return f"{PORTABLE_ACCELERATORS[name]}:{count}"
 
 
@@ -291,13 +282,8 @@ def _framework(primary: NativePool, notes: list[Note]) -> str:
     if told:
         return told
     # Left to the caller (migrate infers it from the image, and reports that it did).
-    notes.append(
-        Note(
-            kind=NoteKind.DEFAULTED,
-            field="framework",
-            message="the spec does not say; custom (set it in the job, or --framework)",
-        )
-    )
+    notes.append(Note(kind=NoteKind.DEFAULTED, field="framework",
+                      message="the spec does not say; custom (set it in the job, or --framework)"))
     return "custom"
 
 
@@ -313,9 +299,7 @@ def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any], notes: l
     _known(data, "Scheduling", "jobSpec.scheduling")
     if data.get("timeout") is not None:
         job["timeout"] = parse_proto_duration(data["timeout"], "jobSpec.scheduling.timeout")
-    strategy = _enum_name(
-        data.get("strategy", "STRATEGY_UNSPECIFIED"), STRATEGY_BY_NUMBER, "jobSpec.scheduling.strategy"
-    )
+    strategy = _enum_name(data.get("strategy", "STRATEGY_UNSPECIFIED"), STRATEGY_BY_NUMBER, "jobSpec.scheduling.strategy")
     if strategy in ("SPOT", "LOW_COST"):
         job["spot"] = True
     elif strategy not in ("STRATEGY_UNSPECIFIED", "STANDARD", "ON_DEMAND"):
@@ -352,10 +336,8 @@ def _pools(spec: Mapping[str, Any], notes: list[Note]) -> list[Optional[NativePo
     if found[0] is None:
         raise ValidationError("pool 0 (the primary) cannot be empty", path="workerPoolSpecs[0]")
     if found[0].replicas != 1:
-        raise ValidationError(
-            f"pool 0 is the primary, so replicaCount must be 1, got {found[0].replicas}",
-            path="workerPoolSpecs[0].replicaCount",
-        )
+        raise ValidationError(f"pool 0 is the primary, so replicaCount must be 1, got {found[0].replicas}",
+                              path="workerPoolSpecs[0].replicaCount")
     return found
 
 
@@ -400,9 +382,7 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     vertex.update({key: spec[field] for field, key in _SPEC_SETTINGS.items() if spec.get(field)})
     drop_extras(spec, path, notes)
     if spec.get("baseOutputDirectory"):
-        vertex["base_output_dir"] = _mapping(spec["baseOutputDirectory"], "baseOutputDirectory").get(
-            "outputUriPrefix"
-        )
+        vertex["base_output_dir"] = _mapping(spec["baseOutputDirectory"], "baseOutputDirectory").get("outputUriPrefix")
     kms = _mapping(outer.get("encryptionSpec") or {}, "encryptionSpec").get("kmsKeyName")
     if kms:
         vertex["kms_key_name"] = kms
@@ -474,8 +454,6 @@ def import_native(native: Any) -> tuple[DistributedJob, list[Note]]:
         return spec_to_job(_mapping(native["jobSpec"], "jobSpec"), native, notes), notes
     if "workerPoolSpecs" in native:
         return spec_to_job(native, {}, notes, ""), notes
-    raise ValidationError(
-        "not a Vertex spec: expected a CustomJob (jobSpec), a CustomJobSpec (workerPoolSpecs), a "
-        "HyperparameterTuningJob (trialJobSpec), {worker_pool_specs: [--worker-pool-spec strings]} or a "
-        "`gcloud ai custom-jobs create` command line"
-    )
+    raise ValidationError("not a Vertex spec: expected a CustomJob (jobSpec), a CustomJobSpec (workerPoolSpecs), a "
+                          "HyperparameterTuningJob (trialJobSpec), {worker_pool_specs: [--worker-pool-spec strings]} "
+                          "or a `gcloud ai custom-jobs create` command line")

@@ -1,9 +1,5 @@
-"""Where Vertex AI differs: accelerator and enum names, worker-pool positions, states, images.
-
-Sorted tables with a one-line docstring each; inverse tables are derived, so the compiler and
-the importer cannot drift. Imports flow one way: this module <- compiler, importer, client <-
-backend.
-"""
+"""Where Vertex AI differs: accelerator and enum names, worker-pool positions, states, images;
+sorted tables, inverses derived (so compiler and importer cannot drift), imported by the rest."""
 
 from __future__ import annotations
 
@@ -11,6 +7,7 @@ import re
 from typing import Any, Optional
 
 from omnidist.backend import JobState
+from omnidist.catalog import COMPUTE_ENGINE_ACCELERATORS
 from omnidist.features import Feature, Refusal
 from omnidist.job import RoleName
 from omnidist.runtime.platforms import vertex as platform
@@ -18,20 +15,8 @@ from omnidist.runtime.platforms import vertex as platform
 NAME = platform.NAME
 """The backend's name (entry point, ``backends.vertex`` block, runtime platform)."""
 
-ACCELERATOR_TYPES: dict[str, str] = {
-    "A100": "NVIDIA_TESLA_A100",
-    "A100-80GB": "NVIDIA_A100_80GB",
-    "B200": "NVIDIA_B200",
-    "H100": "NVIDIA_H100_80GB",
-    "H100-MEGA": "NVIDIA_H100_MEGA_80GB",
-    "H200": "NVIDIA_H200_141GB",
-    "L4": "NVIDIA_L4",
-    "P100": "NVIDIA_TESLA_P100",
-    "P4": "NVIDIA_TESLA_P4",
-    "T4": "NVIDIA_TESLA_T4",
-    "V100": "NVIDIA_TESLA_V100",
-}
-"""Portable accelerator -> Vertex ``acceleratorType`` name."""
+ACCELERATOR_TYPES: dict[str, str] = dict(COMPUTE_ENGINE_ACCELERATORS)
+"""Portable accelerator -> Vertex ``acceleratorType`` name: Compute Engine's, every one of them."""
 
 PORTABLE_ACCELERATORS: dict[str, str] = {v: k for k, v in ACCELERATOR_TYPES.items()}
 """Vertex ``acceleratorType`` name -> portable accelerator (derived)."""
@@ -144,12 +129,14 @@ CONSOLE_URL = (
 """The Cloud Console page of a custom job (the form the installed aiplatform SDK prints)."""
 
 
+def multi_region(region: str) -> str:
+    """The Artifact Registry multi-region nearest ``region`` (``us`` when the prefix is unknown)."""
+    return next((multi for prefix, multi in MULTI_REGION_BY_PREFIX.items() if region.startswith(prefix)), "us")
+
+
 def reduction_server_image(region: str) -> str:
-    """The Reduction Server image nearest ``region`` (``us`` when the prefix is unknown)."""
-    for prefix, multi in MULTI_REGION_BY_PREFIX.items():
-        if region.startswith(prefix):
-            return REDUCTION_SERVER_IMAGES[multi]
-    return REDUCTION_SERVER_IMAGES["us"]
+    """The Reduction Server image nearest ``region``."""
+    return REDUCTION_SERVER_IMAGES[multi_region(region)]
 
 
 NATIVE_KEYS = frozenset({"jobSpec", "job_spec", "studySpec", "study_spec", "trialJobSpec", "trial_job_spec",

@@ -20,6 +20,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from omnidist.testing import FakeServer, FakeService, Harness
+from omnidist.testing.harness import hand_written
 from omnidist.testing.fakeserver import Recorded, Response, error_body
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
@@ -195,11 +196,6 @@ HAND_PICKED = {"T4:1": "n1-standard-4", "V100:2": "n1-standard-8", "V100:8": "n1
 """Accelerator -> the machine a user writing the request by hand names (omnidist's own picks)."""
 
 
-def _settings(url: str) -> dict[str, Any]:
-    return {"project": "p", "region": "us-central1", "api_endpoint": url, "credentials": "anonymous",
-            "create_settle_s": 3.0}
-
-
 def _hand_built() -> Any:
     """A job document's CustomJob built from the SDK's messages, as a user without omnidist writes it."""
     from google.cloud import aiplatform_v1 as v1
@@ -208,30 +204,23 @@ def _hand_built() -> Any:
     from omnidist_vertex.tables import ACCELERATOR_TYPES
 
     def build(doc: Any) -> Any:
-        kind, count = doc["primary"]["accelerator"].split(":")
-        hints = {"OMNIDIST_JOB_NAME": doc["name"], "OMNIDIST_FRAMEWORK": doc["framework"],
-                 "OMNIDIST_PROCESSES_PER_NODE": count}
-
-        def pool(role: str, replicas: int) -> Any:
-            env = {**hints, "OMNIDIST_ROLE": role, **doc["env"]}
-            return v1.WorkerPoolSpec(
-                machine_spec=v1.MachineSpec(machine_type=HAND_PICKED[doc["primary"]["accelerator"]],
-                                            accelerator_type=ACCELERATOR_TYPES[kind], accelerator_count=int(count)),
-                replica_count=replicas,
-                container_spec=v1.ContainerSpec(image_uri=doc["image"], command=doc["command"], args=doc["args"],
-                                                env=[v1.EnvVar(name=k, value=v) for k, v in env.items()]))
-
+        kind, count, env = hand_written(doc)
+        machine = v1.MachineSpec(machine_type=HAND_PICKED[doc["primary"]["accelerator"]],
+                                 accelerator_type=ACCELERATOR_TYPES[kind], accelerator_count=count)
+        pools = [v1.WorkerPoolSpec(machine_spec=machine, replica_count=replicas, container_spec=v1.ContainerSpec(
+            image_uri=doc["image"], command=doc["command"], args=doc["args"],
+            env=[v1.EnvVar(name=k, value=v) for k, v in {**env, "OMNIDIST_ROLE": role}.items()]))
+            for role, replicas in (("primary", 1), ("worker", doc["workers"]["replicas"]))]
         return v1.CustomJob(display_name=doc["name"], labels=doc["labels"], job_spec=v1.CustomJobSpec(
-            worker_pool_specs=[pool("primary", 1), pool("worker", doc["workers"]["replicas"])],
-            scheduling=v1.Scheduling(timeout={"seconds": parse_duration(doc["timeout"])})))
+            worker_pool_specs=pools, scheduling=v1.Scheduling(timeout={"seconds": parse_duration(doc["timeout"])})))
 
     return build
 
 
-def _to_json() -> Any:
+def _printed(build: Any) -> Any:
+    """The hand-built CustomJob printed as REST JSON with ``CustomJob.to_json``."""
     from google.cloud import aiplatform_v1 as v1
 
-    build = _hand_built()
     return lambda doc: v1.CustomJob.to_json(build(doc))
 
 
@@ -248,7 +237,11 @@ def _direct(service: FakeService) -> Any:
                                                 timeout=60)
 
 
-HARNESS = Harness(service=FakeVertex, settings=_settings, key_file_setting="credentials",
-                  sample_settings={"machine_types": {"primary": "n1-standard-8"}, "boot_disk_type": "pd-ssd"},
-                  sdk_module="google.cloud.aiplatform", native_builder=_to_json, direct_submit=_direct)
+HARNESS = Harness(
+    service=FakeVertex, key_file_setting="credentials", sdk_module="google.cloud.aiplatform",
+    settings=lambda url: {"project": "p", "region": "us-central1", "api_endpoint": url, "credentials": "anonymous",
+                          "create_settle_s": 3.0},
+    sample_settings={"machine_types": {"primary": "n1-standard-8"}, "boot_disk_type": "pd-ssd"},
+    native_builder=lambda: _printed(_hand_built()),
+    direct_submit=_direct)
 """Vertex for the reliability suite, the fuzzing and ``bench/``."""
