@@ -141,6 +141,24 @@ def fill_code_hash(request: Any, sha256: str) -> Any:
 
 # --- code ----------------------------------------------------------------------------------------
 
+def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings_path: str,
+                    notes: list[Note]) -> str:
+    """Where a local code folder goes at submit (``<staging_bucket>/omnidist/code/<sha256>.tar.gz``),
+    with a note saying so.
+
+    Raises:
+        ValidationError: no staging bucket is set (exit 2, naming the setting).
+    """
+    if not staging_bucket:
+        raise ValidationError(f"the code folder {job.code} is uploaded at submit to the staging bucket: set "
+                              f"{settings_path}.staging_bucket (gs://BUCKET[/PATH]) or staging_bucket in the profile",
+                              source=job.source, path=f"{settings_path}.staging_bucket")
+    uri = f"{staging_bucket.rstrip('/')}/{CODE_OBJECT}"
+    notes.append(Note(kind=NoteKind.HINT, field="code", message=f"{job.code} is packed at submit and uploaded "
+                      f"once per content to {uri} ({CODE_HASH}: the SHA-256 of its files)"))
+    return uri
+
+
 def job_folder(job: DistributedJob) -> Path:
     """The folder relative paths in the job are read from: the job file's, else the current one."""
     return Path(os.path.dirname(os.path.abspath(job.source))) if job.source else Path.cwd()

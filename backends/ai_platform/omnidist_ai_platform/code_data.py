@@ -141,14 +141,7 @@ def _package(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
                               path=f"{SETTINGS}.{taken[0]}")
     folder = data.code_folder(job)
     if folder is not None:
-        if not settings.staging_bucket:
-            raise ValidationError(f"the code folder {job.code} is uploaded at submit to the staging bucket: set "
-                                  f"{SETTINGS}.staging_bucket (gs://BUCKET[/PATH]) or staging_bucket in the profile",
-                                  source=job.source, path=f"{SETTINGS}.staging_bucket")
-        uri = f"{settings.staging_bucket.rstrip('/')}/{data.CODE_OBJECT}"
-        notes.append(Note(kind=NoteKind.HINT, field="code",
-                          message=f"{job.code} is packed at submit and uploaded once per content to {uri} "
-                                  f"({data.CODE_HASH}: the SHA-256 of its files)"))
+        uri = data.staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
     elif job.code.startswith("gs://") and job.code.endswith((".tar.gz", ".tgz", ".whl", ".zip")):
         uri = job.code
     elif job.code.startswith("gs://"):

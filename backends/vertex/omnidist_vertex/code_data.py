@@ -182,14 +182,7 @@ def _code(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> t
             Feature.CODE, BACKEND, "a job with code needs a command or a module to run it; the image's ENTRYPOINT "
             "cannot be pointed at the code folder.", "Set module (python -m …) or command.")
     if folder is not None:
-        if not settings.staging_bucket:
-            raise ValidationError(f"the code folder {job.code} is uploaded at submit to the staging bucket: set "
-                                  f"{SETTINGS}.staging_bucket (gs://BUCKET[/PATH]) or staging_bucket in the profile",
-                                  source=job.source, path=f"{SETTINGS}.staging_bucket")
-        uri = f"{settings.staging_bucket.rstrip('/')}/{data.CODE_OBJECT}"
-        notes.append(Note(kind=NoteKind.HINT, field="code",
-                          message=f"{job.code} is packed at submit and uploaded once per content to {uri} "
-                                  f"({data.CODE_HASH}: the SHA-256 of its files)"))
+        uri = data.staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
         archive = True
     else:
         uri, archive = job.code, job.code.endswith(PACKAGE_SUFFIXES)
