@@ -309,3 +309,12 @@ def check_job(job: Any) -> None:
                                                        "CPU-only primary"))
     if problems:
         raise ValidationError(problems)
+
+
+PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".whl", ".zip")
+"""A code location ending in one of these is a built Python package, not a folder."""
+
+
+def is_package(uri: str) -> bool:
+    """True when ``uri`` names a built Python package (a source distribution or a wheel)."""
+    return uri.endswith(PACKAGE_SUFFIXES)

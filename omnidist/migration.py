@@ -339,6 +339,10 @@ def _fallback(job: DistributedJob, refusal: UnsupportedFeatureError) -> Optional
         return attrs.evolve(job, interconnect=Interconnect.ANY), _given_up(INFINIBAND_GIVEN_UP, refusal)
     if refusal.feature is Feature.SPOT and job.spot:
         return attrs.evolve(job, spot=False), _given_up(SPOT_GIVEN_UP, refusal)
+    if refusal.feature is Feature.CODE and job.module and job.image and job.code and jobdata.is_package(job.code):
+        return attrs.evolve(job, code=None), ReportEntry(
+            fidelity=Fidelity.DROPPED, field="code", message=f"{refusal.message} The job runs python -m "
+                                                             f"{job.module} on {job.image}, which must have the package installed")
     role, _, field = refusal.subject.partition(".")  # a target without worded refusals names it role.field
     written = job.role(role) if refusal.feature is Feature.PER_ROLE_MACHINES else None
     if written is not None and field in HARDWARE and getattr(written, field) is not None:

@@ -28,8 +28,8 @@ def _runs_instead(job: DistributedJob, source: str, entries: list[ReportEntry]) 
     (the source's :attr:`~omnidist.backend.MigrationPolicy.runs_instead`)."""
     from omnidist import registry
 
-    if job.image or job.primary.image:
-        return None
+    if job.image or job.primary.image or job.framework_version:
+        return None  # a framework_version runs on the target's prebuilt container, or is refused there
     block = job.backends.get(source, {})
     for key, runs in registry.get(source).migration.runs_instead.items():
         if key in block:
@@ -92,6 +92,8 @@ FLAG_HINTS: dict[str, str] = {
     "env": "Pass --command '…' (command= in Python) so that the variables can go in front of it.",
     "framework": "Pass --framework (framework= in Python) to say what the training code is written with.",
     "image": "Pass --image (image= in Python) with a training container that holds the program.",
+    "framework_version": "Pass --image (image= in Python) with a training container that has the framework "
+                         "version the job needs.",
 }
 """The first part of a field the target asked for -> the ``migrate`` flag that gives it."""
 
@@ -114,6 +116,7 @@ def cannot_express(exc: ValidationError, target: str) -> OmnidistError:
     """What the target's compiler rejects in a job imported from a valid spec is a gap between
     the two clouds (exit 3), not invalid input; settings the caller gave stay invalid input."""
     problem = exc.problems[0]
-    if problem.path.startswith(("backends.", "settings.")) or exc.source:
-        return exc
-    return UnsupportedFeatureError(problem.path or "the job", target, problem.message, _flag_hint(problem.path))
+    if problem.path.startswith(("backends.", "settings.")) or (exc.source and problem.path != "framework_version"):
+        return exc  # a framework_version the source ran and the target lacks is a gap, not invalid input
+    message = problem.message if problem.message.endswith((".", "?", "!")) else f"{problem.message}."
+    return UnsupportedFeatureError(problem.path or "the job", target, message, _flag_hint(problem.path))

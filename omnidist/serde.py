@@ -37,6 +37,20 @@ T = TypeVar("T")
 _converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
 
 
+def _lazy(build: Any) -> Any:
+    """A hook generated on its first call: cattrs compiles each generated function, and a
+    process that reads a job but never writes one (``omnidist compile``) should not pay for
+    the writers at start-up."""
+    made: list[Any] = []
+
+    def hook(*args: Any) -> Any:
+        if not made:
+            made.append(build())
+        return made[0](*args)
+
+    return hook
+
+
 # --- strict scalars ---------------------------------------------------------------------------
 
 def _kind(value: Any) -> str:
@@ -244,12 +258,12 @@ _converter.register_unstructure_hook(JobInput, JobInput.to_data)
 _converter.register_unstructure_hook(JobOutput, JobOutput.to_data)
 _converter.register_structure_hook(
     DistributedJob,
-    make_dict_structure_fn(
+    _lazy(lambda: make_dict_structure_fn(
         DistributedJob, _converter, _cattrs_forbid_extra_keys=True,
         source=override(omit=True),
         timeout=override(struct_hook=lambda v, _: None if v is None else parse_duration(v)),
         framework_version=override(struct_hook=_structure_version),
-    ),
+    )),
 )
 
 _converter.register_unstructure_hook(Accelerator, lambda a: f"{a.type}:{a.count}")
@@ -257,16 +271,16 @@ _converter.register_unstructure_hook(tuple, list)
 for _enum in (Framework, Interconnect, ParameterType, Scale, Goal, Algorithm):
     _converter.register_unstructure_hook(_enum, lambda e: e.value)
 _converter.register_unstructure_hook(
-    Role, make_dict_unstructure_fn(
+    Role, _lazy(lambda: make_dict_unstructure_fn(
         Role, _converter, _cattrs_omit_if_default=True, replicas=override(omit_if_default=False)
-    )
+    ))
 )
 # Tuning: a parameter's bounds and values are checked and normalized by Parameter itself, which
 # knows its type (numbers for ranges and discrete lists, text for categorical ones).
-_structure_parameter_fields = make_dict_structure_fn(
+_structure_parameter_fields = _lazy(lambda: make_dict_structure_fn(
     Parameter, _converter, _cattrs_forbid_extra_keys=True,
     **{name: override(struct_hook=lambda v, _: v) for name in ("min", "max", "values")},
-)
+))
 
 
 def _structure_parameter(value: Any, _: type) -> Parameter:
@@ -277,23 +291,23 @@ def _structure_parameter(value: Any, _: type) -> Parameter:
 
 _converter.register_structure_hook(Parameter, _structure_parameter)
 _converter.register_unstructure_hook(
-    Parameter, make_dict_unstructure_fn(Parameter, _converter, _cattrs_omit_if_default=True,
-                                        type=override(omit_if_default=False))
+    Parameter, _lazy(lambda: make_dict_unstructure_fn(Parameter, _converter, _cattrs_omit_if_default=True,
+                                                      type=override(omit_if_default=False)))
 )
-_unstructure_tuning_fields = make_dict_unstructure_fn(Tuning, _converter, _cattrs_omit_if_default=True)
+_unstructure_tuning_fields = _lazy(lambda: make_dict_unstructure_fn(Tuning, _converter, _cattrs_omit_if_default=True))
 _converter.register_unstructure_hook(  # in the field order SPEC §8 writes them
     Tuning, lambda t: dict(sorted(_unstructure_tuning_fields(t).items(), key=lambda kv: _field_names(Tuning).index(kv[0])))
 )
 _converter.register_unstructure_hook(
     DistributedJob,
-    make_dict_unstructure_fn(
+    _lazy(lambda: make_dict_unstructure_fn(
         DistributedJob, _converter, _cattrs_omit_if_default=True,
         name=override(omit_if_default=False),
         framework=override(omit_if_default=False),
         primary=override(omit_if_default=False),
         source=override(omit=True),
         timeout=override(unstruct_hook=lambda v: None if v is None else format_duration(v)),
-    ),
+    )),
 )
 
 

@@ -49,7 +49,7 @@ CASES = [
     ("ai_platform_doc_example_command.yaml", "azure_ml", {}),
     ("ai_platform_reduction_server.json", "vertex", {"framework": "pytorch"}),
     ("ai_platform_reduction_server.json", "azure_ml", {"framework": "pytorch"}),
-    ("ai_platform_python_package.json", "vertex", {"image": "gcr.io/my-project/census:1"}),
+    ("ai_platform_python_package.json", "vertex", {}),
     ("ai_platform_python_package.json", "azure_ml", {"image": "gcr.io/my-project/census:1"}),
     ("azure_ml_pytorch_infiniband.yaml", "vertex", {}),
     ("azure_ml_pytorch_infiniband.yaml", "ai_platform", {}),
@@ -144,9 +144,10 @@ def test_what_azure_ml_and_other_clouds_drop():
     entries = _entries("ai_platform_doc_example_command.yaml", "azure_ml")
     assert entries["evaluators"].fidelity is migration.Fidelity.DROPPED
     assert entries["parameter_servers.cpus"].fidelity is migration.Fidelity.CHANGED
-    entries = _entries("ai_platform_python_package.json", "vertex", image="gcr.io/p/census:1")
-    assert entries["backends.ai_platform.runtime_version"].fidelity is migration.Fidelity.DROPPED
-    assert entries["backends.ai_platform.runtime_version"].message.startswith("2.11:")
+    entries = _entries("ai_platform_python_package.json", "azure_ml", image="gcr.io/p/census:1")
+    assert entries["code"].fidelity is migration.Fidelity.DROPPED  # Azure ML installs no package: the image has it
+    assert entries["code"].message.startswith("gs://my-bucket/trainer-0.1.tar.gz is a built Python package")
+    assert "gcr.io/p/census:1, which must have the package installed" in entries["code"].message
     entries = _entries("azure_ml_pytorch_infiniband.yaml", "vertex")
     assert entries["interconnect: infiniband"].fidelity is migration.Fidelity.CHANGED
 
@@ -172,11 +173,23 @@ def test_azure_ml_inputs_are_written_into_the_command():
 def test_a_spec_that_ran_what_only_its_cloud_has_needs_an_image():
     """A valid file the target cannot run without an image is a gap between clouds (exit 3),
     and the message names the flag that closes it."""
-    for name in ("ai_platform_python_package.json", "azure_ml_curated_environment.yaml"):
-        with pytest.raises(UnsupportedFeatureError) as err:
-            omnidist.migrate(INPUTS / name, target="vertex")
-        assert err.value.feature is Feature.IMAGE and err.value.backend == "vertex" and "--image" in str(err.value)
-        assert err.value.exit_code == 3
+    with pytest.raises(UnsupportedFeatureError) as err:
+        omnidist.migrate(INPUTS / "azure_ml_curated_environment.yaml", target="vertex")
+    assert err.value.feature is Feature.IMAGE and err.value.backend == "vertex" and "--image" in str(err.value)
+    assert err.value.exit_code == 3
+    with pytest.raises(UnsupportedFeatureError) as err:  # TensorFlow 2.11: a runtime version, no curated environment
+        omnidist.migrate(INPUTS / "ai_platform_python_package.json", target="azure_ml")
+    assert err.value.subject == "framework_version" and err.value.backend == "azure_ml"
+    assert "no prebuilt tensorflow 2.11; versions: 2.12, 2.16. Pass --image" in str(err.value)
+    assert err.value.exit_code == 3
+
+
+def test_a_runtime_version_job_runs_on_the_prebuilt_container_of_another_google_cloud():
+    compiled, report = omnidist.migrate(INPUTS / "ai_platform_python_package.json", target="vertex")
+    spec = compiled.request["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]
+    assert spec["executorImageUri"] == "us-docker.pkg.dev/vertex-ai/training/tf-cpu.2-11.py310:latest"
+    assert (spec["packageUris"], spec["pythonModule"]) == (["gs://my-bucket/trainer-0.1.tar.gz"], "trainer.task")
+    assert {e.field: e.fidelity for e in report.entries}["framework_version"] is migration.Fidelity.EXACT
 
 
 def test_what_no_migration_can_give_up_still_stops_it():
@@ -235,7 +248,7 @@ def test_strict_in_python_raises_with_the_report():
         omnidist.migrate(INPUTS / "ai_platform_python_package.json", target="azure_ml", strict=True,
                          image="gcr.io/p/census:1")
     assert err.value.exit_code == 3
-    assert {e.field for e in err.value.report.breaks_strict} >= {"backends.ai_platform.runtime_version"}
+    assert {e.field for e in err.value.report.breaks_strict} >= {"code"}
 
 
 def test_json_report_as_data(tmp_path):

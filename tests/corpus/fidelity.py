@@ -118,6 +118,17 @@ def _env_name(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, 
     return any(p[-1] == str(value) for p in flat if len(p) >= 2 and p[-2] == "env")
 
 
+def _prebuilt_image(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """A Google prebuilt training image (``…/pytorch-gpu.1-13.py310``) became ``framework_version``."""
+    version = flat.get(("framework_version",))
+    return version is not None and f".{str(version).replace('.', '-')}" in str(value)
+
+
+def _runtime_python(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """``pythonVersion`` 3.7, the one every runtime version from 1.15 ran, is implied by ``framework_version``."""
+    return flat.get(("framework_version",)) is not None and str(value) == "3.7"
+
+
 def _azure_command(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
     """The command became argv words, or ``bash -c`` with the text, lines and all, intact."""
     command = [v for _, v in sorted(((int(p[1]), v) for p, v in flat.items() if p[:1] == ("command",)
@@ -275,6 +286,13 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("workerPoolSpecs.*.containerSpec.args.*", at(*ARGS)),
         ("workerPoolSpecs.*.containerSpec.env.*.name", _env_name),
         ("workerPoolSpecs.*.containerSpec.env.*.value", at("env.*", "*.env.*")),
+        ("workerPoolSpecs.*.pythonPackageSpec.executorImageUri", lambda flat, v, p: at(*PROGRAM)(flat, v, p)
+         or _prebuilt_image(flat, v, p)),
+        ("workerPoolSpecs.*.pythonPackageSpec.pythonModule", at("module")),
+        ("workerPoolSpecs.*.pythonPackageSpec.packageUris.*", at("code")),
+        ("workerPoolSpecs.*.pythonPackageSpec.args.*", at(*ARGS)),
+        ("workerPoolSpecs.*.pythonPackageSpec.env.*.name", _env_name),
+        ("workerPoolSpecs.*.pythonPackageSpec.env.*.value", at("env.*", "*.env.*")),
         ("workerPoolSpecs.*.diskSpec.bootDiskSizeGb", lambda flat, v, p: int(v) == 100 or at("*.disk_gb")(flat, v, p)),
         ("workerPoolSpecs.*.diskSpec.bootDiskType", at("backends.vertex.boot_disk_type")),
         ("scheduling.timeout", at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v)))),
@@ -287,7 +305,8 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("tensorboard", at("backends.vertex.tensorboard")),
         ("enableWebAccess", at("backends.vertex.enable_web_access")),
         ("persistentResourceId", at("backends.vertex.persistent_resource_id")),
-        ("baseOutputDirectory.outputUriPrefix", at("backends.vertex.base_output_dir")),
+        ("baseOutputDirectory.outputUriPrefix", lambda flat, v, p: at("backends.vertex.base_output_dir")(flat, v, p)
+         and flat.get(("outputs", "model")) is not None),
         ("encryptionSpec.kmsKeyName", at("backends.vertex.kms_key_name")),
     ],
     "ai_platform": [
@@ -297,7 +316,7 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("trainingInput.scaleTier", lambda flat, v, p: v == "CUSTOM" or at("backends.ai_platform.scale_tier")(flat, v, p)),
         ("trainingInput.*Type", at("backends.ai_platform.machine_types.*")),
         ("trainingInput.*Count", _replicas),
-        ("trainingInput.*Config.imageUri", at(*PROGRAM)),
+        ("trainingInput.*Config.imageUri", lambda flat, v, p: at(*PROGRAM)(flat, v, p) or _prebuilt_image(flat, v, p)),
         ("trainingInput.*Config.acceleratorConfig.type", _accelerator_part(0, VERTEX_GPUS)),
         ("trainingInput.*Config.acceleratorConfig.count", _accelerator_part(1, {})),
         ("trainingInput.*Config.diskConfig.bootDiskSizeGb",
@@ -306,11 +325,13 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("trainingInput.*Config.containerCommand.*", at(*COMMAND)),
         ("trainingInput.*Config.containerArgs.*", at(*ARGS)),
         ("trainingInput.args.*", at(*ARGS)),
-        ("trainingInput.runtimeVersion", at("backends.ai_platform.runtime_version")),
-        ("trainingInput.pythonVersion", at("backends.ai_platform.python_version")),
-        ("trainingInput.pythonModule", at("backends.ai_platform.python_module")),
-        ("trainingInput.packageUris.*", at("backends.ai_platform.package_uris.*")),
-        ("trainingInput.jobDir", at("backends.ai_platform.job_dir")),
+        ("trainingInput.runtimeVersion", at("backends.ai_platform.runtime_version", "framework_version")),
+        ("trainingInput.pythonVersion", lambda flat, v, p: at("backends.ai_platform.python_version")(flat, v, p)
+         or _runtime_python(flat, v, p)),
+        ("trainingInput.pythonModule", at("backends.ai_platform.python_module", "module")),
+        ("trainingInput.packageUris.*", at("backends.ai_platform.package_uris.*", "code")),
+        ("trainingInput.jobDir", lambda flat, v, p: at("backends.ai_platform.job_dir")(flat, v, p)
+         and flat.get(("outputs", "model")) is not None),
         ("trainingInput.region", at("backends.ai_platform.region")),
         ("trainingInput.serviceAccount", at("backends.ai_platform.service_account")),
         ("trainingInput.network", at("backends.ai_platform.network")),
@@ -510,7 +531,8 @@ def meaning_changes(imported: DistributedJob, source: str, request: Mapping[str,
         machine = _machine_of(readback, target, name)
         if target != "azure_ml" and machine and _vcpus(target, machine) is None and "-" not in machine:
             found.append(f"{name}: {machine} is not a {target} machine")
-    if not imported.command and readback.command and not spoken_of(("command",), [e.field for e in report]):
+    entrypoint = not imported.command and not imported.module  # a module runs `python -m MODULE`
+    if entrypoint and readback.command and not spoken_of(("command",), [e.field for e in report]):
         found.append(f"command: the image's own entrypoint became the command {' '.join(readback.command)[:40]!r}")
     lines = [a.count("\n") for a in imported.command if "\n" in a]
     if lines and sorted(lines) != sorted(a.count("\n") for a in readback.command if "\n" in a):

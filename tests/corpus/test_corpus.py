@@ -31,8 +31,6 @@ IMAGE = "registry.example/trainer:1"
 COMMAND = "python train.py"
 
 REFUSED: dict[tuple[str, Optional[str]], str] = {
-    ("vertex/boilerplate-python-package-t4-timeout.yaml", None): "pythonPackageSpec",
-    ("vertex/flood-python-package-env-output-dir.yaml", None): "pythonPackageSpec",
     ("vertex/distillix-l4.yaml", "ai_platform"): "accelerator L4",
     ("vertex/distillix-l4.yaml", "azure_ml"): "accelerator L4",
     ("ai_platform/ml-engine-standard-p100.yaml", "azure_ml"): "accelerator P100",
@@ -55,11 +53,13 @@ REFUSED: dict[tuple[str, Optional[str]], str] = {
     ("azure_ml/node-health-check-docker-args.yaml", "ai_platform"): "cannot express code",
     ("azure_ml/xmem-shm-literal-bash.yml", "ai_platform"): "cannot express code",
     ("azure_ml/heart-failure-sweep-bandit.yml", "ai_platform"): "cannot express code",
+    # Environment variables on a Python-package job: legacy AI Platform has no env and no command to prefix.
+    ("vertex/flood-python-package-env-output-dir.yaml", "ai_platform"): "primary sets GPU_ENABLED",
 }
 """(file, target; ``None``: the import) -> what the refusal (exit 3) names. Everything else
 imports and migrates, given ``--image`` and ``--command`` where the target asks for them."""
 
-ASKS_FOR = {"image": "image", "command": "command", "env": "command"}
+ASKS_FOR = {"image": "image", "command": "command", "env": "command", "framework_version": "image"}
 """Feature a target refuses -> the migrate argument that answers it."""
 
 
@@ -175,9 +175,8 @@ def migrate(name: str, target: str) -> tuple[Any, Any, dict[str, str]]:
             return compiled, report, given
         except UnsupportedFeatureError as exc:
             wanted = ASKS_FOR.get(exc.subject.split(".")[-1])
-            if wanted is None or wanted in given:
-                raise
-            assert f"--{wanted}" in str(exc), f"the refusal does not name --{wanted}: {exc}"
+            if wanted is None or wanted in given or f"--{wanted}" not in str(exc):
+                raise  # a refusal no flag answers: REFUSED says which
             given[wanted] = IMAGE if wanted == "image" else COMMAND
 
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 import attrs
 
-from omnidist import data
+from omnidist import data, jobdata
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
@@ -142,7 +142,7 @@ def _package(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
     folder = data.code_folder(job)
     if folder is not None:
         uri = data.staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
-    elif job.code.startswith("gs://") and job.code.endswith((".tar.gz", ".tgz", ".whl", ".zip")):
+    elif job.code.startswith("gs://") and jobdata.is_package(job.code):
         uri = job.code
     elif job.code.startswith("gs://"):
         raise ValidationError(f"packageUris are Python packages, and {job.code} is a folder: point code at a local "

@@ -214,10 +214,13 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
                 "container without a runtime_version): remove the job's command (and image, with a runtime "
                 "version), or remove the python settings to run the container",
                 path=_SETTINGS_PATH)
-        if any(r.env for r in trainers):
-            raise UnsupportedFeatureError(Feature.ENV, NAME, "a Python-package job has no command to prefix with `env K=V …`, and "
-                              "legacy AI Platform has no environment variables.",
-                              "Set them in your Python code instead.")
+        with_env = next((r for r in trainers if r.env), None)
+        if with_env is not None:  # named as the role's field: no migrate flag answers it
+            raise UnsupportedFeatureError(Feature.ENV, NAME, f"{with_env.name.value} sets {', '.join(sorted(with_env.env))}, "
+                                          "but a Python-package job has no command to prefix with `env K=V …`, and "
+                                          "legacy AI Platform has no environment variables.",
+                                          "Set them in your Python code instead, or pass them as arguments.",
+                                          subject=f"{with_env.name.value}.env")
         if len({r.args for r in trainers}) > 1:
             raise ValidationError("a Python-package job passes one args list to every replica; give roles "
                                   "no own args", path="args")

@@ -8,6 +8,12 @@ What the portable job cannot hold is dropped with a note when the job runs witho
 an encryption key, queueing settings) and refused when it cannot (TPUs). Scale tiers other than
 BASIC become the cluster they ran (:data:`~.catalog.SCALE_TIER_SHAPES`); K80s, which no cloud
 sells any more, become the GPU that replaces them, with a ``changed`` note.
+
+A Python-package job with one package becomes a ``module`` job (SPEC §7): ``pythonModule`` ->
+``module``, ``packageUris`` -> ``code``, a runtime version omnidist knows (or Google's prebuilt
+PyTorch image) -> ``framework`` + ``framework_version``; ``jobDir`` -> ``outputs: {model:
+default}``, the folder kept in ``backends.ai_platform.job_dir``. Older runtime versions and
+several packages stay as ``backends.ai_platform`` settings, which compile back exactly.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import importing, serde
+from omnidist import importing, jobdata, serde
 from omnidist.backend import Note, NoteKind
 from omnidist.catalog import Machine
 from omnidist.commandline import CommandLine
@@ -28,7 +34,7 @@ from omnidist.job import Accelerator, DistributedJob, Framework, Role, RoleName
 from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 
-from omnidist_ai_platform import catalog
+from omnidist_ai_platform import catalog, prebuilt
 from omnidist_ai_platform.tables import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
 from omnidist_ai_platform.compiler import derive_job_id
 
@@ -363,12 +369,51 @@ def backend_block(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
     return {k: v for k, v in block.items() if v is not None}
 
 
-def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framework: Framework) -> list[Note]:
+PYTORCH_VERSION_OF = {image: version for version, images in prebuilt.PYTORCH_IMAGES.items() for image in images}
+"""A prebuilt PyTorch image -> its version."""
+
+
+def package_job(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
+                notes: list[Note]) -> tuple[dict[str, Any], NativeTrainingInput, dict[RoleName, NativePool]]:
+    """The portable ``module``, ``code``, ``framework`` and ``framework_version`` of a job that
+    runs one Python package, with ``ti`` and the pools left holding only what they do not say.
+    Nothing for a container job, several packages, or a runtime version omnidist does not know."""
+    packages = ti.packageUris or ()
+    if not (ti.pythonModule and len(packages) == 1 and jobdata.is_package(packages[0])):
+        return {}, ti, pools
+    fields: dict[str, Any] = {"module": ti.pythonModule, "code": packages[0]}
+    ti = attrs.evolve(ti, pythonModule=None, packageUris=None)
+    images = {pool.image for role, pool in pools.items() if role is not RoleName.REDUCTION_SERVERS}
+    if ti.runtimeVersion in prebuilt.RUNTIME_VERSIONS and images == {None}:
+        fields.update(framework=Framework.TENSORFLOW, framework_version=ti.runtimeVersion)
+        python = ti.pythonVersion if ti.pythonVersion != prebuilt.RUNTIME_VERSIONS[ti.runtimeVersion] else None
+        return fields, attrs.evolve(ti, runtimeVersion=None, pythonVersion=python), pools
+    versions = {PYTORCH_VERSION_OF.get(image or "") for image in images}
+    if ti.runtimeVersion is None and len(versions) == 1 and None not in versions:
+        fields.update(framework=Framework.PYTORCH, framework_version=versions.pop())
+        pools = {role: pool if role is RoleName.REDUCTION_SERVERS else attrs.evolve(pool, image=None)
+                 for role, pool in pools.items()}
+    return fields, ti, pools
+
+
+def job_dir_outputs(ti: NativeTrainingInput, notes: list[Note]) -> dict[str, Any]:
+    """``model: default`` for a ``jobDir`` (the output place a module job's ``default`` outputs go under)."""
+    if not ti.jobDir:
+        return {}
+    notes.append(Note(kind=NoteKind.APPROXIMATED, field="trainingInput.jobDir", message=(
+        f"{ti.jobDir}: the service passes it to the program as --job-dir; imported as outputs.model (default), which "
+        "each backend puts in its own output place. Other clouds pass no --job-dir: add [--job-dir, "
+        "${{outputs.model}}] to args, or read omnidist.runtime.context().model_dir")))
+    return {"model": "default"}
+
+
+def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framework: Framework,
+              module_job: bool = False) -> list[Note]:
     """What the importer could not carry exactly, or the user must add before compiling elsewhere."""
     notes = [Note(kind=NoteKind.HINT, field="framework",
                   message="runtimeVersion jobs run Google's TensorFlow runtime images; imported as "
                           "tensorflow")
-             ] if framework is Framework.TENSORFLOW else []
+             ] if framework is Framework.TENSORFLOW and ti.runtimeVersion else []
     package = bool(ti.runtimeVersion or ti.pythonModule or ti.packageUris)
     if package:
         module = ti.pythonModule or "MODULE"
@@ -377,11 +422,11 @@ def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framew
             f"{ti.pythonModule or 'from the command line'}) keeps its settings in backends.ai_platform; compiling for another cloud needs an image: "
             f"set image: to a training container with the package installed and command: [python, -m, {module}] "
             "(migrate: --image, --command)")))
-    elif not pools[RoleName.PRIMARY].image:
+    elif not pools[RoleName.PRIMARY].image and not module_job:
         notes.append(Note(kind=NoteKind.HINT, field="image",
                           message="no masterConfig.imageUri (gcloud takes --master-image-uri); set image: "
                                   "before compiling"))
-    if ti.args and not package:
+    if ti.args and not package and not module_job:
         notes.append(Note(kind=NoteKind.APPROXIMATED, field="args",
                           message="trainingInput.args became the job's args; omnidist compiles them as each "
                                   "replica's containerArgs (the same arguments to the entrypoint)"))
@@ -429,6 +474,7 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
     if servers and servers.image and "reductionserver" in servers.image.rsplit("/", 1)[-1]:
         pools[RoleName.REDUCTION_SERVERS] = attrs.evolve(pools.pop(RoleName.PARAMETER_SERVERS),
                                                          role=RoleName.REDUCTION_SERVERS)
+    package, ti, pools = package_job(ti, pools, notes)
     master = pools[RoleName.PRIMARY]
     trainers = {role: native_to_role(pool, master) for role, pool in pools.items()
                 if role is not RoleName.REDUCTION_SERVERS}  # reducers run Google's image, without env
@@ -440,8 +486,9 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
     name, pinned = name_from_job_id(native.jobId, notes)
     # Legacy specs do not name the framework: custom unless a TF runtime version says so
     # (omnidist.migration infers it from images and roles, and reports that).
-    framework = Framework.TENSORFLOW if ti.runtimeVersion else Framework.CUSTOM
-    notes += job_notes(ti, pools, framework)
+    framework = package.pop("framework", None) or (Framework.TENSORFLOW if ti.runtimeVersion else Framework.CUSTOM)
+    notes += job_notes(ti, pools, framework, bool(package))
+    outputs = job_dir_outputs(ti, notes)
     block = backend_block(ti, pools, pinned)
     if ti.scaleTier is None and not ti.masterType:
         block["scale_tier"] = "BASIC"  # the API's default tier
@@ -451,5 +498,5 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
         timeout=None if max_running is None else parse_proto_duration(
             max_running, "trainingInput.scheduling.maxRunningTime"),
         labels={k: v for k, v in native.labels.items() if k != REQUEST_ID_LABEL},  # a fetched job's marker
-        backends={"ai_platform": block} if block else {})
+        backends={"ai_platform": block} if block else {}, outputs=outputs, **package)
     return job, tuple(notes)

@@ -117,11 +117,50 @@ def test_workers_without_a_disk_of_their_own_get_the_default_not_the_masters():
     assert worker["diskConfig"] == {"bootDiskSizeGb": 100}
 
 
-def test_python_package_job_goes_into_the_backend_block_with_a_note():
+def test_python_package_job_becomes_a_module_job():
     native = {"jobId": "census_1", "trainingInput": {
         "scaleTier": "CUSTOM", "masterType": "n1-standard-8", "region": "us-east1", "runtimeVersion": "2.11",
         "pythonVersion": "3.7", "pythonModule": "trainer.task", "packageUris": ["gs://b/t.tar.gz"],
         "args": ["--steps", "10"], "jobDir": "gs://b/out"}}
+    job, notes = import_with_notes(native)
+    assert (job.module, job.code, job.framework.value, job.framework_version) == (
+        "trainer.task", "gs://b/t.tar.gz", "tensorflow", "2.11")
+    assert job.image is None and job.args == ("--steps", "10") and job.outputs["model"].default
+    assert job.backends["ai_platform"] == {"region": "us-east1", "machine_types": {"primary": "n1-standard-8"},
+                                           "job_dir": "gs://b/out"}
+    jobdir = next(n for n in notes if n.field == "trainingInput.jobDir")
+    assert "--job-dir" in jobdir.message and "outputs.model" in jobdir.message
+    assert compile_native(job) == native
+
+
+def test_pytorch_prebuilt_image_becomes_framework_version():
+    native = {"jobId": "torch_1", "trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-8", "region": "us-central1",
+        "masterConfig": {"imageUri": "gcr.io/cloud-ml-public/training/pytorch-gpu.1-10",
+                         "acceleratorConfig": {"count": 1, "type": "NVIDIA_TESLA_T4"}},
+        "pythonModule": "trainer.task", "packageUris": ["gs://b/t-0.1.tar.gz"]}}
+    job, _ = import_with_notes(native)
+    assert (job.framework.value, job.framework_version, job.image, job.primary.image) == ("pytorch", "1.10", None, None)
+    assert compile_native(job) == native
+
+
+def test_an_older_runtime_version_stays_in_the_backend_block():
+    native = {"jobId": "census_1", "trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-8", "region": "us-east1", "runtimeVersion": "1.13",
+        "pythonVersion": "3.5", "pythonModule": "trainer.task", "packageUris": ["gs://b/t.tar.gz"]}}
+    job, _ = import_with_notes(native)
+    assert (job.module, job.code, job.framework_version) == ("trainer.task", "gs://b/t.tar.gz", None)
+    assert job.backends["ai_platform"]["runtime_version"] == "1.13"
+    assert compile_native(job) == native
+
+
+@pytest.mark.parametrize("changes", [{"packageUris": ["gs://b/t.tar.gz", "gs://b/dep.whl"]},  # several packages
+                                     {"packageUris": ["gs://b/trainer"]}])  # not a built package
+def test_python_package_job_goes_into_the_backend_block_with_a_note(changes):
+    native = {"jobId": "census_1", "trainingInput": {
+        "scaleTier": "CUSTOM", "masterType": "n1-standard-8", "region": "us-east1", "runtimeVersion": "2.11",
+        "pythonVersion": "3.7", "pythonModule": "trainer.task", "packageUris": ["gs://b/t.tar.gz"],
+        "args": ["--steps", "10"]} | changes}
     job, notes = import_with_notes(native)
     assert job.image is None and job.framework.value == "tensorflow" and job.args == ("--steps", "10")
     assert job.backends["ai_platform"]["python_module"] == "trainer.task"

@@ -23,7 +23,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, packaging
+from omnidist import data, jobdata, packaging
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
@@ -174,6 +174,12 @@ def _code(job: DistributedJob, settings: AzureMLSettings, notes: list[Note]) -> 
                           message=f"{job.code} is uploaded at submit by the Azure ML SDK to the workspace's default "
                                   "datastore, once per content (.amlignore / .gitignore honoured)"))
         return job.code
+    if jobdata.is_package(job.code):
+        raise UnsupportedFeatureError(
+            Feature.CODE, NAME, f"{job.code} is a built Python package, and Azure ML ships code as a folder without "
+            "installing it, so python -m would not find the module.",
+            "Point code at the package's source folder, or install the package in the image and leave code out.",
+            subject="code")
     if scheme(job.code) not in ("azureml", "https", "wasbs", "abfss"):
         raise data.foreign("code", NAME, job.code, "code from a local folder or an azureml: code asset")
     return job.code

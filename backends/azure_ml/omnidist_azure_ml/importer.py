@@ -35,7 +35,7 @@ from omnidist.jobdata import JobInput, JobOutput, is_data
 from omnidist.runtime import hints
 from omnidist.runtime.launch import is_launch_command
 
-from omnidist_azure_ml import catalog
+from omnidist_azure_ml import catalog, prebuilt
 from omnidist_azure_ml.tables import (
     DISTRIBUTION_FRAMEWORKS, FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES,
     UNSUPPORTED_NATIVE_KEYS,
@@ -209,6 +209,10 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
     nodes, servers = native_to_nodes(native.distribution, native.resources.instance_count)
     env = _strip_tuning(hints.strip(env), sku)
     image, environment = native_to_environment(native.environment, notes)
+    curated = prebuilt.recognize(environment) if environment else None
+    framework_version = None
+    if curated is not None and prebuilt.ENVIRONMENT_FRAMEWORK.get(framework) is curated[0]:
+        framework_version, environment = curated[1], None  # compiling picks the same curated environment
     default_per_node = accelerator.count if accelerator else 1
     job = DistributedJob(
         name=native_to_name(native, notes),
@@ -218,6 +222,7 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
         env=env,
         description=native.description,
         code=local_code(native.code),
+        framework_version=framework_version,
         inputs=inputs,
         outputs=outputs,
         primary=Role(accelerator=accelerator, **native_to_size(sku)),

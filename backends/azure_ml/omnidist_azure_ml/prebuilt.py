@@ -51,3 +51,12 @@ def environment(framework: Framework, version: str) -> str | None:
     """The curated environment reference for ``framework`` ``version``, or None."""
     name = CURATED_ENVIRONMENTS.get((ENVIRONMENT_FRAMEWORK.get(framework), version))
     return None if name is None else REFERENCE.format(name=name)
+
+
+def recognize(reference: str) -> tuple[Framework, str] | None:
+    """``(framework, version)`` of a curated environment reference :func:`environment` writes,
+    or None for any other environment (the inverse of :func:`environment`)."""
+    for (framework, version), name in CURATED_ENVIRONMENTS.items():
+        if reference == REFERENCE.format(name=name):
+            return framework, version
+    return None

@@ -188,3 +188,13 @@ def test_a_large_code_folder_is_named_before_the_upload(tmp_path, monkeypatch):
     monkeypatch.setattr(packaging, "PROGRESS_ABOVE_BYTES", 1024)
     assert code_data.announce_upload(compiled, warn=warnings.append)  # big enough for the SDK's progress bar
     assert "checkpoint.pt (2.0 KB)" in warnings[0]
+
+
+@pytest.mark.parametrize("code", ["azureml://datastores/ds/paths/pkgs/trainer-0.1.tar.gz", "gs://b/trainer-0.1.whl"])
+def test_a_built_python_package_is_not_code_azure_ml_can_run(code):
+    job = DistributedJob.from_dict({"name": "pkg", "framework": "pytorch", "image": "i:1", "module": "trainer.task",
+                                    "code": code, "primary": {}})
+    with pytest.raises(UnsupportedFeatureError) as err:
+        omnidist.compile(job, backend="azure_ml", settings={})
+    assert err.value.subject == "code" and err.value.exit_code == 3
+    assert "is a built Python package" in str(err.value) and "source folder" in str(err.value)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import attrs
+
+import omnidist
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
@@ -422,3 +424,27 @@ def test_compile_exports_are_not_read_back_into_the_command():
     job, _ = load('command: export OMNIDIST_INPUT_d="${{inputs.d}}"; python t.py ${{inputs.d}}\n'
                   'inputs: {d: {path: "azureml://datastores/ws/paths/d"}}\n')
     assert job.command == ("python", "t.py", "${{inputs.d}}")
+
+
+@pytest.mark.parametrize("name, framework, version", [
+    ("acpt-pytorch-2.2-cuda12.1", Framework.PYTORCH, "2.2"),
+    ("tensorflow-2.16-cuda12", Framework.TENSORFLOW, "2.16"),
+])
+def test_a_curated_environment_omnidist_names_is_a_framework_version(name, framework, version):
+    distribution = "pytorch" if framework is Framework.PYTORCH else "tensorflow"
+    native = {"type": "command", "command": "python train.py", "resources": {"instance_count": 2},
+              "environment": f"azureml://registries/azureml/environments/{name}/labels/latest",
+              "distribution": {"type": distribution}}
+    job, _ = BACKEND.import_with_notes(native)
+    assert (job.framework, job.framework_version, job.image) == (framework, version, None)
+    assert "environment" not in job.backends.get("azure_ml", {})
+    compiled = omnidist.compile(job, backend="azure_ml", settings={})
+    assert compiled.request["environment"] == native["environment"]
+
+
+def test_other_curated_environments_stay_registered_environments():
+    native = {"type": "command", "command": "python train.py", "distribution": {"type": "pytorch"},
+              "environment": "azureml:AzureML-pytorch-1.9-ubuntu18.04-py37-cuda11-gpu@latest"}
+    job, _ = BACKEND.import_with_notes(native)
+    assert job.framework_version is None
+    assert job.backends["azure_ml"]["environment"] == native["environment"]

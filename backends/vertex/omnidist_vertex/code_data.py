@@ -21,7 +21,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data
+from omnidist import data, jobdata
 from omnidist.backend import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.features import Feature
@@ -38,8 +38,6 @@ CODE_DIR = "/tmp/omnidist-code"
 """Where a command job's code is unpacked and run from."""
 
 READS = "Cloud Storage (gs://BUCKET/PATH, mounted at /gcs/BUCKET/PATH) or plain http(s) URLs"
-PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".whl", ".zip")
-"""A ``gs://`` code location ending in one of these is a Python package, not a folder."""
 
 
 def gcs_path(uri: str) -> str:
@@ -185,7 +183,7 @@ def _code(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> t
         uri = data.staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
         archive = True
     else:
-        uri, archive = job.code, job.code.endswith(PACKAGE_SUFFIXES)
+        uri, archive = job.code, jobdata.is_package(job.code)
     if job.module:
         if not archive:
             raise ValidationError(f"a module job installs its code as a Python package, and {uri} is a folder: "

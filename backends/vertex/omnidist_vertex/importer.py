@@ -12,11 +12,17 @@ These inputs are understood:
 - ``--worker-pool-spec`` flag strings, and a ``gcloud ai custom-jobs create …`` command line
   (:mod:`.gcloud`).
 
+A ``pythonPackageSpec`` job becomes a ``module`` job (SPEC §7): ``pythonModule`` -> ``module``,
+its one ``packageUris`` entry -> ``code``, and a prebuilt ``executorImageUri`` -> ``framework`` +
+``framework_version`` (any other executor image stays the job's ``image``). ``baseOutputDirectory``
+-> ``outputs: {model: default}`` (Vertex's ``AIP_MODEL_DIR`` is ``<base>/model``), its folder kept
+in ``backends.vertex.base_output_dir``; a spec omnidist compiled says its outputs in its hints.
+
 The machine types go into ``backends.vertex.machine_types`` so a Vertex -> Vertex round trip
 is exact, and each role records the vCPUs and memory of its machine; the ``OMNIDIST_*`` runtime
 hints are read (framework, processes per node) and dropped. A field the portable job cannot
 hold is dropped with a note when the job still runs without it (:data:`DROPPED_FIELDS`), and
-refused (:class:`~omnidist.errors.NotPortableError`, exit 3) when it cannot (TPUs, Python packages).
+refused (:class:`~omnidist.errors.NotPortableError`, exit 3) when it cannot (TPUs, several packages).
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import catalog, importing, serde
+from omnidist import catalog, importing, jobdata, serde
 from omnidist.backend import Note, NoteKind
 from omnidist.commandline import CommandLine
 from omnidist.errors import ValidationError
@@ -37,10 +43,10 @@ from omnidist.job import Accelerator, DistributedJob, RoleName
 from omnidist.labels import REQUEST_ID_LABEL
 from omnidist.lowering import EffectiveRole
 from omnidist.runtime import hints
-from omnidist_vertex import gcloud
+from omnidist_vertex import gcloud, prebuilt
 from omnidist_vertex.tables import (
     ACCELERATOR_BY_NUMBER, DEFAULT_REGION, PORTABLE_ACCELERATORS, REDUCTION_SERVER_IMAGE, RETIRED_ACCELERATORS,
-    ROLES_AT, STRATEGY_BY_NUMBER, reduction_server_image,
+    ROLES_AT, STRATEGY_BY_NUMBER, multi_region, reduction_server_image,
 )
 
 DEFAULT_BOOT_DISK_GB = 100
@@ -67,6 +73,7 @@ FIELDS: dict[str, frozenset[str]] = {
     "WorkerPoolSpec": frozenset({
         "containerSpec", "diskSpec", "lustreMounts", "machineSpec", "nfsMounts", "pythonPackageSpec",
         "replicaCount"}),
+    "PythonPackageSpec": frozenset({"args", "env", "executorImageUri", "packageUris", "pythonModule"}),
 }
 """Each message -> the fields a user may write (aiplatform v1; a test checks them against the SDK).
 A field outside them is an error naming it, as protobuf's parser reports it."""
@@ -101,12 +108,16 @@ class NativePool:
     machine_type: str
     accelerator: Optional[str]
     replicas: int
-    image: str
+    image: Optional[str]
     command: tuple[str, ...]
     args: tuple[str, ...]
     env: dict[str, str]
     disk_type: Optional[str]
     disk_gb: Optional[int]
+    module: Optional[str] = None
+    """``pythonPackageSpec.pythonModule`` (a Python-package pool)."""
+    packages: tuple[str, ...] = ()
+    """``pythonPackageSpec.packageUris``."""
 
 
 # --- scalars ------------------------------------------------------------------------------------
@@ -213,12 +224,12 @@ def native_to_pool(data: Any, index: int, path: str, notes: list[Note]) -> Optio
     if not data:
         return None
     _known(data, "WorkerPoolSpec", path)
-    if data.get("pythonPackageSpec"):
-        raise cannot_hold(f"{path}.pythonPackageSpec", "the portable job runs container images, and this pool "
-                          "installs a Python package into Google's prebuilt one.",
-                          "Build an image with the package installed and give it as containerSpec.imageUri, with "
-                          "command [python, -m, MODULE].")
+    package = data.get("pythonPackageSpec")
+    if package and data.get("containerSpec"):
+        raise ValidationError("a pool runs a containerSpec or a pythonPackageSpec, not both", path=f"{path}.pythonPackageSpec")
     machine = _mapping(data.get("machineSpec"), f"{path}.machineSpec")
+    if package:
+        return _package_pool(data, machine, index, path, notes)
     container = _mapping(data.get("containerSpec"), f"{path}.containerSpec")
     disk = _mapping(data.get("diskSpec") or {}, f"{path}.diskSpec")
     for part, message, where in ((machine, "MachineSpec", "machineSpec"), (container, "ContainerSpec", "containerSpec"),
@@ -240,12 +251,39 @@ def native_to_pool(data: Any, index: int, path: str, notes: list[Note]) -> Optio
     )
 
 
+def _package_pool(data: Mapping[str, Any], machine: Mapping[str, Any], index: int, path: str,
+                  notes: list[Note]) -> NativePool:
+    """A pool that installs ``packageUris`` on ``executorImageUri`` and runs ``python -m pythonModule``."""
+    where = f"{path}.pythonPackageSpec"
+    package = _mapping(data["pythonPackageSpec"], where)
+    disk = _mapping(data.get("diskSpec") or {}, f"{path}.diskSpec")
+    for part, message, at in ((machine, "MachineSpec", f"{path}.machineSpec"), (package, "PythonPackageSpec", where),
+                              (disk, "DiskSpec", f"{path}.diskSpec")):
+        _known(part, message, at)
+    packages = _strings(package.get("packageUris"), f"{where}.packageUris")
+    if not packages:
+        raise ValidationError("required: the Cloud Storage URI of the Python package to install",
+                              path=f"{where}.packageUris")
+    drop_extras(data, path, notes)
+    drop_extras(machine, f"{path}.machineSpec", notes)
+    return NativePool(
+        index=index,
+        machine_type=_str(machine.get("machineType"), f"{path}.machineSpec.machineType"),
+        accelerator=_accelerator(machine, f"{path}.machineSpec", notes),
+        replicas=_int(data.get("replicaCount"), f"{path}.replicaCount", default=1),
+        image=_str(package.get("executorImageUri"), f"{where}.executorImageUri"),
+        command=(), args=_strings(package.get("args"), f"{where}.args"), env=_env(package.get("env"), f"{where}.env"),
+        disk_type=disk.get("bootDiskType") or None,
+        disk_gb=_int(disk.get("bootDiskSizeGb"), f"{path}.diskSpec.bootDiskSizeGb"),
+        module=_str(package.get("pythonModule"), f"{where}.pythonModule"), packages=packages)
+
+
 def _role_of(pool: NativePool, primary_env: Mapping[str, str]) -> RoleName:
     roles = ROLES_AT[pool.index]
     if len(roles) == 1:
         return roles[0]
     told = pool.env.get(hints.POOL2_ROLE) or primary_env.get(hints.POOL2_ROLE)
-    if REDUCTION_SERVER_IMAGE.search(pool.image) or told == RoleName.REDUCTION_SERVERS.singular:
+    if REDUCTION_SERVER_IMAGE.search(pool.image or "") or told == RoleName.REDUCTION_SERVERS.singular:
         return RoleName.REDUCTION_SERVERS
     return RoleName.PARAMETER_SERVERS
 
@@ -275,6 +313,64 @@ def pools_to_roles(pools: dict[RoleName, NativePool], region: str = DEFAULT_REGI
             roles[RoleName.REDUCTION_SERVERS], image=image, command=reducers.command or None,
             args=reducers.args or None)
     return attrs.evolve(found, roles=roles).job_dict()
+
+
+def package_job(pools: dict[RoleName, NativePool], region: str,
+                notes: list[Note]) -> tuple[dict[str, Any], dict[RoleName, NativePool]]:
+    """``module``, ``code`` and (on a prebuilt executor image) ``framework`` + ``framework_version``
+    of a Python-package job, and the pools without the prebuilt image (compiling picks it again).
+    Nothing for a container job; exit 3 when the trainers mix the two or install several packages."""
+    trainers = {role: pool for role, pool in pools.items() if role is not RoleName.REDUCTION_SERVERS}
+    runs = {(pool.module, pool.packages) for pool in trainers.values()}
+    first = next(iter(trainers.values()))
+    if len(runs) > 1:
+        odd = next(p for p in trainers.values() if (p.module, p.packages) != (first.module, first.packages))
+        raise cannot_hold(f"workerPoolSpecs[{odd.index}]", "its pools run different Python packages or mix "
+                          "packages and containers, and the portable job has one module and one code package.",
+                          "Give every pool the same pythonPackageSpec, or build an image and use containerSpec.")
+    if first.module is None:
+        return {}, pools
+    at = f"workerPoolSpecs[{first.index}].pythonPackageSpec"
+    if len(first.packages) > 1:
+        raise cannot_hold(f"{at}.packageUris", f"the portable job ships one code package, and this job installs "
+                          f"{len(first.packages)} ({importing.short(list(first.packages))}).",
+                          "Merge them into one source distribution (the others as its install_requires).")
+    if not jobdata.is_package(first.packages[0]):
+        raise cannot_hold(f"{at}.packageUris", f"{first.packages[0]} is not a built Python package, and the portable "
+                          "job's code for a module is one (a source distribution or a wheel).",
+                          "Point packageUris at the package's .tar.gz (python -m build --sdist).")
+    fields: dict[str, Any] = {"module": first.module, "code": first.packages[0]}
+    found = {prebuilt.recognize(pool.image) for pool in trainers.values()}
+    if len(found) != 1 or None in found:
+        return fields, pools
+    framework, version, _ = found.pop()
+    fields.update(framework=framework.value, framework_version=version)
+    for role, pool in trainers.items():
+        chosen = prebuilt.image(framework, version, pool.accelerator is not None, multi_region(region))
+        if pool.image.removesuffix(":latest") != chosen.removesuffix(":latest"):
+            notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"workerPoolSpecs[{pool.index}].pythonPackageSpec"
+                              ".executorImageUri", message=f"{pool.image} became framework_version {version}: the "
+                              f"prebuilt image is picked by the job's region and GPUs ({chosen})"))
+    return fields, {role: pool if role not in trainers else attrs.evolve(pool, image=None)
+                    for role, pool in pools.items()}
+
+
+def spec_outputs(spec: Mapping[str, Any], primary_env: Mapping[str, str], notes: list[Note]) -> dict[str, Any]:
+    """The job's ``outputs``: those a spec compiled by omnidist names in its hints, else
+    ``model: default`` for a ``baseOutputDirectory`` (where Vertex points ``AIP_MODEL_DIR``)."""
+    prefix = _mapping(spec.get("baseOutputDirectory") or {}, "baseOutputDirectory").get("outputUriPrefix")
+    if hints.JOB_NAME in primary_env:
+        base = f"/gcs/{str(prefix or '').removeprefix('gs://').rstrip('/')}/"
+        return {name[len(hints.OUTPUT_PREFIX):]: "default" if value == f"{base}{name[len(hints.OUTPUT_PREFIX):]}"
+                else ("gs://" + value[len("/gcs/"):] if value.startswith("/gcs/") else value)
+                for name, value in primary_env.items() if name.startswith(hints.OUTPUT_PREFIX)}
+    if not prefix:
+        return {}
+    notes.append(Note(kind=NoteKind.APPROXIMATED, field="baseOutputDirectory", message=(
+        f"{prefix}: Vertex gives the program AIP_MODEL_DIR ({prefix.rstrip('/')}/model/) and AIP_CHECKPOINT_DIR and "
+        "AIP_TENSORBOARD_LOG_DIR beside it; imported as outputs.model (default), which each backend puts in its own "
+        "output place: read omnidist.runtime.context().model_dir or ${{outputs.model}}, which every cloud gives")))
+    return {"model": "default"}
 
 
 def _framework(primary: NativePool, notes: list[Note]) -> str:
@@ -369,10 +465,13 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     name = importing.pick_name((outer.get("displayName"), primary.env.get(hints.JOB_NAME)),
                                fallback="vertex-job", missing="no displayName; called the job 'vertex-job'",
                                notes=notes)
-    job: dict[str, Any] = {"name": name, "framework": _framework(primary, notes)}
     match = re.match(r"^projects/[^/]+/locations/([^/]+)/", str(outer.get("name") or ""))
     if match:
         vertex["region"] = match[1]
+    package, pools = package_job(pools, vertex.get("region", DEFAULT_REGION), notes)
+    told = primary.env.get(hints.FRAMEWORK)
+    job: dict[str, Any] = {"name": name, **package,
+                           "framework": told or package.get("framework") or _framework(primary, notes)}
     job.update(pools_to_roles(pools, vertex.get("region", DEFAULT_REGION)))
     told = primary.env.get(hints.PROCESSES_PER_NODE)
     auto = primary.accelerator and int(primary.accelerator.split(":")[1]) or 1
@@ -383,6 +482,9 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     drop_extras(spec, path, notes)
     if spec.get("baseOutputDirectory"):
         vertex["base_output_dir"] = _mapping(spec["baseOutputDirectory"], "baseOutputDirectory").get("outputUriPrefix")
+    outputs = spec_outputs(spec, primary.env, notes)
+    if outputs:
+        job["outputs"] = outputs
     kms = _mapping(outer.get("encryptionSpec") or {}, "encryptionSpec").get("kmsKeyName")
     if kms:
         vertex["kms_key_name"] = kms

@@ -11,6 +11,9 @@ tags are not supported). PyTorch's CPU images are the ``pytorch-xla`` ones; befo
 
 from __future__ import annotations
 
+import re
+from typing import Optional
+
 from omnidist.job import Framework
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
@@ -59,3 +62,19 @@ def image(framework: Framework, version: str, gpu: bool, multi_region: str) -> s
     if names is None:
         return None
     return REGISTRY.format(multi=multi_region, name=names[1] if gpu else names[0])
+
+
+PREBUILT_URI = re.compile(r"^(?P<multi>us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(?P<name>[\w.-]+?)(?::latest)?$")
+"""A prebuilt training image's URI (with its ``latest`` tag, or none)."""
+
+
+def recognize(uri: str) -> Optional[tuple[Framework, str, str]]:
+    """``(framework, version, multi-region)`` of a prebuilt training image from
+    :data:`TRAINING_IMAGES`, or None for any other image (the inverse of :func:`image`)."""
+    match = PREBUILT_URI.match(uri)
+    if match is None:
+        return None
+    for (framework, version), names in TRAINING_IMAGES.items():
+        if match["name"] in names:
+            return framework, version, match["multi"]
+    return None

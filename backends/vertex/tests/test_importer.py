@@ -313,11 +313,28 @@ def test_malformed_input_names_the_field(native, error, where):
                 "workerPoolSpecs": [
                     {
                         "machineSpec": {"machineType": "n1-standard-4"},
-                        "pythonPackageSpec": {"executorImageUri": "e", "pythonModule": "m"},
+                        "pythonPackageSpec": {"executorImageUri": "e", "pythonModule": "m",
+                                              "packageUris": ["gs://b/t.tar.gz", "gs://b/dep.whl"]},
                     }
                 ]
             },
-            "workerPoolSpecs[0].pythonPackageSpec",
+            "workerPoolSpecs[0].pythonPackageSpec.packageUris",
+        ),
+        (
+            {
+                "workerPoolSpecs": [
+                    {
+                        "machineSpec": {"machineType": "n1-standard-4"},
+                        "pythonPackageSpec": {"executorImageUri": "e", "pythonModule": "m",
+                                              "packageUris": ["gs://b/t.tar.gz"]},
+                    },
+                    {
+                        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 2,
+                        "containerSpec": {"imageUri": "i"},
+                    },
+                ]
+            },
+            "workerPoolSpecs[1]",
         ),
         (
             {
@@ -460,6 +477,62 @@ def test_fields_outside_the_api_are_invalid_input():
     assert err.value.problems[0].path == "displayName"
 
 
+PACKAGE_POOL = {"machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
+                                "acceleratorCount": 1},
+                "replicaCount": "1",
+                "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-2.py310:latest",
+                                      "packageUris": ["gs://b/trainer-0.1.tar.gz"], "pythonModule": "trainer.task",
+                                      "args": ["--epochs", "3"], "env": [{"name": "MODE", "value": "fast"}]}}
+
+
+def test_a_python_package_job_is_a_module_job_on_the_prebuilt_container():
+    job, notes = backend.import_with_notes({"workerPoolSpecs": [PACKAGE_POOL], "baseOutputDirectory": {
+        "outputUriPrefix": "gs://b/out"}})
+    assert (job.module, job.code, job.framework.value, job.framework_version) == (
+        "trainer.task", "gs://b/trainer-0.1.tar.gz", "pytorch", "2.2")
+    assert job.image is None and job.args == ("--epochs", "3") and job.env == {"MODE": "fast"}
+    assert job.outputs["model"].default and job.backends["vertex"]["base_output_dir"] == "gs://b/out"
+    assert not [n for n in notes if n.field == "framework"]  # the prebuilt image says it
+    assert any(n.field == "baseOutputDirectory" and "AIP_MODEL_DIR" in n.message for n in notes)
+    compiled = omnidist.compile(job, backend="vertex", settings={})
+    pool = compiled.request["jobSpec"]["workerPoolSpecs"][0]
+    spec = pool["pythonPackageSpec"]
+    assert {k: spec[k] for k in ("executorImageUri", "packageUris", "pythonModule", "args")} == {
+        k: PACKAGE_POOL["pythonPackageSpec"][k] for k in ("executorImageUri", "packageUris", "pythonModule", "args")}
+    assert compiled.request["jobSpec"]["baseOutputDirectory"] == {"outputUriPrefix": "gs://b/out"}
+    again = backend.import_native(compiled.request)  # what omnidist compiled reads back as the same job
+    assert (again.module, again.code, again.framework_version, again.outputs) == (
+        job.module, job.code, job.framework_version, job.outputs)
+
+
+def test_another_multi_region_of_the_prebuilt_image_is_reported():
+    pool = {**PACKAGE_POOL, "pythonPackageSpec": {**PACKAGE_POOL["pythonPackageSpec"], "executorImageUri":
+                                                  "europe-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-2.py310:latest"}}
+    job, notes = backend.import_with_notes({"workerPoolSpecs": [pool]})
+    assert job.framework_version == "2.2"
+    note = next(n for n in notes if n.field == "workerPoolSpecs[0].pythonPackageSpec.executorImageUri")
+    assert note.kind is NoteKind.APPROXIMATED and "us-docker.pkg.dev" in note.message
+
+
+def test_a_package_on_its_own_executor_image_keeps_the_image():
+    pool = {**PACKAGE_POOL, "pythonPackageSpec": {**PACKAGE_POOL["pythonPackageSpec"],
+                                                  "executorImageUri": "gcr.io/p/trainer-base:3"}}
+    job = backend.import_native({"workerPoolSpecs": [pool]})
+    assert (job.image, job.framework_version, job.module) == ("gcr.io/p/trainer-base:3", None, "trainer.task")
+
+
+@pytest.mark.parametrize("spec, where", [
+    ({"executorImageUri": "e", "pythonModule": "m"}, "packageUris"),
+    ({"executorImageUri": "e", "packageUris": ["gs://b/t.tar.gz"]}, "pythonModule"),
+    ({"executorImageUri": "e", "packageUris": ["gs://b/t.tar.gz"], "pythonModule": "m", "entry": "x"}, "entry"),
+])
+def test_a_malformed_package_spec_names_the_field(spec, where):
+    with pytest.raises(ValidationError) as err:
+        backend.import_native({"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"},
+                                                    "pythonPackageSpec": spec}]})
+    assert err.value.problems[0].path == f"workerPoolSpecs[0].pythonPackageSpec.{where}"
+
+
 def test_the_field_tables_match_the_sdk():
     from google.cloud import aiplatform_v1 as v1
 
@@ -467,7 +540,8 @@ def test_the_field_tables_match_the_sdk():
 
     messages = {"CustomJob": v1.CustomJob, "CustomJobSpec": v1.CustomJobSpec, "ContainerSpec": v1.ContainerSpec,
                 "DiskSpec": v1.DiskSpec, "HyperparameterTuningJob": v1.HyperparameterTuningJob,
-                "MachineSpec": v1.MachineSpec, "Scheduling": v1.Scheduling, "WorkerPoolSpec": v1.WorkerPoolSpec}
+                "MachineSpec": v1.MachineSpec, "Scheduling": v1.Scheduling, "WorkerPoolSpec": v1.WorkerPoolSpec,
+                "PythonPackageSpec": v1.PythonPackageSpec}
     for name, message in messages.items():
         fields = {f.json_name for f in message.pb().DESCRIPTOR.fields}
         assert importer.FIELDS[name] == fields - importer.OUTPUT_ONLY, name
