@@ -98,6 +98,8 @@ class Catalog:
     named_only: tuple[Machine, ...] = ()
     ignore_case: bool = False
     _by_name: dict[str, Machine] = attrs.field(init=False, eq=False, repr=False)
+    _fits: dict[tuple, Optional[Machine]] = attrs.field(init=False, eq=False, repr=False, factory=dict)
+    """:func:`smallest_fit`'s answers (the catalog never changes; a sweep asks the same few questions)."""
 
     def __attrs_post_init__(self) -> None:
         by_name = {self._key(m.name): m for m in (*self.machines, *self.named_only)}
@@ -204,6 +206,16 @@ def smallest_fit(
     machines still sold before retired ones, then the fewest GPUs (never idle GPUs for a faster
     network), then ``prefer_interconnect`` first, then the fewest vCPUs, the least memory, the name.
     """
+    question = (accelerator, cpus, memory_gb, interconnect, more_gpus, prefer_interconnect)
+    if question not in catalog._fits:
+        catalog._fits[question] = _smallest_fit(catalog, accelerator, cpus, memory_gb, interconnect, more_gpus,
+                                                prefer_interconnect)
+    return catalog._fits[question]
+
+
+def _smallest_fit(catalog: Catalog, accelerator: Optional[Accelerator], cpus: Optional[float],
+                  memory_gb: Optional[float], interconnect: Optional[Link], more_gpus: bool,
+                  prefer_interconnect: Optional[Link]) -> Optional[Machine]:
     fitting = [
         m for m in catalog.machines
         if catalog.takes(m, accelerator, more_gpus=more_gpus)

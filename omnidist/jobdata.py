@@ -278,6 +278,8 @@ def undeclared(job: Any, also_declared: Optional[Mapping[str, Any]] = None) -> l
     extra = also_declared or {}
     declared = {kind: [*getattr(job, kind), *extra.get(kind, ())] for kind in ("inputs", "outputs")}
     for path, text in program_texts(job):
+        if "${{" not in text:  # most texts hold no reference; the regex is the slow part
+            continue
         for kind, name in references(text):
             if name not in declared[kind]:
                 known = declared[kind]

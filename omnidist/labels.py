@@ -9,7 +9,8 @@ adds one label of its own (:data:`REQUEST_ID_LABEL`), so a job may carry 63.
 
 from __future__ import annotations
 
-import hashlib
+import functools
+
 from collections.abc import Mapping
 
 import attrs
@@ -45,11 +46,13 @@ def _starts_key(char: str) -> bool:
     return char.isalpha() and char.lower() == char
 
 
+@functools.lru_cache(maxsize=4096)  # a sweep checks the same few labels on every job
 def valid_key(key: str) -> bool:
     """Whether ``key`` is a valid Google Cloud label key."""
     return 0 < len(key) <= MAX_LENGTH and _starts_key(key[0]) and all(map(_allowed, key))
 
 
+@functools.lru_cache(maxsize=4096)
 def valid_value(value: str) -> bool:
     """Whether ``value`` is a valid Google Cloud label value (empty is valid)."""
     return len(value) <= MAX_LENGTH and all(map(_allowed, value))
@@ -145,6 +148,8 @@ def rewrite(tags: Mapping[str, str]) -> tuple[dict[str, str], list[Rewrite]]:
     for tag, value in tags.items():
         key = tag if tag in fine else to_key(tag)
         if key == REQUEST_ID_LABEL or key in labels or (key != tag and key in fine):
+            import hashlib  # only when a tag is rewritten: start-up does not pay for it
+
             digest = hashlib.sha1(tag.encode("utf-8")).hexdigest()[:6]
             key = f"{key[:MAX_LENGTH - 7]}_{digest}"
         new_value = value if tag in fine else to_value(value)
