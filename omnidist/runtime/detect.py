@@ -20,12 +20,16 @@ module's ``ORDER``); the first platform present wins. The order, with the module
    primary; an empty ``ps`` is fine); else the PyTorch variables (``MASTER_ADDR``,
    ``MASTER_PORT``, ``WORLD_SIZE``, ``NODE_RANK``, ``RANK``, ``LOCAL_RANK``; none of them at
    all means a single-node job).
-4. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` it is AI Platform's, with
+4. **Kubernetes** (``kubernetes``, 35) — a pod (``KUBERNETES_SERVICE_HOST``) with a training
+   operator's variables (``PET_NNODES``, ``TF_CONFIG``, or torch's without torchrun's).
+5. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` it is AI Platform's, with
    ``environment: cloud`` Vertex's, otherwise written by hand or a local launcher (platform
    ``local``). Without a ``chief``/``master``, ``worker`` 0 is the primary.
-5. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
+6. **An MPI launcher** (``mpi``, 45) — ``OMPI_COMM_WORLD_*`` or ``PMI_RANK``/``PMI_SIZE`` (node
+   rank = rank // local size; a Kubeflow MPIJob's ranks).
+7. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
    ``LOCAL_WORLD_SIZE``).
-6. **none** (``none``, last) — a single process.
+8. **none** (``none``, last) — a single process.
 
 Then, whatever the source, these refine the result:
 

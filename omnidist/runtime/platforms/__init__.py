@@ -15,7 +15,7 @@ Every module of this package whose name does not start with ``_`` is a platform 
                      ``--emulate``, and the backend whose compile the emulation follows)
 ``ORDER``            its place in the detection order: of the platforms present, the lowest
                      ``ORDER`` wins (Vertex 10, AI Platform 20, Azure ML 30, a bare
-                     ``TF_CONFIG`` 40, torchrun 50, none last)
+                     ``TF_CONFIG`` 40, an MPI launcher 45, torchrun 50, none last)
 ``VARIABLES``        names of the variables that describe its cluster, and ``PREFIXES`` of
                      those that come in families; ``omnidist run`` drops them from the
                      environment replicas inherit

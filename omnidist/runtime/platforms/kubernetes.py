@@ -14,7 +14,7 @@ which the Kubernetes compiler takes from here), decides the rest:
   types (``chief``, ``worker``, ``ps``, ``evaluator``) and ``environment: cloud``.
 
 MPIJob ranks are started by ``mpirun`` over ssh, outside the pods' environment; they see mpirun's
-``OMPI_COMM_WORLD_*`` and what the launcher forwards, and are not read as this platform.
+``OMPI_COMM_WORLD_*`` and what the launcher forwards, and are read as :mod:`.mpi`.
 """
 
 from __future__ import annotations

@@ -74,7 +74,7 @@ def drop_in(tmp_path, monkeypatch):
 def test_the_platforms_found_and_their_order():
     assert [(m.NAME, m.ORDER) for m in platforms.modules()][:-1] == [
         ("vertex", 10), ("ai_platform", 20), ("azure_ml", 30), ("kubernetes", 35), ("tf_config", 40),
-        ("torchrun", 50)]
+        ("mpi", 45), ("torchrun", 50)]
     assert platforms.modules()[-1].NAME == "none"
     assert platforms.emulations() == ("ai_platform", "azure_ml", "kubernetes", "none", "vertex")
     assert platforms.DEFAULT_EMULATION in platforms.emulations()
@@ -83,7 +83,7 @@ def test_the_platforms_found_and_their_order():
 def test_a_dropped_in_platform_is_detected_in_its_order_and_emulated(drop_in):
     drop_in("kube", KUBE)
     assert [m.NAME for m in platforms.modules()] == ["vertex", "ai_platform", "azure_ml", "kube", "kubernetes",
-                                                     "tf_config", "torchrun", "none"]
+                                                     "tf_config", "mpi", "torchrun", "none"]
     assert "kube" in platforms.emulations()
     env = {"PET_NNODES": "3", "PET_NODE_RANK": "2", "MASTER_ADDR": "m", "MASTER_PORT": "23456",
            "TF_CONFIG": json.dumps({"cluster": {"chief": ["c:1"]}, "task": {"type": "chief"}})}
