@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 import re
+import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
@@ -355,6 +356,62 @@ def package_job(pools: dict[RoleName, NativePool], region: str,
                     for role, pool in pools.items()}
 
 
+_UNPACK = re.compile(r'^set -e; mkdir -p /tmp/omnidist-code; (?:tar -xzf (?P<archive>\S+) -C /tmp/omnidist-code '
+                     r'--strip-components=1|cp -R (?P<folder>\S+)/\. /tmp/omnidist-code); cd /tmp/omnidist-code; '
+                     r'exec "\$@"$')
+"""The line the compiler puts in front of a command job's command to unpack its ``code``."""
+
+
+def unwrap_code(pools: dict[RoleName, NativePool]) -> tuple[Optional[str], dict[RoleName, NativePool]]:
+    """The ``code`` a spec omnidist compiled unpacks before each command, and the pools running
+    the command itself (``sh -c 'set -e; …; exec "$@"' omnidist-code CMD…`` -> ``CMD…``)."""
+    found: set[str] = set()
+    unwrapped = dict(pools)
+    for role, pool in pools.items():
+        command = pool.command
+        match = _UNPACK.match(command[2]) if command[:2] == ("sh", "-c") and command[3:4] == ("omnidist-code",) else None
+        if match is None:
+            continue
+        path = shlex.split(match["archive"] or match["folder"])[0]
+        found.add("gs://" + path[len("/gcs/"):] if path.startswith("/gcs/") else path)
+        unwrapped[role] = attrs.evolve(pool, command=command[4:])
+    trainers = [r for r in pools if r is not RoleName.REDUCTION_SERVERS]
+    if len(found) != 1 or any(unwrapped[r] is pools[r] for r in trainers):
+        return None, pools  # not omnidist's wrapper on every trainer: the commands stay as written
+    return found.pop(), unwrapped
+
+
+def data_references(primary_env: Mapping[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """The ``inputs`` a spec omnidist compiled names in its hints, and each place -> the
+    ``${{inputs.NAME}}`` / ``${{outputs.NAME}}`` reference the compiler replaced with it."""
+    if hints.JOB_NAME not in primary_env:
+        return {}, {}
+    inputs: dict[str, Any] = {}
+    places: dict[str, str] = {}
+    for variable, value in primary_env.items():
+        for prefix, kind in ((hints.INPUT_PREFIX, "inputs"), (hints.OUTPUT_PREFIX, "outputs")):
+            if not variable.startswith(prefix):
+                continue
+            name = variable[len(prefix):]
+            located = value.startswith(("/gcs/", "http://", "https://"))
+            if kind == "inputs":
+                inputs[name] = "gs://" + value[len("/gcs/"):] if value.startswith("/gcs/") else value
+            if located:  # a literal's text may be anything: it stays as written
+                places[value] = f"${{{{{kind}.{name}}}}}"
+    return inputs, places
+
+
+def _referenced(pool: NativePool, places: Mapping[str, str]) -> NativePool:
+    """The pool with each word that is exactly a data place (or ``--flag=place``) written as its reference."""
+    def word(text: str) -> str:
+        if text in places:
+            return places[text]
+        flag, equals, value = text.partition("=")
+        return f"{flag}={places[value]}" if equals and value in places else text
+    return attrs.evolve(pool, command=tuple(map(word, pool.command)), args=tuple(map(word, pool.args)),
+                        env={k: v if hints.is_hint(k) else word(v) for k, v in pool.env.items()})
+
+
 def spec_outputs(spec: Mapping[str, Any], primary_env: Mapping[str, str], notes: list[Note]) -> dict[str, Any]:
     """The job's ``outputs``: those a spec compiled by omnidist names in its hints, else
     ``model: default`` for a ``baseOutputDirectory`` (where Vertex points ``AIP_MODEL_DIR``)."""
@@ -469,6 +526,15 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     if match:
         vertex["region"] = match[1]
     package, pools = package_job(pools, vertex.get("region", DEFAULT_REGION), notes)
+    code, pools = unwrap_code(pools)
+    if code:
+        package["code"] = code
+    inputs, places = data_references(primary.env)
+    if places:
+        pools = {role: pool if role is RoleName.REDUCTION_SERVERS else _referenced(pool, places)
+                 for role, pool in pools.items()}
+    if inputs:
+        package["inputs"] = inputs
     told = primary.env.get(hints.FRAMEWORK)
     job: dict[str, Any] = {"name": name, **package,
                            "framework": told or package.get("framework") or _framework(primary, notes)}

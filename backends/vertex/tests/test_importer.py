@@ -720,3 +720,28 @@ def test_cpu_only_workers_beside_a_gpu_primary_are_accelerator_none():
     assert job.workers.accelerator == "none" and job.workers.replicas == 2
     pools = backend.compile(job, backend.settings_type(**job.backends["vertex"])).request["jobSpec"]["workerPoolSpecs"]
     assert "acceleratorType" not in pools[1]["machineSpec"]
+
+
+@pytest.mark.parametrize("code", ["gs://b/src.tar.gz", "gs://b/src"])
+def test_a_compiled_code_and_data_job_reads_back_with_its_references(code):
+    """What the compiler wrote for code and data (the unpack line, /gcs/ paths, hints) reads back as
+    the job's own code, inputs, outputs and ${{…}} references, so it can move to another cloud."""
+    job = DistributedJob.from_dict({
+        "name": "rt", "framework": "pytorch", "image": "gcr.io/p/t:1", "command": ["python", "train.py"],
+        "code": code, "inputs": {"data": "gs://b/data", "epochs": 3}, "outputs": {"model": "default"},
+        "args": ["--data", "${{inputs.data}}", "--out=${{outputs.model}}", "--epochs", "${{inputs.epochs}}"],
+        "env": {"DATA": "${{inputs.data}}"}, "primary": {"accelerator": "T4:1"}})
+    request = omnidist.compile(job, backend="vertex", settings={"staging_bucket": "gs://b/staging"}).request
+    again = backend.import_native(request)
+    assert (again.code, again.command) == (code, ("python", "train.py"))
+    assert again.args == ("--data", "${{inputs.data}}", "--out=${{outputs.model}}", "--epochs", "3")
+    assert again.env == {"DATA": "${{inputs.data}}"}
+    assert again.inputs["data"].uri == "gs://b/data" and again.outputs["model"].default
+    assert omnidist.compile(again, backend="vertex", settings={}).request == request
+
+
+def test_a_hand_written_sh_c_command_is_kept_as_written():
+    pool = {"machineSpec": {"machineType": "n1-standard-4"},
+            "containerSpec": {"imageUri": "i", "command": ["sh", "-c", "cd /app && python t.py"]}}
+    job = backend.import_native({"workerPoolSpecs": [pool]})
+    assert job.command == ("sh", "-c", "cd /app && python t.py") and job.code is None
