@@ -373,8 +373,8 @@ PYTORCH_VERSION_OF = {image: version for version, images in prebuilt.PYTORCH_IMA
 """A prebuilt PyTorch image -> its version."""
 
 
-def package_job(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
-                notes: list[Note]) -> tuple[dict[str, Any], NativeTrainingInput, dict[RoleName, NativePool]]:
+def package_job(ti: NativeTrainingInput,
+                pools: dict[RoleName, NativePool]) -> tuple[dict[str, Any], NativeTrainingInput, dict[RoleName, NativePool]]:
     """The portable ``module``, ``code``, ``framework`` and ``framework_version`` of a job that
     runs one Python package, with ``ti`` and the pools left holding only what they do not say.
     Nothing for a container job, several packages, or a runtime version omnidist does not know."""
@@ -474,7 +474,7 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
     if servers and servers.image and "reductionserver" in servers.image.rsplit("/", 1)[-1]:
         pools[RoleName.REDUCTION_SERVERS] = attrs.evolve(pools.pop(RoleName.PARAMETER_SERVERS),
                                                          role=RoleName.REDUCTION_SERVERS)
-    package, ti, pools = package_job(ti, pools, notes)
+    package, ti, pools = package_job(ti, pools)
     master = pools[RoleName.PRIMARY]
     trainers = {role: native_to_role(pool, master) for role, pool in pools.items()
                 if role is not RoleName.REDUCTION_SERVERS}  # reducers run Google's image, without env

@@ -16,6 +16,7 @@ from omnidist import serde
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob
+from omnidist.testing.code import code_folder
 from omnidist.testing import FakeServer
 from omnidist.testing.gcs import FakeStorage
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
@@ -38,14 +39,6 @@ RICH = {
     "parameter_servers": {"replicas": 1},
     "evaluators": {"replicas": 1, "accelerator": "none"},
 }
-
-
-def code_folder(root: Path) -> Path:
-    src = root / "src" / "trainer"
-    src.mkdir(parents=True, exist_ok=True)
-    (src / "__init__.py").write_text("")
-    (src / "task.py").write_text("print('training')\n")
-    return root / "src"
 
 
 def build(root: Path, data: dict, **settings):

@@ -13,6 +13,7 @@ from omnidist import serde
 from omnidist.backend import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob
+from omnidist.testing.code import code_folder
 from omnidist_azure_ml import AzureMLBackend, AzureMLSettings
 from omnidist_azure_ml.testing_code import FakeAzureCode
 
@@ -36,14 +37,6 @@ RICH = {
     "workers": {"replicas": 1},
     "backends": {"azure_ml": {"data_map": {"gs://bucket/": "azureml://datastores/ws/paths/bucket/"}}},
 }
-
-
-def code_folder(root: Path) -> Path:
-    src = root / "src" / "trainer"
-    src.mkdir(parents=True, exist_ok=True)
-    (src / "__init__.py").write_text("")
-    (src / "task.py").write_text("print('training')\n")
-    return root / "src"
 
 
 def build(root: Path, data: dict, **overrides):

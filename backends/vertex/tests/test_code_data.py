@@ -17,6 +17,7 @@ from omnidist import config, serde
 from omnidist.backend import NoteKind
 from omnidist.errors import TransientBackendError, UnsupportedFeatureError, ValidationError
 from omnidist.job import DistributedJob
+from omnidist.testing.code import code_folder
 from omnidist.testing import FakeServer
 from omnidist.testing.fakeserver import Fault
 from omnidist.testing.gcs import FakeStorage
@@ -41,14 +42,6 @@ RICH = {
     "evaluators": {"replicas": 1, "accelerator": "none"},
 }
 SETTINGS = {"staging_bucket": "gs://stage/omni", "base_output_dir": "gs://bucket/out"}
-
-
-def code_folder(root: Path) -> Path:
-    src = root / "src" / "trainer"
-    src.mkdir(parents=True, exist_ok=True)
-    (src / "__init__.py").write_text("")
-    (src / "task.py").write_text("print('training')\n")
-    return root / "src"
 
 
 def build(root: Path, data: dict, **settings):
