@@ -2,7 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-BACKENDS := backends/vertex backends/ai_platform backends/azure_ml backends/kubernetes
+BACKENDS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard backends/*/pyproject.toml)))  # every plugin folder
 STAMP := $(VENV)/.omnidist-installed
 
 .PHONY: setup run gpu-check test bench clean
@@ -29,8 +29,10 @@ gpu-check: setup
 	$(PY) -m pytest -q -p no:xdist -rs tests/runtime/test_init_torch.py tests/local/test_gpus.py
 	$(VENV)/bin/omnidist run examples/ddp/job.yaml
 
-# pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.
+# Lint first (ruff, configured in pyproject.toml; zero findings), then the suite. pytest exits 5
+# when it collects no test; that is reported, not hidden as success or failure.
 test: setup
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 bench: setup

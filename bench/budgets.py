@@ -28,14 +28,13 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import submission
+import sweep
 
 import omnidist
 from omnidist import errors
 from omnidist.runtime import platforms
-from omnidist.testing import Fault, FakeServer
-
-import submission
-import sweep
+from omnidist.testing import FakeServer, Fault
 
 FAST = {"retry_attempts": 4, "retry_deadline_s": 30.0, "retry_initial_wait_s": 0.01}
 """Real, short retry waits (the tests inject a recording sleep instead)."""
@@ -131,7 +130,7 @@ def settling(name: str) -> list[Budget]:
 
 def settles(name: str) -> bool:
     """True for a backend whose settings have ``create_settle_s``."""
-    from omnidist import registry
+    from omnidist.backend import registry
 
     return "create_settle_s" in attrs.fields_dict(registry.get(name).settings_type)
 
@@ -161,9 +160,18 @@ def local_budgets() -> list[Budget]:
         next(line for line in handle.logs(follow=True) if line.endswith(" up"))  # both replicas run
         rows.append(Budget("local: cancel stops a running submission", _timed(handle.cancel), 5.0))
         (folder / "stubborn.py").write_text(STUBBORN)
-        (folder / "job.yaml").write_text(json.dumps({
-            "name": "stubborn", "framework": "custom", "command": ["python", "stubborn.py"], "primary": {},
-            "workers": {"replicas": 1}, "backends": {"local": {"grace_period": 0.5, "emulate": platforms.DEFAULT_EMULATION}}}))
+        (folder / "job.yaml").write_text(
+            json.dumps(
+                {
+                    "name": "stubborn",
+                    "framework": "custom",
+                    "command": ["python", "stubborn.py"],
+                    "primary": {},
+                    "workers": {"replicas": 1},
+                    "backends": {"local": {"grace_period": 0.5, "emulate": platforms.DEFAULT_EMULATION}},
+                }
+            )
+        )
         omnidist_cli = str(Path(sys.executable).with_name("omnidist"))
         ran: list[subprocess.CompletedProcess] = []
         seconds = _timed(lambda: ran.append(subprocess.run([omnidist_cli, "run", "job.yaml"], cwd=tmp,

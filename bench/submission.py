@@ -15,12 +15,11 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import attrs
+import sweep
 
 import omnidist
 from omnidist.testing import FakeServer, FakeService, Fault
 from omnidist.testing.harness import harnesses
-
-import sweep
 
 
 @attrs.define
@@ -78,7 +77,7 @@ def sequential(name: str, count: int, rounds: int = 3) -> tuple[float, float]:
 
 
 FAST_RETRIES: dict[str, Any] = {"retry_attempts": 10, "retry_deadline_s": 60.0, "retry_initial_wait_s": 0.01}
-"""The retry knobs (shared :class:`omnidist.retry.ClientSettings` keys) every backend's run uses."""
+"""The retry knobs (shared :class:`omnidist.backend.settings.ClientSettings` keys) every backend's run uses."""
 
 
 def _faults(rng: random.Random, count: int, drops: bool) -> list[Fault]:

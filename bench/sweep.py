@@ -59,10 +59,10 @@ def job_document(trial: Trial) -> dict[str, Any]:
 
 def omnidist_jobs(sweep: list[Trial]) -> Iterator[Any]:
     """The sweep as :class:`DistributedJob` values made the omnidist way: ``evolve`` a base job."""
-    from omnidist import serde
-    from omnidist.job import Accelerator
+    from omnidist.model.job import job_from_dict
+    from omnidist.model.roles import Accelerator
 
-    base = serde.job_from_dict(job_document(sweep[0]))
+    base = job_from_dict(job_document(sweep[0]))
     for trial in sweep:
         yield attrs.evolve(base, name=trial.name, args=trial.args,
                            primary=attrs.evolve(base.primary, accelerator=Accelerator.parse(trial.accelerator)),

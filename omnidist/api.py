@@ -5,25 +5,32 @@ from __future__ import annotations
 import difflib
 import os
 from collections.abc import Mapping
-from typing import Any, Optional, Union
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import attrs
 
-from omnidist import config, lowering, registry, serde
-from omnidist.backend import Backend, CompiledJob, JobHandle
+from omnidist import config
+from omnidist.backend import registry
+from omnidist.backend.contract import Backend
+from omnidist.backend.values import CompiledJob
+from omnidist.compiler import lowering
 from omnidist.errors import Problem, ValidationError
-from omnidist.job import DistributedJob
+from omnidist.model import job as job_file
+from omnidist.model.job import DistributedJob
+
+if TYPE_CHECKING:  # compile and load never load the submission floor; submit and attach do
+    from omnidist.submission.handle import JobHandle
 
 JobLike = Union[DistributedJob, str, "os.PathLike[str]", Mapping[str, Any]]
 
 
-def load(path: Union[str, "os.PathLike[str]"]) -> DistributedJob:
+def load(path: Union[str, os.PathLike[str]]) -> DistributedJob:
     """Read and validate a job file (YAML or JSON).
 
     Raises:
         ValidationError: naming the file and the field path of every problem.
     """
-    return serde.load(path)
+    return job_file.load(path)
 
 
 def as_job(job: JobLike) -> DistributedJob:
@@ -31,8 +38,8 @@ def as_job(job: JobLike) -> DistributedJob:
     if isinstance(job, DistributedJob):
         return job
     if isinstance(job, Mapping):
-        return serde.job_from_dict(job)
-    return serde.load(job)
+        return job_file.job_from_dict(job)
+    return job_file.load(job)
 
 
 def check_backend_blocks(job: DistributedJob) -> None:
@@ -46,7 +53,9 @@ def check_backend_blocks(job: DistributedJob) -> None:
         if name not in known:
             close = difflib.get_close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
-            problems.append(Problem(f"backends.{name}", f"no backend is called {name!r}{hint} Known: {', '.join(known)}"))
+            problems.append(
+                Problem(f"backends.{name}", f"no backend is called {name!r}{hint} Known: {', '.join(known)}")
+            )
     if problems:
         raise ValidationError(problems, source=job.source)
 
@@ -59,7 +68,7 @@ def prepare(
 ) -> tuple[DistributedJob, Backend, Any]:
     """Resolve the job, the backend and its settings (SPEC §2 precedence).
 
-    The portable rules (:func:`omnidist.lowering.check_portable_rules`) are checked here, once,
+    The portable rules (:func:`omnidist.compiler.lowering.check_portable_rules`) are checked here, once,
     before any backend sees the job.
     """
     job = as_job(job)
@@ -122,32 +131,10 @@ def attach(
     settings: Optional[Mapping[str, Any]] = None,
 ) -> JobHandle:
     """A handle for a job submitted earlier (by id), to follow or cancel it."""
+    from omnidist.submission.handle import JobHandle
+
     target = config.resolve(profile=profile, backend=backend)
     driver = registry.get(target.backend)
     resolved = config.settings_for(driver.settings_type, target.backend, target, None, settings)
     return JobHandle(backend=target.backend, id=job_id, url=driver.console_url(job_id, resolved),
                      settings=resolved, driver=driver)
-
-
-def import_native(
-    native: Union[Mapping[str, Any], str, "os.PathLike[str]", Any],
-    backend: Optional[str] = None,
-    *,
-    framework: Optional[str] = None,
-) -> DistributedJob:
-    """Turn a backend's native request into a portable job.
-
-    Args:
-        native: the native spec: a mapping, the path of a YAML/JSON file (or of a file holding
-            the ``gcloud`` command line that submitted the job), or an SDK job object such as
-            ``azure.ai.ml.command(...)``, read through the SDK's own serialization.
-        backend: the spec's backend; detected from the content when omitted.
-        framework: set the framework instead of inferring it (a native spec rarely says).
-
-    Raises:
-        ValidationError: the native spec is not valid for its own cloud (naming the field path).
-        NotPortableError: it uses something the portable job cannot hold (exit 3).
-    """
-    from omnidist import migration
-
-    return migration.import_job(native, backend, framework)[0]

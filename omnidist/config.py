@@ -11,7 +11,7 @@ The backend is ``--backend`` / ``backend=``, :func:`use`, ``OMNIDIST_BACKEND``, 
 profile's, else ``local``. Settings precedence: the job's ``backends.<name>`` block > profile > defaults.
 
 ``data_map`` (SPEC §7: prefix rewrites from where a job's data is named to where a backend
-finds it) is a profile setting every built-in backend reads (:mod:`omnidist.data`).
+finds it) is a profile setting every built-in backend reads (:mod:`omnidist.compiler.code_data`).
 
 What the files say is cached for the process and checked again on every call, cheaply: the
 folders from the working directory up and the user's configuration folder are looked at
@@ -33,9 +33,9 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import serde
 from omnidist.errors import ConfigError, ValidationError
-from omnidist.job import DistributedJob
+from omnidist.model import serde
+from omnidist.model.job import DistributedJob
 
 DEFAULT_BACKEND = "local"
 
@@ -169,7 +169,8 @@ def _lookup(cwd: Optional[Path], environ: Mapping[str, str]) -> _Found:
     return found
 
 
-def config_files(cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> list[tuple[str, dict[str, Any]]]:
+def config_files(cwd: Optional[Path] = None,
+                 environ: Mapping[str, str] = os.environ) -> list[tuple[str, dict[str, Any]]]:
     """The configuration sources that exist, nearest first, as ``(label, data)``."""
     return list(_lookup(cwd, environ).files)
 

@@ -23,10 +23,11 @@ process exit code the CLI uses for it (SPEC §3)::
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 import attrs
 
-from omnidist.features import Feature
+from omnidist.model.features import Feature
 
 # The base class and the runtime's error are defined in a standard-library-only module so
 # that ``omnidist.runtime`` (which runs inside training containers) can raise them without
@@ -100,7 +101,7 @@ class UnsupportedFeatureError(OmnidistError):
     ``str()`` reads ``BACKEND cannot express SUBJECT: MESSAGE HINT``.
 
     Attributes:
-        feature: the :class:`~omnidist.features.Feature` refused.
+        feature: the :class:`~omnidist.model.features.Feature` refused.
         subject: how the message names it (``evaluators``, ``parameter_servers.cpus``,
             ``accelerator H100``…): the feature's own name unless said otherwise.
         backend: the backend's name.
@@ -153,6 +154,29 @@ class NotPortableError(UnsupportedFeatureError):
 def _not_portable(cls: type[NotPortableError], feature: Feature, message: str, hint: str,
                   subject: str) -> NotPortableError:
     return cls(feature, message, hint, subject=subject)
+
+
+@attrs.frozen(kw_only=True)
+class Refusal:
+    """What a backend says when a job uses a feature it lacks: the sentence and the way out.
+
+    ``message``, ``hint`` and ``subject`` are templates: ``{role}``, ``{field}``, ``{framework}``
+    and the like are filled from the job where the backend refuses (:meth:`error`).
+
+    Attributes:
+        message: why the backend cannot express it.
+        hint: what to do instead.
+        subject: how the error names what it refuses (default: the feature's own name).
+    """
+
+    message: str
+    hint: str = ""
+    subject: str = ""
+
+    def error(self, feature: Feature, backend: str, **context: Any) -> UnsupportedFeatureError:
+        """The :class:`UnsupportedFeatureError` for ``feature``, filled from ``context``."""
+        return UnsupportedFeatureError(feature, backend, self.message.format(**context), self.hint.format(**context),
+                                       subject=self.subject.format(**context) or None)
 
 
 class BackendError(OmnidistError):

@@ -70,7 +70,7 @@ def test_importers_take_the_compiled_requests_back_or_refuse_cleanly(in_example,
     ({"inputs": {"d": "gs://b/d"}, "command": ["x"]}, "azure_ml", 3, "azure_ml cannot express inputs.d"),
 ])
 def test_the_cli_exits_with_the_code_and_names_the_field(tmp_path, job, backend, code, message):
-    from omnidist import serde
+    from omnidist.model import serde
     from omnidist.testing.cli import run_cli
 
     body = {"name": "t", "framework": "pytorch", "image": "trainer.example/t:1", "primary": {}, **job}

@@ -10,7 +10,7 @@ import pytest
 
 from omnidist import config
 from omnidist.errors import ConfigError, ValidationError
-from omnidist.job import DistributedJob
+from omnidist.model.job import DistributedJob
 
 
 @attrs.frozen(kw_only=True)
@@ -58,7 +58,9 @@ def test_pyproject_tool_table_when_there_is_no_omnidist_toml(isolated):
 
 
 def test_user_config_file_last(isolated, monkeypatch, tmp_path):
-    _write(Path(tmp_path / "home" / ".config" / "omnidist" / "config.toml"), PROFILES.format(default="gcp", project="user"))
+    _write(
+        Path(tmp_path / "home" / ".config" / "omnidist" / "config.toml"), PROFILES.format(default="gcp", project="user")
+    )
     assert config.resolve().profile.settings["project"] == "user"
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "xdg"))
     assert config.resolve().backend == "local"  # XDG_CONFIG_HOME moves the user file
@@ -103,11 +105,15 @@ def test_broken_files_are_config_errors(isolated):
 
 
 def _target(settings: dict, backend="vertex") -> config.Target:
-    return config.Target(backend=backend, profile=config.Profile(name="gcp", backend="vertex", settings=settings, source="omnidist.toml"))
+    return config.Target(
+        backend=backend, profile=config.Profile(name="gcp", backend="vertex", settings=settings, source="omnidist.toml")
+    )
 
 
 def test_settings_precedence_job_block_over_profile_over_defaults():
-    job = DistributedJob(name="j", framework="custom", backends={"vertex": {"region": "europe-west4"}}, source="job.yaml")
+    job = DistributedJob(
+        name="j", framework="custom", backends={"vertex": {"region": "europe-west4"}}, source="job.yaml"
+    )
     settings = config.settings_for(Settings, "vertex", _target({"project": "p", "region": "us-east1"}), job)
     assert settings == Settings(project="p", region="europe-west4")
     assert config.settings_for(Settings, "vertex", _target({}), None) == Settings()

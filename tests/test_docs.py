@@ -9,8 +9,10 @@ from pathlib import Path
 import attrs
 import pytest
 
-from omnidist import cli, registry
-from omnidist.job import DistributedJob, Role
+from omnidist import cli
+from omnidist.backend import registry
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import Role
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"

@@ -24,7 +24,9 @@ def server():
     created = []
     with FakeServer() as fake:
         fake.created = created
-        fake.route("POST", r"^/jobs$", lambda req, m: (created.append(req.body), Response(200, {"id": len(created)}))[1])
+        fake.route(
+            "POST", r"^/jobs$", lambda req, m: (created.append(req.body), Response(200, {"id": len(created)}))[1]
+        )
         yield fake
 
 

@@ -17,7 +17,9 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 
 
 def _new_modules(statement: str) -> list[str]:
-    out = subprocess.run([sys.executable, "-c", PROBE.format(statement=statement)], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", PROBE.format(statement=statement)], capture_output=True, text=True, check=True
+    )
     return json.loads(out.stdout)
 
 

@@ -6,7 +6,7 @@ itself (Azure ML's ``process_count_per_instance``). Elsewhere, when a job asks f
 processes per node (``processes_per_node`` > 1), starting them is the job's business, as on
 the clouds: the training command calls ``omnidist launch -- train.py`` (torchrun), which reads
 ``OMNIDIST_PROCESSES_PER_NODE`` and the emulated platform's variables. The emulation follows
-what compile for the emulated platform decides (:mod:`omnidist.local.native`), and each
+what compile for the emulated platform decides (:mod:`omnidist.local.emulated`), and each
 training replica gets its own GPUs (:mod:`omnidist.local.gpus`).
 """
 

@@ -17,20 +17,25 @@ import sys
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, ClassVar, Optional
+from typing import IO, TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist import accelerators
-from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobState, JobStatus, Note, NoteKind
+from omnidist.backend.contract import Backend, Capabilities
+from omnidist.backend.values import CompiledJob, JobState, JobStatus, Note, NoteKind
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import DistributedJob, Framework, Role, RoleName
 from omnidist.local import code_data, gpus, plan, runner
 from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.runs import RunDir, runs_root
+from omnidist.model import accelerators
+from omnidist.model.features import Feature
+from omnidist.model.job import DistributedJob, Framework
+from omnidist.model.roles import Role, RoleName
 from omnidist.runtime import hints, platforms
+
+if TYPE_CHECKING:  # compiling for local loads no submission code
+    from omnidist.submission.handle import JobHandle
 
 
 def _one_of(choices: tuple[str, ...]) -> Callable[[Any, attrs.Attribute, Any], None]:
@@ -51,9 +56,9 @@ def _non_negative(instance: Any, attribute: attrs.Attribute, value: float) -> No
 
 
 def _data_map(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    from omnidist import data
+    from omnidist.compiler import code_data
 
-    data.check_data_map(instance, attribute, value)
+    code_data.check_data_map(instance, attribute, value)
 
 
 @attrs.frozen(kw_only=True)
@@ -215,10 +220,16 @@ class LocalBackend(Backend):
 
     def submit(self, compiled: CompiledJob, settings: LocalSettings) -> JobHandle:
         """Start the run detached, under a supervisor that records it in a run directory."""
+        from omnidist.submission.handle import JobHandle
+
         job = compiled.job
         if job is not None and job.tuning is not None:
-            raise UnsupportedFeatureError(Feature.TUNING, self.name, "a detached local run holds one job, not a search.",
-                                          "Run the trials in the foreground with omnidist run.")
+            raise UnsupportedFeatureError(
+                Feature.TUNING,
+                self.name,
+                "a detached local run holds one job, not a search.",
+                "Run the trials in the foreground with omnidist run.",
+            )
         if job is None:
             raise ValidationError("the local backend submits compiled jobs that carry their job; "
                                   "use omnidist.submit(job) or omnidist.compile(job, backend='local')")

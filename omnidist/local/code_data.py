@@ -20,13 +20,13 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data
-from omnidist.backend import Note, NoteKind
+from omnidist.backend.values import Note, NoteKind
+from omnidist.compiler import code_data
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import DistributedJob, RoleName
-from omnidist.jobdata import JobInput, JobOutput
-from omnidist.lowering import EffectiveRole
+from omnidist.model.data import JobInput, JobOutput
+from omnidist.model.features import Feature
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import EffectiveRole, RoleName
 from omnidist.runtime import hints
 
 BACKEND = "local"
@@ -37,7 +37,7 @@ class LocalData:
     """Where the job's code runs and where each input and output is on this machine."""
 
     job: DistributedJob
-    values: data.Values
+    values: code_data.DataValues
     cwd: Optional[str]
     outputs: dict[str, str]
     model_dir: Optional[str]
@@ -48,10 +48,10 @@ class LocalData:
         """The role with its module entrypoint, references replaced, and the data hints."""
         if role.name is RoleName.REDUCTION_SERVERS:
             return role
-        role = data.substituted(data.with_module(role, self.job), self.values)
+        role = code_data.substituted(code_data.with_module(role, self.job), self.values)
         if not self.hints:
             return role
-        extra = data.data_hints(self.values)
+        extra = code_data.data_hints(self.values)
         if self.model_dir:
             extra[hints.MODEL_DIR] = self.model_dir
         return attrs.evolve(role, env={**extra, **role.env})
@@ -59,13 +59,13 @@ class LocalData:
 
 def prepare(job: DistributedJob, settings: Any, run_dir: Path) -> tuple[DistributedJob, LocalData]:
     """Apply ``data_map``, resolve the code folder, and place every input and output."""
-    job, notes = data.apply_data_map(job, getattr(settings, "data_map", None) or {})
+    job, notes = code_data.apply_data_map(job, getattr(settings, "data_map", None) or {})
     cwd = _code(job)
     outputs: dict[str, str] = {}
 
     def output(name: str, out: JobOutput) -> str:
         if out.scheme == "local":
-            path = str(data.local_path(job, out.uri))
+            path = str(code_data.local_path(job, out.uri))
         else:
             path = str(run_dir / "outputs" / name)
             if not out.default:
@@ -75,7 +75,7 @@ def prepare(job: DistributedJob, settings: Any, run_dir: Path) -> tuple[Distribu
         outputs[name] = path
         return path
 
-    values = data.resolve(job, lambda name, inp: _input(name, inp, job), output)
+    values = code_data.resolve_data(job, lambda name, inp: _input(name, inp, job), output)
     model_dir = outputs.get("model")
     return job, LocalData(job=job, values=values, cwd=cwd, outputs=outputs, model_dir=model_dir,
                           notes=tuple(notes), hints=_carries_hints(settings.emulate))
@@ -91,9 +91,9 @@ def _carries_hints(emulate: str) -> bool:
 def _code(job: DistributedJob) -> Optional[str]:
     if job.code is None:
         return None
-    folder = data.code_folder(job)
+    folder = code_data.code_folder(job)
     if folder is None:
-        raise data.foreign("code", BACKEND, job.code, "code from a local folder")
+        raise code_data.foreign_uri("code", BACKEND, job.code, "code from a local folder")
     return str(folder)
 
 
@@ -105,7 +105,7 @@ def _input(name: str, inp: JobInput, job: DistributedJob) -> str:
             Feature.INPUTS, BACKEND, f"{inp.uri} is not on this machine.",
             f'Copy it here and map its prefix to the folder in the profile, e.g. data_map = '
             f'{{"{inp.uri.rsplit("/", 1)[0]}/" = "/data/"}}.', subject=f"inputs.{name}")
-    path = data.local_path(job, inp.uri)
+    path = code_data.local_path(job, inp.uri)
     if not path.exists():
         raise ValidationError(f"{inp.uri} ({path}) does not exist", source=job.source, path=f"inputs.{name}")
     return str(path)

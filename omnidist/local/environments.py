@@ -5,7 +5,7 @@ the variables are the platform's real ones with local addresses. They are writte
 platform's own module, :mod:`omnidist.runtime.platforms` (``<name>.emulate``), the same module
 the runtime reads them with and the platform's compiler takes its tables from; this module only
 hands it the cluster's slots and what the platform's compiler decided
-(:mod:`omnidist.local.native`). ``--emulate none`` gives no platform variables: every replica
+(:mod:`omnidist.local.emulated`). ``--emulate none`` gives no platform variables: every replica
 sees a single-process world. What each platform writes is described in docs/runtime.md.
 """
 
@@ -16,9 +16,10 @@ from typing import Optional
 
 import attrs
 
-from omnidist import lowering
-from omnidist.job import DistributedJob, RoleName
-from omnidist.local.native import Native, job_facts
+from omnidist.compiler import lowering
+from omnidist.local.emulated import Native, job_facts
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import RoleName
 from omnidist.runtime import platforms
 
 EMULATIONS = platforms.emulations()

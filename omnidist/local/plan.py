@@ -17,15 +17,15 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import lowering
-from omnidist.backend import Note, NoteKind
+from omnidist.backend.values import Note, NoteKind
 from omnidist.errors import ValidationError
-from omnidist.job import DistributedJob, RoleName
 from omnidist.local import code_data, environments
+from omnidist.local.emulated import Native, native
 from omnidist.local.environments import Slot
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
-from omnidist.local.native import Native, native
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import RoleName, effective_role, effective_roles, processes_per_node
 from omnidist.runtime import platforms
 from omnidist.runtime.launch import carry_processes_per_node
 
@@ -99,7 +99,7 @@ class Layout:
     Attributes:
         job: the job.
         emulate: the emulated platform.
-        native: the emulated platform's compile decisions (:mod:`omnidist.local.native`).
+        native: the emulated platform's compile decisions (:mod:`omnidist.local.emulated`).
         places: every replica, in pool order.
     """
 
@@ -124,7 +124,7 @@ def layout(job: DistributedJob, settings: Any) -> Layout:
     overrides = {"use_chief_in_tf_config": True} if getattr(settings, "use_chief_in_tf_config", False) else {}
     followed = native(job, settings.emulate, overrides)
     places: list[Place] = []
-    for role in lowering.effective_roles(job):
+    for role in effective_roles(job):
         if role.name is RoleName.REDUCTION_SERVERS:
             places += [Place(role=role.name, index=i, runs=False) for i in range(followed.reducers)]
             continue
@@ -135,7 +135,7 @@ def layout(job: DistributedJob, settings: Any) -> Layout:
 
 def replica_count(job: DistributedJob) -> int:
     """How many replicas of the job run locally (reduction servers are not run)."""
-    return sum(int(r.replicas) for r in lowering.effective_roles(job) if r.name is not RoleName.REDUCTION_SERVERS)
+    return sum(int(r.replicas) for r in effective_roles(job) if r.name is not RoleName.REDUCTION_SERVERS)
 
 
 def slots(plan: Layout, ports: Sequence[int]) -> list[Slot]:
@@ -153,7 +153,7 @@ def gpu_assignment(plan: Layout, gpus: Sequence[str]) -> GpuAssignment:
     replica starts its processes itself (``omnidist launch``), one for each process the
     platform starts for it (Azure ML).
     """
-    per_node = lowering.processes_per_node(plan.job)
+    per_node = processes_per_node(plan.job)
     needs = []
     for place in plan.places:
         if not place.runs:
@@ -211,13 +211,13 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
     processes = [(slot, rank) for slot in placed if slot.runs for rank in range(slot.processes)]
     specs = []
     for (slot, rank), platform_vars, visible in zip(processes, platform, devices.visible):
-        role = local.role(lowering.effective_role(job, slot.role))
+        role = local.role(effective_role(job, slot.role))
         if not role.command:
             raise ValidationError(f"{slot.role.value} has no command; the local backend runs the job's command "
                                   "(e.g. command: [python, train.py])", source=job.source, path="command")
         command = role.command
         if not platforms.emulation(settings.emulate).ENV_FIELD:  # no field for the hint: the command carries it
-            command = carry_processes_per_node(command, lowering.processes_per_node(job))
+            command = carry_processes_per_node(command, processes_per_node(job))
         gpu = {} if visible is None else {GPU_VARIABLE: visible}
         env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
         specs.append(ReplicaSpec(role=slot.role.singular, index=slot.index, cwd=cwd, env=env,
@@ -231,23 +231,23 @@ def notes(job: DistributedJob, settings: Any, plan: Optional[Layout] = None,
     """What running locally changes about the job, one note each."""
     plan = plan or layout(job, settings)
     found = list(code_data.prepare(job, settings, preview_run_dir(job, settings))[1].notes)
-    images = sorted({r.image for r in lowering.effective_roles(job) if r.image})
+    images = sorted({r.image for r in effective_roles(job) if r.image})
     if images:
         found.append(Note(kind=NoteKind.DROPPED, field="image", message=f"image {', '.join(images)} is not used; "
                           "the local backend runs the command on this machine"))
-    if any(r.name is RoleName.REDUCTION_SERVERS for r in lowering.effective_roles(job)):
+    if any(r.name is RoleName.REDUCTION_SERVERS for r in effective_roles(job)):
         listed = (f"; the platform's cluster lists {plan.native.reducers} of them, at addresses nothing listens on"
                   if plan.native.reducers else "")
         found.append(Note(kind=NoteKind.DROPPED, field="reduction_servers", message="reduction servers are "
                           f"not run locally (they only speed up NCCL all-reduce between GPU machines){listed}"))
-    accelerators = sorted({str(r.accelerator) for r in lowering.effective_roles(job) if r.accelerator})
+    accelerators = sorted({str(r.accelerator) for r in effective_roles(job) if r.accelerator})
     if accelerators:
         found.append(Note(kind=NoteKind.DROPPED, field="accelerator", message=f"{', '.join(accelerators)} is not "
                           "attached; the replicas use this machine's devices"))
     devices = gpu_assignment(plan, gpus)
     if devices.note:
         found.append(Note(kind=NoteKind.DEFAULTED, field="gpus", message=devices.note))
-    commands = {r.command[0] for r in lowering.effective_roles(job) if r.command}
+    commands = {r.command[0] for r in effective_roles(job) if r.command}
     if commands & PYTHON_NAMES:
         found.append(Note(kind=NoteKind.DEFAULTED, field="command", message=f"python runs as "
                           f"{settings.python or sys.executable} (the interpreter running omnidist; set "

@@ -3,7 +3,7 @@
 Each trial is the job itself, emulated as :mod:`omnidist.local.runner` runs any job (one process
 per replica, the chosen platform's environment), with the trial's values appended to every
 replica's argv as ``--NAME=VALUE`` and its identity in the environment: ``OMNIDIST_TRIAL`` and
-``OMNIDIST_METRICS_FILE`` (where :func:`omnidist.runtime.report` writes), plus what the emulated
+``OMNIDIST_METRICS_FILE`` (where :func:`omnidist.runtime.reporting` writes), plus what the emulated
 platform would set (``task.trial`` in ``CLUSTER_SPEC``/``TF_CONFIG`` and ``CLOUD_ML_TRIAL_ID`` on
 the Google platforms, ``AZUREML_SWEEP_<name>`` on Azure ML). A trial's ``cloudml-hypertune``
 file (``CLOUD_ML_HP_METRIC_FILE``) is read too, so code that reports through ``hypertune``
@@ -34,12 +34,13 @@ from typing import IO, Any, Optional
 import attrs
 
 from omnidist.errors import ConfigError, UnsupportedFeatureError
-from omnidist.features import Feature
-from omnidist.job import Algorithm, DistributedJob, Goal, ParameterType, Scale, Tuning
 from omnidist.local import plan, runner
 from omnidist.local.plan import ReplicaSpec
+from omnidist.model.features import Feature
+from omnidist.model.job import DistributedJob
+from omnidist.model.tuning import Algorithm, Goal, ParameterType, Scale, Tuning
 from omnidist.runtime import platforms
-from omnidist.runtime.report import HYPERTUNE_FILE, METRICS_FILE, TRIAL
+from omnidist.runtime.trials import HYPERTUNE_FILE, METRICS_FILE, TRIAL
 
 EXTRA = "omnidist[tuning]"
 """The optional extra that installs Optuna."""
@@ -303,7 +304,9 @@ class _Search:
                     bar.update(1)
                     best = self._best()
                     if best is not None:
-                        bar.set_postfix_str(f"best {self.tuning.metric.name}={_shown(best.value)} (trial {best.number})")
+                        bar.set_postfix_str(
+                            f"best {self.tuning.metric.name}={_shown(best.value)} (trial {best.number})"
+                        )
                 limit = self.tuning.max_failed_trials
                 if limit and self.failures >= limit and not message:
                     message = f"{self.failures} trials failed (max_failed_trials: {limit}); stopping the search"

@@ -17,18 +17,25 @@ the ``OMNIDIST_*`` variables compilers add.
 
 from __future__ import annotations
 
+import importlib
 import os
-import socket
 from collections.abc import MutableMapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from omnidist.runtime import hints
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import context
-from omnidist.runtime.devices import TorchPlacement, torch_placement
-from omnidist.runtime.errors import RuntimeEnvError
-from omnidist.runtime.report import report
-from omnidist.runtime.tfconfig import tf_config_fix
+if TYPE_CHECKING:
+    from omnidist.runtime.devices import TorchPlacement
+    from omnidist.runtime.view import RuntimeContext
+
+_LAZY = {
+    "RuntimeContext": "omnidist.runtime.view",
+    "RuntimeEnvError": "omnidist.runtime.errors",
+    "TorchPlacement": "omnidist.runtime.devices",
+    "context": "omnidist.runtime.detect",
+    "report": "omnidist.runtime.reporting",
+}
+"""Public names imported on first use (PEP 562): a compiler that reads one platform module's
+tables, or the errors module that re-exports the runtime's error, loads nothing else of the
+runtime. (No submodule is named like these, so importing one never hides a name here.)"""
 
 __all__ = ["RuntimeContext", "RuntimeEnvError", "TorchPlacement", "context", "hints", "init_tensorflow",
            "init_torch", "report", "torch_device"]
@@ -37,7 +44,23 @@ _placement: Optional[TorchPlacement] = None
 """What :func:`init_torch` chose for this process (read by :func:`torch_device`)."""
 
 
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    if name == "hints":  # the one submodule in __all__: `runtime.hints` works without importing it first
+        return importlib.import_module("omnidist.runtime.hints")
+    raise AttributeError(f"module 'omnidist.runtime' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 def _free_port() -> int:
+    import socket
+
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -70,6 +93,9 @@ def init_torch(backend: Optional[str] = None, **kwargs: Any) -> RuntimeContext:
     import torch
     import torch.distributed as dist
 
+    from omnidist.runtime.detect import context
+    from omnidist.runtime.devices import torch_placement
+
     global _placement
     ctx = context()
     env = ctx.torch_env()
@@ -99,6 +125,9 @@ def torch_device() -> Any:
     """
     import torch
 
+    from omnidist.runtime.detect import context
+    from omnidist.runtime.devices import torch_placement
+
     placement = _placement
     if placement is None:
         ctx = context()
@@ -122,8 +151,11 @@ def init_tensorflow(environ: Optional[MutableMapping[str, str]] = None) -> Runti
 
     Raises:
         RuntimeEnvError: a platform variable is malformed, or a ``TF_CONFIG`` is needed but
-            cannot be written (see :func:`omnidist.runtime.tfconfig.tf_config_fix`).
+            cannot be written (see :func:`omnidist.runtime.tf_setup.tf_config_fix`).
     """
+    from omnidist.runtime.detect import context
+    from omnidist.runtime.tf_setup import tf_config_fix
+
     env = os.environ if environ is None else environ
     ctx = context(env)
     fix = tf_config_fix(ctx, env)

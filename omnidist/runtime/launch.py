@@ -15,9 +15,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Optional
 
-from omnidist.runtime.context import RuntimeContext
 from omnidist.runtime.errors import RuntimeEnvError
-from omnidist.runtime.tfconfig import tf_config_fix
+from omnidist.runtime.tf_setup import tf_config_fix
+from omnidist.runtime.view import RuntimeContext
 
 NPROC_FLAG = "--nproc-per-node"
 """``omnidist launch``'s option for the processes of a node."""
@@ -153,7 +153,7 @@ def plan_launch(ctx: RuntimeContext, command: Sequence[str], nproc_per_node: Opt
     process (:func:`launched_by`) or the job is a TensorFlow one (``OMNIDIST_FRAMEWORK``):
     then, like the other roles (parameter servers, evaluators, reduction servers), the command
     runs directly (a ``.py`` script with this interpreter). Where ``TF_CONFIG`` is set, or the
-    job is a TensorFlow one, ``TF_CONFIG`` is fixed first (:mod:`omnidist.runtime.tfconfig`).
+    job is a TensorFlow one, ``TF_CONFIG`` is fixed first (:mod:`omnidist.runtime.tf_setup`).
 
     Raises:
         RuntimeEnvError: no command, a process count below 1, or a malformed variable.

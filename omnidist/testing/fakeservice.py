@@ -20,7 +20,7 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar, Optional
 
-from omnidist.testing.fakeserver import Fault, FakeServer, Recorded
+from omnidist.testing.fakeserver import FakeServer, Fault, Recorded
 from omnidist.testing.study import DEFAULT_VALUES, FakeStudy
 
 

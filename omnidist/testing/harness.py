@@ -1,14 +1,18 @@
 """What a cloud backend gives the suites and benchmarks that run every backend alike.
 
-A plugin names its :class:`Harness` in :attr:`omnidist.backend.Backend.testing`
-(``"omnidist_mycloud.testing:HARNESS"``); :func:`harnesses` finds every installed backend's, so
-the reliability suite, the fuzzing and ``bench/`` cover a new backend without an edit.
+A plugin names its :class:`Harness` in :attr:`omnidist.backend.contract.Backend.testing`
+(``"omnidist_mycloud.testing:HARNESS"``); :func:`suite_backends` finds every installed cloud
+backend for a shared suite (:data:`SUITES`), so the reliability suite, the fuzzing and ``bench/``
+cover a new backend without an edit. Coverage is opt-out, not opt-in: a backend that talks to a
+cloud runs every suite unless its :attr:`~omnidist.backend.contract.Backend.opts_out` names the
+suite with a reason, and one that declares no harness fails the conformance suite.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Optional
 
 import attrs
@@ -38,6 +42,9 @@ class Harness:
             SDK's own objects, as a user without omnidist writes it (the compile benchmark).
         direct_submit: for a started fake, returns a function that creates a job document's job
             with the SDK called directly (the submission benchmark).
+        check_request: checks a compiled request with the SDK's own types or schema (raising
+            ``AssertionError`` naming what the SDK refuses), given a scratch folder for files the
+            SDK reads (the corpus suite checks every migration's output with it).
     """
 
     service: type[FakeService]
@@ -47,6 +54,7 @@ class Harness:
     sdk_module: str = ""
     native_builder: Optional[Callable[[], Callable[[JobDocument], Any]]] = None
     direct_submit: Optional[Callable[[FakeService], Callable[[JobDocument], Any]]] = None
+    check_request: Optional[Callable[[Mapping[str, Any], Path], None]] = None
 
 
 def hand_written(doc: JobDocument) -> tuple[str, int, dict[str, str]]:
@@ -60,7 +68,7 @@ def hand_written(doc: JobDocument) -> tuple[str, int, dict[str, str]]:
 
 def harness(name: str) -> Optional[Harness]:
     """The harness of installed backend ``name`` (``None`` when it declares none)."""
-    from omnidist import registry
+    from omnidist.backend import registry
 
     path = registry.get(name).testing
     if not path:
@@ -69,9 +77,62 @@ def harness(name: str) -> Optional[Harness]:
     return getattr(importlib.import_module(module), attribute)
 
 
+SUITES = ("reliability", "tuning", "secrets", "fuzz", "corpus", "bench")
+"""The shared suites a cloud backend's harness is driven by: the fault matrix and exactly-once
+creates (``reliability``), tuning searches under faults (``tuning``), masking on every output
+(``secrets``), mutation fuzzing of its settings and native files (``fuzz``), the real job files of
+``../shared/corpus/<name>/`` imported and migrated to every other backend (``corpus``), and ``bench/``."""
+
+
+def cloud_backends() -> list[str]:
+    """The installed backends that talk to a cloud (they declare a client), by name."""
+    from omnidist.backend import registry
+
+    return [name for name in registry.installed() if registry.get(name).client is not None]
+
+
+@attrs.frozen
+class OptOut:
+    """A backend's word that a shared suite does not apply to it, and why."""
+
+    reason: str
+
+
+def suite_backends(suite: str) -> dict[str, Optional[Harness | OptOut]]:
+    """Every installed cloud backend -> its harness for ``suite``, its :class:`OptOut` of it, or
+    ``None`` when it declares neither (a defect: the suites fail it, they do not skip it).
+
+    Raises:
+        ValueError: ``suite`` is not one of :data:`SUITES`.
+    """
+    from omnidist.backend import registry
+
+    if suite not in SUITES:
+        raise ValueError(f"{suite!r} is not a shared suite: {', '.join(SUITES)}")
+    found: dict[str, Optional[Harness | OptOut]] = {}
+    for name in cloud_backends():
+        reason = registry.get(name).opts_out.get(suite)
+        found[name] = OptOut(reason) if reason else harness(name)
+    return found
+
+
+def suite_harness(suite: str, name: str) -> Harness:
+    """The harness of backend ``name`` for ``suite``, for a test parametrized over
+    :func:`suite_backends`: skips (its opt-out reason) or fails (no harness) through pytest."""
+    import pytest
+
+    found = suite_backends(suite)[name]
+    if isinstance(found, OptOut):
+        pytest.skip(f"{name} opts out of the {suite} suite: {found.reason}")
+    if found is None:
+        pytest.fail(f"{name} talks to a cloud but declares no test harness (Backend.testing) and does not opt out "
+                    f"of the {suite} suite (Backend.opts_out)")
+    return found
+
+
 def harnesses() -> dict[str, Harness]:
     """Installed backend -> its harness, for every backend that has one, by name."""
-    from omnidist import registry
+    from omnidist.backend import registry
 
     found = {name: harness(name) for name in registry.installed()}
     return {name: h for name, h in found.items() if h is not None}

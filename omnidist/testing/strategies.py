@@ -9,15 +9,16 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from omnidist.accelerators import BY_NAME
-from omnidist.job import (
-    Accelerator, Algorithm, DistributedJob, Framework, Goal, Interconnect, Metric, Parameter, ParameterType, Role, Scale,
-    Tuning,
-)
+from omnidist.model.accelerators import BY_NAME
+from omnidist.model.job import DistributedJob, Framework, Interconnect
+from omnidist.model.roles import Accelerator, Role
+from omnidist.model.tuning import Algorithm, Goal, Metric, Parameter, ParameterType, Scale, Tuning
 
 names = st.from_regex(r"[a-z][a-z0-9-]{0,20}", fullmatch=True)
 env_names = st.from_regex(r"[A-Z_][A-Z0-9_]{0,10}", fullmatch=True).filter(lambda n: not n.startswith("OMNIDIST_"))
-safe_text = st.text(st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="'\"\\"), min_size=1, max_size=12)
+safe_text = st.text(
+    st.characters(min_codepoint=33, max_codepoint=126, exclude_characters="'\"\\"), min_size=1, max_size=12
+)
 argv = st.lists(safe_text, min_size=1, max_size=4).map(tuple)
 envs = st.dictionaries(env_names, safe_text, max_size=3)
 images = st.from_regex(r"[a-z]{2,8}\.example/[a-z]{2,8}:[0-9]\.[0-9]", fullmatch=True)
@@ -25,11 +26,15 @@ images = st.from_regex(r"[a-z]{2,8}\.example/[a-z]{2,8}:[0-9]\.[0-9]", fullmatch
 
 def accelerators_of(types=tuple(BY_NAME), counts=(1, 2, 4, 8)) -> st.SearchStrategy[Accelerator]:
     """Accelerators drawn from the given portable types and counts."""
-    return st.builds(lambda t, c: Accelerator(type=t, count=c), st.sampled_from(list(types)), st.sampled_from(list(counts)))
+    return st.builds(
+        lambda t, c: Accelerator(type=t, count=c), st.sampled_from(list(types)), st.sampled_from(list(counts))
+    )
 
 
-def roles(replicas=st.integers(0, 8), accelerator: Optional[st.SearchStrategy] = None, hardware: bool = True) -> st.SearchStrategy[Role]:
-    """Roles with optional hardware and program overrides."""
+def roles(replicas: Optional[st.SearchStrategy] = None, accelerator: Optional[st.SearchStrategy] = None,
+          hardware: bool = True) -> st.SearchStrategy[Role]:
+    """Roles with optional hardware and program overrides (``replicas`` default: 0 to 8)."""
+    replicas = replicas if replicas is not None else st.integers(0, 8)
     acc = accelerator if accelerator is not None else st.none() | accelerators_of()
     numbers = st.none() | st.integers(1, 96) if hardware else st.none()
     return st.builds(
@@ -112,9 +117,11 @@ def parameters(types=tuple(ParameterType), scales=tuple(Scale), max_integer_span
         ParameterType.DOUBLE: _double(scales),
         ParameterType.INTEGER: _integer(scales, lowest_integer, max_integer_span),
         ParameterType.DISCRETE: st.lists(_bounds, min_size=1, max_size=5, unique=True).map(
-            lambda v: Parameter(type="discrete", values=v)),
-        ParameterType.CATEGORICAL: st.lists(st.from_regex(r"[a-z][a-z0-9_.-]{0,8}", fullmatch=True), min_size=1,
-                                            max_size=4, unique=True).map(lambda v: Parameter(type="categorical", values=v)),
+            lambda v: Parameter(type="discrete", values=v)
+        ),
+        ParameterType.CATEGORICAL: st.lists(
+            st.from_regex(r"[a-z][a-z0-9_.-]{0,8}", fullmatch=True), min_size=1, max_size=4, unique=True
+        ).map(lambda v: Parameter(type="categorical", values=v)),
     }
     return st.one_of([made[ParameterType(t)] for t in types])
 

@@ -14,10 +14,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from omnidist import api, registry
-from omnidist.backend import CompiledJob, Note
+from omnidist import api
+from omnidist.backend import registry
+from omnidist.backend.values import CompiledJob, Note
 from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob, Framework, Role
+from omnidist.model.job import DistributedJob, Framework
+from omnidist.model.roles import Role
 from omnidist.testing import strategies
 
 BACKENDS = registry.installed()

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from omnidist import registry
+from omnidist.backend import registry
 from omnidist.runtime import platforms
-from omnidist.testing.harness import harnesses
+from omnidist.testing.harness import SUITES, OptOut, cloud_backends, harnesses, suite_backends
 
 CORE = Path(__file__).resolve().parents[2] / "omnidist"
 PLUGINS = [n for n in registry.installed() if type(registry.get(n)).__module__.split(".")[0] != "omnidist"]
@@ -112,7 +112,9 @@ def quoted_names(source: str, names: set[str]) -> list[str]:
 
 
 def test_the_name_finder_sees_code_and_skips_docstrings():
-    source = '"""For vertex."""\nX = 1\n"""Like vertex."""\nBACKENDS = ("vertex", "local")\nhint = f"use {a} azure_ml"\n'
+    source = (
+        '"""For vertex."""\nX = 1\n"""Like vertex."""\nBACKENDS = ("vertex", "local")\nhint = f"use {a} azure_ml"\n'
+    )
     assert quoted_names(source, {"vertex", "azure_ml"}) == ["vertex", " azure_ml"]
 
 
@@ -140,6 +142,18 @@ def test_a_backend_recognizes_what_it_compiles(name, isolated):
     request = api.compile(job, backend=name).request
     claims = [other for other in registry.installed() if registry.get(other).recognizes(request)]
     assert claims == [name]
+
+
+@pytest.mark.parametrize("name", cloud_backends())
+def test_every_cloud_backend_declares_a_harness_or_opts_out_of_every_suite(name):
+    for suite, found in ((suite, suite_backends(suite)[name]) for suite in SUITES):
+        assert found is not None, f"{name} runs no {suite} suite: declare Backend.testing or opt out with a reason"
+        assert not isinstance(found, OptOut) or found.reason.strip(), f"{name} opts out of {suite} without a reason"
+
+
+def test_an_opt_out_needs_a_known_suite():
+    with pytest.raises(ValueError, match="not a shared suite"):
+        suite_backends("integration")
 
 
 @pytest.mark.parametrize("name", sorted(harnesses()))

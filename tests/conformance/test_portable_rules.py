@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from omnidist import api, lowering, registry
+from omnidist import api
+from omnidist.backend import registry
+from omnidist.compiler import lowering
 from omnidist.errors import ValidationError
 from omnidist.testing.cli import run_cli
 

@@ -23,9 +23,10 @@ import shlex
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Optional
 
-from omnidist import importing, serde
-from omnidist.commandline import needs_shell
-from omnidist.job import DistributedJob
+from omnidist.compiler import delowering as importing
+from omnidist.compiler.commandline import needs_shell
+from omnidist.model import serde
+from omnidist.model.job import DistributedJob
 
 Leaf = tuple[tuple[str, ...], Any]
 Check = Callable[[dict[tuple[str, ...], Any], Any, tuple[str, ...]], bool]
@@ -280,14 +281,18 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("workerPoolSpecs.*.machineSpec.acceleratorType", _accelerator_part(0, VERTEX_GPUS)),
         ("workerPoolSpecs.*.machineSpec.acceleratorCount", _accelerator_part(1, {})),
         ("workerPoolSpecs.*.replicaCount", _replicas),
-        ("workerPoolSpecs.*.containerSpec.imageUri",
-         lambda flat, v, p: "reductionserver" in str(v) or at(*PROGRAM)(flat, v, p)),
+        (
+            "workerPoolSpecs.*.containerSpec.imageUri",
+            lambda flat, v, p: "reductionserver" in str(v) or at(*PROGRAM)(flat, v, p),
+        ),
         ("workerPoolSpecs.*.containerSpec.command.*", at(*COMMAND)),
         ("workerPoolSpecs.*.containerSpec.args.*", at(*ARGS)),
         ("workerPoolSpecs.*.containerSpec.env.*.name", _env_name),
         ("workerPoolSpecs.*.containerSpec.env.*.value", at("env.*", "*.env.*")),
-        ("workerPoolSpecs.*.pythonPackageSpec.executorImageUri", lambda flat, v, p: at(*PROGRAM)(flat, v, p)
-         or _prebuilt_image(flat, v, p)),
+        (
+            "workerPoolSpecs.*.pythonPackageSpec.executorImageUri",
+            lambda flat, v, p: at(*PROGRAM)(flat, v, p) or _prebuilt_image(flat, v, p),
+        ),
         ("workerPoolSpecs.*.pythonPackageSpec.pythonModule", at("module")),
         ("workerPoolSpecs.*.pythonPackageSpec.packageUris.*", at("code")),
         ("workerPoolSpecs.*.pythonPackageSpec.args.*", at(*ARGS)),
@@ -296,8 +301,10 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("workerPoolSpecs.*.diskSpec.bootDiskSizeGb", lambda flat, v, p: int(v) == 100 or at("*.disk_gb")(flat, v, p)),
         ("workerPoolSpecs.*.diskSpec.bootDiskType", at("backends.vertex.boot_disk_type")),
         ("scheduling.timeout", at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v)))),
-        ("scheduling.strategy", lambda flat, v, p: flat.get(("spot",)) is (v in ("SPOT", "LOW_COST"))
-         or v in ("STANDARD", "ON_DEMAND")),
+        (
+            "scheduling.strategy",
+            lambda flat, v, p: flat.get(("spot",)) is (v in ("SPOT", "LOW_COST")) or v in ("STANDARD", "ON_DEMAND"),
+        ),
         ("scheduling.restartJobOnWorkerRestart", at("backends.vertex.restart_job_on_worker_restart")),
         ("serviceAccount", at("backends.vertex.service_account")),
         ("network", at("backends.vertex.network")),
@@ -305,41 +312,60 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("tensorboard", at("backends.vertex.tensorboard")),
         ("enableWebAccess", at("backends.vertex.enable_web_access")),
         ("persistentResourceId", at("backends.vertex.persistent_resource_id")),
-        ("baseOutputDirectory.outputUriPrefix", lambda flat, v, p: at("backends.vertex.base_output_dir")(flat, v, p)
-         and flat.get(("outputs", "model")) is not None),
+        (
+            "baseOutputDirectory.outputUriPrefix",
+            lambda flat, v, p: (
+                at("backends.vertex.base_output_dir")(flat, v, p) and flat.get(("outputs", "model")) is not None
+            ),
+        ),
         ("encryptionSpec.kmsKeyName", at("backends.vertex.kms_key_name")),
     ],
     "ai_platform": [
-        ("jobId", at("name", "backends.ai_platform.job_id", norm=lambda v: importing.portable_name(
-            str(v).replace("_", "-")))),
+        (
+            "jobId",
+            at("name", "backends.ai_platform.job_id", norm=lambda v: importing.portable_name(str(v).replace("_", "-"))),
+        ),
         ("labels.*", at("labels.*")),
-        ("trainingInput.scaleTier", lambda flat, v, p: v == "CUSTOM" or at("backends.ai_platform.scale_tier")(flat, v, p)),
+        (
+            "trainingInput.scaleTier",
+            lambda flat, v, p: v == "CUSTOM" or at("backends.ai_platform.scale_tier")(flat, v, p),
+        ),
         ("trainingInput.*Type", at("backends.ai_platform.machine_types.*")),
         ("trainingInput.*Count", _replicas),
         ("trainingInput.*Config.imageUri", lambda flat, v, p: at(*PROGRAM)(flat, v, p) or _prebuilt_image(flat, v, p)),
         ("trainingInput.*Config.acceleratorConfig.type", _accelerator_part(0, VERTEX_GPUS)),
         ("trainingInput.*Config.acceleratorConfig.count", _accelerator_part(1, {})),
-        ("trainingInput.*Config.diskConfig.bootDiskSizeGb",
-         lambda flat, v, p: int(v) == 100 or at("*.disk_gb")(flat, v, p)),
+        (
+            "trainingInput.*Config.diskConfig.bootDiskSizeGb",
+            lambda flat, v, p: int(v) == 100 or at("*.disk_gb")(flat, v, p),
+        ),
         ("trainingInput.*Config.diskConfig.bootDiskType", fixed("pd-ssd")),
         ("trainingInput.*Config.containerCommand.*", at(*COMMAND)),
         ("trainingInput.*Config.containerArgs.*", at(*ARGS)),
         ("trainingInput.args.*", at(*ARGS)),
         ("trainingInput.runtimeVersion", at("backends.ai_platform.runtime_version", "framework_version")),
-        ("trainingInput.pythonVersion", lambda flat, v, p: at("backends.ai_platform.python_version")(flat, v, p)
-         or _runtime_python(flat, v, p)),
+        (
+            "trainingInput.pythonVersion",
+            lambda flat, v, p: at("backends.ai_platform.python_version")(flat, v, p) or _runtime_python(flat, v, p),
+        ),
         ("trainingInput.pythonModule", at("backends.ai_platform.python_module", "module")),
         ("trainingInput.packageUris.*", at("backends.ai_platform.package_uris.*", "code")),
-        ("trainingInput.jobDir", lambda flat, v, p: at("backends.ai_platform.job_dir")(flat, v, p)
-         and flat.get(("outputs", "model")) is not None),
+        (
+            "trainingInput.jobDir",
+            lambda flat, v, p: (
+                at("backends.ai_platform.job_dir")(flat, v, p) and flat.get(("outputs", "model")) is not None
+            ),
+        ),
         ("trainingInput.region", at("backends.ai_platform.region")),
         ("trainingInput.serviceAccount", at("backends.ai_platform.service_account")),
         ("trainingInput.network", at("backends.ai_platform.network")),
         ("trainingInput.enableWebAccess", at("backends.ai_platform.enable_web_access")),
         ("trainingInput.useChiefInTfConfig", at("backends.ai_platform.use_chief_in_tf_config")),
         *LEGACY_TUNING,
-        ("trainingInput.scheduling.maxRunningTime",
-         at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v)))),
+        (
+            "trainingInput.scheduling.maxRunningTime",
+            at("timeout", norm=lambda v: serde.format_duration(_proto_seconds(v))),
+        ),
     ],
     "azure_ml": [
         ("$schema", lambda flat, v, p: "azureml" in str(v)),
@@ -353,8 +379,10 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("inputs.*.type", _data_type("inputs")),
         ("outputs.*.path", lambda flat, v, p: flat.get(("outputs", p[1], "uri")) == v),
         ("outputs.*.mode", fixed("rw_mount")),
-        ("outputs.*.type", lambda flat, v, p: v == "uri_folder" and ("outputs", p[1]) in flat
-         or ("outputs", p[1], "uri") in flat),
+        (
+            "outputs.*.type",
+            lambda flat, v, p: v == "uri_folder" and ("outputs", p[1]) in flat or ("outputs", p[1], "uri") in flat,
+        ),
         ("environment", at("backends.azure_ml.environment")),
         ("environment.image", at("image")),
         ("compute", at("backends.azure_ml.compute", norm=lambda v: str(v).removeprefix("azureml:"))),
@@ -362,16 +390,28 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("resources.instance_type", at("backends.azure_ml.instance_type")),
         ("resources.shm_size", at("backends.azure_ml.shm_size")),
         ("resources.docker_args", at("backends.azure_ml.docker_args")),
-        ("distribution.type", _framework_of({"pytorch": ("pytorch", "deepspeed", "custom"), "mpi": ("horovod",),
-                                             "tensorflow": ("tensorflow",)})),
-        ("distribution.process_count_per_instance",
-         lambda flat, v, p: at("processes_per_node")(flat, v, p) or flat.get(("processes_per_node",)) is None),
+        (
+            "distribution.type",
+            _framework_of(
+                {"pytorch": ("pytorch", "deepspeed", "custom"), "mpi": ("horovod",), "tensorflow": ("tensorflow",)}
+            ),
+        ),
+        (
+            "distribution.process_count_per_instance",
+            lambda flat, v, p: at("processes_per_node")(flat, v, p) or flat.get(("processes_per_node",)) is None,
+        ),
         ("distribution.worker_count", _nodes),
         ("distribution.parameter_server_count", at("parameter_servers.replicas")),
         ("environment_variables.*", at("env.*")),
         ("limits.timeout", at("timeout", norm=serde.format_duration)),
-        ("queue_settings.job_tier", lambda flat, v, p: flat.get(("spot",)) is True if str(v).lower() == "spot"
-         else at("backends.azure_ml.job_tier", norm=str.lower)(flat, v, p)),
+        (
+            "queue_settings.job_tier",
+            lambda flat, v, p: (
+                flat.get(("spot",)) is True
+                if str(v).lower() == "spot"
+                else at("backends.azure_ml.job_tier", norm=str.lower)(flat, v, p)
+            ),
+        ),
         ("queue_settings.priority", at("backends.azure_ml.priority")),
         ("tags.*", at("labels.*")),
         ("display_name", at("name", norm=importing.portable_name)),
@@ -446,10 +486,10 @@ def unaccounted(native: Any, source: str, job: DistributedJob, fields: Iterable[
         rule_path = native_path(path, source)
         check = next((c for pattern, c in RULES[source] if _matches(pattern, rule_path)), None)
         if check is None or not _where(check, flat, value, rule_path):
-            lost.append(f"{'.'.join(path)} = {importing.short(value, 40)}")
+            lost.append(f"{'.'.join(path)} = {importing.shorten(value, 40)}")
             continue
         if carried is not None and not _carried(check, flat, value, rule_path, source, list(carried)):
-            lost.append(f"{'.'.join(path)} = {importing.short(value, 40)} (kept in backends.{source}, not reported)")
+            lost.append(f"{'.'.join(path)} = {importing.shorten(value, 40)} (kept in backends.{source}, not reported)")
     return lost
 
 
@@ -485,9 +525,9 @@ def _vcpus(backend: str, machine: Optional[str]) -> Optional[int]:
 
         found = legacy.MACHINES.get(machine)
     else:
-        from omnidist import catalog
+        from omnidist.clouds.compute_engine import COMPUTE_ENGINE
 
-        found = catalog.COMPUTE_ENGINE.get(machine)
+        found = COMPUTE_ENGINE.get(machine)
     return found.vcpus if found else None
 
 
@@ -502,8 +542,8 @@ def meaning_changes(imported: DistributedJob, source: str, request: Mapping[str,
     """What the target's request runs differently from the source, with no ``changed`` or
     ``dropped`` line to say so: another GPU model or count, fewer vCPUs, a role gone, a command
     that lost its lines, a machine name the target does not have."""
-    from omnidist import registry
-    from omnidist.lowering import effective_role, effective_roles
+    from omnidist.backend import registry
+    from omnidist.model.roles import effective_role, effective_roles
 
     said = [e.field for e in report if e.fidelity.value in ("changed", "dropped")]
     readback = registry.get(target).import_native(request)

@@ -13,10 +13,12 @@ import attrs
 import pytest
 
 import omnidist
-from omnidist import api, registry
-from omnidist.backend import JobState
+from omnidist import api
+from omnidist.backend import registry
+from omnidist.backend.values import JobState
 from omnidist.errors import NotFoundError, ValidationError
 from omnidist.local import LocalBackend, LocalSettings
+from omnidist.migration import import_native
 
 from .conftest import process_gone
 
@@ -68,10 +70,10 @@ def test_settings_are_validated_with_their_path(job_dir, clean_env):
 def test_import_native_round_trip(job_dir, clean_env):
     job = omnidist.DistributedJob(name="round", framework="tensorflow", command=["bash", "go.sh"], env={"K": "v"},
                                   workers=omnidist.Role(replicas=2), parameter_servers=omnidist.Role(replicas=1))
-    back = api.import_native(api.compile(job, backend="local").request, backend="local")
+    back = import_native(api.compile(job, backend="local").request, backend="local")
     assert attrs.evolve(back, source=None) == job
     with pytest.raises(ValidationError, match="replicas"):
-        api.import_native({"replicas": [{"role": "boss"}]}, backend="local")
+        import_native({"replicas": [{"role": "boss"}]}, backend="local")
 
 
 def _contexts(stdout: str) -> dict[str, dict]:
@@ -211,7 +213,9 @@ def test_the_ddp_example_trains_under_vertex_emulation(clean_env):
 # --- submit: a detached run recorded in a run directory ---------------------------------------
 
 def _submit(job, tmp_path, **settings):
-    return api.submit(job, backend="local", settings={"runs_dir": str(tmp_path / "runs"), "grace_period": 1, **settings})
+    return api.submit(
+        job, backend="local", settings={"runs_dir": str(tmp_path / "runs"), "grace_period": 1, **settings}
+    )
 
 
 def _wait(handle, timeout=30):

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 from omnidist import api
-from omnidist.backend import JobState, NoteKind
+from omnidist.backend.values import JobState, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob
 from omnidist.local import LocalBackend, plan
+from omnidist.model.job import DistributedJob
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "code-and-data"
 PRINT = """

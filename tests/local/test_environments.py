@@ -7,9 +7,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from omnidist.job import DistributedJob, Role, RoleName
 from omnidist.local import environments
 from omnidist.local.environments import Slot, hint_env, inherited, platform_env
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import Role, RoleName
 from omnidist.runtime import context
 
 
@@ -189,7 +190,13 @@ def test_azure_ml_tensorflow_parameter_servers():
 
 def test_none_sets_nothing():
     assert all(env == {} for env in envs_for(job(), "none"))
-    assert environments.EMULATIONS == ("ai_platform", "azure_ml", "kubernetes", "none", "vertex")  # found in runtime/platforms
+    assert environments.EMULATIONS == (
+        "ai_platform",
+        "azure_ml",
+        "kubernetes",
+        "none",
+        "vertex",
+    )  # found in runtime/platforms
 
 
 def test_inherited_drops_platform_variables():

@@ -12,9 +12,10 @@ import attrs
 import pytest
 
 from omnidist import api
-from omnidist.job import DistributedJob, Role
 from omnidist.local import plan
 from omnidist.local.gpus import assign_gpus, visible_gpus
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import Role
 
 from .test_backend import EXAMPLE
 

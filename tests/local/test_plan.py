@@ -7,10 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from omnidist.backend import NoteKind
+from omnidist.backend.values import NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import Accelerator, DistributedJob, Role
 from omnidist.local import plan
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import Accelerator, Role
 
 
 def settings(**kw):
@@ -108,7 +109,7 @@ def test_without_the_backend_the_platforms_environment_refuses_what_it_cannot_pl
     """Without the emulated platform's plugin, the roles its environment has no place for are
     refused with exit code 3 (runtime/platforms/azure_ml.py DISTRIBUTION_ROLES), and a note says
     compile's own checks were not made."""
-    from omnidist.local import native as native_module
+    from omnidist.local import emulated as native_module
 
     with pytest.raises(UnsupportedFeatureError) as info:
         native_module.assumed(demo(workers=Role(replicas=1), **extra), "azure_ml")
@@ -122,7 +123,7 @@ def test_without_the_backend_the_platforms_environment_refuses_what_it_cannot_pl
 
 
 def test_without_the_backend_the_job_block_and_setting_still_choose_chief():
-    from omnidist.local import native as native_module
+    from omnidist.local import emulated as native_module
 
     job = demo(backends={"ai_platform": {"use_chief_in_tf_config": True}})
     assert native_module.assumed(job, "ai_platform").decided.details["use_chief"] is True

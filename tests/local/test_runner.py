@@ -39,7 +39,9 @@ def test_output_is_prefixed_per_replica(tmp_path):
 
 def test_replicas_get_cwd_env_and_no_stray_platform_variables(tmp_path):
     out = io.StringIO()
-    code = "import os; print(os.getcwd(), os.environ.get('MINE'), os.environ.get('TF_CONFIG'), os.environ['PATH'] != '')"
+    code = (
+        "import os; print(os.getcwd(), os.environ.get('MINE'), os.environ.get('TF_CONFIG'), os.environ['PATH'] != '')"
+    )
     run([spec("primary-0", code, tmp_path, {"MINE": "yes"})], out=out, err=io.StringIO(),
         environ={**os.environ, "TF_CONFIG": "{stray}"})
     assert out.getvalue().strip() == f"[primary-0] {tmp_path} yes None True"

@@ -7,8 +7,7 @@ from typing import Optional
 
 import attrs
 
-from omnidist.backend import Backend, Capabilities, CompiledJob, JobHandle, JobStatus
-from omnidist.job import RoleName
+from omnidist.kit import Backend, Capabilities, CompiledJob, JobHandle, JobStatus, RoleName
 
 
 @attrs.frozen(kw_only=True)

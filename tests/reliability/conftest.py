@@ -2,9 +2,11 @@
 :class:`omnidist.testing.FakeService`) on a FakeServer, the backend with injected ids and sleeps,
 and settings that point the real SDK client at the fake.
 
-Every cross-backend test takes the ``cloud`` fixture, parametrized over :data:`CLOUDS` (the
-installed backends' harnesses), so a row of the fault matrix runs once per backend with the same
-expectations.
+Every cross-backend test takes the ``cloud`` fixture, parametrized over every installed cloud
+backend, so a row of the fault matrix runs once per backend with the same expectations. A test
+module names its shared suite with ``pytestmark = pytest.mark.suite("tuning")`` (default
+``reliability``); a backend that opts out of it is skipped with its reason, one that declares no
+harness fails (:func:`omnidist.testing.harness.suite_harness`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any
 import attrs
 import pytest
 
-from omnidist.backend import Backend
+from omnidist.backend.contract import Backend
 from omnidist.testing import FakeServer, FakeService, Harness
-from omnidist.testing.harness import harnesses
+from omnidist.testing.harness import cloud_backends, suite_harness
 
 JOB: dict[str, Any] = {
     "name": "reliable-ddp",
@@ -57,7 +59,7 @@ class Cloud:
         service: the fake service (its ``jobs`` dict is what exists on the "cloud").
         backend: the backend, with deterministic ids and a recording ``sleep``.
         make_settings: settings pointing at the server, with the given overrides (every backend's
-            settings share the retry/timeout keys of :class:`omnidist.retry.ClientSettings`).
+            settings share the retry/timeout keys of :class:`omnidist.backend.settings.ClientSettings`).
         sleeps: every wait the retry policy asked for (none actually happens).
         harness: what the plugin declared for suites like this one.
     """
@@ -92,10 +94,10 @@ class Cloud:
 
     def submit(self, job: Any = None, **overrides: Any):
         """Compile ``job`` (default :data:`JOB`) and submit it through the backend."""
-        from omnidist import serde
+        from omnidist.model.job import job_from_dict
 
         settings = self.settings(**overrides)
-        compiled = self.backend.compile(serde.job_from_dict(job or JOB), settings)
+        compiled = self.backend.compile(job_from_dict(job or JOB), settings)
         return self.backend.submit(compiled, settings)
 
     def creates(self) -> int:
@@ -114,7 +116,7 @@ RETRIES: dict[str, Any] = {"retry_attempts": 4, "retry_deadline_s": 30.0}
 
 def wire(name: str, harness: Harness, server: FakeServer, sleeps: list[float]) -> Cloud:
     """Backend ``name`` on a fresh fake of its own, with deterministic ids and a recording sleep."""
-    from omnidist import registry
+    from omnidist.backend import registry
 
     ids, suffixes = (f"req{n}" for n in itertools.count()), (f"s{n}" for n in itertools.count())
     driver = type(registry.get(name))(request_id=lambda: next(ids), suffix=lambda: next(suffixes), sleep=sleeps.append)
@@ -123,13 +125,15 @@ def wire(name: str, harness: Harness, server: FakeServer, sleeps: list[float]) -
                  sleeps=sleeps, harness=harness)
 
 
-CLOUDS: dict[str, Harness] = harnesses()
-"""Every installed backend that declares a :class:`~omnidist.testing.Harness` (a fourth cloud's
-plugin is covered by installing it)."""
+CLOUDS: list[str] = sorted(cloud_backends())
+"""Every installed backend that talks to a cloud (a fourth cloud's plugin is covered by installing it)."""
 
 
-@pytest.fixture(params=sorted(CLOUDS))
+@pytest.fixture(params=CLOUDS)
 def cloud(request) -> Iterator[Cloud]:
-    """Each cloud backend in turn, on a fresh fake service."""
+    """Each cloud backend in turn, on a fresh fake service (skipped where it opts out of the
+    module's suite, failed where it declares no harness)."""
+    marker = request.node.get_closest_marker("suite")
+    harness = suite_harness(marker.args[0] if marker else "reliability", request.param)
     with FakeServer() as server:
-        yield wire(request.param, CLOUDS[request.param], server, [])
+        yield wire(request.param, harness, server, [])

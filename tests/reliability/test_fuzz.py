@@ -19,18 +19,22 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 import omnidist
-from omnidist import errors, registry, serde
-from omnidist.testing import strategies
-from omnidist.runtime.launch import plan_launch
-from omnidist.runtime.tfconfig import tf_config_fix
+from omnidist import errors
+from omnidist.backend import registry
+from omnidist.model import serde
+from omnidist.model.job import job_from_dict, job_to_dict
 from omnidist.runtime import platforms
+from omnidist.runtime.launch import plan_launch
+from omnidist.runtime.tf_setup import tf_config_fix
+from omnidist.testing import strategies
 from omnidist.testing.cli import run_cli
-from omnidist.testing.harness import harnesses
+from omnidist.testing.harness import Harness, suite_backends, suite_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = tuple(registry.installed())
-HARNESSES = harnesses()
-CLOUD_BACKENDS = tuple(sorted(HARNESSES))
+FUZZED = suite_backends("fuzz")
+HARNESSES = {name: found for name, found in FUZZED.items() if isinstance(found, Harness)}
+CLOUD_BACKENDS = tuple(sorted(FUZZED))
 EMULATIONS = platforms.emulations()
 FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                           HealthCheck.too_slow])
@@ -95,14 +99,14 @@ SETTINGS_BLOCKS = st.fixed_dictionaries({}, optional={
     **{name: st.just(dict(harness.sample_settings)) for name, harness in HARNESSES.items()},
     "local": st.sampled_from(EMULATIONS).map(lambda emulate: {"emulate": emulate, "grace_period": 1.0}),
 })
-JOB_DOCUMENTS = strategies.jobs(backends=SETTINGS_BLOCKS).map(serde.job_to_dict)
+JOB_DOCUMENTS = strategies.jobs(backends=SETTINGS_BLOCKS).map(job_to_dict)
 
 
 @FUZZ
 @given(doc=mutated(JOB_DOCUMENTS))
 def test_mutated_job_documents_fail_only_with_omnidist_errors(isolated, doc):
     try:
-        job = serde.job_from_dict(doc, source="fuzz.yaml")
+        job = job_from_dict(doc, source="fuzz.yaml")
     except errors.OmnidistError:
         return
     for backend in BACKENDS:
@@ -118,7 +122,7 @@ def test_valid_documents_round_trip_before_mutation(isolated):
     @settings(max_examples=30, deadline=None)
     @given(job=strategies.jobs(backends=SETTINGS_BLOCKS))
     def check(job):
-        assert serde.job_from_dict(serde.job_to_dict(job)) == job
+        assert job_from_dict(job_to_dict(job)) == job
 
     check()
 
@@ -145,7 +149,7 @@ def native_seeds(backend: str) -> tuple[dict[str, Any], ...]:
     seeds = []
     for data in SEED_JOBS:
         try:
-            compiled = omnidist.compile(serde.job_from_dict(data), backend=backend)
+            compiled = omnidist.compile(job_from_dict(data), backend=backend)
         except errors.UnsupportedFeatureError:
             continue
         seeds.append(json.loads(serde.dump_json(compiled.request)))
@@ -155,6 +159,7 @@ def native_seeds(backend: str) -> tuple[dict[str, Any], ...]:
 
 @pytest.mark.parametrize("backend", CLOUD_BACKENDS)
 def test_mutated_native_specs_fail_only_with_omnidist_errors(isolated, backend):
+    suite_harness("fuzz", backend)
     for seed in native_seeds(backend):  # unmutated, every seed imports
         omnidist.import_native(seed, backend=backend)
 
@@ -200,7 +205,7 @@ def runtime_seeds() -> tuple[dict[str, str], ...]:
     for data in SEED_JOBS[1:4]:
         for platform in EMULATIONS:
             try:
-                compiled = omnidist.compile(serde.job_from_dict(data), backend="local",
+                compiled = omnidist.compile(job_from_dict(data), backend="local",
                                             settings={"emulate": platform})
             except errors.UnsupportedFeatureError:
                 continue
@@ -323,6 +328,7 @@ def test_cli_never_prints_a_traceback_for_broken_job_files(tmp_path, name):
 
 @pytest.mark.parametrize("backend", CLOUD_BACKENDS)
 def test_cli_never_prints_a_traceback_for_broken_native_files(tmp_path, backend):
+    suite_harness("fuzz", backend)
     seed = copy.deepcopy(native_seeds(backend)[0])
     first = next(iter(seed))
     seed[first] = {"unexpected": [1, None]}
@@ -339,12 +345,13 @@ def test_cli_never_prints_a_traceback_for_broken_native_files(tmp_path, backend)
 @pytest.mark.parametrize("spelling", ["V100:8", "v100:8", {"type": "V100", "count": 8}, "NVIDIA_TESLA_V100:8"],
                          ids=["shorthand", "lowercase", "mapping", "vertex-alias"])
 def test_python_api_accelerator_shorthand_is_accepted_everywhere(isolated, spelling):
-    from omnidist.job import Accelerator, DistributedJob, Role
+    from omnidist.model.job import DistributedJob
+    from omnidist.model.roles import Accelerator, Role
 
     job = DistributedJob(name="x", framework="pytorch", image="gcr.io/p/t:1", command=("python", "t.py"),
                          primary=Role(accelerator=spelling))
     assert job.primary.accelerator == Accelerator(type="V100", count=8)
-    assert serde.job_from_dict({**serde.job_to_dict(job), "primary": {"accelerator": spelling}}) == job
+    assert job_from_dict({**job_to_dict(job), "primary": {"accelerator": spelling}}) == job
     local = omnidist.compile(job, backend="local").request
     assert local["replicas"][0]["env"]["OMNIDIST_PROCESSES_PER_NODE"] == "8"
     for backend in CLOUD_BACKENDS:  # each cloud writes it its own way, and reads it back as written

@@ -13,16 +13,21 @@ import attrs
 import pytest
 
 import omnidist
-from omnidist import migration, serde
-from omnidist.backend import JobHandle, JobState
-from omnidist.display import MASK
+from omnidist import migration
+from omnidist.backend.values import JobState
 from omnidist.errors import InvalidRequestError
+from omnidist.model import serde
+from omnidist.model.job import job_from_dict
+from omnidist.secrets import MASK
+from omnidist.submission.handle import JobHandle
 from omnidist.testing import Fault
 from omnidist.testing.cli import run_cli
-from omnidist.testing.harness import harnesses
+from omnidist.testing.harness import cloud_backends
 
-CLOUDS = sorted(harnesses())
-"""The installed cloud backends (those that declare a harness)."""
+pytestmark = pytest.mark.suite("secrets")
+
+CLOUDS = sorted(cloud_backends())
+"""The installed backends that talk to a cloud."""
 
 SECRETS = {"API_KEY": "sk-live-7f3a9c2e1b", "HF_TOKEN": "hf_QpLmZx81Wq", "DB_PASSWORD": "pw-Tr0ub4dor-3"}
 """Secret-looking variables and their values (job-level env: Azure ML has no per-role env)."""
@@ -67,7 +72,7 @@ PAIRS = [(source, target) for source, target in zip(CLOUDS, CLOUDS[1:] + CLOUDS[
 
 
 def test_compiled_request_carries_secrets_but_no_display_does(cloud, credentials):
-    job = serde.job_from_dict(JOB)
+    job = job_from_dict(JOB)
     compiled = cloud.backend.compile(job, cloud.settings(**_credential_setting(cloud, credentials)))
     request = compiled.render("json")
     assert set(leaks(request)) == set(SECRETS.values()), "every env value is in the request, no credential"
@@ -90,7 +95,7 @@ def test_submitted_handle_and_followed_logs_show_no_secret(cloud, capsys):
 
 
 def test_role_repr_masks_secrets():
-    job = serde.job_from_dict({**JOB, "primary": {"env": {"HF_TOKEN": SECRETS["HF_TOKEN"]}},
+    job = job_from_dict({**JOB, "primary": {"env": {"HF_TOKEN": SECRETS["HF_TOKEN"]}},
                                "workers": {"replicas": 1, "env": {"DB_PASSWORD": SECRETS["DB_PASSWORD"]}}})
     assert leaks(repr(job.primary)) == [] and leaks(repr(job.workers)) == []
 
@@ -98,7 +103,7 @@ def test_role_repr_masks_secrets():
 
 @pytest.mark.parametrize("source, target", PAIRS)
 def test_migration_report_shows_no_secret(isolated, source, target):
-    native = omnidist.compile(serde.job_from_dict(JOB), backend=source).request
+    native = omnidist.compile(job_from_dict(JOB), backend=source).request
     compiled, report = migration.migrate(native, source, target)
     assert SECRETS["API_KEY"] in compiled.render(), "the migrated request still carries the job's env"
     for shown in (str(report), json.dumps(report.to_dict()), report._repr_html_()):
@@ -133,10 +138,18 @@ def test_cli_migration_report_shows_no_secret(tmp_path, backend, target):
 
 def test_local_streamed_logs_mask_secrets(isolated, capsys):
     """A local job that prints its secrets: the raw log has them, the followed display does not."""
-    job = serde.job_from_dict({
-        **JOB, "command": [sys.executable, "-c", "import os, time; print('key', os.environ['API_KEY'], flush=True); time.sleep(1)"],
-        "primary": {}, "workers": None,
-    })
+    job = job_from_dict(
+        {
+            **JOB,
+            "command": [
+                sys.executable,
+                "-c",
+                "import os, time; print('key', os.environ['API_KEY'], flush=True); time.sleep(1)",
+            ],
+            "primary": {},
+            "workers": None,
+        }
+    )
     handle = omnidist.submit(job, backend="local", settings={"runs_dir": str(isolated / "runs"), "emulate": "none"})
     final = handle.wait(poll_interval=0.05, timeout=60, stream_logs=True)
     assert final.state.value == "succeeded", final

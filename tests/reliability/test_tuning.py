@@ -13,15 +13,18 @@ import json
 import attrs
 import pytest
 
-from omnidist import serde
-from omnidist.backend import JobHandle, JobState
-from omnidist.display import MASK
+from omnidist.backend.values import JobState
 from omnidist.errors import InvalidRequestError
+from omnidist.model import serde
+from omnidist.secrets import MASK
+from omnidist.submission.handle import JobHandle
 from omnidist.testing import Fault
 from omnidist.testing.cli import run_cli
 
 from .conftest import TUNING_JOB
 from .test_secrets import ECHO, SECRETS, leaks
+
+pytestmark = pytest.mark.suite("tuning")
 
 VALUES = [0.3, None, 0.9, 0.5]
 """The trials' final accuracies: trial 2 fails, trial 3 is the best."""
@@ -163,8 +166,11 @@ def test_cli_submit_wait_and_status_print_the_trials_table(cloud, tmp_path, proj
         start = lines.index("succeeded")
         assert lines[start + 1].split() == ["trial", "state", "accuracy", "lr", "layers", "optimizer"], out
         rows = [line.split() for line in lines[start + 3:start + 7]]
-        assert [row[1:] for row in rows] == [["succeeded", "0.3", "0.001", "0", "adam"], ["failed", "0.0505", "3", "sgd"],
-                                             ["succeeded", "0.9", "0.1", "0", "adam"],
-                                             ["succeeded", "0.5", "0.001", "3", "sgd"]], out
+        assert [row[1:] for row in rows] == [
+            ["succeeded", "0.3", "0.001", "0", "adam"],
+            ["failed", "0.0505", "3", "sgd"],
+            ["succeeded", "0.9", "0.1", "0", "adam"],
+            ["succeeded", "0.5", "0.001", "3", "sgd"],
+        ], out
         assert lines[start + 7].startswith("best: trial ") and lines[start + 7].endswith(
             ", accuracy=0.9: --lr=0.1 --layers=0 --optimizer=adam"), out

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from omnidist.runtime import RuntimeEnvError, context
-from omnidist.runtime.context import RuntimeContext
+from omnidist.runtime.view import RuntimeContext
 
 from .test_detect import AZURE_PYTORCH, SPEC_KEYS, VERTEX_TF_CONFIG, vertex_env
 
@@ -52,7 +52,12 @@ def test_tf_config_from_vertex_cluster_spec():
 def test_tf_config_round_trips_through_detection():
     ctx = context({"TF_CONFIG": json.dumps(VERTEX_TF_CONFIG)})
     again = context({"TF_CONFIG": json.dumps({**ctx.tf_config(), "environment": "cloud"})})
-    assert (again.role, again.index, again.node_rank, again.cluster) == (ctx.role, ctx.index, ctx.node_rank, ctx.cluster)
+    assert (again.role, again.index, again.node_rank, again.cluster) == (
+        ctx.role,
+        ctx.index,
+        ctx.node_rank,
+        ctx.cluster,
+    )
 
 
 def test_tf_config_for_azure_pytorch_needs_the_host_list():

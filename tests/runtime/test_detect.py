@@ -8,8 +8,7 @@ import pickle
 import pytest
 
 import omnidist.errors
-from omnidist.runtime import RuntimeEnvError, context
-from omnidist.runtime import platforms
+from omnidist.runtime import RuntimeEnvError, context, platforms
 
 # The Vertex AI documentation's CLUSTER_SPEC example (seeds/000), with its placeholder trial.
 VERTEX_CLUSTER = {

@@ -11,7 +11,7 @@ import pytest
 
 from omnidist.local.environments import inherited
 from omnidist.runtime import RuntimeEnvError, context, init_tensorflow
-from omnidist.runtime.tfconfig import tf_config_fix
+from omnidist.runtime.tf_setup import tf_config_fix
 
 AZURE_TF = {"cluster": {"worker": ["host0:2222", "host1:2222"], "ps": []}, "task": {"type": "worker", "index": 1},
             "environment": "cloud"}

@@ -14,15 +14,22 @@ from omnidist.local.environments import inherited
 from omnidist.local.runner import free_ports
 from omnidist.runtime import RuntimeEnvError, context
 from omnidist.runtime.launch import (
-    carry_processes_per_node, is_launch_command, launch_argv, plan_launch, torchrun_argv,
+    carry_processes_per_node,
+    is_launch_command,
+    launch_argv,
+    plan_launch,
+    torchrun_argv,
 )
 
 OMNIDIST = str(Path(sys.executable).with_name("omnidist"))
 
 
 def vertex(pool: str, index: int, port: int = 2222, nodes: int = 3) -> dict[str, str]:
-    cluster = {"workerpool0": [f"127.0.0.1:{port}"], "workerpool1": [f"127.0.0.1:{port + 1 + i}" for i in range(nodes - 1)],
-               "workerpool3": ["127.0.0.1:9"]}
+    cluster = {
+        "workerpool0": [f"127.0.0.1:{port}"],
+        "workerpool1": [f"127.0.0.1:{port + 1 + i}" for i in range(nodes - 1)],
+        "workerpool3": ["127.0.0.1:9"],
+    }
     return {"CLUSTER_SPEC": json.dumps({"cluster": cluster, "task": {"type": pool, "index": index}})}
 
 

@@ -78,7 +78,12 @@ def test_google_platforms_write_what_cloudml_hypertune_writes(tmp_path):
     same file, but for the timestamps."""
     ours, theirs = tmp_path / "ours" / "output.metrics", tmp_path / "theirs" / "output.metrics"
     env = {"CLUSTER_SPEC": VERTEX, "CLOUD_ML_TRIAL_ID": "7"}
-    calls = [({"accuracy": 0.5}, 1), ({"accuracy": 0.75}, 20), ({"loss": 2}, None), ({"accuracy": 0.8, "loss": 1.5}, 30)]
+    calls = [
+        ({"accuracy": 0.5}, 1),
+        ({"accuracy": 0.75}, 20),
+        ({"loss": 2}, None),
+        ({"accuracy": 0.8, "loss": 1.5}, 30),
+    ]
     with_report = run_python(f"""
         from omnidist.runtime import report
         for metrics, step in {calls!r}:
@@ -109,7 +114,7 @@ def test_google_platforms_write_what_cloudml_hypertune_writes(tmp_path):
 def test_hypertune_defaults_and_its_100_entry_window(tmp_path):
     from hypertune import hypertune as package
 
-    from omnidist.runtime.report import HYPERTUNE_DEFAULT_FILE, HYPERTUNE_KEEP
+    from omnidist.runtime.trials import HYPERTUNE_DEFAULT_FILE, HYPERTUNE_KEEP
 
     assert HYPERTUNE_DEFAULT_FILE == package._DEFAULT_METRIC_PATH
     assert HYPERTUNE_KEEP == package._MAX_NUM_METRIC_ENTRIES_TO_PRESERVE
@@ -156,7 +161,7 @@ def test_azure_ml_without_mlflow_warns_and_goes_on(tmp_path):
     assert result.returncode == 0, result.stderr
     went, warning = result.stdout.splitlines()
     assert went == "none"
-    assert warning.startswith("RuntimeWarning omnidist.runtime.report: mlflow is not installed")
+    assert warning.startswith("RuntimeWarning omnidist.runtime.reporting: mlflow is not installed")
     assert "val_accuracy" in warning and "azureml-mlflow" in warning
 
 

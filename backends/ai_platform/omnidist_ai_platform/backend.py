@@ -11,23 +11,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, MigrationPolicy, Note
-from omnidist.commandline import CommandLine
-from omnidist.job import DistributedJob, RoleName
-
+from omnidist.kit import (
+    Capabilities,
+    CloudBackend,
+    CommandLine,
+    CompiledJob,
+    DistributedJob,
+    LazyClient,
+    MigrationPolicy,
+    Note,
+    RoleName,
+)
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import (
-    CONSOLE_URL, GCLOUD_COMMANDS, LEFT_BEHIND, NAME, NATIVE_FORMATS, NATIVE_KEYS, REFUSALS,
+    CONSOLE_URL,
+    GCLOUD_COMMANDS,
+    LEFT_BEHIND,
+    NAME,
+    NATIVE_FORMATS,
+    NATIVE_KEYS,
+    REFUSALS,
 )
 
 
-class AIPlatformBackend(Backend):
+class AIPlatformBackend(CloudBackend):
     """Legacy AI Platform Training (``ml v1``): compile, import, and submit to compatible endpoints.
 
     Submitting and following go through :class:`~omnidist_ai_platform.client.AIPlatformClient`; a
     test injects ``suffix`` (makes each ``jobId`` unique), ``request_id`` (the marker a submit labels
-    its job with) and ``sleep`` (see :class:`omnidist.backend.Backend`).
+    its job with) and ``sleep`` (see :class:`omnidist.backend.contract.Backend`).
     """
 
     name = NAME

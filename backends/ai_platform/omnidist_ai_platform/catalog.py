@@ -1,6 +1,6 @@
 """What legacy AI Platform Training accepted: machine types and accelerators.
 
-Pure data (no SDK): which of Compute Engine's machines (:mod:`omnidist.catalog`) legacy jobs
+Pure data (no SDK): which of Compute Engine's machines (:mod:`omnidist.compiler.catalog`) legacy jobs
 could use, and the deprecated machine names. Every table is sorted and says where its facts come
 from; values marked *unconfirmed* are best knowledge, kept in one place so they are easy to correct.
 """
@@ -11,10 +11,17 @@ from typing import Optional
 
 import attrs
 
-from omnidist import catalog
+from omnidist.kit import (
+    COMPUTE_ENGINE,
+    COMPUTE_ENGINE_ACCELERATORS,
+    N1_GPUS,
+    REDUCTION_SERVER_MACHINE,
+    Catalog,
+    Machine,
+)
 
 ACCELERATOR_TYPES: dict[str, str] = {
-    k: catalog.COMPUTE_ENGINE_ACCELERATORS[k] for k in ("A100", "P100", "P4", "T4", "V100")}
+    k: COMPUTE_ENGINE_ACCELERATORS[k] for k in ("A100", "P100", "P4", "T4", "V100")}
 """Portable accelerator -> the legacy ``acceleratorConfig.type`` enum value (ml v1 discovery):
 Compute Engine's names, for the GPUs legacy AI Platform offered."""
 
@@ -30,12 +37,12 @@ NATIVE_ONLY_ACCELERATORS: dict[str, str] = {
     "TPU_V4_POD": "TPU",
 }
 """Legacy accelerator enum values with no portable counterpart -> what they are: a retired GPU
-model (replaced on import, see ``omnidist.importing.RETIRED_GPUS``) or a TPU (refused)."""
+model (replaced on import, see ``omnidist.compiler.delowering.RETIRED_GPUS``) or a TPU (refused)."""
 
 TPU_MACHINE = "cloud_tpu"
 """The ``workerType`` of legacy TPU workers."""
 
-REDUCER_MACHINE = catalog.REDUCTION_SERVER_MACHINE
+REDUCER_MACHINE = REDUCTION_SERVER_MACHINE
 """The machine the Reduction Server samples recommend for reducers (32 Gbps)."""
 
 N1_MIN_VCPUS: dict[str, int] = {"highcpu": 16, "highmem": 2, "standard": 4}
@@ -43,7 +50,7 @@ N1_MIN_VCPUS: dict[str, int] = {"highcpu": 16, "highmem": 2, "standard": 4}
 list: n1-standard-4…96, n1-highmem-2…96, n1-highcpu-16…96)."""
 
 
-def _accepted(machine: catalog.Machine) -> bool:
+def _accepted(machine: Machine) -> bool:
     """True for a Compute Engine machine AI Platform Training took: the listed N1 sizes, and the
     A2 machines with the one A100 it had (40 GB; ``a2-megagpu-16g`` is *unconfirmed*)."""
     if machine.family == "n1":
@@ -95,16 +102,16 @@ and 11) are *unconfirmed*, from the legacy "machine types" page as last read; BA
 ``standard`` machine) stays a tier, which legacy AI Platform can still be asked for."""
 
 
-def _legacy(name: str, equivalent: str, native_gpu: Optional[str], count: int) -> catalog.Machine:
-    machine = catalog.COMPUTE_ENGINE.get(equivalent)
+def _legacy(name: str, equivalent: str, native_gpu: Optional[str], count: int) -> Machine:
+    machine = COMPUTE_ENGINE.get(equivalent)
     gpu = PORTABLE_ACCELERATORS.get(native_gpu, native_gpu) if native_gpu else None
     return attrs.evolve(machine, name=name, accelerator=gpu, gpus=count)
 
 
-MACHINES = catalog.Catalog(
-    machines=tuple(m for m in catalog.COMPUTE_ENGINE.machines if _accepted(m)),
+MACHINES = Catalog(
+    machines=tuple(m for m in COMPUTE_ENGINE.machines if _accepted(m)),
     attach_family="n1",
-    attachments={k: v for k, v in catalog.N1_GPUS.items() if k in ACCELERATOR_TYPES},
+    attachments={k: v for k, v in N1_GPUS.items() if k in ACCELERATOR_TYPES},
     named_only=tuple(_legacy(name, *equivalent) for name, equivalent in LEGACY_MACHINE_NAMES.items()),
 )
 """Every machine type omnidist lets a legacy job use; the deprecated names only when named."""

@@ -1,10 +1,10 @@
 """The ``ml v1`` client: googleapiclient with its bundled discovery document, imported lazily.
 
-:class:`AIPlatformClient` is the protocol of :class:`omnidist.clients.Client`; the template
+:class:`AIPlatformClient` is the protocol of :class:`omnidist.submission.clients.Client`; the template
 retries, creates exactly once, cancels unless finished and masks. Every request runs once per
 attempt (``execute(num_retries=0)``: the SDK's own retries are off). A create is made safe to
 repeat by its client-chosen ``jobId`` and a request marker in its labels
-(:attr:`~omnidist.clients.Idempotency.CHOSEN_ID`): a 409 means the ``jobId`` is taken, and when
+(:attr:`~omnidist.submission.clients.Idempotency.CHOSEN_ID`): a 409 means the ``jobId`` is taken, and when
 the job holding it carries this submit's marker, an earlier attempt made it. A tuning job is an
 ordinary job with ``trainingInput.hyperparameters``; its status carries ``trainingOutput.trials``. That earlier attempt
 may be one omnidist never saw fail: httplib2 itself re-sends a request once, without telling its
@@ -24,19 +24,31 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import google_cloud, retry
-from omnidist.backend import JobState, JobStatus
-from omnidist.clients import Client, Idempotency, Keyed, LogStart, labelled
-from omnidist.errors import (
-    AuthenticationError, BackendError, ConfigError, ConflictError, TransientBackendError, error_for_status,
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
+    AuthenticationError,
+    BackendError,
+    Client,
+    ConfigError,
+    ConflictError,
+    Idempotency,
+    JobState,
+    JobStatus,
+    Keyed,
+    LogStart,
+    TransientBackendError,
+    error_for_status,
+    google_credentials,
+    labelled,
+    parse_retry_after,
+    stage_code,
+    translate_storage_error,
 )
-from omnidist.labels import REQUEST_ID_LABEL
-
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
 if TYPE_CHECKING:
-    from omnidist.backend import CompiledJob
+    from omnidist.kit import CompiledJob
 
 def default_suffix() -> str:
     """A unique ``jobId`` suffix: UTC time plus 6 random hex digits (``20250131_120000_a1b2c3``)."""
@@ -45,7 +57,7 @@ def default_suffix() -> str:
 
 def credentials(settings: AIPlatformSettings) -> Any:
     """google.auth credentials: the default chain, or anonymous (local and compatible endpoints)."""
-    return google_cloud.credentials(settings.credentials, NAME)
+    return google_credentials(settings.credentials, NAME)
 
 
 def jobs(settings: AIPlatformSettings) -> Any:
@@ -102,7 +114,7 @@ class AIPlatformClient(Client[dict]):
 
         if isinstance(exc, HttpError):
             status = exc.resp.status
-            after = retry.parse_retry_after(exc.resp.get("retry-after"))
+            after = parse_retry_after(exc.resp.get("retry-after"))
             return error_for_status(status)(_message(exc), backend=NAME, status=status, retry_after=after)
         if isinstance(exc, (ConnectionError, TimeoutError, socket.timeout, http.client.HTTPException)):
             return TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME)
@@ -116,8 +128,8 @@ class AIPlatformClient(Client[dict]):
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
         """Upload a local code folder to the staging bucket (once per content)."""
-        request = google_cloud.stage(compiled, self, credentials(self.settings),
-                                     lambda exc: google_cloud.translate(exc, NAME))
+        request = stage_code(compiled, self, credentials(self.settings),
+                                     lambda exc: translate_storage_error(exc, NAME))
         return attrs.evolve(compiled, request=request)
 
     def keyed(self, compiled: CompiledJob) -> Keyed:

@@ -20,13 +20,30 @@ from typing import Optional
 
 import attrs
 
-from omnidist import data, jobdata
-from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import DistributedJob, RoleName
-from omnidist.jobdata import JobInput, JobOutput
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    DataValues,
+    DistributedJob,
+    EffectiveRole,
+    Feature,
+    JobInput,
+    JobOutput,
+    Note,
+    NoteKind,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    apply_data_map,
+    code_folder,
+    default_output_base,
+    foreign_uri,
+    is_azure_storage,
+    is_package,
+    resolve_data,
+    staged_code_uri,
+    substituted,
+    unknown_version,
+    with_module,
+)
 from omnidist_ai_platform import prebuilt
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME
@@ -42,7 +59,7 @@ class Plan:
     """How each role runs: references replaced, and the module / prebuilt image applied."""
 
     job: DistributedJob
-    values: data.Values
+    values: DataValues
     package: bool
     pytorch_images: Optional[tuple[str, str]] = None
 
@@ -51,8 +68,8 @@ class Plan:
         if role.name is RoleName.REDUCTION_SERVERS:
             return role
         if not self.package:
-            role = data.with_module(role, self.job)
-        role = data.substituted(role, self.values)
+            role = with_module(role, self.job)
+        role = substituted(role, self.values)
         if not role.image and self.pytorch_images:
             role = attrs.evolve(role, image=self.pytorch_images[1 if role.gpus else 0])
         return role
@@ -62,10 +79,10 @@ def prepare(job: DistributedJob, settings: AIPlatformSettings,
             notes: list[Note]) -> tuple[DistributedJob, AIPlatformSettings, Plan]:
     """Apply ``data_map``, place inputs and outputs, and turn a module job into the native
     Python-package settings. Returns the job, the settings to compile with, and the plan."""
-    job, rewrites = data.apply_data_map(job, settings.data_map)
+    job, rewrites = apply_data_map(job, settings.data_map)
     notes += rewrites
     settings = _job_dir(job, settings, notes)
-    values = data.resolve(job, _input, lambda name, out: _output(name, out, settings.job_dir))
+    values = resolve_data(job, _input, lambda name, out: _output(name, out, settings.job_dir))
     if job.description:
         notes.append(Note(kind=NoteKind.DROPPED, field="description",
                           message="legacy AI Platform jobs have no description"))
@@ -87,7 +104,7 @@ def prepare(job: DistributedJob, settings: AIPlatformSettings,
 def _job_dir(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note]) -> AIPlatformSettings:
     if settings.job_dir or not any(out.default for out in job.outputs.values()):
         return settings
-    base = data.default_output_base(job, None, settings.staging_bucket, f"{SETTINGS}.job_dir", notes)
+    base = default_output_base(job, None, settings.staging_bucket, f"{SETTINGS}.job_dir", notes)
     if base is None:
         names = ", ".join(n for n, o in job.outputs.items() if o.default)
         raise ValidationError(f"outputs {names} go to the job directory: set {SETTINGS}.job_dir (gs://…) or "
@@ -96,9 +113,9 @@ def _job_dir(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
 
 
 def _input(name: str, inp: JobInput) -> str:
-    if inp.scheme == "gs" or (inp.scheme in ("http", "https") and not data.is_azure_storage(inp.uri)):
+    if inp.scheme == "gs" or (inp.scheme in ("http", "https") and not is_azure_storage(inp.uri)):
         return inp.uri
-    raise data.foreign(f"inputs.{name}", NAME, inp.uri, READS)
+    raise foreign_uri(f"inputs.{name}", NAME, inp.uri, READS)
 
 
 def _output(name: str, out: JobOutput, job_dir: Optional[str]) -> str:
@@ -106,7 +123,7 @@ def _output(name: str, out: JobOutput, job_dir: Optional[str]) -> str:
         return f"{job_dir.rstrip('/')}/{name}"
     if out.scheme == "gs":
         return out.uri
-    raise data.foreign(f"outputs.{name}", NAME, out.uri, "and write Cloud Storage (gs://BUCKET/PATH)")
+    raise foreign_uri(f"outputs.{name}", NAME, out.uri, "and write Cloud Storage (gs://BUCKET/PATH)")
 
 
 def _prebuilt(job: DistributedJob, settings: AIPlatformSettings,
@@ -121,7 +138,7 @@ def _prebuilt(job: DistributedJob, settings: AIPlatformSettings,
             f"legacy AI Platform had no runtime or prebuilt container for {job.framework.value}.",
             "Give the job an image.", subject=f"framework_version with framework {job.framework.value}")
     if job.framework_version not in known:
-        raise data.unknown_version(job, known, "legacy AI Platform")
+        raise unknown_version(job, known, "legacy AI Platform")
     if job.framework in prebuilt.PYTORCH_FRAMEWORKS:
         return settings, prebuilt.PYTORCH_IMAGES[job.framework_version]
     if not package:
@@ -139,16 +156,16 @@ def _package(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
         raise ValidationError(f"the job's module and code already make it a Python-package job; remove "
                               f"{', '.join(f'{SETTINGS}.{k}' for k in taken)}", source=job.source,
                               path=f"{SETTINGS}.{taken[0]}")
-    folder = data.code_folder(job)
+    folder = code_folder(job)
     if folder is not None:
-        uri = data.staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
-    elif job.code.startswith("gs://") and jobdata.is_package(job.code):
+        uri = staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
+    elif job.code.startswith("gs://") and is_package(job.code):
         uri = job.code
     elif job.code.startswith("gs://"):
         raise ValidationError(f"packageUris are Python packages, and {job.code} is a folder: point code at a local "
                               "folder or a gs://…tar.gz source distribution", source=job.source, path="code")
     else:
-        raise data.foreign("code", NAME, job.code, "code from Cloud Storage or a local folder")
+        raise foreign_uri("code", NAME, job.code, "code from Cloud Storage or a local folder")
     if job.image and not settings.runtime_version:
         notes.append(Note(kind=NoteKind.HINT, field="image",
                           message="the package runs on your image the way Google's prebuilt PyTorch containers run "

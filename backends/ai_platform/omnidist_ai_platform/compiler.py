@@ -11,16 +11,30 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import labels, lowering
-from omnidist.backend import CompiledJob, Note, NoteKind
-from omnidist.catalog import Machine, check_named, smallest_fit
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature, NoteCode
-from omnidist.importing import format_proto_duration
-from omnidist.job import AUTO, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, size_reducers
+from omnidist.kit import (
+    AUTO,
+    CompiledJob,
+    DistributedJob,
+    EffectiveRole,
+    Feature,
+    Framework,
+    Interconnect,
+    Machine,
+    Note,
+    NoteCode,
+    NoteKind,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    check_google_labels,
+    check_named,
+    effective_roles,
+    format_proto_duration,
+    processes_per_node,
+    size_reducers,
+    smallest_fit,
+)
 from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
-
 from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME, REDUCER_IMAGE, REFUSALS, ROLE_PREFIXES
@@ -103,7 +117,7 @@ def carries_processes(roles: dict[RoleName, EffectiveRole], settings: AIPlatform
 def launch_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
     """The role's command, with ``--nproc-per-node=N`` added to an ``omnidist launch`` command
     when the job runs N > 1 processes per node (the same rule the local emulation applies)."""
-    processes = lowering.processes_per_node(ctx.job)
+    processes = processes_per_node(ctx.job)
     command = carry_processes_per_node(role.command, processes)
     if command != tuple(role.command) and role.name is RoleName.PRIMARY:
         ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field="processes_per_node",
@@ -216,11 +230,15 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
                 path=_SETTINGS_PATH)
         with_env = next((r for r in trainers if r.env), None)
         if with_env is not None:  # named as the role's field: no migrate flag answers it
-            raise UnsupportedFeatureError(Feature.ENV, NAME, f"{with_env.name.value} sets {', '.join(sorted(with_env.env))}, "
-                                          "but a Python-package job has no command to prefix with `env K=V …`, and "
-                                          "legacy AI Platform has no environment variables.",
-                                          "Set them in your Python code instead, or pass them as arguments.",
-                                          subject=f"{with_env.name.value}.env")
+            raise UnsupportedFeatureError(
+                Feature.ENV,
+                NAME,
+                f"{with_env.name.value} sets {', '.join(sorted(with_env.env))}, "
+                "but a Python-package job has no command to prefix with `env K=V …`, and "
+                "legacy AI Platform has no environment variables.",
+                "Set them in your Python code instead, or pass them as arguments.",
+                subject=f"{with_env.name.value}.env",
+            )
         if len({r.args for r in trainers}) > 1:
             raise ValidationError("a Python-package job passes one args list to every replica; give roles "
                                   "no own args", path="args")
@@ -288,7 +306,7 @@ def training_input(ctx: _Context) -> dict[str, Any]:
 
 def compile_job(job: DistributedJob, settings: AIPlatformSettings) -> CompiledJob:
     """Build the create body ``{"jobId", "labels", "trainingInput"}`` for ``job``."""
-    labels.check(job.labels)  # the API answers 400 otherwise; the same rules as Vertex
+    check_google_labels(job.labels)  # the API answers 400 otherwise; the same rules as Vertex
     notes: list[Note] = []
     job, settings, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
     roles = {role.name: plan.role(role) for role in effective_roles(job)}

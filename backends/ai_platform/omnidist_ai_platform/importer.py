@@ -24,19 +24,33 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import importing, jobdata, serde
-from omnidist.backend import Note, NoteKind
-from omnidist.catalog import Machine
-from omnidist.commandline import CommandLine
-from omnidist.errors import ValidationError
-from omnidist.importing import cannot_hold, delower, dropped, parse_proto_duration, portable_name
-from omnidist.job import Accelerator, DistributedJob, Framework, Role, RoleName
-from omnidist.labels import REQUEST_ID_LABEL
-from omnidist.lowering import EffectiveRole
-
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
+    Accelerator,
+    CommandLine,
+    DistributedJob,
+    EffectiveRole,
+    Framework,
+    Machine,
+    Note,
+    NoteKind,
+    Role,
+    RoleName,
+    ValidationError,
+    cannot_hold,
+    delower,
+    dropped_note,
+    is_package,
+    parse_proto_duration,
+    portable_name,
+    retired_gpu,
+    shorten,
+    structure,
+    tpu_refusal,
+)
 from omnidist_ai_platform import catalog, prebuilt
-from omnidist_ai_platform.tables import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
 from omnidist_ai_platform.compiler import derive_job_id
+from omnidist_ai_platform.tables import REDUCER_IMAGE, ROLE_PREFIXES, SCALE_TIERS
 
 ACCELERATOR_ENUM: tuple[str, ...] = tuple(sorted(
     {"ACCELERATOR_TYPE_UNSPECIFIED", *catalog.PORTABLE_ACCELERATORS, *catalog.NATIVE_ONLY_ACCELERATORS}))
@@ -179,7 +193,7 @@ def parse(request: Mapping[str, Any]) -> NativeJob:
     bare = request.keys() & fields and not request.keys() & {"jobId", "labels"}
     if "trainingInput" not in request and bare:
         request = {"trainingInput": request}
-    native = serde.structure(request, NativeJob)
+    native = structure(request, NativeJob)
     if native.predictionInput is not None:
         raise cannot_hold("predictionInput", "this is a batch prediction job, not a training job.",
                           "Import training jobs only.")
@@ -218,18 +232,18 @@ def tuning_notes(ti: NativeTrainingInput) -> list[Note]:
     if tuning is None:
         return []
     names = [str(p.get("parameterName")) for p in _check_tuning(tuning)]
-    searched = f"{len(names)} parameter(s) ({importing.short(names, 48)})" if names else "the search"
-    return [dropped("hyperparameters", f"{searched}: hyperparameter tuning is not imported; the job runs once, "
+    searched = f"{len(names)} parameter(s) ({shorten(names, 48)})" if names else "the search"
+    return [dropped_note("hyperparameters", f"{searched}: hyperparameter tuning is not imported; the job runs once, "
                                        "without the --NAME=VALUE arguments each trial was given")]
 
 
 def unportable(ti: NativeTrainingInput) -> list[Note]:
     """Drop (with a note) what the job runs without; refuse TPUs (exit 3)."""
     if ti.scaleTier == "BASIC_TPU":
-        raise importing.tpus("scaleTier BASIC_TPU")
+        raise tpu_refusal("scaleTier BASIC_TPU")
     notes = tuning_notes(ti)
     if ti.encryptionConfig:
-        notes.append(dropped("encryptionConfig", f"{importing.short(ti.encryptionConfig)}: the customer-managed key "
+        notes.append(dropped_note("encryptionConfig", f"{shorten(ti.encryptionConfig)}: the customer-managed key "
                                                  "is not carried; set the target's own key"))
     return notes
 
@@ -280,9 +294,9 @@ def native_accelerator(config: NativeReplica, machine: Optional[Machine], path: 
         return None, False
     what = catalog.NATIVE_ONLY_ACCELERATORS.get(kind)
     if what == "TPU":
-        raise importing.tpus(f"accelerator {kind}")
+        raise tpu_refusal(f"accelerator {kind}")
     if what is not None:
-        return importing.retired_gpu(what, count, path, notes), builtin
+        return retired_gpu(what, count, path, notes), builtin
     return Accelerator(type=catalog.PORTABLE_ACCELERATORS[kind], count=count), False
 
 
@@ -299,7 +313,7 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
                                                                       f"{role.value.replace('_', ' ')} run"))
         return None
     if type_name == catalog.TPU_MACHINE or config.tpuTfVersion:
-        raise importing.tpus(path if type_name == catalog.TPU_MACHINE else f"trainingInput.{prefix}Config.tpuTfVersion")
+        raise tpu_refusal(path if type_name == catalog.TPU_MACHINE else f"trainingInput.{prefix}Config.tpuTfVersion")
     machine = catalog.MACHINES.get(type_name) if type_name else None
     if type_name and machine is None:
         raise ValidationError(f"{type_name!r} is not a machine type legacy AI Platform accepted"
@@ -373,13 +387,14 @@ PYTORCH_VERSION_OF = {image: version for version, images in prebuilt.PYTORCH_IMA
 """A prebuilt PyTorch image -> its version."""
 
 
-def package_job(ti: NativeTrainingInput,
-                pools: dict[RoleName, NativePool]) -> tuple[dict[str, Any], NativeTrainingInput, dict[RoleName, NativePool]]:
+def package_job(
+    ti: NativeTrainingInput, pools: dict[RoleName, NativePool]
+) -> tuple[dict[str, Any], NativeTrainingInput, dict[RoleName, NativePool]]:
     """The portable ``module``, ``code``, ``framework`` and ``framework_version`` of a job that
     runs one Python package, with ``ti`` and the pools left holding only what they do not say.
     Nothing for a container job, several packages, or a runtime version omnidist does not know."""
     packages = ti.packageUris or ()
-    if not (ti.pythonModule and len(packages) == 1 and jobdata.is_package(packages[0])):
+    if not (ti.pythonModule and len(packages) == 1 and is_package(packages[0])):
         return {}, ti, pools
     fields: dict[str, Any] = {"module": ti.pythonModule, "code": packages[0]}
     ti = attrs.evolve(ti, pythonModule=None, packageUris=None)
@@ -417,11 +432,20 @@ def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framew
     package = bool(ti.runtimeVersion or ti.pythonModule or ti.packageUris)
     if package:
         module = ti.pythonModule or "MODULE"
-        notes.append(Note(kind=NoteKind.HINT, field="image", message=(
-            f"a Python-package job (runtime {ti.runtimeVersion or 'default'}, module "
-            f"{ti.pythonModule or 'from the command line'}) keeps its settings in backends.ai_platform; compiling for another cloud needs an image: "
-            f"set image: to a training container with the package installed and command: [python, -m, {module}] "
-            "(migrate: --image, --command)")))
+        notes.append(
+            Note(
+                kind=NoteKind.HINT,
+                field="image",
+                message=(
+                    f"a Python-package job (runtime {ti.runtimeVersion or 'default'}, module "
+                    f"{ti.pythonModule or 'from the command line'}) keeps its settings in backends.ai_platform; "
+                    "compiling for another cloud needs an image: "
+                    "set image: to a training container with the package installed and command: "
+                    f"[python, -m, {module}] "
+                    "(migrate: --image, --command)"
+                ),
+            )
+        )
     elif not pools[RoleName.PRIMARY].image and not module_job:
         notes.append(Note(kind=NoteKind.HINT, field="image",
                           message="no masterConfig.imageUri (gcloud takes --master-image-uri); set image: "
@@ -436,7 +460,7 @@ def job_notes(ti: NativeTrainingInput, pools: dict[RoleName, NativePool], framew
     scheduling = ti.scheduling or NativeScheduling()
     for key in ("maxWaitTime", "priority"):
         if getattr(scheduling, key) is not None:
-            notes.append(dropped(f"trainingInput.scheduling.{key}",
+            notes.append(dropped_note(f"trainingInput.scheduling.{key}",
                                  f"{getattr(scheduling, key)}: the portable job has no queueing setting"))
     return notes
 

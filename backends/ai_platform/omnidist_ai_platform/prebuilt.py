@@ -9,7 +9,7 @@ what its documentation listed, kept for migration and API-compatible endpoints.
 
 from __future__ import annotations
 
-from omnidist.job import Framework
+from omnidist.kit import Framework
 
 RUNTIME_SOURCE = ("https://cloud.google.com/ai-platform/training/docs/runtime-version-list and the ml v1 "
                   "discovery document's trainingInput.pythonVersion")

@@ -7,10 +7,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, retry
-from omnidist.errors import ValidationError
-from omnidist.retry import ClientSettings
-
+from omnidist.kit import ClientSettings, ValidationError, check_data_map, check_gs_prefix, one_of, role_keys
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.tables import CREDENTIALS, JOB_ID_PATTERN, SCALE_TIERS
 
@@ -23,7 +20,7 @@ def _job_id(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> 
 
 
 def _machine_types(instance: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
-    retry.role_keys(instance, attribute, value)
+    role_keys(instance, attribute, value)
     for role, name in value.items():
         path = f"{attribute.name}.{role}"
         if catalog.MACHINES.get(name) is None:
@@ -41,7 +38,7 @@ def _uris(value: Any) -> tuple[str, ...]:
 class AIPlatformSettings(ClientSettings):
     """Settings of the ``ai_platform`` backend (profile keys and the job's ``backends.ai_platform``).
 
-    The retry, timeout and polling keys come from :class:`~omnidist.retry.ClientSettings`.
+    The retry, timeout and polling keys come from :class:`~omnidist.backend.settings.ClientSettings`.
 
     Attributes:
         project: Google Cloud project id (needed to submit, not to compile).
@@ -65,7 +62,7 @@ class AIPlatformSettings(ClientSettings):
     project: Optional[str] = None
     region: str = "us-central1"
     api_endpoint: Optional[str] = None
-    credentials: str = attrs.field(default="default", validator=retry.one_of(*CREDENTIALS))
+    credentials: str = attrs.field(default="default", validator=one_of(*CREDENTIALS))
     job_id: Optional[str] = attrs.field(default=None, validator=_job_id)
     machine_types: dict[str, str] = attrs.field(factory=dict, validator=_machine_types)
     runtime_version: Optional[str] = None
@@ -76,12 +73,12 @@ class AIPlatformSettings(ClientSettings):
     service_account: Optional[str] = None
     network: Optional[str] = None
     use_chief_in_tf_config: Optional[bool] = None
-    scale_tier: str = attrs.field(default="CUSTOM", validator=retry.one_of(*SCALE_TIERS))
+    scale_tier: str = attrs.field(default="CUSTOM", validator=one_of(*SCALE_TIERS))
     enable_web_access: bool = False
     # Code and data (SPEC §7; omnidist_ai_platform.code_data).
-    staging_bucket: Optional[str] = attrs.field(default=None, validator=data.check_gs_prefix)
+    staging_bucket: Optional[str] = attrs.field(default=None, validator=check_gs_prefix)
     storage_endpoint: Optional[str] = None
-    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=check_data_map)
 
     @property
     def package_mode(self) -> bool:

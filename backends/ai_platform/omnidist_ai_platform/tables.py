@@ -5,9 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.backend import JobState
-from omnidist.features import Feature, Refusal
-from omnidist.job import RoleName
+from omnidist.kit import Feature, JobState, Refusal, RoleName
 from omnidist.runtime.platforms import ai_platform as platform
 
 NAME = platform.NAME

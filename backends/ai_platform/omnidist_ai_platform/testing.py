@@ -19,12 +19,13 @@ import functools
 import importlib.util
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Optional
 
 from omnidist.testing import FakeService, Harness
-from omnidist.testing.harness import hand_written
 from omnidist.testing.fakeserver import Recorded, Response, error_body
+from omnidist.testing.harness import hand_written
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 JOB_SCHEMA = "GoogleCloudMlV1__Job"
@@ -94,7 +95,7 @@ def schema_problems(value: Any, spec: Any = JOB_SCHEMA, path: str = "") -> list[
 
 
 _JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
-# Google Cloud label rules, written out independently of omnidist.labels (the fake checks the client).
+# Google Cloud label rules, written out independently of omnidist.clouds.google_labels (the fake checks the client).
 _LABEL_KEY = re.compile(r"^[^\W\d_][\w-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
 FAILURE = "The replica master 0 exited with a non-zero status of 1."
@@ -216,7 +217,7 @@ def _hand_built(endpoint: Optional[str] = None, suffix: str = "") -> Any:
     from google.auth.credentials import AnonymousCredentials
     from googleapiclient.discovery import build as discovery
 
-    from omnidist.serde import parse_duration
+    from omnidist.kit import parse_duration
     from omnidist_ai_platform.catalog import ACCELERATOR_TYPES
 
     jobs = discovery("ml", "v1", static_discovery=True, credentials=AnonymousCredentials(), cache_discovery=False,
@@ -245,7 +246,13 @@ def _direct(service: FakeService) -> Any:
     return lambda doc: build(doc).execute(num_retries=0)
 
 
+def check_request(request: Mapping[str, Any], scratch: Path) -> None:
+    """Only fields and values of the bundled ``ml v1`` discovery document (:func:`schema_problems`)."""
+    assert schema_problems(request) == [], schema_problems(request)
+
+
 HARNESS = Harness(
+    check_request=check_request,
     service=FakeMLService, sdk_module="googleapiclient.discovery", native_builder=_hand_built, direct_submit=_direct,
     settings=lambda url: {"project": "proj", "api_endpoint": url, "credentials": "anonymous",
                           "retry_initial_wait_s": 0.01},

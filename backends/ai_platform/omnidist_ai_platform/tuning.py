@@ -5,23 +5,37 @@ replicas once per trial and appends ``--NAME=VALUE`` to the program's arguments,
 job promises. Import reads the spec into frozen models through omnidist's converter (so a typo
 names its path, ``trainingInput.hyperparameters.params[0].minValue``), imports the rest of the
 body with :mod:`.importer`, and notes each distribution it had to change. A submitted tuning job
-is an ordinary job; its ``trainingOutput.trials`` become portable :class:`~omnidist.backend.Trial`
+is an ordinary job; its ``trainingOutput.trials`` become portable :class:`~omnidist.backend.values.Trial`
 values (:func:`trials_of`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Mapping
+from typing import Any, Optional
 
 import attrs
 
-from omnidist import serde
-from omnidist.backend import CompiledJob, JobState, Note, NoteKind, Trial, best_trial
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
-
+from omnidist.kit import (
+    RANGE_TYPES,
+    Algorithm,
+    CompiledJob,
+    DistributedJob,
+    Feature,
+    Goal,
+    JobState,
+    Note,
+    NoteKind,
+    Parameter,
+    ParameterType,
+    Scale,
+    Trial,
+    Tuning,
+    UnsupportedFeatureError,
+    ValidationError,
+    best_trial,
+    structure,
+)
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
 PORTABLE = "the portable job format"
@@ -231,7 +245,7 @@ def native_to_parameter(native: NativeParameter, path: str, notes: list[Note]) -
 
 def native_to_tuning(raw: Any, notes: list[Note]) -> Tuning:
     """``trainingInput.hyperparameters`` -> the portable tuning block."""
-    native = serde.structure(raw, NativeHyperparameters, path=PATH)
+    native = structure(raw, NativeHyperparameters, path=PATH)
     if native.resumePreviousJobId:
         notes.append(Note(kind=NoteKind.DROPPED, field="tuning", message=(
             f"resumePreviousJobId {native.resumePreviousJobId}: the study starts afresh")))

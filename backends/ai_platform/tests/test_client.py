@@ -6,9 +6,13 @@ import attrs
 import pytest
 
 import omnidist
-from omnidist.backend import JobState
-from omnidist.errors import (
-    ConfigError, ConflictError, InvalidRequestError, NotFoundError, PermissionDeniedError,
+from omnidist.kit import (
+    ConfigError,
+    ConflictError,
+    InvalidRequestError,
+    JobState,
+    NotFoundError,
+    PermissionDeniedError,
     TransientBackendError,
 )
 from omnidist.testing.fakeserver import Fault
@@ -89,7 +93,7 @@ def test_retry_after_is_honoured(backend, settings, service, server, sleeps):
 
 def test_dropped_response_then_409_fetches_the_existing_job(backend, settings, service, server):
     server.fail("POST", CREATE, Fault.drop_after_create())
-    handle = backend.submit(compiled(), settings)
+    backend.submit(compiled(), settings)
     assert len(service.jobs) == 1
     assert server.calls("GET", r"/jobs/mnist_ddp_s1$")  # the 409 led to a get, not a second job
 

@@ -12,12 +12,9 @@ from pathlib import Path
 import pytest
 
 import omnidist
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob
-from omnidist.testing.code import code_folder
+from omnidist.kit import DistributedJob, NoteKind, UnsupportedFeatureError, ValidationError, structure
 from omnidist.testing import FakeServer
+from omnidist.testing.code import code_folder
 from omnidist.testing.gcs import FakeStorage
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
 from omnidist_ai_platform.testing import FakeMLService, schema_problems
@@ -43,7 +40,7 @@ RICH = {
 
 def build(root: Path, data: dict, **settings):
     job = DistributedJob.from_dict(data, source=str(root / "job.yaml"))
-    compiled = AIPlatformBackend().compile(job, serde.structure(settings, AIPlatformSettings,
+    compiled = AIPlatformBackend().compile(job, structure(settings, AIPlatformSettings,
                                                                 path="backends.ai_platform"))
     assert schema_problems(compiled.request) == []
     return compiled

@@ -8,10 +8,7 @@ from pathlib import Path
 import pytest
 
 import omnidist
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature, NoteCode
-from omnidist.job import DistributedJob
+from omnidist.kit import DistributedJob, Feature, NoteCode, NoteKind, UnsupportedFeatureError, ValidationError
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings
 from omnidist_ai_platform.testing import schema_problems
 

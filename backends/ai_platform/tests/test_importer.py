@@ -7,14 +7,21 @@ from pathlib import Path
 
 import attrs
 import pytest
-from hypothesis import HealthCheck, given, settings as hsettings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 import omnidist
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import Accelerator, DistributedJob, RoleName
-from omnidist.lowering import effective_roles
+from omnidist.kit import (
+    Accelerator,
+    DistributedJob,
+    NoteKind,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    effective_roles,
+    read_document,
+)
 from omnidist_ai_platform import AIPlatformBackend, AIPlatformSettings, catalog, importer, tables
 from omnidist_ai_platform.importer import import_with_notes
 from omnidist_ai_platform.testing import schema, schema_problems
@@ -40,7 +47,7 @@ def test_documentation_example_imports_to_the_golden_job():
 
 
 def test_config_file_form_imports_like_the_create_body():
-    config = serde.read_document(GOLDEN / "doc_example_config.yaml")
+    config = read_document(GOLDEN / "doc_example_config.yaml")
     job = BACKEND.import_native(config)
     golden = omnidist.load(GOLDEN / "doc_example.yaml")
     assert attrs.evolve(job, name=golden.name) == golden
@@ -293,7 +300,9 @@ def test_native_models_cover_exactly_the_discovery_schema():
              (importer.NativeJob, "GoogleCloudMlV1__Job")]
     for cls, name in pairs:
         assert {a.name for a in attrs.fields(cls)} == set(schema(name)["properties"]), name
-    assert set(importer.ACCELERATOR_ENUM) == set(schema("GoogleCloudMlV1__AcceleratorConfig")["properties"]["type"]["enum"])
+    assert set(importer.ACCELERATOR_ENUM) == set(
+        schema("GoogleCloudMlV1__AcceleratorConfig")["properties"]["type"]["enum"]
+    )
     assert set(tables.SCALE_TIERS) == set(schema("GoogleCloudMlV1__TrainingInput")["properties"]["scaleTier"]["enum"])
     assert set(catalog.ACCELERATOR_TYPES.values()) <= set(importer.ACCELERATOR_ENUM)
 
@@ -313,10 +322,16 @@ def jobs(draw):
     primary = {"accelerator": accel} if accel else {}
     if draw(st.booleans()) and not (accel or "").startswith("A100"):
         primary["cpus"] = draw(st.sampled_from([2, 4, 8]))
-    job = {"name": draw(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)),
-           "framework": "custom", "image": draw(st.sampled_from(["gcr.io/p/a:1", "gcr.io/p/b:2"])),
-           "command": draw(_command), "args": draw(st.lists(_token, max_size=2)), "env": draw(_env),
-           "primary": primary, "labels": draw(st.dictionaries(st.sampled_from(["team", "env"]), _label_value, max_size=2))}
+    job = {
+        "name": draw(st.from_regex(r"[a-z][a-z0-9-]{0,12}", fullmatch=True)),
+        "framework": "custom",
+        "image": draw(st.sampled_from(["gcr.io/p/a:1", "gcr.io/p/b:2"])),
+        "command": draw(_command),
+        "args": draw(st.lists(_token, max_size=2)),
+        "env": draw(_env),
+        "primary": primary,
+        "labels": draw(st.dictionaries(st.sampled_from(["team", "env"]), _label_value, max_size=2)),
+    }
     if draw(st.booleans()):
         job["workers"] = {"replicas": draw(st.integers(1, 9)), "env": draw(_env)}
         if draw(st.booleans()):

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from omnidist_ai_platform import catalog, tables
-
 from omnidist.testing.tables import table_problems
+from omnidist_ai_platform import catalog, tables
 
 
 def test_every_table_is_sorted_and_documented():

@@ -14,10 +14,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 import omnidist
-from omnidist import migration, serde
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import Algorithm, ParameterType
+from omnidist.kit import (
+    Algorithm,
+    NoteKind,
+    ParameterType,
+    UnsupportedFeatureError,
+    ValidationError,
+    job_from_dict,
+    job_from_yaml,
+)
+from omnidist.migration import detect_backend
 from omnidist.testing import strategies
 from omnidist_ai_platform import AIPlatformBackend
 from omnidist_ai_platform import tuning as tuning_module
@@ -53,7 +59,7 @@ tuning:
 
 
 def rich(**tuning) -> omnidist.DistributedJob:
-    job = serde.job_from_yaml(RICH)
+    job = job_from_yaml(RICH)
     return attrs.evolve(job, tuning=attrs.evolve(job.tuning, **tuning)) if tuning else job
 
 
@@ -111,7 +117,7 @@ def test_import_reads_the_body_back():
     assert job.tuning == rich().tuning
     assert compile_checked(job).request == request
     assert not [n for n in notes if n.field.startswith("tuning")]
-    assert migration.detect_backend(request) == "ai_platform"
+    assert detect_backend(request) == "ai_platform"
     bare, _ = backend.import_with_notes(copy.deepcopy(request["trainingInput"]))  # a bare TrainingInput
     assert bare.tuning == job.tuning
 
@@ -181,13 +187,16 @@ def test_trials_of_reads_training_output():
             {"trialId": "2", "state": "RUNNING", "hyperparameters": {"drop": "1", "units": "2", "extra": "x"}}]}}
     metric, trials, best = tuning_module.trials_of(job)
     assert metric == tuning_module.DEFAULT_METRIC_TAG, "no tag: the one the service reads"
-    assert [t.parameters for t in trials] == [(("units", 4), ("drop", 0.5)), (("units", 2), ("drop", 1), ("extra", "x"))]
+    assert [t.parameters for t in trials] == [
+        (("units", 4), ("drop", 0.5)),
+        (("units", 2), ("drop", 1), ("extra", "x")),
+    ]
     assert (trials[0].message, trials[0].step, trials[1].state.value) == ("stopped early", 100, "running")
     assert best == trials[0], "maximize when the goal is not given"
     assert tuning_module.trials_of({"trainingInput": {}}) == ("", (), None), "a plain job has no trials"
 
 
-BASE_JOB = serde.job_from_dict({"name": "gen", "framework": "tensorflow", "image": "gcr.io/p/t:1",
+BASE_JOB = job_from_dict({"name": "gen", "framework": "tensorflow", "image": "gcr.io/p/t:1",
                                 "command": ["python", "train.py"], "primary": {}, "workers": {"replicas": 1}})
 FINITE = [ParameterType.INTEGER, ParameterType.DISCRETE, ParameterType.CATEGORICAL]
 

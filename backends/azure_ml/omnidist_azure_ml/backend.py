@@ -8,21 +8,36 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, MigrationPolicy, Note
-from omnidist.job import DistributedJob, Framework, RoleName
-
+from omnidist.kit import (
+    Capabilities,
+    CloudBackend,
+    CompiledJob,
+    DistributedJob,
+    Framework,
+    LazyClient,
+    MigrationPolicy,
+    Note,
+    RoleName,
+)
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
-from omnidist_azure_ml.tables import COMMAND_JOB_KEYS, LEFT_BEHIND, NAME, NATIVE_FORMATS, NATIVE_KEYS, REFUSALS
+from omnidist_azure_ml.tables import (
+    COMMAND_JOB_KEYS,
+    LEFT_BEHIND,
+    NAME,
+    NATIVE_FORMATS,
+    NATIVE_KEYS,
+    REFUSALS,
+)
 
 
-class AzureMLBackend(Backend):
+class AzureMLBackend(CloudBackend):
     """Azure ML command jobs: PyTorch / DeepSpeed / Horovod (MPI) / TensorFlow distribution on
     one homogeneous set of nodes, with InfiniBand SKUs for multi-node GPU training.
 
     Submitting and following go through :class:`~omnidist_azure_ml.client.AzureMLClient`; a test
     injects ``suffix`` (each submit's job is ``<display_name>-<suffix>``) and ``sleep`` (see
-    :class:`omnidist.backend.Backend`).
+    :class:`omnidist.backend.contract.Backend`).
     """
 
     name = NAME

@@ -3,14 +3,15 @@
 Facts from PLATFORMS.md (Azure section) and the seed page on distributed GPU training. A
 SKU with an ``r`` has RDMA, but only the ones marked ``infiniband`` have the SR-IOV
 InfiniBand that NCCL needs (``Standard_NC24r``, ``H16r`` and ``H16mr`` have RDMA without it).
-The SKUs are :class:`omnidist.catalog.Machine` records, picked by :func:`omnidist.catalog.smallest_fit`.
+The SKUs are :class:`omnidist.compiler.catalog.Machine` records, picked by
+:func:`omnidist.compiler.catalog.smallest_fit`.
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from omnidist.catalog import Catalog, Machine
+from omnidist.kit import Catalog, Machine
 
 Sku = Machine
 """An Azure VM size: a catalog machine (``infiniband``: SR-IOV InfiniBand; ``retired``: why Azure
@@ -103,9 +104,9 @@ def lookup(name: str) -> Optional[Machine]:
 
 def offered_accelerators() -> list[str]:
     """Portable accelerator names some sold SKU carries, sorted."""
-    from omnidist import accelerators
+    from omnidist.kit import ACCELERATORS_BY_NAME
 
-    return sorted({s.accelerator for s in SKUS if s.accelerator in accelerators.BY_NAME})
+    return sorted({s.accelerator for s in SKUS if s.accelerator in ACCELERATORS_BY_NAME})
 
 
 def infiniband_env(sku: Machine) -> dict[str, str]:

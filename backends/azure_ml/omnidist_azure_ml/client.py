@@ -1,10 +1,10 @@
-"""Azure ML through ``azure.ai.ml.MLClient``: the protocol of :class:`omnidist.clients.Client`.
+"""Azure ML through ``azure.ai.ml.MLClient``: the protocol of :class:`omnidist.submission.clients.Client`.
 
 The SDK is imported inside these functions only (it costs 1-2 s). Its own retries are
 turned off (``retry_total=0``) so every attempt is the template's: SDK exceptions are translated
 here into omnidist's tree and only :class:`~omnidist.errors.TransientBackendError` is retried.
 A create is a PUT by job name, and the name is fixed once per submit
-(:attr:`~omnidist.clients.Idempotency.NAME`), so a retried create cannot make a second job; a
+(:attr:`~omnidist.submission.clients.Idempotency.NAME`), so a retried create cannot make a second job; a
 retry first looks the name up.
 
 ``settings.endpoint`` points every management call at another resource manager (a sovereign
@@ -38,18 +38,33 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import display, retry, serde
-from omnidist.backend import JobState, JobStatus
-from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart
-from omnidist.errors import (
-    BackendError, ConfigError, InvalidRequestError, OmnidistError, TransientBackendError, error_for_status,
+from omnidist.kit import (
+    PROGRESS_ABOVE_BYTES,
+    BackendError,
+    Client,
+    ConfigError,
+    Idempotency,
+    InvalidRequestError,
+    JobState,
+    JobStatus,
+    Keyed,
+    LogPage,
+    LogStart,
+    OmnidistError,
+    TransientBackendError,
+    code_folder,
+    dump_yaml,
+    error_for_status,
+    large_folder_warning,
+    parse_retry_after,
+    scan_folder,
+    secret_values,
 )
-
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import NAME, native_state
 
 if TYPE_CHECKING:
-    from omnidist.backend import CompiledJob
+    from omnidist.kit import CompiledJob
 
 PUBLIC_CLOUD: dict[str, str] = {
     "active_directory": "https://login.microsoftonline.com/",
@@ -140,7 +155,7 @@ def translate(exc: BaseException) -> OmnidistError:
         message = getattr(error, "message", None) or exc.message or str(exc)
         headers = exc.response.headers if exc.response is not None else {}
         return error_for_status(status)(message, backend=NAME, status=status,
-                                        retry_after=retry.parse_retry_after(headers.get("Retry-After")))
+                                        retry_after=parse_retry_after(headers.get("Retry-After")))
     if _is_validation(exc):
         return InvalidRequestError(f"the Azure ML SDK rejected the job: {exc}", backend=NAME)
     return BackendError(f"{type(exc).__name__}: {exc}", backend=NAME)
@@ -176,9 +191,8 @@ class AzureMLClient(Client[Any]):
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
         """The SDK uploads a local code folder itself, during the create: warn when it is unusually
         large, and show the SDK's progress bar for it."""
-        from omnidist_azure_ml import code_data
 
-        self._show_progress = code_data.announce_upload(compiled)
+        self._show_progress = announce_upload(compiled)
         return compiled
 
     def translate(self, exc: BaseException) -> BackendError:
@@ -192,7 +206,7 @@ class AzureMLClient(Client[Any]):
         # load_job resolves relative paths (code, local inputs) against the *parent* of this origin,
         # so it is the job file itself (or a file name in the current folder).
         origin = os.path.abspath(source) if source else os.path.join(os.getcwd(), "job.yml")
-        return Keyed(request=_Command(serde.dump_yaml({**compiled.request, "name": name}), origin), key=name)
+        return Keyed(request=_Command(dump_yaml({**compiled.request, "name": name}), origin), key=name)
 
     def create_job(self, keyed: Keyed) -> Any:
         """``load_job`` (the SDK's own schema checks), then ``jobs.create_or_update`` (which
@@ -255,7 +269,7 @@ class AzureMLClient(Client[Any]):
         are its trial's)."""
         env = getattr(job, "environment_variables", None) or getattr(getattr(job, "trial", None),
                                                                      "environment_variables", None)
-        return display.secret_values(dict(env or {}))
+        return secret_values(dict(env or {}))
 
     def id_of(self, keyed: Keyed, job: Any) -> str:
         """The job's name."""
@@ -452,7 +466,7 @@ def _http_error(response: Any, what: str) -> OmnidistError:
         pass
     return error_for_status(response.status_code)(
         f"reading {what}: {message or response.reason}", backend=NAME, status=response.status_code,
-        retry_after=retry.parse_retry_after(response.headers.get("Retry-After")))
+        retry_after=parse_retry_after(response.headers.get("Retry-After")))
 
 
 class _LogTail:
@@ -470,7 +484,7 @@ class _LogTail:
         each file's under a ``==> path <==`` header whenever the output switches files."""
         for path, url in files.items():
             offset = self._offsets.get(path, 0)
-            data = self._client.call(lambda: self._fetch(path, url, offset))
+            data = self._client.call(lambda: self._fetch(path, url, offset))  # noqa: B023 - called at once
             complete = data if final else data[:data.rfind(b"\n") + 1]
             if not complete:
                 continue
@@ -491,3 +505,18 @@ class _LogTail:
         if response.status_code == 200:  # a server that ignores Range sends the whole file
             return response.body()[offset:]
         raise _http_error(response, f"log file {path}")
+
+
+def announce_upload(compiled: Any, warn: Any = None, large_above: Optional[int] = None) -> bool:
+    """Before submit: warn when the local code folder the SDK is about to upload is unusually
+    large (naming its biggest files; ``large_above`` bytes, default the core's threshold); True
+    when it is big enough for a progress bar."""
+    job = compiled.job
+    folder = code_folder(job) if job is not None else None
+    if folder is None:
+        return False
+    files = scan_folder(folder)  # the same files the SDK picks: .amlignore, else .gitignore
+    warning = large_folder_warning(files, limit=large_above)
+    if warning:
+        (warn or logging.getLogger("omnidist.azure_ml").warning)(warning)
+    return sum(f.size for f in files) > PROGRESS_ABOVE_BYTES

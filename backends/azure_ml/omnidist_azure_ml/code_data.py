@@ -18,25 +18,38 @@ other non-Azure locations are exit 3 unless ``data_map`` rewrites them.
 
 from __future__ import annotations
 
-import logging
 from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, jobdata, packaging
-from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import DistributedJob
-from omnidist.jobdata import REFERENCE, InputMode, JobInput, JobOutput, scheme
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    REFERENCE,
+    DistributedJob,
+    EffectiveRole,
+    Feature,
+    InputMode,
+    JobInput,
+    JobOutput,
+    Note,
+    NoteKind,
+    UnsupportedFeatureError,
+    ValidationError,
+    apply_data_map,
+    check_references,
+    code_folder,
+    foreign_uri,
+    is_package,
+    local_path,
+    unknown_version,
+    with_module,
+)
+from omnidist.kit import uri_scheme as scheme
 from omnidist.runtime import hints
 from omnidist_azure_ml import prebuilt
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import NAME
 
 SETTINGS = f"backends.{NAME}"
-log = logging.getLogger("omnidist.azure_ml")
 READABLE = frozenset({"abfs", "abfss", "adl", "azureml", "http", "https", "local", "wasb", "wasbs"})
 """Input location kinds Azure ML reads (local paths are uploaded by the SDK at submit)."""
 
@@ -66,7 +79,7 @@ class Plan:
     def primary(self, role: EffectiveRole) -> EffectiveRole:
         """The primary running ``python -m MODULE`` for a module job, its referencing env values moved
         into the command's exports."""
-        role = data.with_module(role, self.job)
+        role = with_module(role, self.job)
         return attrs.evolve(role, env={k: v for k, v in role.env.items() if not REFERENCE.search(v)})
 
     def command(self, command: str) -> str:
@@ -93,9 +106,9 @@ class Plan:
 def prepare(job: DistributedJob, settings: AzureMLSettings,
             notes: list[Note]) -> tuple[DistributedJob, AzureMLSettings, Plan]:
     """Apply ``data_map``, refuse what a command job cannot run, and declare code and data."""
-    job, rewrites = data.apply_data_map(job, settings.data_map)
+    job, rewrites = apply_data_map(job, settings.data_map)
     notes += rewrites
-    data.check_references(job, {"inputs": settings.inputs})
+    check_references(job, {"inputs": settings.inputs})
     _check_command(job)
     settings = _environment(job, settings, notes)
     inputs = {name: _input(name, inp, job, notes) for name, inp in job.inputs.items()}
@@ -132,7 +145,7 @@ def _environment(job: DistributedJob, settings: AzureMLSettings, notes: list[Not
             subject=f"framework_version with framework {job.framework.value}")
     reference = prebuilt.environment(job.framework, job.framework_version)
     if reference is None:
-        raise data.unknown_version(job, known, "Azure ML (curated environments)")
+        raise unknown_version(job, known, "Azure ML (curated environments)")
     notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{SETTINGS}.environment",
                       message=f"{reference} (the curated {job.framework.value} {job.framework_version} environment)"))
     return attrs.evolve(settings, environment=reference)
@@ -142,9 +155,9 @@ def _input(name: str, inp: JobInput, job: DistributedJob, notes: list[Note]) -> 
     if inp.literal:
         return inp.value
     if inp.scheme not in READABLE:
-        raise data.foreign(f"inputs.{name}", NAME, inp.uri, READS)
+        raise foreign_uri(f"inputs.{name}", NAME, inp.uri, READS)
     if inp.scheme == "local":
-        data.local_path(job, inp.uri)  # resolved like code: relative to the job file
+        local_path(job, inp.uri)  # resolved like code: relative to the job file
         notes.append(Note(kind=NoteKind.HINT, field=f"inputs.{name}",
                           message=f"{inp.uri} is uploaded by the Azure ML SDK at submit"))
     native: dict[str, Any] = {"type": data_type(inp.uri), "path": inp.uri}
@@ -157,7 +170,7 @@ def _output(name: str, out: JobOutput) -> dict[str, Any]:
     if out.default:
         return {"type": "uri_folder"}
     if out.scheme not in WRITABLE:
-        raise data.foreign(f"outputs.{name}", NAME, out.uri,
+        raise foreign_uri(f"outputs.{name}", NAME, out.uri,
                            "and write datastore and Azure Storage locations (azureml://datastores/…, abfss://, …)")
     return {"type": data_type(out.uri), "path": out.uri, "mode": "rw_mount"}
 
@@ -168,35 +181,21 @@ def _code(job: DistributedJob, settings: AzureMLSettings, notes: list[Note]) -> 
     if settings.code:
         raise ValidationError(f"code is set both in the job and in {SETTINGS}.code; keep one",
                               source=job.source, path="code")
-    folder = data.code_folder(job)
+    folder = code_folder(job)
     if folder is not None:
         notes.append(Note(kind=NoteKind.HINT, field="code",
                           message=f"{job.code} is uploaded at submit by the Azure ML SDK to the workspace's default "
                                   "datastore, once per content (.amlignore / .gitignore honoured)"))
         return job.code
-    if jobdata.is_package(job.code):
+    if is_package(job.code):
         raise UnsupportedFeatureError(
             Feature.CODE, NAME, f"{job.code} is a built Python package, and Azure ML ships code as a folder without "
             "installing it, so python -m would not find the module.",
             "Point code at the package's source folder, or install the package in the image and leave code out.",
             subject="code")
     if scheme(job.code) not in ("azureml", "https", "wasbs", "abfss"):
-        raise data.foreign("code", NAME, job.code, "code from a local folder or an azureml: code asset")
+        raise foreign_uri("code", NAME, job.code, "code from a local folder or an azureml: code asset")
     return job.code
-
-
-def announce_upload(compiled: Any, warn: Any = None) -> bool:
-    """Before submit: warn when the local code folder the SDK is about to upload is unusually
-    large (naming its biggest files); True when it is big enough for a progress bar."""
-    job = compiled.job
-    folder = data.code_folder(job) if job is not None else None
-    if folder is None:
-        return False
-    files = packaging.scan(folder)  # the same files the SDK picks: .amlignore, else .gitignore
-    warning = packaging.large_folder_warning(files)
-    if warning:
-        (warn or log.warning)(warning)
-    return sum(f.size for f in files) > packaging.PROGRESS_ABOVE_BYTES
 
 
 def _exports(job: DistributedJob, notes: list[Note]) -> dict[str, str]:

@@ -13,21 +13,40 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import lowering
-from omnidist.backend import CompiledJob, Note, NoteKind
-from omnidist.catalog import big_enough, smallest_fit
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import HARDWARE, PROGRAM, Feature, NoteCode
-from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    HARDWARE,
+    PROGRAM,
+    CompiledJob,
+    DistributedJob,
+    EffectiveRole,
+    Feature,
+    Framework,
+    Interconnect,
+    Note,
+    NoteCode,
+    NoteKind,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    big_enough,
+    effective_role,
+    num_nodes,
+    processes_per_node,
+    replica_count,
+    runtime_hints,
+    smallest_fit,
+)
 from omnidist.runtime.launch import is_launch_command
-
 from omnidist_azure_ml import catalog, code_data
+from omnidist_azure_ml.catalog import Sku
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import (
-    FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES, REFUSALS,
+    FRAMEWORK_DISTRIBUTIONS,
+    LAUNCHES_OWN_PROCESSES,
+    NAME,
+    PARAMETER_SERVERS_ADD_NODES,
+    REFUSALS,
 )
-from omnidist_azure_ml.catalog import Sku
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json"
 SETTINGS = f"backends.{NAME}"
@@ -52,15 +71,15 @@ def own(role: RoleName, field: str) -> UnsupportedFeatureError:
 
 def check_roles(job: DistributedJob) -> EffectiveRole:
     """Refuse what one homogeneous set of nodes cannot run; return the effective primary."""
-    if lowering.replicas(job, RoleName.EVALUATORS):
+    if replica_count(job, RoleName.EVALUATORS):
         raise refuse(Feature.EVALUATORS)
     reducers = job.reduction_servers
     if reducers is not None and reducers.replicas != 0:
         raise refuse(Feature.REDUCTION_SERVERS)
-    primary = lowering.effective_role(job, RoleName.PRIMARY)
-    if lowering.replicas(job, RoleName.WORKERS):
-        _check_same_as_primary(lowering.effective_role(job, RoleName.WORKERS), primary, RoleName.WORKERS)
-    if lowering.replicas(job, RoleName.PARAMETER_SERVERS):
+    primary = effective_role(job, RoleName.PRIMARY)
+    if replica_count(job, RoleName.WORKERS):
+        _check_same_as_primary(effective_role(job, RoleName.WORKERS), primary, RoleName.WORKERS)
+    if replica_count(job, RoleName.PARAMETER_SERVERS):
         _check_parameter_servers(job, primary)
     return primary
 
@@ -86,11 +105,18 @@ def _check_parameter_servers(job: DistributedJob, primary: EffectiveRole) -> Non
 
 
 def command_to_native(primary: EffectiveRole) -> str:
-    """``command`` + ``args`` as one shell string, each argument quoted as needed."""
+    """``command`` + ``args`` as one shell string, each argument quoted as needed.
+
+    Azure ML runs ``command`` in a shell, so ``bash -c SCRIPT`` is written as the script itself:
+    the importer reads a command only a shell runs the same way (several lines, ``&&``, a
+    builtin such as ``.``) back as ``bash -c SCRIPT``, and compiling that again gives the same text.
+    """
     argv = [*primary.command, *primary.args]
     if not argv:
         raise ValidationError("Azure ML command jobs need a command; add e.g. `command: [python, train.py]`",
                               path="command")
+    if len(argv) == 3 and argv[:2] == ["bash", "-c"] and argv[2].strip():
+        return argv[2]
     return " ".join(_quote(arg) for arg in argv)
 
 
@@ -164,7 +190,7 @@ def _pick_sku(job: DistributedJob, primary: EffectiveRole, need_ib: bool, notes:
     accel = primary.accelerator
     if accel is not None and catalog.largest(accel.type) is None:
         raise refuse(Feature.ACCELERATOR, kind=accel.type, offered=", ".join(catalog.offered_accelerators()))
-    multi_gpu = accel is not None and lowering.num_nodes(job) > 1
+    multi_gpu = accel is not None and num_nodes(job) > 1
     if accel is None and primary.cpus is None and primary.memory_gb is None and not need_ib:
         sku = catalog.lookup(catalog.DEFAULT_CPU_SKU)
     else:
@@ -197,9 +223,13 @@ def _no_sku(primary: EffectiveRole, need_ib: bool) -> Exception:
     accel = primary.accelerator
     if need_ib and not catalog.infiniband_alternatives(accel.type if accel else None):
         return UnsupportedFeatureError(
-            Feature.INFINIBAND, NAME, f"no Azure SKU with SR-IOV InfiniBand carries {accel.type if accel else 'no GPU'}.",
+            Feature.INFINIBAND,
+            NAME,
+            f"no Azure SKU with SR-IOV InfiniBand carries {accel.type if accel else 'no GPU'}.",
             "Use an accelerator an InfiniBand SKU carries (V100, A100, A100-80GB, H100, H200), or drop "
-            "`interconnect: infiniband`.", subject=f"interconnect: infiniband with {accel.type if accel else 'CPU-only nodes'}")
+            "`interconnect: infiniband`.",
+            subject=f"interconnect: infiniband with {accel.type if accel else 'CPU-only nodes'}",
+        )
     biggest = catalog.largest(accel.type) if accel else None
     if accel is not None and biggest is not None and accel.count > biggest.gpus:
         return ValidationError(f"no Azure SKU has {accel.count} {accel.type} GPUs; the largest has {biggest.gpus} "
@@ -277,9 +307,9 @@ def compile_job(job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
 def resources_to_native(job: DistributedJob, nodes: Nodes, settings: AzureMLSettings,
                         notes: list[Note]) -> dict[str, Any]:
     """``instance_count`` (primary + workers), ``instance_type``, ``shm_size``, ``docker_args``."""
-    count = lowering.num_nodes(job)
+    count = num_nodes(job)
     if PARAMETER_SERVERS_ADD_NODES:
-        count += lowering.replicas(job, RoleName.PARAMETER_SERVERS)
+        count += replica_count(job, RoleName.PARAMETER_SERVERS)
     resources: dict[str, Any] = {"instance_count": count}
     if nodes.instance_type:
         resources["instance_type"] = nodes.instance_type
@@ -300,15 +330,15 @@ def distribution_to_native(job: DistributedJob, notes: list[Note]) -> dict[str, 
     """The ``distribution`` block for the job's framework (:data:`FRAMEWORK_DISTRIBUTIONS`)."""
     kind = FRAMEWORK_DISTRIBUTIONS[job.framework]
     if kind == "tensorflow":
-        servers = lowering.replicas(job, RoleName.PARAMETER_SERVERS)
+        servers = replica_count(job, RoleName.PARAMETER_SERVERS)
         if servers:
             notes.append(Note(kind=NoteKind.APPROXIMATED, field="parameter_servers",
-                              message=f"{servers} parameter server(s) share the job's {lowering.num_nodes(job)} "
+                              message=f"{servers} parameter server(s) share the job's {num_nodes(job)} "
                                       "node(s) as in Azure's documented example (how Azure places them is "
                                       "unconfirmed)"))
-        return {"type": kind, "worker_count": lowering.num_nodes(job), "parameter_server_count": servers}
-    processes = lowering.processes_per_node(job)
-    launches = is_launch_command(lowering.effective_role(job, RoleName.PRIMARY).command)
+        return {"type": kind, "worker_count": num_nodes(job), "parameter_server_count": servers}
+    processes = processes_per_node(job)
+    launches = is_launch_command(effective_role(job, RoleName.PRIMARY).command)
     if job.framework in LAUNCHES_OWN_PROCESSES:
         notes.append(Note(kind=NoteKind.HINT, field="framework",
                           message="custom: Azure starts the command once per node with MASTER_ADDR, NODE_RANK "
@@ -336,7 +366,7 @@ def env_to_native(job: DistributedJob, primary: EffectiveRole, nodes: Nodes,
     if tuning:
         added = ", ".join(f"{k}={v}" for k, v in tuning.items())
         notes.append(Note(kind=NoteKind.DEFAULTED, field="env", message=f"NCCL over SR-IOV InfiniBand: set {added}"))
-    return {**lowering.runtime_hints(job, per_role=False), **tuning, **primary.env}
+    return {**runtime_hints(job, per_role=False), **tuning, **primary.env}
 
 
 def queue_to_native(job: DistributedJob, settings: AzureMLSettings) -> dict[str, str]:

@@ -26,18 +26,38 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import commandline, importing, serde
-from omnidist.backend import Note, NoteKind
-from omnidist.errors import ValidationError
-from omnidist.importing import cannot_hold, dropped
-from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, Role
-from omnidist.jobdata import JobInput, JobOutput, is_data
+from omnidist.kit import (
+    AUTO,
+    RETIRED_GPUS,
+    Accelerator,
+    DistributedJob,
+    Framework,
+    Interconnect,
+    JobInput,
+    JobOutput,
+    Note,
+    NoteKind,
+    Role,
+    ValidationError,
+    cannot_hold,
+    dropped_note,
+    is_data,
+    native_duration,
+    pick_name,
+    retired_gpu,
+    shell_argv,
+    shorten,
+    structure,
+)
 from omnidist.runtime import hints
 from omnidist.runtime.launch import is_launch_command
-
 from omnidist_azure_ml import catalog, prebuilt
 from omnidist_azure_ml.tables import (
-    DISTRIBUTION_FRAMEWORKS, FRAMEWORK_DISTRIBUTIONS, LAUNCHES_OWN_PROCESSES, NAME, PARAMETER_SERVERS_ADD_NODES,
+    DISTRIBUTION_FRAMEWORKS,
+    FRAMEWORK_DISTRIBUTIONS,
+    LAUNCHES_OWN_PROCESSES,
+    NAME,
+    PARAMETER_SERVERS_ADD_NODES,
     UNSUPPORTED_NATIVE_KEYS,
 )
 
@@ -171,7 +191,7 @@ def drop_extras(data: Mapping[str, Any], notes: list[Note]) -> dict[str, Any]:
         section = data.get(head) if tail else data
         key = tail or head
         if isinstance(section, Mapping) and section.get(key) not in (None, {}, [], ""):
-            notes.append(dropped(dotted, f"{importing.short(section[key])}: {hint}"))
+            notes.append(dropped_note(dotted, f"{shorten(section[key])}: {hint}"))
             trimmed = {k: v for k, v in section.items() if k != key}
             data = trimmed if not tail else {**data, head: trimmed}
     return data
@@ -189,7 +209,7 @@ def parse(request: Mapping[str, Any], notes: list[Note]) -> NativeCommandJob:
             raise ValidationError(f"expected a mapping, got {type(data[key]).__name__}", path=key)
         if key in data:
             data[key] = without_empty(data[key])
-    return serde.structure(data, NativeCommandJob)
+    return structure(data, NativeCommandJob)
 
 
 def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
@@ -313,16 +333,26 @@ def native_to_environment(environment: Any, notes: list[Note]) -> tuple[Optional
     build = environment.get("build")
     if build is not None:
         path = build.get("path") if isinstance(build, Mapping) else build
-        notes.append(dropped("environment.build", f"Azure ML builds the image from {path}; other clouds run an image "
-                                                  "you build from it: set image: (migrate: --image)"))
+        notes.append(
+            dropped_note(
+                "environment.build",
+                f"Azure ML builds the image from {path}; other clouds run an image "
+                "you build from it: set image: (migrate: --image)",
+            )
+        )
     elif not isinstance(image, str) or not image:
         raise ValidationError("an inline environment needs an image (or a build context)", path="environment.image")
     if environment.get("conda_file") is not None:
         conda = environment["conda_file"]
-        notes.append(dropped("environment.conda_file", f"{conda if isinstance(conda, str) else 'an inline conda file'}: "
-                                                       f"Azure ML installs it on top of {image}; other clouds run the "
-                                                       "image as it is: set image: to one with the packages "
-                                                       "installed (migrate: --image)"))
+        notes.append(
+            dropped_note(
+                "environment.conda_file",
+                f"{conda if isinstance(conda, str) else 'an inline conda file'}: "
+                f"Azure ML installs it on top of {image}; other clouds run the "
+                "image as it is: set image: to one with the packages "
+                "installed (migrate: --image)",
+            )
+        )
     return (image if build is None else None), None
 
 
@@ -363,7 +393,7 @@ def native_to_inputs(inputs: Mapping[str, Any], notes: list[Note]) -> dict[str, 
             literal = str(value).lower() if isinstance(value, bool) else value
             if isinstance(literal, str) and is_data(literal):  # a literal string that reads as a location
                 notes.append(Note(kind=NoteKind.APPROXIMATED, field=path, message=(
-                    f"{importing.short(literal)} is literal text on Azure ML; the portable job reads it as data at "
+                    f"{shorten(literal)} is literal text on Azure ML; the portable job reads it as data at "
                     "that location (the program gets the data's path, not the text)")))
             found[name] = JobInput.parse(literal)
             continue
@@ -383,7 +413,7 @@ def native_to_inputs(inputs: Mapping[str, Any], notes: list[Note]) -> dict[str, 
                 f"{data_type(uri)}")))
         if value.get("datastore") or value.get("path_on_compute") or value.get("description"):
             extra = [k for k in ("datastore", "path_on_compute", "description") if value.get(k)]
-            notes.append(dropped(f"{path}.{extra[0]}", f"{importing.short(value[extra[0]])}: the portable input "
+            notes.append(dropped_note(f"{path}.{extra[0]}", f"{shorten(value[extra[0]])}: the portable input "
                                                        "has a location and a mode only"))
     return found
 
@@ -408,11 +438,11 @@ def native_to_outputs(outputs: Mapping[str, Any], notes: list[Note]) -> dict[str
 
 def native_to_command(command: str, notes: list[Note]) -> tuple[str, ...]:
     """An argv list; a command only a shell runs the same way is kept whole, lines intact, as
-    ``bash -c '…'`` (see :func:`omnidist.commandline.shell_argv`). ``${{ inputs.x }}`` is written
+    ``bash -c '…'`` (see :func:`omnidist.compiler.commandline.shell_argv`). ``${{ inputs.x }}`` is written
     without spaces, which Azure reads the same, so it stays one word."""
     command = _REFERENCE.sub(lambda m: f"${{{{{m[1]}.{m[2]}}}}}", command)
     command = _DATA_EXPORTS.sub("", command, count=1)
-    argv, wrapped = commandline.shell_argv(command, "command")
+    argv, wrapped = shell_argv(command, "command")
     if wrapped:
         lines = len(command.strip().splitlines())
         what = f"{lines} lines" if lines > 1 else "shell syntax"
@@ -431,12 +461,12 @@ def native_to_size(sku: Optional[catalog.Sku]) -> dict[str, Any]:
 
 def native_to_timeout(value: Any) -> Optional[int]:
     """``limits.timeout`` in seconds."""
-    return None if value is None else importing.parse_duration(value, "limits.timeout")
+    return None if value is None else native_duration(value, "limits.timeout")
 
 
 def native_to_name(native: NativeCommandJob, notes: Optional[list[Note]] = None) -> str:
     """A portable job name from ``display_name``, ``name`` or ``experiment_name``."""
-    return importing.pick_name((native.display_name, native.name, native.experiment_name), fallback=FALLBACK_NAME,
+    return pick_name((native.display_name, native.name, native.experiment_name), fallback=FALLBACK_NAME,
                                missing=f"{FALLBACK_NAME}: the job names itself nowhere", notes=notes)
 
 
@@ -462,15 +492,15 @@ def _looks_like_gpus(native: NativeCommandJob) -> Optional[str]:
 
 
 def _accelerator(sku: Optional[catalog.Sku], native: NativeCommandJob, notes: list[Note]) -> Optional[Accelerator]:
-    from omnidist import accelerators
+    from omnidist.kit import ACCELERATORS_BY_NAME
 
     if sku is None and native.resources.instance_type:
         notes.append(Note(kind=NoteKind.APPROXIMATED, field="resources.instance_type",
                           message=f"{native.resources.instance_type} is not in omnidist's catalog: its vCPUs, memory "
                                   "and GPUs are unknown, so other clouds get their default machine"))
-    if sku is not None and sku.accelerator in importing.RETIRED_GPUS:
-        return importing.retired_gpu(sku.accelerator, sku.gpus, "resources.instance_type", notes)
-    if sku is None or sku.accelerator not in accelerators.BY_NAME:
+    if sku is not None and sku.accelerator in RETIRED_GPUS:
+        return retired_gpu(sku.accelerator, sku.gpus, "resources.instance_type", notes)
+    if sku is None or sku.accelerator not in ACCELERATORS_BY_NAME:
         gpus = _looks_like_gpus(native)
         if gpus:
             notes.append(Note(kind=NoteKind.CHANGED, field="primary.accelerator",
@@ -495,7 +525,7 @@ def _strip_tuning(env: dict[str, str], sku: Optional[catalog.Sku]) -> dict[str, 
 
 def _retired(sku: Optional[catalog.Sku]) -> bool:
     """A SKU whose GPUs were replaced on import: its name no longer fits the job."""
-    return sku is not None and sku.accelerator in importing.RETIRED_GPUS
+    return sku is not None and sku.accelerator in RETIRED_GPUS
 
 
 def local_code(code: Optional[str]) -> Optional[str]:

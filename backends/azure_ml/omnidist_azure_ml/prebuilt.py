@@ -10,7 +10,7 @@ examples use. The ACPT (Azure Container for PyTorch) images carry DeepSpeed too.
 
 from __future__ import annotations
 
-from omnidist.job import Framework
+from omnidist.kit import Framework
 
 SOURCE = "https://github.com/Azure/azureml-assets/tree/main/assets/training/general/environments"
 """Where :data:`CURATED_ENVIRONMENTS` comes from."""

@@ -7,10 +7,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, retry
-from omnidist.errors import ValidationError
-from omnidist.retry import ClientSettings
-
+from omnidist.kit import ClientSettings, ValidationError, check_data_map, one_of
 from omnidist_azure_ml.tables import CREDENTIALS, JOB_TIERS, PRIORITIES
 
 _SHM = re.compile(r"^\d+[bkmgBKMG]?$")
@@ -25,7 +22,7 @@ def _shm(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> Non
 @attrs.frozen(kw_only=True)
 class AzureMLSettings(ClientSettings):
     """Profile keys and ``backends.azure_ml`` keys (every one documented in docs/backends/azure_ml.md);
-    the retry/timeout keys come from :class:`~omnidist.retry.ClientSettings`."""
+    the retry/timeout keys come from :class:`~omnidist.backend.settings.ClientSettings`."""
 
     subscription_id: Optional[str] = None
     resource_group: Optional[str] = None
@@ -39,14 +36,14 @@ class AzureMLSettings(ClientSettings):
     shm_size: Optional[str] = attrs.field(default=None, validator=_shm)
     docker_args: Optional[str] = None
     experiment_name: Optional[str] = None
-    job_tier: Optional[str] = attrs.field(default=None, validator=retry.one_of(*JOB_TIERS, ignore_case=True))
-    priority: Optional[str] = attrs.field(default=None, validator=retry.one_of(*PRIORITIES, ignore_case=True))
+    job_tier: Optional[str] = attrs.field(default=None, validator=one_of(*JOB_TIERS, ignore_case=True))
+    priority: Optional[str] = attrs.field(default=None, validator=one_of(*PRIORITIES, ignore_case=True))
     code: Optional[str] = None
     """Local folder (or URI) Azure uploads as the working directory of the command."""
     inputs: dict[str, Any] = attrs.field(factory=dict)
     """Job inputs, passed through as written (referenced as ``${{inputs.NAME}}`` in the command)."""
-    credential: str = attrs.field(default="default", validator=retry.one_of(*CREDENTIALS, ignore_case=True))
+    credential: str = attrs.field(default="default", validator=one_of(*CREDENTIALS, ignore_case=True))
     endpoint: Optional[str] = None
     """Resource-manager base URL override (tests, local endpoints, sovereign clouds)."""
-    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=check_data_map)
     """Prefix rewrites for input, output and code URIs (``{"gs://bkt/" = "azureml://datastores/ds/paths/"}``)."""

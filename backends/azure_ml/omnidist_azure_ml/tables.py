@@ -3,9 +3,7 @@
 
 from __future__ import annotations
 
-from omnidist.backend import JobState
-from omnidist.features import Feature, Refusal
-from omnidist.job import Framework
+from omnidist.kit import Feature, Framework, JobState, Refusal
 from omnidist.runtime.platforms import azure_ml as platform
 
 NAME = platform.NAME

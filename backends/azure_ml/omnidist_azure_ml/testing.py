@@ -28,11 +28,12 @@ import json
 import math
 import re
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from omnidist.testing import FakeServer, FakeService, Harness
-from omnidist.testing.harness import hand_written
 from omnidist.testing.fakeserver import Recorded, Response
+from omnidist.testing.harness import hand_written
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 WORKSPACE = (r"/subscriptions/(?P<sub>[^/]+)/resourceGroups/(?P<rg>[^/]+)/providers/"
@@ -53,7 +54,13 @@ DEFAULT_OUTPUT: dict[str, dict[str, str]] = {
 the step's index on the timeline); only ``user_logs/std_log.txt`` is a file Azure streams."""
 
 
-TRIAL_STATUSES = {QUEUED: "NotStarted", RUNNING: "Running", SUCCEEDED: "Completed", FAILED: "Failed", STOPPED: "Canceled"}
+TRIAL_STATUSES = {
+    QUEUED: "NotStarted",
+    RUNNING: "Running",
+    SUCCEEDED: "Completed",
+    FAILED: "Failed",
+    STOPPED: "Canceled",
+}
 """A fake trial's state -> its child run's status."""
 
 
@@ -294,7 +301,7 @@ def _hand_built() -> Any:
     from azure.ai.ml import PyTorchDistribution, command
     from azure.ai.ml.entities import Environment
 
-    from omnidist.serde import parse_duration
+    from omnidist.kit import parse_duration
 
     logging.getLogger("azure.ai.ml").setLevel(logging.ERROR)
 
@@ -331,7 +338,24 @@ def _direct(service: FakeService) -> Any:
     return submit
 
 
+def check_request(request: Mapping[str, Any], scratch: Path) -> None:
+    """``azure.ai.ml.load_job`` accepts the job file (the SDK's own marshmallow schemas) and turns
+    it into a REST body with a command."""
+    from azure.ai.ml import load_job
+
+    from omnidist.kit import dump_yaml
+
+    path = scratch / "job.yml"
+    path.write_text(dump_yaml(request))
+    loaded = load_job(path)
+    if request.get("type") == "sweep":  # the trial is the command job
+        assert loaded._to_rest_object().as_dict()["properties"]["trial"]["command"]
+    else:
+        assert loaded._to_job()._to_rest_object().as_dict()["properties"]["command"]
+
+
 HARNESS = Harness(
+    check_request=check_request,
     service=FakeAzureML, sdk_module="azure.ai.ml", direct_submit=_direct,
     native_builder=lambda: (lambda build: lambda doc: build(doc)._to_rest_object())(_hand_built()),
     settings=lambda url: {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1",

@@ -25,7 +25,6 @@ from typing import Any
 from urllib.parse import unquote
 
 from omnidist.testing.fakeserver import FakeServer, Recorded, Response
-
 from omnidist_azure_ml.testing import WORKSPACE
 
 CODES = "^" + WORKSPACE + r"/codes/(?P<name>[^/]+)/versions"
@@ -110,7 +109,9 @@ class FakeAzureCode:
         with self._lock:
             body = self.versions.get((m["name"], m["version"]))
         if body is None:
-            return Response(404, {"error": {"code": "UserError", "message": f"code {m['name']}:{m['version']} not found"}})
+            return Response(
+                404, {"error": {"code": "UserError", "message": f"code {m['name']}:{m['version']} not found"}}
+            )
         return Response(200, self._resource(rec.path, m["name"], m["version"], body.get("properties", {})))
 
     # --- blob storage ---------------------------------------------------------------------------

@@ -14,7 +14,7 @@ one in three ways that decide what is exact (PLATFORMS.md "Tuning"):
   ``quniform`` and no early termination.
 
 Import reverses it and reports each distribution that changes on the way in. Following a
-submitted sweep reads its child runs as portable :class:`~omnidist.backend.Trial` values
+submitted sweep reads its child runs as portable :class:`~omnidist.backend.values.Trial` values
 (:func:`trials_of`).
 """
 
@@ -23,16 +23,29 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
-from typing import Any, Callable, Optional
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Optional
 
 import attrs
 
-from omnidist.backend import CompiledJob, Note, NoteKind, Trial, best_trial
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import PARAMETER_NAME, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
-
+from omnidist.kit import (
+    PARAMETER_NAME,
+    Algorithm,
+    CompiledJob,
+    DistributedJob,
+    Feature,
+    Goal,
+    Note,
+    NoteKind,
+    Parameter,
+    ParameterType,
+    Scale,
+    Trial,
+    Tuning,
+    UnsupportedFeatureError,
+    ValidationError,
+    best_trial,
+)
 from omnidist_azure_ml.tables import NAME, native_state
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json"
@@ -212,8 +225,13 @@ def _choice_to_parameter(values: Any, path: str, field: str, notes: list[Note]) 
     if not isinstance(values, list) or not values:
         raise ValidationError("expected a non-empty list of values", path=f"{path}.values")
     if any(isinstance(v, (Mapping, list)) for v in values):
-        raise UnsupportedFeatureError(Feature.TUNING, PORTABLE, "a choice of nested search spaces has no "
-                                      "portable form.", "Flatten it into separate parameters.", subject=f"{path}.values")
+        raise UnsupportedFeatureError(
+            Feature.TUNING,
+            PORTABLE,
+            "a choice of nested search spaces has no portable form.",
+            "Flatten it into separate parameters.",
+            subject=f"{path}.values",
+        )
     numbers = [v for v in values if isinstance(v, (int, float)) and not isinstance(v, bool)]
     if len(numbers) == len(values):
         return Parameter(type="discrete", values=values)
@@ -268,8 +286,11 @@ def native_to_parameter(raw: Any, path: str, field: str, notes: list[Note]) -> P
                 + (" and no longer rounded to multiples of q" if kind.startswith("q") else ""))
         return Parameter(type="double", min=_exp(low) if log else low, max=_exp(high) if log else high,
                          scale="log" if log else "linear")
-    raise ValidationError(f"{raw.get('type')!r} is not a search-space expression (choice, uniform, loguniform, "
-                          "quniform, qloguniform, normal, qnormal, lognormal, qlognormal, randint)", path=f"{path}.type")
+    raise ValidationError(
+        f"{raw.get('type')!r} is not a search-space expression (choice, uniform, loguniform, "
+        "quniform, qloguniform, normal, qnormal, lognormal, qlognormal, randint)",
+        path=f"{path}.type",
+    )
 
 
 def strip_flags(command: str, keys: list[str], notes: list[Note]) -> tuple[str, dict[str, str]]:

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from omnidist.testing import FakeServer
-
 from omnidist_azure_ml import AzureMLSettings
 from omnidist_azure_ml.testing import FakeAzureML
 
@@ -43,13 +42,13 @@ def to_rest(tmp_path):
     registers only at submit time, is shown as ``{"image": …}``."""
     from azure.ai.ml import load_job
 
-    from omnidist import serde
+    from omnidist.kit import dump_yaml
 
     counter = iter(range(10**6))
 
     def convert(request: dict[str, Any]) -> dict[str, Any]:
         path = tmp_path / f"job-{next(counter)}.yml"
-        path.write_text(serde.dump_yaml(request))
+        path.write_text(dump_yaml(request))
         rest = load_job(path)._to_job()._to_rest_object().as_dict()["properties"]
         env = rest.get("environmentId")
         if not isinstance(env, str):
@@ -61,12 +60,11 @@ def to_rest(tmp_path):
 
 def compile_job(data: dict[str, Any], **overrides: Any):
     """Compile a job (plain data, its ``backends.azure_ml`` block honoured) without profiles."""
-    from omnidist import config, serde
-
+    from omnidist.kit import Target, job_from_dict, settings_for
     from omnidist_azure_ml import AzureMLBackend
 
-    job = serde.job_from_dict(data)
-    resolved = config.settings_for(AzureMLSettings, "azure_ml", config.Target(backend="azure_ml"), job, overrides)
+    job = job_from_dict(data)
+    resolved = settings_for(AzureMLSettings, "azure_ml", Target(backend="azure_ml"), job, overrides)
     return AzureMLBackend().compile(job, resolved)
 
 

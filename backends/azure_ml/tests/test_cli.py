@@ -57,10 +57,12 @@ def test_refusals_exit_with_the_spec_codes(tmp_path, extra, code, words):
 
 def test_compile_imports_no_cloud_sdk(tmp_path):
     (tmp_path / "job.yaml").write_text(JOB)
-    probe = ("import json, sys; before = set(sys.modules); import omnidist; "
-             "omnidist.compile('job.yaml', backend='azure_ml'); "
-             "from omnidist import registry; registry.get('azure_ml').import_native(omnidist.compile('job.yaml', "
-             "backend='azure_ml').request); print(json.dumps(sorted(set(sys.modules) - before)))")
+    probe = (
+        "import json, sys; before = set(sys.modules); import omnidist; "
+        "omnidist.compile('job.yaml', backend='azure_ml'); "
+        "from omnidist.backend import registry; registry.get('azure_ml').import_native(omnidist.compile('job.yaml', "
+        "backend='azure_ml').request); print(json.dumps(sorted(set(sys.modules) - before)))"
+    )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path,
                          env={**os.environ, "HOME": str(tmp_path)})
     new = json.loads(out.stdout)

@@ -5,12 +5,9 @@ from __future__ import annotations
 import attrs
 import pytest
 
+from omnidist.kit import ConfigError, InvalidRequestError, JobState, NotFoundError, TransientBackendError
 from omnidist.testing import SleepRecorder
-
-from omnidist.backend import JobState
-from omnidist.errors import ConfigError, InvalidRequestError, NotFoundError, TransientBackendError
 from omnidist.testing.fakeserver import Fault
-
 from omnidist_azure_ml import AzureMLBackend, AzureMLSettings
 from omnidist_azure_ml.tables import STATES
 

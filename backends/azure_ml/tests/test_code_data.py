@@ -9,10 +9,14 @@ from pathlib import Path
 import pytest
 
 import omnidist
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob
+from omnidist.kit import (
+    DistributedJob,
+    NoteKind,
+    UnsupportedFeatureError,
+    ValidationError,
+    dump_yaml,
+    parse_yaml,
+)
 from omnidist.testing.code import code_folder
 from omnidist_azure_ml import AzureMLBackend, AzureMLSettings
 from omnidist_azure_ml.testing_code import FakeAzureCode
@@ -40,10 +44,10 @@ RICH = {
 
 
 def build(root: Path, data: dict, **overrides):
-    from omnidist import config
+    from omnidist.kit import Target, settings_for
 
     job = DistributedJob.from_dict(data, source=str(root / "job.yaml"))
-    settings = config.settings_for(AzureMLSettings, "azure_ml", config.Target(backend="azure_ml"), job, overrides)
+    settings = settings_for(AzureMLSettings, "azure_ml", Target(backend="azure_ml"), job, overrides)
     return AzureMLBackend().compile(job, settings)
 
 
@@ -52,7 +56,7 @@ def loaded(root: Path, request: dict):
     from azure.ai.ml import load_job
 
     path = root / "compiled.yml"
-    path.write_text(serde.dump_yaml(request))
+    path.write_text(dump_yaml(request))
     return load_job(path)._to_job()._to_rest_object().as_dict()["properties"]
 
 
@@ -67,7 +71,7 @@ def test_golden_rich_job(tmp_path):
     path = GOLDEN / "code_and_data.yaml"
     if os.environ.get("OMNIDIST_UPDATE_GOLDEN"):
         path.write_text(compiled.render("yaml"))
-    assert compiled.request == serde.parse_yaml(path.read_text())
+    assert compiled.request == parse_yaml(path.read_text())
     rest = loaded(tmp_path, compiled.request)
     assert rest["codeId"].endswith("src") and rest["description"] == "Fine-tune BERT on MNLI"
     assert rest["environmentId"] == \
@@ -170,16 +174,16 @@ def test_submit_uploads_the_code_once_per_content(tmp_path, azure, settings):
 
 
 def test_a_large_code_folder_is_named_before_the_upload(tmp_path, monkeypatch):
-    from omnidist import packaging
-    from omnidist_azure_ml import code_data
+    from omnidist_azure_ml import client
 
     src = code_folder(tmp_path)
     (src / "checkpoint.pt").write_bytes(b"\0" * 2048)
     compiled = build(tmp_path, container({"code": "./src"}))
     warnings: list[str] = []
-    monkeypatch.setattr(packaging, "LARGE_FOLDER_BYTES", 1024)
-    monkeypatch.setattr(packaging, "PROGRESS_ABOVE_BYTES", 1024)
-    assert code_data.announce_upload(compiled, warn=warnings.append)  # big enough for the SDK's progress bar
+    monkeypatch.setattr(client, "PROGRESS_ABOVE_BYTES", 1024)
+    assert client.announce_upload(
+        compiled, warn=warnings.append, large_above=1024
+    )  # big enough for the SDK's progress bar
     assert "checkpoint.pt (2.0 KB)" in warnings[0]
 
 

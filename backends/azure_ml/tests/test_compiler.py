@@ -7,10 +7,7 @@ import os
 
 import pytest
 
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature, NoteCode
-
+from omnidist.kit import Feature, NoteCode, NoteKind, UnsupportedFeatureError, ValidationError
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.compiler import SCHEMA
 
@@ -179,25 +176,36 @@ def test_explicit_sku_without_sriov_infiniband_is_refused(sku, suggestion, compi
 def test_explicit_sku_is_checked_against_the_accelerator(compile_):
     with pytest.raises(ValidationError, match=r"backends\.azure_ml\.instance_type: Standard_NC4as_T4_v3 has 1xT4, "
                                               r"but the primary asks for A100:8; use Standard_ND96asr_v4"):
-        compile_(job(primary={"accelerator": "A100:8"}, backends={"azure_ml": {"instance_type": "standard_nc4as_t4_v3"}}))
+        compile_(
+            job(primary={"accelerator": "A100:8"}, backends={"azure_ml": {"instance_type": "standard_nc4as_t4_v3"}})
+        )
 
 
 def test_explicit_retired_sku_gets_a_hint_and_canonical_spelling(compile_):
-    compiled = compile_(job(primary={"accelerator": "V100:4"}, backends={"azure_ml": {"instance_type": "STANDARD_NC24RS_V3"}}))
+    compiled = compile_(
+        job(primary={"accelerator": "V100:4"}, backends={"azure_ml": {"instance_type": "STANDARD_NC24RS_V3"}})
+    )
     assert compiled.request["resources"]["instance_type"] == "Standard_NC24rs_v3"
     assert any("retired" in n.message for n in compiled.notes(NoteKind.HINT))
 
 
 def test_unknown_explicit_sku_is_passed_through_with_a_hint(compile_):
-    compiled = compile_(job(primary={"accelerator": "B200:8"}, backends={"azure_ml": {"instance_type": "Standard_ND128isr_GB200_v6"}}))
+    compiled = compile_(
+        job(primary={"accelerator": "B200:8"}, backends={"azure_ml": {"instance_type": "Standard_ND128isr_GB200_v6"}})
+    )
     assert compiled.request["resources"]["instance_type"] == "Standard_ND128isr_GB200_v6"
     assert any("not in omnidist's SKU catalog" in n.message for n in compiled.diagnostics)
 
 
 def test_cpu_jobs_get_a_general_purpose_sku(compile_):
     assert compile_(job()).request["resources"]["instance_type"] == catalog.DEFAULT_CPU_SKU
-    assert compile_(job(primary={"cpus": 8, "memory_gb": 30})).request["resources"]["instance_type"] == "Standard_D8s_v3"
-    assert compile_(job(primary={"cpus": 8}, interconnect="infiniband")).request["resources"]["instance_type"] == "Standard_HC44rs"
+    assert (
+        compile_(job(primary={"cpus": 8, "memory_gb": 30})).request["resources"]["instance_type"] == "Standard_D8s_v3"
+    )
+    assert (
+        compile_(job(primary={"cpus": 8}, interconnect="infiniband")).request["resources"]["instance_type"]
+        == "Standard_HC44rs"
+    )
 
 
 def test_cluster_fixes_the_vm_size(compile_, to_rest):
@@ -269,7 +277,9 @@ def test_shm_size_default_and_override(compile_, to_rest):
     assert any(n.field == "backends.azure_ml.shm_size" for n in two.notes(NoteKind.DEFAULTED))
     one = compile_(job(primary={"accelerator": "H100:1"}))
     assert "shm_size" not in one.request["resources"]
-    mine = compile_(job(primary={"accelerator": "H100:2"}, backends={"azure_ml": {"shm_size": "64g", "docker_args": "--ipc=host"}}))
+    mine = compile_(
+        job(primary={"accelerator": "H100:2"}, backends={"azure_ml": {"shm_size": "64g", "docker_args": "--ipc=host"}})
+    )
     assert mine.request["resources"]["shm_size"] == "64g"
     rest = to_rest(mine.request)
     assert rest["resources"]["shmSize"] == "64g" and rest["resources"]["dockerArgs"] == "--ipc=host"
@@ -291,10 +301,14 @@ def test_spot_conflicting_with_job_tier(compile_):
 
 
 def test_registered_environment_replaces_the_image(compile_, to_rest):
-    compiled = compile_(job(backends={"azure_ml": {"environment": "azureml:acpt-pytorch-2.2@latest", "experiment_name": "exp"}}))
+    compiled = compile_(
+        job(backends={"azure_ml": {"environment": "azureml:acpt-pytorch-2.2@latest", "experiment_name": "exp"}})
+    )
     assert compiled.request["environment"] == "azureml:acpt-pytorch-2.2@latest"
     assert compiled.request["experiment_name"] == "exp"
-    curated = compile_(job(backends={"azure_ml": {"environment": "AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"}}))
+    curated = compile_(
+        job(backends={"azure_ml": {"environment": "AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"}})
+    )
     assert curated.request["environment"] == "azureml:AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"
     assert curated.notes(NoteKind.APPROXIMATED)
     assert to_rest(curated.request)["environmentId"] == "AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"

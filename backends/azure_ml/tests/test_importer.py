@@ -5,20 +5,28 @@ from __future__ import annotations
 import json
 
 import attrs
-
-import omnidist
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.commandline import needs_shell
-from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
-from omnidist.job import Accelerator, Framework, Interconnect, Role
-from omnidist.jobdata import JobInput, JobOutput
+import omnidist
+from omnidist.kit import (
+    Accelerator,
+    Framework,
+    Interconnect,
+    JobInput,
+    JobOutput,
+    NoteKind,
+    OmnidistError,
+    Role,
+    UnsupportedFeatureError,
+    ValidationError,
+    dump_yaml,
+    job_from_dict,
+    needs_shell,
+    parse_yaml,
+)
 from omnidist.testing import strategies
-
 from omnidist_azure_ml import AzureMLBackend, catalog
 
 BACKEND = AzureMLBackend()
@@ -76,7 +84,7 @@ description: Train a basic neural network with TensorFlow on the MNIST dataset, 
 
 
 def load(text: str):
-    return BACKEND.import_with_notes(serde.parse_yaml(text))
+    return BACKEND.import_with_notes(parse_yaml(text))
 
 
 def test_seed_pytorch_example():
@@ -97,7 +105,9 @@ def test_seed_tensorflow_example(tmp_path, to_rest):
     assert job.framework is Framework.TENSORFLOW
     assert job.name == "tensorflow-mnist-distributed-example"
     assert job.workers.replicas == 1 and job.parameter_servers.replicas == 1
-    assert job.backends["azure_ml"]["environment"] == "azureml:AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"
+    assert (
+        job.backends["azure_ml"]["environment"] == "azureml:AzureML-tensorflow-2.4-ubuntu18.04-py37-cuda11-gpu@latest"
+    )
     assert [n.field for n in notes if n.kind is NoteKind.DROPPED] == ["distribution.added_property"]
     assert job.description
     (tmp_path / "job" / job.code).mkdir(parents=True)  # the code folder, beside the job file
@@ -132,11 +142,13 @@ def test_no_distribution_is_custom_and_unknown_skus_stay_in_the_block():
 
 
 def test_hints_and_infiniband_defaults_are_stripped_but_user_values_kept():
-    job, _ = load("command: python t.py\nenvironment: {image: x.example/t:1}\n"
-                  "resources: {instance_count: 2, instance_type: Standard_ND96asr_v4}\n"
-                  "distribution: {type: pytorch, process_count_per_instance: 8}\n"
-                  "environment_variables: {OMNIDIST_FRAMEWORK: deepspeed, OMNIDIST_JOB_NAME: x, NCCL_IB_PCI_RELAXED_ORDERING: '1',"
-                  " NCCL_TOPO_FILE: /opt/microsoft/ndv4-topo.xml, NCCL_SOCKET_IFNAME: ib0, MINE: '2'}\n")
+    job, _ = load(
+        "command: python t.py\nenvironment: {image: x.example/t:1}\n"
+        "resources: {instance_count: 2, instance_type: Standard_ND96asr_v4}\n"
+        "distribution: {type: pytorch, process_count_per_instance: 8}\n"
+        "environment_variables: {OMNIDIST_FRAMEWORK: deepspeed, OMNIDIST_JOB_NAME: x, NCCL_IB_PCI_RELAXED_ORDERING: '1',"
+        " NCCL_TOPO_FILE: /opt/microsoft/ndv4-topo.xml, NCCL_SOCKET_IFNAME: ib0, MINE: '2'}\n"
+    )
     assert job.framework is Framework.DEEPSPEED  # the hint says which pytorch-distribution framework
     assert job.env == {"NCCL_SOCKET_IFNAME": "ib0", "MINE": "2"}
 
@@ -202,7 +214,9 @@ def test_unsupported_native_features(text, feature):
 
 def test_a_gpu_cluster_of_unknown_size_is_a_change_not_a_hint():
     def kinds(text):
-        return {(n.kind, n.field) for n in load(f"command: x\nenvironment: {{image: a}}\n{text}")[1] if n.field != "name"}
+        return {
+            (n.kind, n.field) for n in load(f"command: x\nenvironment: {{image: a}}\n{text}")[1] if n.field != "name"
+        }
 
     assert kinds("compute: azureml:gpu-v100-cluster\n") == {(NoteKind.CHANGED, "primary.accelerator")}
     assert kinds("compute: low-pri-nc24s\n") == {(NoteKind.CHANGED, "primary.accelerator")}
@@ -264,7 +278,9 @@ def test_an_sdk_command_object_is_read_through_its_own_serialization(tmp_path):
     node.dump(node_file)  # the node's own dump keeps command and code in its `component`
     assert from_node == from_job == from_file
     from_node_file = omnidist.import_native(node_file)  # (the SDK leaves experiment_name out of a node's dump)
-    assert from_node_file.backends["azure_ml"] == {k: v for k, v in block_of(from_node).items() if k != "experiment_name"}
+    assert from_node_file.backends["azure_ml"] == {
+        k: v for k, v in block_of(from_node).items() if k != "experiment_name"
+    }
     assert attrs.evolve(from_node_file, backends={}) == attrs.evolve(from_node, backends={})
     assert from_node.command == ("python", "train.py", "--lr", "${{inputs.lr}}", "--data", "${{inputs.data}}")
     assert (from_node.name, from_node.workers.replicas, from_node.processes_per_node) == ("sdk-job", 1, 4)
@@ -356,7 +372,7 @@ def test_compile_import_compile_is_stable(job, sdk_check):
     except OmnidistError:
         assume(False)
     sdk_check(first.request)
-    native = serde.parse_yaml(str(first))  # through the YAML text a user would keep
+    native = parse_yaml(str(first))  # through the YAML text a user would keep
     again = BACKEND.import_native(native)
     assert _compile(again).request == first.request
 
@@ -367,7 +383,7 @@ def test_round_trip_of_each_framework(sdk_check):
                 "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 1}, "processes_per_node": 4}
         if framework is Framework.TENSORFLOW:
             data["parameter_servers"] = {"replicas": 2}
-        job = serde.job_from_dict(data)
+        job = job_from_dict(data)
         first = _compile(job)
         sdk_check(first.request)
         again = BACKEND.import_native(first.request)
@@ -379,7 +395,7 @@ def test_round_trip_of_an_omnidist_launch_job(sdk_check):
     """Compile asks Azure for one process per node; the hint keeps the job's processes_per_node."""
     data = {"name": "rt", "framework": "pytorch", "image": "x.example/t:1", "command": ["omnidist", "launch", "--",
             "t.py"], "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 1}, "processes_per_node": 4}
-    first = _compile(serde.job_from_dict(data))
+    first = _compile(job_from_dict(data))
     sdk_check(first.request)
     assert first.request["distribution"]["process_count_per_instance"] == 1
     again = BACKEND.import_native(first.request)
@@ -415,7 +431,7 @@ outputs:
     ("https://acct.blob.core.windows.net/c/iris.csv", "inputs.x", "literal text on Azure ML"),
 ])
 def test_what_the_portable_input_has_no_word_for_is_noted(value, field, said):
-    job, notes = load(serde.dump_yaml({"command": "python t.py ${{inputs.x}}", "inputs": {"x": value}}))
+    job, notes = load(dump_yaml({"command": "python t.py ${{inputs.x}}", "inputs": {"x": value}}))
     assert job.inputs["x"].uri
     assert any(n.field == field and said in n.message for n in notes), notes
 

@@ -11,11 +11,9 @@ from pathlib import Path
 import attrs
 import pytest
 
+from omnidist.kit import NotFoundError, PermissionDeniedError
 from omnidist.testing import SleepRecorder
-
-from omnidist.errors import NotFoundError, PermissionDeniedError
 from omnidist.testing.fakeserver import Fault
-
 from omnidist_azure_ml import AzureMLBackend
 from omnidist_azure_ml.testing import FAILURE
 

@@ -16,12 +16,20 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import omnidist
-from omnidist import migration, serde
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.job import Algorithm, ParameterType, Scale
+from omnidist.kit import (
+    Algorithm,
+    NoteKind,
+    ParameterType,
+    Scale,
+    UnsupportedFeatureError,
+    ValidationError,
+    dump_yaml,
+    job_from_dict,
+    job_from_yaml,
+    parse_yaml,
+)
+from omnidist.migration import detect_backend
 from omnidist.testing import Fault, strategies
-
 from omnidist_azure_ml import AzureMLBackend
 from omnidist_azure_ml.tuning import SCHEMA
 
@@ -72,7 +80,7 @@ def sweep_rest(tmp_path):
 
     def convert(request: dict) -> dict:
         path = tmp_path / f"sweep-{next(counter)}.yml"
-        path.write_text(serde.dump_yaml(request))
+        path.write_text(dump_yaml(request))
         job = load_job(path)
         assert isinstance(job, SweepJob)
         return job._to_rest_object().as_dict()["properties"]
@@ -81,7 +89,7 @@ def sweep_rest(tmp_path):
 
 
 def rich(**tuning) -> omnidist.DistributedJob:
-    job = serde.job_from_yaml(RICH)
+    job = job_from_yaml(RICH)
     return attrs.evolve(job, tuning=attrs.evolve(job.tuning, **tuning)) if tuning else job
 
 
@@ -216,7 +224,7 @@ def test_import_reads_the_sweep_back():
     exported = 'export OMNIDIST_INPUT_train="${{inputs.train}}"; ' + request["trial"]["command"]
     assert again == {**request, "trial": {**request["trial"], "command": exported}}
     assert backend.import_with_notes(copy.deepcopy(again))[0] == job
-    assert migration.detect_backend(request) == "azure_ml"
+    assert detect_backend(request) == "azure_ml"
 
 
 HAND_WRITTEN = """\
@@ -244,7 +252,7 @@ trial:
 
 
 def test_import_of_a_hand_written_sweep_names_every_change():
-    job, notes = backend.import_with_notes(serde.parse_yaml(HAND_WRITTEN))
+    job, notes = backend.import_with_notes(parse_yaml(HAND_WRITTEN))
     tuning = job.tuning
     assert job.command == ("python", "train.py")
     assert set(tuning.parameters) == {"C", "k", "gamma", "degree", "tol", "seed"}
@@ -285,7 +293,7 @@ def test_import_of_a_hand_written_sweep_names_every_change():
     (lambda s: s["trial"].update(image="x"), ValidationError, "trial.image"),
 ])
 def test_import_refusals_name_the_field(change, error, text):
-    native = serde.parse_yaml(HAND_WRITTEN)
+    native = parse_yaml(HAND_WRITTEN)
     change(native)
     with pytest.raises(error) as caught:
         backend.import_native(native)
@@ -360,7 +368,7 @@ def test_child_values_come_from_the_sweeps_tags(tags, expected):
     assert best == trials[0] and trials[1].state.value == "running"
 
 
-BASE_JOB = serde.job_from_dict({"name": "gen", "framework": "pytorch", "image": "trainer.example/t:1",
+BASE_JOB = job_from_dict({"name": "gen", "framework": "pytorch", "image": "trainer.example/t:1",
                                 "command": ["python", "train.py"], "primary": {"accelerator": "V100:1"}})
 
 
@@ -391,7 +399,7 @@ def test_import_of_compile_gives_the_tuning_back(tuning):
     assert _expressible(tuning)
     job = attrs.evolve(BASE_JOB, tuning=tuning)
     request = compile_(job).request
-    imported = backend.import_native(serde.parse_yaml(serde.dump_yaml(request)))
+    imported = backend.import_native(parse_yaml(dump_yaml(request)))
     assert imported.tuning == tuning
     assert compile_(imported).request == request
 

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, Note
-from omnidist.job import DistributedJob, Framework, RoleName
-
+from omnidist.kit import (
+    Capabilities,
+    CloudBackend,
+    CompiledJob,
+    DistributedJob,
+    Framework,
+    LazyClient,
+    Note,
+    RoleName,
+)
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import GKE_ACCELERATORS, NAME
 
 
-class KubernetesBackend(Backend):
+class KubernetesBackend(CloudBackend):
     """Kubeflow training jobs on any Kubernetes cluster (GKE's node labels by default).
 
     ``submit``, ``status``, ``logs`` and ``cancel`` go through :class:`~omnidist_kubernetes.client.KubernetesClient`
@@ -40,6 +47,16 @@ class KubernetesBackend(Backend):
         reduction_server=False,
     )
     client = LazyClient("omnidist_kubernetes.client:KubernetesClient")
+    testing = "omnidist_kubernetes.testing:HARNESS"
+    native_formats = (
+        "a Kubeflow PyTorchJob, TFJob or MPIJob manifest (YAML or JSON; several documents, or kubectl's "
+        "kind: List)",
+    )
+    opts_out = {"tuning": "Kubeflow training jobs run one configuration; a job with a tuning block is refused "
+                          "(exit 3) before anything reaches the cluster",
+                "corpus": "its corpus manifests are imported and migrated to every cloud, and checked with the target "
+                          "SDKs, by the plugin's own tests/test_migration.py: the field-by-field fidelity checker "
+                          "of the shared corpus suite (tests/corpus/fidelity.py) does not read Kubeflow jobs yet"}
 
     def compile(self, job: DistributedJob, settings: KubernetesSettings) -> CompiledJob:
         """The manifest ``kubectl apply -f`` takes (as a dict); pure."""

@@ -1,11 +1,11 @@
 """Talking to a cluster through the official ``kubernetes`` client, imported lazily:
-:class:`KubernetesClient` is the protocol of :class:`omnidist.clients.Client`; the template
+:class:`KubernetesClient` is the protocol of :class:`omnidist.submission.clients.Client`; the template
 retries, creates exactly once, cancels unless finished and masks.
 
 Every request runs once per attempt (the client's own urllib3 retries are off);
 ``ApiException`` and transport errors become omnidist errors in :meth:`KubernetesClient.translate`,
 carrying the API server's message. A create is made safe to repeat by the name fixed once per
-submit (``<name>-<suffix>``) and a request-id label (:attr:`~omnidist.clients.Idempotency.CHOSEN_ID`):
+submit (``<name>-<suffix>``) and a request-id label (:attr:`~omnidist.submission.clients.Idempotency.CHOSEN_ID`):
 a 409 means the name is taken, and when the job holding it carries this submit's request id, an
 earlier attempt made it (its answer was lost). Cancel is a delete with foreground propagation:
 the job's pods go first. Logs are the pods' (label ``training.kubeflow.org/job-name``); following
@@ -28,23 +28,43 @@ import time
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Optional
 
-from omnidist import display, retry
-from omnidist.backend import JobState, JobStatus
-from omnidist.clients import Client, Idempotency, Keyed, LogPage
-from omnidist.errors import (
-    BackendError, ConfigError, ConflictError, NotFoundError, TransientBackendError, ValidationError,
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
+    BackendError,
+    Client,
+    ConfigError,
+    ConflictError,
+    Idempotency,
+    JobState,
+    JobStatus,
+    Keyed,
+    LogPage,
+    NotFoundError,
+    TransientBackendError,
+    ValidationError,
     error_for_status,
+    mask_error,
+    mask_text,
+    parse_retry_after,
 )
-from omnidist.labels import REQUEST_ID_LABEL
-
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
-    CONDITION_ORDER, CONDITION_STATES, GROUP, JOB_NAME_LABEL, KINDS, LAUNCHER, MAX_NAME, NAME, QUEUE_LABEL,
-    REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL, Kind,
+    CONDITION_ORDER,
+    CONDITION_STATES,
+    GROUP,
+    JOB_NAME_LABEL,
+    KINDS,
+    LAUNCHER,
+    MAX_NAME,
+    NAME,
+    QUEUE_LABEL,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
+    Kind,
 )
 
 if TYPE_CHECKING:
-    from omnidist.backend import CompiledJob
+    from omnidist.kit import CompiledJob
 
 ROLE_LABEL = "training.kubeflow.org/job-role"
 """mpi-operator's pod label for ``launcher`` / ``worker``."""
@@ -215,7 +235,7 @@ class KubernetesClient(Client[dict]):
         if isinstance(exc, ApiException):
             if not exc.status:
                 return BackendError(f"the request failed ({exc.reason})", backend=NAME)
-            after = retry.parse_retry_after((exc.headers or {}).get("Retry-After"))
+            after = parse_retry_after((exc.headers or {}).get("Retry-After"))
             return error_for_status(exc.status)(_message(exc), backend=NAME, status=exc.status, retry_after=after)
         if isinstance(exc, url_errors.MaxRetryError) and exc.reason is not None:
             exc = exc.reason
@@ -360,22 +380,22 @@ class KubernetesClient(Client[dict]):
                 line, ended = self.state_line(job_id, status), status.state.terminal
                 if line != shown and not ended:  # a new state reads before the lines it brings
                     shown = line
-                    yield display.mask_text(line, secrets)
+                    yield mask_text(line, secrets)
                 started = [p for p in self.pods(job) if _started(p)]
                 primary = started[0] if started else None
                 if primary is not None and (primary.metadata.name, _restarts(primary)) not in streamed:
                     streamed.add((primary.metadata.name, _restarts(primary)))
                     tag = pod_tag(primary)[2]
                     for text in self._lines(self._log(job, primary, follow=True)):
-                        yield display.mask_text(f"[{tag}] {text}", secrets)
+                        yield mask_text(f"[{tag}] {text}", secrets)
                     continue  # read the state again before waiting
                 if ended:  # how it ended, after its lines
                     if line != shown:
-                        yield display.mask_text(line, secrets)
+                        yield mask_text(line, secrets)
                     return
                 sleep(self.settings.poll_interval_s)
         except Exception as exc:
-            display.mask_error(exc, secrets)
+            mask_error(exc, secrets)
             raise
 
     def _lines(self, response: Any) -> Iterator[str]:

@@ -13,22 +13,61 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, lowering
-from omnidist.backend import CompiledJob, Note, NoteKind
-from omnidist.errors import Problem, UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob, Framework, Interconnect, RoleName
-from omnidist.jobdata import JobInput, JobOutput
-from omnidist.labels import REQUEST_ID_LABEL
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
+    CompiledJob,
+    DataValues,
+    DistributedJob,
+    EffectiveRole,
+    Framework,
+    Interconnect,
+    JobInput,
+    JobOutput,
+    Note,
+    NoteKind,
+    Problem,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    apply_data_map,
+    data_hints,
+    effective_roles,
+    foreign_uri,
+    num_nodes,
+    processes_per_node,
+    replica_count,
+    resolve_data,
+    runtime_hints,
+    substituted,
+    with_module,
+)
 from omnidist.runtime.launch import is_launch_command
-
 from omnidist_kubernetes import expansion, names, quantities
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
 from omnidist_kubernetes.tables import (
-    CPU, DEFAULT_CLEAN_POD_POLICIES, DEFAULT_NODE_SELECTORS, DEFAULT_RESTART_POLICIES, DESCRIPTION_ANNOTATION,
-    EPHEMERAL_STORAGE, FRAMEWORK_KINDS, GPU_RESOURCE, KINDS, LAUNCHER, MAX_NAME, MEMORY, MPI_CONTAINERS,
-    MPI_RESTART_POLICIES, MPIRUN, MPIRUN_FORWARDED, MULTI_GPU_SHM_SIZE, NAME, QUEUE_LABEL, REPLICA_TYPES,
-    SHM_PATH, SHM_VOLUME, Kind,
+    CPU,
+    DEFAULT_CLEAN_POD_POLICIES,
+    DEFAULT_NODE_SELECTORS,
+    DEFAULT_RESTART_POLICIES,
+    DESCRIPTION_ANNOTATION,
+    EPHEMERAL_STORAGE,
+    FRAMEWORK_KINDS,
+    GPU_RESOURCE,
+    KINDS,
+    LAUNCHER,
+    MAX_NAME,
+    MEMORY,
+    MPI_CONTAINERS,
+    MPI_RESTART_POLICIES,
+    MPIRUN,
+    MPIRUN_FORWARDED,
+    MULTI_GPU_SHM_SIZE,
+    NAME,
+    QUEUE_LABEL,
+    REPLICA_TYPES,
+    SHM_PATH,
+    SHM_VOLUME,
+    Kind,
 )
 
 SETTINGS = f"backends.{NAME}"
@@ -71,7 +110,7 @@ def check_job(job: DistributedJob, kind: Kind, notes: list[Note]) -> None:
                       "Drop interconnect: infiniband and request the RDMA resources in your cluster's own way.")
     types = REPLICA_TYPES[kind.kind]
     for role in (RoleName.PARAMETER_SERVERS, RoleName.EVALUATORS):
-        if lowering.replicas(job, role) and role not in types:
+        if replica_count(job, role) and role not in types:
             raise _refuse(role.value, f"a {kind.kind} has only {' and '.join(sorted(set(types.values())))} "
                           f"replicas (framework {job.framework.value}).",
                           "Use framework: tensorflow (a TFJob has PS and Evaluator replicas), or drop "
@@ -96,7 +135,7 @@ def _same_as_primary(role: EffectiveRole, primary: EffectiveRole) -> None:
 
 def _input(name: str, inp: JobInput) -> str:
     if inp.scheme in ("local", "azureml", "file"):
-        raise data.foreign(f"inputs.{name}", NAME, inp.uri, READS)
+        raise foreign_uri(f"inputs.{name}", NAME, inp.uri, READS)
     return inp.uri
 
 
@@ -108,14 +147,14 @@ def _output(name: str, out: JobOutput, base: Optional[str], job: DistributedJob)
                                   "image)", source=job.source, path=f"{SETTINGS}.base_output_dir")
         return f"{base.rstrip('/')}/{name}"
     if out.scheme in ("local", "azureml", "file"):
-        raise data.foreign(f"outputs.{name}", NAME, out.uri, "and write " + READS)
+        raise foreign_uri(f"outputs.{name}", NAME, out.uri, "and write " + READS)
     return out.uri
 
 
 def prepare(job: DistributedJob, settings: KubernetesSettings,
-            notes: list[Note]) -> tuple[DistributedJob, data.Values]:
+            notes: list[Note]) -> tuple[DistributedJob, DataValues]:
     """Apply ``data_map``, refuse code that would have to be shipped, and place inputs and outputs."""
-    job, rewrites = data.apply_data_map(job, settings.data_map)
+    job, rewrites = apply_data_map(job, settings.data_map)
     notes += rewrites
     if job.code:
         raise _refuse("code", "Kubernetes pods get no files besides their image, and omnidist uploads none.",
@@ -126,7 +165,7 @@ def prepare(job: DistributedJob, settings: KubernetesSettings,
     if job.framework_version:
         notes.append(Note(kind=NoteKind.HINT, field="framework_version",
                           message=f"not used: the job runs its own image {job.image}"))
-    values = data.resolve(job, _input, lambda name, out: _output(name, out, settings.base_output_dir, job))
+    values = resolve_data(job, _input, lambda name, out: _output(name, out, settings.base_output_dir, job))
     if any(not inp.literal for inp in job.inputs.values()):
         notes.append(Note(kind=NoteKind.HINT, field="inputs",
                           message="inputs are passed as their URIs; the program reads them itself"))
@@ -247,14 +286,14 @@ def _restart_policy(kind: Kind, settings: KubernetesSettings, replica_type: str)
 
 # --- the whole job -----------------------------------------------------------------------------------
 
-def _role_env(role: EffectiveRole, job: DistributedJob, values: data.Values,
+def _role_env(role: EffectiveRole, job: DistributedJob, values: DataValues,
               per_role: bool = True) -> dict[str, str]:
     """Runtime hints, then the data hints, then the role's variables (which win)."""
-    return {**lowering.runtime_hints(job, role.name, per_role), **data.data_hints(values), **role.env}
+    return {**runtime_hints(job, role.name, per_role), **data_hints(values), **role.env}
 
 
-def _ready(role: EffectiveRole, job: DistributedJob, values: data.Values) -> EffectiveRole:
-    return data.substituted(data.with_module(role, job), values)
+def _ready(role: EffectiveRole, job: DistributedJob, values: DataValues) -> EffectiveRole:
+    return substituted(with_module(role, job), values)
 
 
 def launcher_to_native(primary: EffectiveRole, env: dict[str, str], nodes: int, slots: int) -> dict[str, Any]:
@@ -275,7 +314,7 @@ def launcher_to_native(primary: EffectiveRole, env: dict[str, str], nodes: int, 
 
 
 def replicas_to_native(kind: Kind, roles: dict[RoleName, EffectiveRole], job: DistributedJob,
-                       settings: KubernetesSettings, values: data.Values, notes: list[Note]) -> dict[str, Any]:
+                       settings: KubernetesSettings, values: DataValues, notes: list[Note]) -> dict[str, Any]:
     """The kind's replica specs, in the order the operator documents them."""
     if kind.kind == "MPIJob":
         return _mpi_replicas(kind, roles, job, settings, values, notes)
@@ -291,11 +330,11 @@ def replicas_to_native(kind: Kind, roles: dict[RoleName, EffectiveRole], job: Di
 
 
 def _mpi_replicas(kind: Kind, roles: dict[RoleName, EffectiveRole], job: DistributedJob,
-                  settings: KubernetesSettings, values: data.Values, notes: list[Note]) -> dict[str, Any]:
+                  settings: KubernetesSettings, values: DataValues, notes: list[Note]) -> dict[str, Any]:
     primary = roles[RoleName.PRIMARY]
     if RoleName.WORKERS in roles:
         _same_as_primary(roles[RoleName.WORKERS], primary)
-    nodes, slots = lowering.num_nodes(job), lowering.processes_per_node(job)
+    nodes, slots = num_nodes(job), processes_per_node(job)
     env = _role_env(primary, job, values, per_role=False)  # every rank gets the launcher's variables
     launcher = pod_to_native([launcher_to_native(primary, env, nodes, slots)], None, job, settings, notes)
     shm = shm_for(primary, settings, notes)
@@ -341,9 +380,9 @@ def run_policy_to_native(kind: Kind, job: DistributedJob, settings: KubernetesSe
 def longest_suffix(kind: Kind, job: DistributedJob) -> str:
     """The longest ``-<replica type>-<index>`` the operator appends to pod and service names."""
     if kind.kind == "MPIJob":
-        suffixes = ["-launcher", f"-worker-{lowering.num_nodes(job) - 1}"]
+        suffixes = ["-launcher", f"-worker-{num_nodes(job) - 1}"]
     else:
-        suffixes = [f"-{rtype.lower()}-{max(lowering.replicas(job, role), 1) - 1}"
+        suffixes = [f"-{rtype.lower()}-{max(replica_count(job, role), 1) - 1}"
                     for role, rtype in REPLICA_TYPES[kind.kind].items() if job.role(role) is not None]
     return max(suffixes, key=len)
 
@@ -391,10 +430,10 @@ def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJo
     kind = KINDS[FRAMEWORK_KINDS[job.framework]]
     check_job(job, kind, notes)
     job, values = prepare(job, settings, notes)
-    roles = {r.name: _ready(r, job, values) for r in lowering.effective_roles(job)}
+    roles = {r.name: _ready(r, job, values) for r in effective_roles(job)}
     name = name_to_native(kind, job, notes)
     spec: dict[str, Any] = {}
-    processes = lowering.processes_per_node(job)
+    processes = processes_per_node(job)
     if kind.kind == "PyTorchJob" and processes > 1:
         spec["nprocPerNode"] = str(processes)
         _launcher_hint(roles[RoleName.PRIMARY].command, processes, notes)

@@ -18,21 +18,46 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import importing, serde
-from omnidist.backend import Note, NoteKind
-from omnidist.errors import ValidationError
-from omnidist.job import Accelerator, DistributedJob, RoleName
-from omnidist.labels import REQUEST_ID_LABEL
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
+    Accelerator,
+    DistributedJob,
+    EffectiveRole,
+    Note,
+    NoteKind,
+    RoleName,
+    ValidationError,
+    delower,
+    job_from_dict,
+    pick_name,
+)
 from omnidist.runtime import hints
-
 from omnidist_kubernetes import pods
 from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text
 from omnidist_kubernetes.tables import (
-    CLEAN_POD_POLICIES, DEFAULT_CLEAN_POD_POLICIES, DEFAULT_NODE_SELECTORS, DEFAULT_RESTART_POLICIES,
-    DESCRIPTION_ANNOTATION, GROUP, KIND_FRAMEWORKS, KINDS, LAUNCHER, MPI_RESTART_POLICIES, MPI_SLOTS_DEFAULT,
-    MPIRUN, MPIRUN_FORWARDED, MPIRUN_OPTION_VALUES, MPIRUN_PROGRAMS, MULTI_GPU_SHM_SIZE, NAME, QUEUE_LABEL,
-    REPLICA_ROLES, RESTART_POLICIES, SPOT_NODE_SELECTOR, SPOT_TOLERATIONS, Kind,
+    CLEAN_POD_POLICIES,
+    DEFAULT_CLEAN_POD_POLICIES,
+    DEFAULT_NODE_SELECTORS,
+    DEFAULT_RESTART_POLICIES,
+    DESCRIPTION_ANNOTATION,
+    GROUP,
+    KIND_FRAMEWORKS,
+    KINDS,
+    LAUNCHER,
+    MPI_RESTART_POLICIES,
+    MPI_SLOTS_DEFAULT,
+    MPIRUN,
+    MPIRUN_FORWARDED,
+    MPIRUN_OPTION_VALUES,
+    MPIRUN_PROGRAMS,
+    MULTI_GPU_SHM_SIZE,
+    NAME,
+    QUEUE_LABEL,
+    REPLICA_ROLES,
+    RESTART_POLICIES,
+    SPOT_NODE_SELECTOR,
+    SPOT_TOLERATIONS,
+    Kind,
 )
 
 VERSIONS: dict[str, tuple[str, ...]] = {"MPIJob": ("v2beta1", "v1"), "PyTorchJob": ("v1",), "TFJob": ("v1",)}
@@ -402,7 +427,7 @@ def _metadata(obj: Mapping[str, Any], path: str, job: dict[str, Any], block: dic
     raw = meta.get("name") or meta.get("generateName")
     # The job's own name, when the manifest is omnidist's (its name may be cut or suffixed).
     candidates = (hint, raw) if _compiled_from(raw, hint) else (raw,)
-    name = importing.pick_name(candidates, fallback="kubeflow-job",
+    name = pick_name(candidates, fallback="kubeflow-job",
                                missing="the job has no name; called it 'kubeflow-job'", notes=notes)
     namespace = meta.get("namespace")
     if namespace and namespace != "default":
@@ -450,8 +475,9 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, path: st
 
 def _spec_extras(kind: Kind, spec: Mapping[str, Any], path: str, notes: list[Note]) -> None:
     for key in sorted(set(spec) - SPEC_KEYS[kind.kind]):
-        dropped(notes, f"{path}spec.{key}", f"not a field of {kind.kind} {VERSIONS[kind.kind][0]} (the API server drops "
-                                            "it)")
+        dropped(
+            notes, f"{path}spec.{key}", f"not a field of {kind.kind} {VERSIONS[kind.kind][0]} (the API server drops it)"
+        )
     if spec.get("elasticPolicy"):
         dropped(notes, f"{path}spec.elasticPolicy", "an elastic job became a fixed one with its replicas",
                 NoteKind.APPROXIMATED)
@@ -503,7 +529,7 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     pod_block, spot = block_from_pods(roles, launcher, notes)
     block.update(pod_block)
     _references([pod for _, pod in roles.values()], notes)
-    delowered = importing.delower({name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()})
+    delowered = delower({name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()})
     job.update(delowered.job_dict())
     processes = _processes(kind, spec, primary, path, notes)
     if processes != "auto":
@@ -515,7 +541,7 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     if block:
         job["backends"] = {NAME: block}
     try:
-        return serde.job_from_dict(job), notes
+        return job_from_dict(job), notes
     except ValidationError as exc:  # pragma: no cover - the importer writes what the job format takes
         raise exc.prefixed("(imported)") from None
 

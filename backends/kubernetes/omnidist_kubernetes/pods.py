@@ -15,13 +15,22 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist.backend import Note, NoteKind
-from omnidist.errors import ValidationError
-
+from omnidist.kit import Note, NoteKind, ValidationError
 from omnidist_kubernetes import expansion, quantities
 from omnidist_kubernetes.tables import (
-    CPU, EPHEMERAL_STORAGE, GKE_ACCELERATOR_LABEL, GKE_PORTABLE, GPU_PRODUCT_LABEL, GPU_PRODUCTS, GPU_RESOURCE,
-    INSTANCE_GPUS, INSTANCE_TYPE_LABELS, MEMORY, SHM_PATH, SPOT_NODE_LABELS, Kind,
+    CPU,
+    EPHEMERAL_STORAGE,
+    GKE_ACCELERATOR_LABEL,
+    GKE_PORTABLE,
+    GPU_PRODUCT_LABEL,
+    GPU_PRODUCTS,
+    GPU_RESOURCE,
+    INSTANCE_GPUS,
+    INSTANCE_TYPE_LABELS,
+    MEMORY,
+    SHM_PATH,
+    SPOT_NODE_LABELS,
+    Kind,
 )
 
 DEFAULT_PORT_NAMES = frozenset({"pytorchjob-port", "tfjob-port"})
@@ -255,15 +264,17 @@ def _spot(selector: dict[str, str]) -> dict[str, str]:
 def _shm(pod: Mapping[str, Any], container: Mapping[str, Any], path: str,
          notes: list[Note]) -> Optional[str]:
     """The size of a memory-backed volume mounted at ``/dev/shm``; every other volume is noted."""
-    mounts = {mapping(m, f"{path}.volumeMounts[{i}]", required=True).get("name"): m
-              for i, m in enumerate(items(container.get("volumeMounts"), f"{path}.volumeMounts"))}
+    mounts = {
+        text(mapping(m, f"{path}.volumeMounts[{i}]", required=True).get("name"), f"{path}.volumeMounts[{i}].name"): m
+        for i, m in enumerate(items(container.get("volumeMounts"), f"{path}.volumeMounts"))
+    }
     shm = None
     for i, volume in enumerate(items(pod.get("volumes"), f"{path}.volumes")):
         volume = mapping(volume, f"{path}.volumes[{i}]", required=True)
-        name = volume.get("name")
+        name = text(volume.get("name"), f"{path}.volumes[{i}].name")
         source = {k: v for k, v in volume.items() if k != "name"}
         empty = mapping(source.get("emptyDir"), f"{path}.volumes[{i}].emptyDir")
-        at = mounts.get(name, {}).get("mountPath")
+        at = mapping(mounts.get(name), f"{path}.volumeMounts").get("mountPath")
         if at == SHM_PATH and set(source) == {"emptyDir"} and empty.get("medium") == "Memory":
             limit = empty.get("sizeLimit")
             shm = "" if limit is None else str(limit)

@@ -12,7 +12,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from omnidist.errors import ValidationError
+from omnidist.kit import ValidationError
 
 SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),

@@ -1,7 +1,7 @@
 """The ``kubernetes`` backend's settings: profile keys and the job's ``backends.kubernetes`` block.
 
 Every key is documented in ``docs/backends/kubernetes.md``; the retry and timeout keys come from
-:class:`~omnidist.retry.ClientSettings`.
+:class:`~omnidist.backend.settings.ClientSettings`.
 """
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import accelerators, data
-from omnidist.errors import Problem, ValidationError
-from omnidist.retry import ClientSettings
-
+from omnidist.kit import ClientSettings, Problem, ValidationError, canonical_accelerator, check_data_map
 from omnidist_kubernetes import names, quantities
 from omnidist_kubernetes.tables import (
-    CLEAN_POD_POLICIES, RESTART_POLICIES, SPOT_NODE_SELECTOR, SPOT_TOLERATIONS,
+    CLEAN_POD_POLICIES,
+    RESTART_POLICIES,
+    SPOT_NODE_SELECTOR,
+    SPOT_TOLERATIONS,
 )
 
 TOLERATION_KEYS = ("effect", "key", "operator", "tolerationSeconds", "value")
@@ -74,7 +74,7 @@ def to_node_selectors(value: Optional[Mapping[str, Mapping[str, str]]]) -> Optio
     table = {}
     for name, labels in value.items():
         try:
-            table[accelerators.canonical_name(name)] = dict(labels)
+            table[canonical_accelerator(name)] = dict(labels)
         except ValueError as exc:
             raise ValidationError(str(exc), path=f"node_selectors.{name}") from None
     return table
@@ -169,5 +169,5 @@ class KubernetesSettings(ClientSettings):
     ttl_seconds_after_finished: Optional[int] = attrs.field(default=None, validator=_at_least_zero)
     base_output_dir: Optional[str] = None
     """Where ``default`` outputs go (a URI the program writes, or a path on a volume of the image)."""
-    data_map: dict[str, str] = attrs.field(factory=dict, validator=data.check_data_map)
+    data_map: dict[str, str] = attrs.field(factory=dict, validator=check_data_map)
     """Prefix rewrites for input, output and code URIs (``{"azureml://…/" = "gs://bkt/"}``)."""

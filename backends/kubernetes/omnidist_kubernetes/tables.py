@@ -14,9 +14,7 @@ import re
 
 import attrs
 
-from omnidist.backend import JobState
-from omnidist.catalog import COMPUTE_ENGINE_GPU_MACHINES
-from omnidist.job import Framework, RoleName
+from omnidist.kit import COMPUTE_ENGINE_GPU_MACHINES, Framework, JobState, RoleName
 from omnidist.runtime.platforms import kubernetes as platform
 
 NAME = "kubernetes"

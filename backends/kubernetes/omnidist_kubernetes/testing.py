@@ -21,15 +21,22 @@ import copy
 import re
 import uuid
 from collections.abc import Hashable, Mapping
+from pathlib import Path
 from typing import Any, Optional
 from urllib.parse import unquote
 
-from omnidist.testing import FakeServer, FakeService
+from omnidist.kit import parse_duration
+from omnidist.testing import FakeServer, FakeService, Harness
 from omnidist.testing.fakeserver import Recorded, Response
-
+from omnidist.testing.harness import hand_written
 from omnidist_kubernetes import names
 from omnidist_kubernetes.tables import (
-    GROUP, JOB_NAME_LABEL, KINDS, LAUNCHER, REPLICA_INDEX_LABEL, REPLICA_TYPE_LABEL,
+    GROUP,
+    JOB_NAME_LABEL,
+    KINDS,
+    LAUNCHER,
+    REPLICA_INDEX_LABEL,
+    REPLICA_TYPE_LABEL,
 )
 
 # --- the CRDs' structural schema, for the fields omnidist writes --------------------------------
@@ -199,12 +206,11 @@ def check_manifest(job: Mapping[str, Any]) -> dict[str, Any]:
 def compile_job(data: Mapping[str, Any], **overrides: Any) -> Any:
     """Compile a job given as plain data for Kubernetes, its ``backends.kubernetes`` block and
     ``overrides`` honoured, without reading any profile."""
-    from omnidist import config, serde
-
+    from omnidist.kit import Target, job_from_dict, settings_for
     from omnidist_kubernetes import KubernetesBackend, KubernetesSettings
 
-    job = serde.job_from_dict(data)
-    resolved = config.settings_for(KubernetesSettings, "kubernetes", config.Target(backend="kubernetes"), job,
+    job = job_from_dict(data)
+    resolved = settings_for(KubernetesSettings, "kubernetes", Target(backend="kubernetes"), job,
                                    overrides)
     return KubernetesBackend().compile(job, resolved)
 
@@ -387,3 +393,63 @@ class FakeKubernetes(FakeService):
         if text is None:
             return Response(404, status_body(404, "NotFound", f'pods "{match["pod"]}" not found'))
         return Response(200, text)
+
+
+# --- the harness the shared suites and benchmarks drive (omnidist.testing.Harness) ---------------
+
+def _hand_built() -> Any:
+    """A job document's PyTorchJob built with the ``kubernetes`` client's own models, as a user
+    without omnidist writes it (the container and pod are models; the custom resource is a dict)."""
+    from kubernetes import client as k8s
+
+    from omnidist_kubernetes.tables import GKE_ACCELERATORS
+
+    api = k8s.ApiClient()
+
+    def build(doc: Any) -> dict[str, Any]:
+        kind, count, env = hand_written(doc)
+
+        def replica(replicas: int) -> dict[str, Any]:
+            container = k8s.V1Container(
+                name="pytorch", image=doc["image"], command=doc["command"], args=doc["args"],
+                env=[k8s.V1EnvVar(name=k, value=v) for k, v in env.items()],
+                resources=k8s.V1ResourceRequirements(limits={"nvidia.com/gpu": str(count)}))
+            pod = k8s.V1PodSpec(containers=[container],
+                                node_selector={"cloud.google.com/gke-accelerator": GKE_ACCELERATORS[kind]})
+            return {"replicas": replicas, "restartPolicy": "OnFailure",
+                    "template": api.sanitize_for_serialization(k8s.V1PodTemplateSpec(spec=pod))}
+
+        return {"apiVersion": f"{GROUP}/v1", "kind": "PyTorchJob",
+                "metadata": {"name": doc["name"], "labels": doc["labels"]},
+                "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(doc["workers"]["replicas"])},
+                         "runPolicy": {"activeDeadlineSeconds": parse_duration(doc["timeout"])}}}
+
+    return build
+
+
+def _direct(service: FakeService) -> Any:
+    """``CustomObjectsApi.create_namespaced_custom_object`` of the hand-built PyTorchJob."""
+    from kubernetes import client as k8s
+
+    configuration = k8s.Configuration()
+    configuration.host = service.url
+    objects = k8s.CustomObjectsApi(k8s.ApiClient(configuration))
+    build = _hand_built()
+    return lambda doc: objects.create_namespaced_custom_object(GROUP, "v1", "default", "pytorchjobs", build(doc),
+                                                               _request_timeout=60)
+
+
+def check_request(request: Mapping[str, Any], scratch: Path) -> None:
+    """The CRD schema, the operators' admission rules and the client's pod-template models
+    (:func:`check_manifest`)."""
+    check_manifest(request)
+
+
+HARNESS = Harness(
+    check_request=check_request,
+    service=FakeKubernetes, key_file_setting="kubeconfig", sdk_module="kubernetes",
+    settings=lambda url: {"api_server": url},
+    sample_settings={"namespace": "ml", "queue": "team-a", "shm_size": "16Gi"},
+    native_builder=_hand_built,
+    direct_submit=_direct)
+"""Kubernetes for the reliability suite, the fuzzing and ``bench/``."""

@@ -9,7 +9,6 @@ from typing import Any
 import pytest
 
 from omnidist.testing import FakeServer, SleepRecorder
-
 from omnidist_kubernetes import KubernetesBackend, KubernetesSettings
 from omnidist_kubernetes.testing import FakeKubernetes, check_manifest, compile_job
 

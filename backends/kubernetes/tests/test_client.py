@@ -7,11 +7,17 @@ import socket
 
 import pytest
 
-from omnidist import serde
-from omnidist.backend import JobState
-from omnidist.errors import BackendError, ConfigError, ConflictError, InvalidRequestError, NotFoundError, ValidationError
+from omnidist.kit import (
+    BackendError,
+    ConfigError,
+    ConflictError,
+    InvalidRequestError,
+    JobState,
+    NotFoundError,
+    ValidationError,
+    job_from_dict,
+)
 from omnidist.testing.fakeserver import Fault
-
 from omnidist_kubernetes import KubernetesSettings
 from omnidist_kubernetes.client import named, parse_job_id, status_of
 from omnidist_kubernetes.tables import KINDS
@@ -22,7 +28,7 @@ JOB = {"name": "bert", "framework": "pytorch", "image": "trainer.example/t:1.0",
 
 
 def submit(backend, settings, data=None, **fields):
-    job = serde.job_from_dict({**(data or JOB), **fields})
+    job = job_from_dict({**(data or JOB), **fields})
     return backend.submit(backend.compile(job, settings), settings)
 
 
@@ -86,7 +92,7 @@ def test_a_rejection_is_final_and_its_echo_of_a_secret_masked(backend, settings,
 
 
 def test_the_fake_refuses_what_a_cluster_refuses(backend, settings, kube):
-    compiled = backend.compile(serde.job_from_dict(JOB), settings)
+    compiled = backend.compile(job_from_dict(JOB), settings)
     request = {**compiled.request, "spec": {**compiled.request["spec"], "unknownField": 1}}
     with pytest.raises(InvalidRequestError, match="spec.unknownField: unknown field"):
         backend.submit(type(compiled)(backend="kubernetes", request=request, format="yaml"), settings)

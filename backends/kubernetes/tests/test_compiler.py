@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-
+from omnidist.kit import NoteKind, UnsupportedFeatureError, ValidationError
 from omnidist_kubernetes.testing import check_manifest, compile_job
 
 GOLDEN = Path(__file__).parent / "golden"

@@ -11,12 +11,8 @@ import yaml
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.errors import OmnidistError, ValidationError
-from omnidist.job import Framework
+from omnidist.kit import Framework, NoteKind, OmnidistError, ValidationError, job_from_dict, job_to_dict
 from omnidist.testing import strategies
-
 from omnidist_kubernetes import KubernetesBackend, importer
 from omnidist_kubernetes.testing import compile_job
 
@@ -72,9 +68,9 @@ ROUND_TRIPS = {
 def test_compiled_jobs_import_back_to_the_same_job(case):
     compiled = compile_job(ROUND_TRIPS[case])
     job, notes = backend().import_with_notes(compiled.request)
-    assert serde.job_to_dict(job) == serde.job_to_dict(serde.job_from_dict(ROUND_TRIPS[case]))
+    assert job_to_dict(job) == job_to_dict(job_from_dict(ROUND_TRIPS[case]))
     assert [n for n in notes if n.kind in (NoteKind.DROPPED, NoteKind.CHANGED)] == []
-    assert compile_job(serde.job_to_dict(job)).request == compiled.request
+    assert compile_job(job_to_dict(job)).request == compiled.request
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
@@ -84,11 +80,11 @@ def test_any_job_that_compiles_imports_back_to_the_same_request(job):
     # mpirun reads a first program word that starts with "-" as one of its own options
     assume(job.framework is not Framework.HOROVOD or not program.startswith("-"))
     try:
-        compiled = compile_job(serde.job_to_dict(job))
+        compiled = compile_job(job_to_dict(job))
     except OmnidistError:
         return
     again = backend().import_native(compiled.request)
-    assert compile_job(serde.job_to_dict(again)).request == compiled.request
+    assert compile_job(job_to_dict(again)).request == compiled.request
 
 
 def test_kubectl_get_output_with_status_imports_like_the_manifest():
@@ -268,7 +264,7 @@ def test_the_corpus_has_the_files_this_suite_expects():
 def test_every_valid_corpus_file_imports(name):
     job, notes = backend().import_with_notes(documents(CORPUS / name))
     assert job.image and job.framework.value in ("pytorch", "tensorflow", "horovod")
-    again = compile_job(serde.job_to_dict(job))  # what was imported compiles back for Kubernetes
+    again = compile_job(job_to_dict(job))  # what was imported compiles back for Kubernetes
     assert again.request["kind"] in ("PyTorchJob", "TFJob", "MPIJob")
 
 

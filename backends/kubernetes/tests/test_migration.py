@@ -12,15 +12,14 @@ import pytest
 import yaml
 
 import omnidist
-from omnidist import migration
-from omnidist.errors import UnsupportedFeatureError
+from omnidist.kit import UnsupportedFeatureError
+from omnidist.migration import StrictMigrationError
 from omnidist.testing.cli import run_cli
-
 from omnidist_kubernetes.testing import check_manifest, compile_job
 
 ROOT = Path(__file__).resolve().parents[3]
 CORPUS = ROOT.parent / "shared" / "corpus" / "kubernetes"
-INPUTS = ROOT / "tests" / "migration_golden" / "inputs"
+INPUTS = ROOT / "tests" / "migration" / "golden" / "inputs"
 """The clouds' documentation examples the core's migration goldens start from (read in place)."""
 needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus is not beside the checkout")
 
@@ -60,7 +59,7 @@ def check_with_sdk(target: str, request: dict[str, Any], tmp_path: Path) -> None
     else:
         load_job = pytest.importorskip("azure.ai.ml").load_job
         path = tmp_path / "job.yml"
-        path.write_text(omnidist.serde.dump_yaml(request))
+        path.write_text(omnidist.kit.dump_yaml(request))
         assert load_job(path)._to_job()._to_rest_object().as_dict()["properties"]["command"]
 
 
@@ -72,10 +71,10 @@ def test_corpus_manifests_migrate_to_every_cloud(name, target, tmp_path):
     native = documents(CORPUS / name)
     if (name, target) in REFUSED:
         with pytest.raises(UnsupportedFeatureError) as caught:
-            migration.migrate(native, source="kubernetes", target=target)
+            omnidist.migrate(native, source="kubernetes", target=target)
         assert caught.value.subject == REFUSED[(name, target)] and caught.value.exit_code == 3
         return
-    compiled, report = migration.migrate(native, source="kubernetes", target=target)
+    compiled, report = omnidist.migrate(native, source="kubernetes", target=target)
     check_with_sdk(target, compiled.request, tmp_path)
     assert report.source == "kubernetes" and report.target == target
 
@@ -83,14 +82,14 @@ def test_corpus_manifests_migrate_to_every_cloud(name, target, tmp_path):
 @needs_corpus
 def test_what_cannot_move_is_in_the_report_and_strict_refuses_it():
     native = documents(CORPUS / "mnist-gke-t4-pytorchjob.yaml")
-    compiled, report = migration.migrate(native, source="kubernetes", target="vertex")
+    compiled, report = omnidist.migrate(native, source="kubernetes", target="vertex")
     fields = {e.field: e.fidelity.value for e in report.entries}
     assert fields["spec.pytorchReplicaSpecs.Master.template.spec.volumes"] == "dropped"
     assert fields["backends.kubernetes.namespace"] == "hint"
     pool = compiled.request["jobSpec"]["workerPoolSpecs"][0]
     assert pool["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_T4" and "command" not in pool["containerSpec"]
-    with pytest.raises(migration.StrictMigrationError):
-        migration.migrate(native, source="kubernetes", target="vertex", strict=True)
+    with pytest.raises(StrictMigrationError):
+        omnidist.migrate(native, source="kubernetes", target="vertex", strict=True)
 
 
 CLOUD_EXAMPLES = {
@@ -119,7 +118,7 @@ def test_cloud_examples_migrate_to_kubernetes(name):
     source = next(t for t in TARGETS if name.startswith(t))
     pytest.importorskip(f"omnidist_{source}")
     kind, extra = CLOUD_EXAMPLES[name]
-    compiled, report = migration.migrate(INPUTS / name, target="kubernetes", **extra)
+    compiled, report = omnidist.migrate(INPUTS / name, target="kubernetes", **extra)
     assert compiled.request["kind"] == kind
     check_manifest(compiled.request)
     refused = {e.field for e in report.entries if e.fidelity.value in ("dropped", "changed")}
@@ -134,8 +133,8 @@ def test_a_kubernetes_round_trip_through_vertex_keeps_the_job():
     job = {"name": "cassava", "framework": "pytorch", "image": "trainer.example/t:1", "command": ["python", "t.py"],
            "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 2}, "timeout": "2h"}
     native = compile_job(job).request
-    to_vertex, _ = migration.migrate(native, source="kubernetes", target="vertex")
-    back, _ = migration.migrate(to_vertex.request, source="vertex", target="kubernetes")
+    to_vertex, _ = omnidist.migrate(native, source="kubernetes", target="vertex")
+    back, _ = omnidist.migrate(to_vertex.request, source="vertex", target="kubernetes")
     assert back.request["spec"]["pytorchReplicaSpecs"]["Worker"]["replicas"] == 2
     master = back.request["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]
     assert master["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == "8"

@@ -10,14 +10,12 @@ import sys
 import pytest
 
 import omnidist
-from omnidist.errors import UnsupportedFeatureError
-from omnidist.job import DistributedJob, Role
+from omnidist.kit import DistributedJob, Role, UnsupportedFeatureError
 from omnidist.runtime import context, platforms
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.launch import plan_launch
 from omnidist.runtime.platforms import Decided, JobFacts, Slot
 from omnidist.runtime.platforms import kubernetes as platform
-
 from omnidist_kubernetes.tables import FRAMEWORK_KINDS, REPLICA_TYPES
 
 POD = {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443", "PYTHONUNBUFFERED": "1"}

@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from omnidist import accelerators
-from omnidist.errors import ValidationError
-
+from omnidist.kit import ACCELERATORS_BY_NAME, ValidationError
 from omnidist_kubernetes import expansion, names, quantities, tables
 from omnidist_kubernetes.testing import QUANTITY
 
@@ -76,12 +74,12 @@ def test_unescape_reports_references():
 
 
 def test_every_portable_accelerator_has_a_gke_label_and_back():
-    assert set(tables.GKE_ACCELERATORS) == set(accelerators.BY_NAME)
-    assert {tables.GKE_PORTABLE[v] for v in tables.GKE_ACCELERATORS.values()} == set(accelerators.BY_NAME)
+    assert set(tables.GKE_ACCELERATORS) == set(ACCELERATORS_BY_NAME)
+    assert {tables.GKE_PORTABLE[v] for v in tables.GKE_ACCELERATORS.values()} == set(ACCELERATORS_BY_NAME)
 
 
 def test_instance_types_name_portable_gpus():
-    assert all(model in accelerators.BY_NAME and count >= 1 for model, count in tables.INSTANCE_GPUS.values())
+    assert all(model in ACCELERATORS_BY_NAME and count >= 1 for model, count in tables.INSTANCE_GPUS.values())
     assert tables.INSTANCE_GPUS["a3-megagpu-8g"] == ("H100-MEGA", 8) and tables.INSTANCE_GPUS["p5.48xlarge"] == (
         "H100", 8)
 

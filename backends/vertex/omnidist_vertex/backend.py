@@ -8,21 +8,36 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from omnidist.backend import Backend, Capabilities, CompiledJob, LazyClient, MigrationPolicy, Note
-from omnidist.commandline import CommandLine
-from omnidist.job import DistributedJob, RoleName
+from omnidist.kit import (
+    Capabilities,
+    CloudBackend,
+    CommandLine,
+    CompiledJob,
+    DistributedJob,
+    LazyClient,
+    MigrationPolicy,
+    Note,
+    RoleName,
+)
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
-    ACCELERATOR_TYPES, CONSOLE_URL, GCLOUD_COMMANDS, NAME, NATIVE_FORMATS, NATIVE_KEYS, REFUSALS, resource_name,
+    ACCELERATOR_TYPES,
+    CONSOLE_URL,
+    GCLOUD_COMMANDS,
+    NAME,
+    NATIVE_FORMATS,
+    NATIVE_KEYS,
+    REFUSALS,
+    resource_name,
 )
 
 
-class VertexBackend(Backend):
+class VertexBackend(CloudBackend):
     """Vertex AI CustomJobs: positional worker pools, per-role machines, Reduction Server.
 
     Submitting and following go through :class:`~omnidist_vertex.client.VertexClient` (declared
     lazily: compiling loads no client code); a test injects ``request_id`` (the create's label)
-    and ``sleep`` (see :class:`omnidist.backend.Backend`).
+    and ``sleep`` (see :class:`omnidist.backend.contract.Backend`).
     """
 
     name = NAME

@@ -1,9 +1,9 @@
 """Talking to Vertex AI through ``google.cloud.aiplatform_v1`` (imported lazily, here only).
 
-:class:`VertexClient` is the protocol of :class:`omnidist.clients.Client`; the template retries,
+:class:`VertexClient` is the protocol of :class:`omnidist.submission.clients.Client`; the template retries,
 creates exactly once, cancels unless finished and masks. Every SDK call runs with the SDK's own
 retries off (``retry=None``) and the request timeout. Vertex lets the client choose no job id, so
-a create carries a request-id label (:attr:`~omnidist.clients.Idempotency.LABEL`): a create whose
+a create carries a request-id label (:attr:`~omnidist.submission.clients.Idempotency.LABEL`): a create whose
 answer was lost is found by it, and one that timed out while the server kept working is waited
 for and its duplicate cancelled. The values of secret-looking variables in a job's
 ``containerSpec.env`` are masked wherever Vertex repeats them.
@@ -22,24 +22,34 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
-from omnidist import display, google_cloud, retry
-from omnidist.backend import JobState, JobStatus
-from omnidist.clients import Client, Idempotency, Keyed, LogPage, LogStart, labelled
-from omnidist.errors import (
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
+    Client,
     ConfigError,
+    Idempotency,
     InvalidRequestError,
+    JobState,
+    JobStatus,
+    Keyed,
+    LogPage,
+    LogStart,
     TransientBackendError,
     ValidationError,
     error_for_status,
+    google_credentials,
+    labelled,
+    parse_retry_after,
+    secret_values,
+    stage_code,
+    storage_media_error,
 )
-from omnidist.labels import REQUEST_ID_LABEL
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import JOB_STATES, resource_name
 
 if TYPE_CHECKING:
-    from omnidist.backend import CompiledJob
+    from omnidist.kit import CompiledJob
 
 BACKEND = "vertex"
 
@@ -50,10 +60,11 @@ BACKEND = "vertex"
 @functools.lru_cache(maxsize=16)
 def _client(endpoint: str, credentials: str) -> Any:
     from google.api_core.client_options import ClientOptions
+
     from omnidist_vertex.sdk import aiplatform_v1
 
     return aiplatform_v1.JobServiceClient(
-        credentials=google_cloud.credentials(credentials, BACKEND),
+        credentials=google_credentials(credentials, BACKEND),
         transport="rest",
         client_options=ClientOptions(api_endpoint=endpoint),
     )
@@ -137,7 +148,7 @@ class VertexClient(Client[Any]):
             response = getattr(exc, "response", None)
             headers = response.headers if response is not None else {}
             return error_for_status(status)(_server_message(exc), backend=BACKEND, status=status,
-                                            retry_after=retry.parse_retry_after(headers.get("Retry-After")))
+                                            retry_after=parse_retry_after(headers.get("Retry-After")))
         if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
                             requests.exceptions.ChunkedEncodingError, auth_exceptions.TransportError)):
             return TransientBackendError(f"connection failed: {exc}", backend=BACKEND)
@@ -165,15 +176,15 @@ class VertexClient(Client[Any]):
         if not self.settings.project:
             raise ConfigError('vertex: no project; set project = "…" in the profile or the job\'s '
                               "backends.vertex block")
-        request = google_cloud.stage(compiled, self, google_cloud.credentials(self.settings.credentials, BACKEND),
-                                     lambda exc: self.translate(exc) or google_cloud.media_error(exc, BACKEND))
+        request = stage_code(compiled, self, google_credentials(self.settings.credentials, BACKEND),
+                                     lambda exc: self.translate(exc) or storage_media_error(exc, BACKEND))
         return attrs.evolve(compiled, request=request)
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The ``CustomJob`` message (a ``HyperparameterTuningJob`` for a job with a ``tuning``
         block), labelled with a fresh request id."""
-        from omnidist_vertex.sdk import aiplatform_v1
         from omnidist_vertex import tuning
+        from omnidist_vertex.sdk import aiplatform_v1
 
         kind = TUNING_JOBS if tuning.recognizes(compiled.request) else CUSTOM_JOBS
         key = self.request_id()
@@ -238,7 +249,7 @@ class VertexClient(Client[Any]):
 
     def secrets_of(self, job: Any) -> frozenset[str]:
         """The values of the secret-looking variables the job's pools get."""
-        return display.secret_values(type(job).to_dict(job))
+        return secret_values(type(job).to_dict(job))
 
     def id_of(self, keyed: Keyed, job: Any) -> str:
         """The job's resource name."""
@@ -303,7 +314,7 @@ class _Entries:
         """A reader of the job's entries (``ml_job`` resources labelled with its number)."""
         name, _, _ = job_name(job_id, settings)
         project, number = name.split("/")[1], name.rsplit("/", 1)[1]
-        client = cloud_logging.Client(project=project, credentials=google_cloud.credentials(settings.credentials, BACKEND))
+        client = cloud_logging.Client(project=project, credentials=google_credentials(settings.credentials, BACKEND))
         return cls(client, cloud_logging, f'resource.type="ml_job" AND resource.labels.job_id="{number}"')
 
     def new(self) -> Iterator[str]:

@@ -21,13 +21,32 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import data, jobdata
-from omnidist.backend import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import DistributedJob, RoleName
-from omnidist.jobdata import InputMode, JobInput, JobOutput
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    DataValues,
+    DistributedJob,
+    EffectiveRole,
+    Feature,
+    InputMode,
+    JobInput,
+    JobOutput,
+    Note,
+    NoteKind,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    apply_data_map,
+    code_folder,
+    data_hints,
+    default_output_base,
+    foreign_uri,
+    is_azure_storage,
+    is_package,
+    resolve_data,
+    staged_code_uri,
+    substituted,
+    unknown_version,
+    with_module,
+)
 from omnidist_vertex import prebuilt
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import multi_region
@@ -60,7 +79,7 @@ class Plan:
 
     job: DistributedJob
     settings: VertexSettings
-    values: data.Values
+    values: DataValues
     package_uri: Optional[str] = None
     unpack: Optional[str] = None
     base_output: Optional[str] = None
@@ -69,8 +88,8 @@ class Plan:
         """The role with the entrypoint, references, data hints and prebuilt image applied."""
         if role.name is RoleName.REDUCTION_SERVERS:
             return role
-        role = data.substituted(data.with_module(role, self.job), self.values)
-        env = {**data.data_hints(self.values), **role.env}
+        role = substituted(with_module(role, self.job), self.values)
+        env = {**data_hints(self.values), **role.env}
         image = role.image or self._prebuilt(role)
         command = role.command
         if self.unpack:
@@ -102,11 +121,11 @@ class Plan:
 
 def prepare(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> tuple[DistributedJob, Plan]:
     """Apply ``data_map``, check the code and the entrypoint, and place every input and output."""
-    job, rewrites = data.apply_data_map(job, settings.data_map)
+    job, rewrites = apply_data_map(job, settings.data_map)
     notes += rewrites
     _check_entrypoint(job, notes)
     base = _output_base(job, settings, notes)
-    values = data.resolve(job, lambda name, inp: _input(name, inp, notes),
+    values = resolve_data(job, lambda name, inp: _input(name, inp, notes),
                           lambda name, out: _output(name, out, base))
     package_uri, unpack = _code(job, settings, notes)
     if job.description:
@@ -128,7 +147,7 @@ def _check_entrypoint(job: DistributedJob, notes: list[Note]) -> None:
             subject=f"framework_version with framework {job.framework.value}")
     if job.framework_version and not job.image:
         if job.framework_version not in prebuilt.versions(job.framework):
-            raise data.unknown_version(job, prebuilt.versions(job.framework), "Vertex")
+            raise unknown_version(job, prebuilt.versions(job.framework), "Vertex")
         if job.framework.value == "deepspeed":
             notes.append(Note(kind=NoteKind.HINT, field="framework_version",
                               message="runs on the prebuilt PyTorch container: list deepspeed in your package's "
@@ -138,7 +157,7 @@ def _check_entrypoint(job: DistributedJob, notes: list[Note]) -> None:
 def _output_base(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> Optional[str]:
     if not any(out.default for out in job.outputs.values()):
         return settings.base_output_dir
-    base = data.default_output_base(job, settings.base_output_dir, settings.staging_bucket,
+    base = default_output_base(job, settings.base_output_dir, settings.staging_bucket,
                                     f"{SETTINGS}.base_output_dir", notes)
     if base is None:
         names = ", ".join(n for n, o in job.outputs.items() if o.default)
@@ -155,9 +174,9 @@ def _input(name: str, inp: JobInput, notes: list[Note]) -> str:
             notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"inputs.{name}",
                               message=f"read through Cloud Storage FUSE at {gcs_path(uri)}, not downloaded first"))
         return gcs_path(uri)
-    if inp.scheme in ("http", "https") and not data.is_azure_storage(uri):
+    if inp.scheme in ("http", "https") and not is_azure_storage(uri):
         return uri
-    raise data.foreign(f"inputs.{name}", BACKEND, uri, READS)
+    raise foreign_uri(f"inputs.{name}", BACKEND, uri, READS)
 
 
 def _output(name: str, out: JobOutput, base: Optional[str]) -> str:
@@ -165,25 +184,25 @@ def _output(name: str, out: JobOutput, base: Optional[str]) -> str:
         return gcs_path(f"{base}/{name}")
     if out.scheme == "gs":
         return gcs_path(out.uri)
-    raise data.foreign(f"outputs.{name}", BACKEND, out.uri, "and write Cloud Storage (gs://BUCKET/PATH)")
+    raise foreign_uri(f"outputs.{name}", BACKEND, out.uri, "and write Cloud Storage (gs://BUCKET/PATH)")
 
 
 def _code(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> tuple[Optional[str], Optional[str]]:
     """``(package URI, unpack line)``: one of them for a job with code, neither without."""
     if job.code is None:
         return None, None
-    folder = data.code_folder(job)
+    folder = code_folder(job)
     if folder is None and not job.code.startswith("gs://"):
-        raise data.foreign("code", BACKEND, job.code, "code from Cloud Storage or a local folder")
+        raise foreign_uri("code", BACKEND, job.code, "code from Cloud Storage or a local folder")
     if not job.module and not job.command and not any(r.command for r in _roles(job)):
         raise UnsupportedFeatureError(
             Feature.CODE, BACKEND, "a job with code needs a command or a module to run it; the image's ENTRYPOINT "
             "cannot be pointed at the code folder.", "Set module (python -m …) or command.")
     if folder is not None:
-        uri = data.staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
+        uri = staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
         archive = True
     else:
-        uri, archive = job.code, jobdata.is_package(job.code)
+        uri, archive = job.code, is_package(job.code)
     if job.module:
         if not archive:
             raise ValidationError(f"a module job installs its code as a Python package, and {uri} is a folder: "

@@ -12,13 +12,34 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import catalog, labels
-from omnidist.backend import CompiledJob, Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature, NoteCode
-from omnidist.importing import format_proto_duration
-from omnidist.job import AUTO, Accelerator, DistributedJob, Framework, Interconnect, RoleName
-from omnidist.lowering import EffectiveRole, effective_roles, env_with_hints, size_reducers
+from omnidist.kit import (
+    AUTO,
+    COMPUTE_ENGINE,
+    N1_GPUS,
+    N1_MEMORY_PER_VCPU,
+    REDUCTION_SERVER_MACHINE,
+    Accelerator,
+    CompiledJob,
+    DistributedJob,
+    EffectiveRole,
+    Feature,
+    Framework,
+    Interconnect,
+    Machine,
+    Note,
+    NoteCode,
+    NoteKind,
+    RoleName,
+    UnsupportedFeatureError,
+    ValidationError,
+    check_google_labels,
+    check_named,
+    effective_roles,
+    env_with_hints,
+    format_proto_duration,
+    size_reducers,
+    smallest_fit,
+)
 from omnidist.runtime import hints
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
@@ -28,7 +49,7 @@ BACKEND = NAME
 TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
 MAX_ENV = 100
 
-MACHINES = catalog.COMPUTE_ENGINE
+MACHINES = COMPUTE_ENGINE
 """The machines Vertex AI training runs on."""
 
 DEFAULT_CPU_MACHINE = "n1-standard-4"
@@ -75,24 +96,24 @@ def _refuse_infiniband(role: EffectiveRole, why: str) -> UnsupportedFeatureError
     return REFUSALS[Feature.INFINIBAND].error(Feature.INFINIBAND, BACKEND, role=role.name.value, why=why)
 
 
-def _check_named(name: str, role: EffectiveRole, job: DistributedJob) -> catalog.Machine | None:
+def _check_named(name: str, role: EffectiveRole, job: DistributedJob) -> Machine | None:
     """Validate a machine the job names for ``role``; ``None`` for a CPU machine outside the catalog."""
-    machine = catalog.check_named(MACHINES, name, role=role.name.value, accelerator=role.accelerator,
+    machine = check_named(MACHINES, name, role=role.name.value, accelerator=role.accelerator,
                                   cpus=role.cpus, memory_gb=role.memory_gb, path=_machine_path(role.name))
     if _demands_rdma(job, role) and (machine is None or not machine.rdma):
         raise _refuse_infiniband(role, f"runs on {name}")
     return machine
 
 
-def _pick(role: EffectiveRole, job: DistributedJob) -> catalog.Machine:
+def _pick(role: EffectiveRole, job: DistributedJob) -> Machine:
     """The smallest catalog machine that fits the role."""
     wanted, rdma = role.accelerator, _demands_rdma(job, role)
     if wanted is None and role.cpus is None and role.memory_gb is None:
         if rdma:
             raise _refuse_infiniband(role, "asks for no accelerator")
         reducers = role.name is RoleName.REDUCTION_SERVERS
-        return MACHINES.get(catalog.REDUCTION_SERVER_MACHINE if reducers else DEFAULT_CPU_MACHINE)
-    if wanted is not None and catalog.smallest_fit(MACHINES, wanted) is None:
+        return MACHINES.get(REDUCTION_SERVER_MACHINE if reducers else DEFAULT_CPU_MACHINE)
+    if wanted is not None and smallest_fit(MACHINES, wanted) is None:
         raise ValidationError(
             f"Vertex offers {wanted.type} as: {', '.join(MACHINES.ways_to_get(wanted.type))}; "
             f"{wanted.count} per replica is not one of them",
@@ -102,8 +123,8 @@ def _pick(role: EffectiveRole, job: DistributedJob) -> catalog.Machine:
     # left open gets the standard ratio, so `cpus: 4` means n1-standard-4, not n1-highcpu-4.
     # (Accelerator-optimized machines have more memory per vCPU, so this only decides among N1.)
     cpus = role.cpus if role.cpus is not None else (_n1_default_vcpus(wanted) if wanted else 0)
-    memory = role.memory_gb if role.memory_gb is not None else cpus * catalog.N1_MEMORY_PER_VCPU["standard"]
-    found = catalog.smallest_fit(MACHINES, wanted, cpus=cpus, memory_gb=memory,
+    memory = role.memory_gb if role.memory_gb is not None else cpus * N1_MEMORY_PER_VCPU["standard"]
+    found = smallest_fit(MACHINES, wanted, cpus=cpus, memory_gb=memory,
                                  interconnect="rdma" if rdma else None)
     if found is None and rdma:
         raise _refuse_infiniband(role, f"asks for {wanted or 'no accelerator'}")
@@ -115,7 +136,7 @@ def _pick(role: EffectiveRole, job: DistributedJob) -> catalog.Machine:
 
 
 def _n1_default_vcpus(wanted: Accelerator) -> int:
-    rule = catalog.N1_GPUS.get(wanted.type)
+    rule = N1_GPUS.get(wanted.type)
     return min(N1_GPU_VCPUS_PER_GPU * wanted.count, rule.limits[wanted.count][0]) if rule else 0
 
 
@@ -137,7 +158,7 @@ def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, no
     return Placement(machine_type=machine.name, egress_gbps=MACHINES.egress_gbps(machine, role.accelerator))
 
 
-def _describe(machine: catalog.Machine, role: EffectiveRole) -> str:
+def _describe(machine: Machine, role: EffectiveRole) -> str:
     gpus = f", {role.accelerator.count}×{role.accelerator.type}" if role.accelerator else ""
     return f"{machine.vcpus} vCPUs, {machine.memory_gb:g} GB{gpus}"
 
@@ -147,7 +168,7 @@ def _describe(machine: catalog.Machine, role: EffectiveRole) -> str:
 
 def check_reducers(job: DistributedJob, roles: dict[RoleName, EffectiveRole], notes: list[Note]) -> None:
     """Note how to tune Vertex's Reduction Server (what no cloud can run is refused before this,
-    by :func:`omnidist.lowering.check_portable_rules`)."""
+    by :func:`omnidist.compiler.lowering.check_portable_rules`)."""
     if RoleName.REDUCTION_SERVERS not in roles:
         return
     hints = [("reduction_servers", REDUCER_HINTS["single node"])] if RoleName.WORKERS not in roles else []
@@ -263,7 +284,7 @@ def spec_extras(settings: VertexSettings) -> dict[str, Any]:
 def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     """The CustomJob for ``job``, with diagnostics."""
     notes: list[Note] = []
-    labels.check(job.labels)
+    check_google_labels(job.labels)
     job, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
     roles = {r.name: plan.role(r) for r in effective_roles(job)}
     check_reducers(job, roles, notes)

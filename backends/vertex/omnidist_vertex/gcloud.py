@@ -17,12 +17,19 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from omnidist import importing, serde
-from omnidist.backend import Note, NoteKind
-from omnidist.commandline import CommandLine, Flags, key_values, merged, parse_flags
-from omnidist.errors import ValidationError
-from omnidist.importing import cannot_hold
-
+from omnidist.kit import (
+    CommandLine,
+    Flags,
+    Note,
+    NoteKind,
+    ValidationError,
+    cannot_hold,
+    key_values,
+    merged,
+    parse_flags,
+    proto_json_keys,
+    structure,
+)
 from omnidist_vertex.tables import REDUCTION_SERVER_IMAGE
 
 # --- --worker-pool-spec strings --------------------------------------------------------------------
@@ -89,7 +96,7 @@ def _argv(value: Any, path: str) -> tuple[str, ...]:
     """``--command``/``--args``: a list, or one string split like a shell would."""
     if isinstance(value, str):
         return tuple(shlex.split(value))
-    return tuple(serde.structure(value, Optional[tuple[str, ...]], path=path) or ())
+    return tuple(structure(value, Optional[tuple[str, ...]], path=path) or ())
 
 
 def flags_to_spec(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
@@ -201,10 +208,10 @@ def command_to_spec(command: CommandLine, notes: list[Note]) -> tuple[dict[str, 
         raise ValidationError(f"unexpected words {' '.join(flags.positional + flags.rest)!r}",
                               path="gcloud ai custom-jobs create")
     if flags.one("python-package-uris"):
-        raise importing.cannot_hold("--python-package-uris", "the portable job runs container images, and this "
+        raise cannot_hold("--python-package-uris", "the portable job runs container images, and this "
                                     "job installs Python packages into Google's prebuilt one.",
                                     "Build an image with the packages installed and use container-image-uri.")
-    config = importing.proto_json_keys(command.config) if command.config is not None else {}
+    config = proto_json_keys(command.config) if command.config is not None else {}
     if not isinstance(config, dict):
         raise ValidationError("the --config file holds a CustomJobSpec mapping", path="--config")
     spec = merged(config, _spec_from_flags(flags))

@@ -35,19 +35,41 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import catalog, importing, jobdata, serde
-from omnidist.backend import Note, NoteKind
-from omnidist.commandline import CommandLine
-from omnidist.errors import ValidationError
-from omnidist.importing import cannot_hold, dropped, parse_proto_duration
-from omnidist.job import Accelerator, DistributedJob, RoleName
-from omnidist.labels import REQUEST_ID_LABEL
-from omnidist.lowering import EffectiveRole
+from omnidist.kit import (
+    REQUEST_ID_LABEL,
+    Accelerator,
+    CommandLine,
+    DistributedJob,
+    EffectiveRole,
+    Note,
+    NoteKind,
+    RoleName,
+    ValidationError,
+    cannot_hold,
+    compute_engine_shape,
+    delower,
+    dropped_note,
+    is_package,
+    job_from_dict,
+    parse_proto_duration,
+    pick_name,
+    proto_json_keys,
+    retired_gpu,
+    shorten,
+    tpu_refusal,
+)
 from omnidist.runtime import hints
 from omnidist_vertex import gcloud, prebuilt
 from omnidist_vertex.tables import (
-    ACCELERATOR_BY_NUMBER, DEFAULT_REGION, PORTABLE_ACCELERATORS, REDUCTION_SERVER_IMAGE, RETIRED_ACCELERATORS,
-    ROLES_AT, STRATEGY_BY_NUMBER, multi_region, reduction_server_image,
+    ACCELERATOR_BY_NUMBER,
+    DEFAULT_REGION,
+    PORTABLE_ACCELERATORS,
+    REDUCTION_SERVER_IMAGE,
+    RETIRED_ACCELERATORS,
+    ROLES_AT,
+    STRATEGY_BY_NUMBER,
+    multi_region,
+    reduction_server_image,
 )
 
 DEFAULT_BOOT_DISK_GB = 100
@@ -180,7 +202,7 @@ def drop_extras(data: Mapping[str, Any], path: str, notes: list[Note]) -> None:
     """Note every field of :data:`DROPPED_FIELDS` that ``data`` sets (to anything but its default)."""
     for key, why in DROPPED_FIELDS.items():
         if data.get(key) not in (None, False, "", [], {}, 0, "0"):
-            notes.append(dropped(f"{path}.{key}" if path else key, f"{importing.short(data[key])}: {why}"))
+            notes.append(dropped_note(f"{path}.{key}" if path else key, f"{shorten(data[key])}: {why}"))
 
 
 # --- pools --------------------------------------------------------------------------------------
@@ -190,17 +212,17 @@ def _accelerator(machine: Mapping[str, Any], path: str, notes: list[Note]) -> Op
     """``TYPE:COUNT`` of a pool's GPUs; a retired GPU is replaced (with a ``changed`` note), a TPU refused."""
     raw = machine.get("acceleratorType")
     if machine.get("tpuTopology"):
-        raise importing.tpus(f"{path}.tpuTopology")
+        raise tpu_refusal(f"{path}.tpuTopology")
     if raw in (None, 0, "ACCELERATOR_TYPE_UNSPECIFIED"):
         return None
     name = _enum_name(raw, ACCELERATOR_BY_NUMBER, f"{path}.acceleratorType")
     if name.startswith("TPU_"):
-        raise importing.tpus(f"{path}.acceleratorType {name}")
+        raise tpu_refusal(f"{path}.acceleratorType {name}")
     count = _int(machine.get("acceleratorCount"), f"{path}.acceleratorCount", default=1)
     if count < 1:
         raise ValidationError("must be >= 1 when acceleratorType is set", path=f"{path}.acceleratorCount")
     if name in RETIRED_ACCELERATORS:
-        return str(importing.retired_gpu(RETIRED_ACCELERATORS[name], count, f"{path}.acceleratorType", notes))
+        return str(retired_gpu(RETIRED_ACCELERATORS[name], count, f"{path}.acceleratorType", notes))
     if name not in PORTABLE_ACCELERATORS:
         raise cannot_hold(f"accelerator {name}", "it has no portable accelerator name.",
                           f"Portable accelerators: {', '.join(sorted(PORTABLE_ACCELERATORS.values()))}.")
@@ -227,7 +249,9 @@ def native_to_pool(data: Any, index: int, path: str, notes: list[Note]) -> Optio
     _known(data, "WorkerPoolSpec", path)
     package = data.get("pythonPackageSpec")
     if package and data.get("containerSpec"):
-        raise ValidationError("a pool runs a containerSpec or a pythonPackageSpec, not both", path=f"{path}.pythonPackageSpec")
+        raise ValidationError(
+            "a pool runs a containerSpec or a pythonPackageSpec, not both", path=f"{path}.pythonPackageSpec"
+        )
     machine = _mapping(data.get("machineSpec"), f"{path}.machineSpec")
     if package:
         return _package_pool(data, machine, index, path, notes)
@@ -293,10 +317,10 @@ def _role_of(pool: NativePool, primary_env: Mapping[str, str]) -> RoleName:
 
 
 def native_to_role(name: RoleName, pool: NativePool) -> EffectiveRole:
-    """One pool as the role it runs, every value spelled out (:func:`~omnidist.importing.delower`
+    """One pool as the role it runs, every value spelled out (:func:`~omnidist.compiler.delowering.delower`
     then writes it as differences from what it inherits)."""
     accelerator = Accelerator.parse(pool.accelerator) if pool.accelerator else None
-    cpus, memory_gb = catalog.compute_engine_shape(pool.machine_type) or (None, None)
+    cpus, memory_gb = compute_engine_shape(pool.machine_type) or (None, None)
     return EffectiveRole(name=name, replicas=pool.replicas, accelerator=accelerator, cpus=cpus,
                          memory_gb=memory_gb, disk_gb=pool.disk_gb, image=pool.image, command=pool.command,
                          args=pool.args, env=hints.strip(pool.env))
@@ -304,7 +328,7 @@ def native_to_role(name: RoleName, pool: NativePool) -> EffectiveRole:
 
 def pools_to_roles(pools: dict[RoleName, NativePool], region: str = DEFAULT_REGION) -> dict[str, Any]:
     """The job's program, env and roles, each role written as differences from what it inherits."""
-    found = importing.delower({name: native_to_role(name, pool) for name, pool in pools.items()},
+    found = delower({name: native_to_role(name, pool) for name, pool in pools.items()},
                               unset={"disk_gb": DEFAULT_BOOT_DISK_GB})
     roles = dict(found.roles)
     reducers = pools.get(RoleName.REDUCTION_SERVERS)
@@ -334,9 +358,9 @@ def package_job(pools: dict[RoleName, NativePool], region: str,
     at = f"workerPoolSpecs[{first.index}].pythonPackageSpec"
     if len(first.packages) > 1:
         raise cannot_hold(f"{at}.packageUris", f"the portable job ships one code package, and this job installs "
-                          f"{len(first.packages)} ({importing.short(list(first.packages))}).",
+                          f"{len(first.packages)} ({shorten(list(first.packages))}).",
                           "Merge them into one source distribution (the others as its install_requires).")
-    if not jobdata.is_package(first.packages[0]):
+    if not is_package(first.packages[0]):
         raise cannot_hold(f"{at}.packageUris", f"{first.packages[0]} is not a built Python package, and the portable "
                           "job's code for a module is one (a source distribution or a wheel).",
                           "Point packageUris at the package's .tar.gz (python -m build --sdist).")
@@ -346,7 +370,7 @@ def package_job(pools: dict[RoleName, NativePool], region: str,
         return fields, pools
     framework, version, _ = found.pop()
     fields.update(framework=framework.value, framework_version=version)
-    for role, pool in trainers.items():
+    for pool in trainers.values():
         chosen = prebuilt.image(framework, version, pool.accelerator is not None, multi_region(region))
         if pool.image.removesuffix(":latest") != chosen.removesuffix(":latest"):
             notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"workerPoolSpecs[{pool.index}].pythonPackageSpec"
@@ -369,7 +393,9 @@ def unwrap_code(pools: dict[RoleName, NativePool]) -> tuple[Optional[str], dict[
     unwrapped = dict(pools)
     for role, pool in pools.items():
         command = pool.command
-        match = _UNPACK.match(command[2]) if command[:2] == ("sh", "-c") and command[3:4] == ("omnidist-code",) else None
+        match = (
+            _UNPACK.match(command[2]) if command[:2] == ("sh", "-c") and command[3:4] == ("omnidist-code",) else None
+        )
         if match is None:
             continue
         path = shlex.split(match["archive"] or match["folder"])[0]
@@ -452,7 +478,9 @@ def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any], notes: l
     _known(data, "Scheduling", "jobSpec.scheduling")
     if data.get("timeout") is not None:
         job["timeout"] = parse_proto_duration(data["timeout"], "jobSpec.scheduling.timeout")
-    strategy = _enum_name(data.get("strategy", "STRATEGY_UNSPECIFIED"), STRATEGY_BY_NUMBER, "jobSpec.scheduling.strategy")
+    strategy = _enum_name(
+        data.get("strategy", "STRATEGY_UNSPECIFIED"), STRATEGY_BY_NUMBER, "jobSpec.scheduling.strategy"
+    )
     if strategy in ("SPOT", "LOW_COST"):
         job["spot"] = True
     elif strategy not in ("STRATEGY_UNSPECIFIED", "STANDARD", "ON_DEMAND"):
@@ -461,7 +489,7 @@ def _scheduling(data: Any, job: dict[str, Any], vertex: dict[str, Any], notes: l
                                   "on-demand capacity, without queueing for it"))
     for key, why in DROPPED_SCHEDULING.items():
         if data.get(key):
-            notes.append(dropped(f"scheduling.{key}", f"{importing.short(data[key])}: {why}"))
+            notes.append(dropped_note(f"scheduling.{key}", f"{shorten(data[key])}: {why}"))
     drop_extras(data, "scheduling", notes)
     if data.get("restartJobOnWorkerRestart"):
         vertex["restart_job_on_worker_restart"] = True
@@ -519,7 +547,7 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     pools = {_role_of(p, primary.env): p for p in found if p is not None}
     vertex: dict[str, Any] = {"machine_types": {r.value: p.machine_type for r, p in pools.items()},
                               "boot_disk_type": boot_disk_type(pools, notes)}
-    name = importing.pick_name((outer.get("displayName"), primary.env.get(hints.JOB_NAME)),
+    name = pick_name((outer.get("displayName"), primary.env.get(hints.JOB_NAME)),
                                fallback="vertex-job", missing="no displayName; called the job 'vertex-job'",
                                notes=notes)
     match = re.match(r"^projects/[^/]+/locations/([^/]+)/", str(outer.get("name") or ""))
@@ -558,7 +586,7 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     if labels:
         job["labels"] = labels
     job["backends"] = {"vertex": {k: v for k, v in vertex.items() if v not in (None, {})}}
-    return serde.job_from_dict(job)
+    return job_from_dict(job)
 
 
 # --- tuning jobs ----------------------------------------------------------------------------------
@@ -573,7 +601,7 @@ def tuning_notes(native: Mapping[str, Any]) -> list[Note]:
     The trial job runs as it is, with the arguments it has; the values each trial would have
     been given (``--NAME=VALUE``) are not passed.
     """
-    return [dropped(key, f"{_searched(native[key]) if key == 'studySpec' else native[key]}: hyperparameter tuning "
+    return [dropped_note(key, f"{_searched(native[key]) if key == 'studySpec' else native[key]}: hyperparameter tuning "
                          "is not imported; the job runs once, as one trial without the searched values")
             for key in TUNING_FIELDS if native.get(key) is not None]
 
@@ -581,11 +609,11 @@ def tuning_notes(native: Mapping[str, Any]) -> list[Note]:
 def _searched(study: Any) -> str:
     """``3 parameter(s) (lr, layers, …), metric f1 MAXIMIZE``: what a ``studySpec`` searches."""
     if not isinstance(study, Mapping):
-        return importing.short(study)
+        return shorten(study)
     params = [p.get("parameterId") for p in study.get("parameters") or [] if isinstance(p, Mapping)]
     metrics = [f"{m.get('metricId')} {m.get('goal', '')}".strip() for m in study.get("metrics") or []
                if isinstance(m, Mapping)]
-    return f"{len(params)} parameter(s) ({importing.short(params, 48)}), metric {', '.join(metrics) or 'none'}"
+    return f"{len(params)} parameter(s) ({shorten(params, 48)}), metric {', '.join(metrics) or 'none'}"
 
 
 def _is_flags(native: Mapping[str, Any]) -> bool:
@@ -611,7 +639,7 @@ def import_native(native: Any) -> tuple[DistributedJob, list[Note]]:
     native = _mapping(native, "")
     if _is_flags(native):
         return spec_to_job(*gcloud.flags_to_spec(native), notes), notes
-    native = importing.proto_json_keys(native)
+    native = proto_json_keys(native)
     if "trialJobSpec" in native or "studySpec" in native:
         _known(native, "HyperparameterTuningJob", "", also=OUTPUT_ONLY)
         notes += tuning_notes(native)

@@ -6,10 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from omnidist.backend import JobState
-from omnidist.catalog import COMPUTE_ENGINE_ACCELERATORS
-from omnidist.features import Feature, Refusal
-from omnidist.job import RoleName
+from omnidist.kit import COMPUTE_ENGINE_ACCELERATORS, Feature, JobState, Refusal, RoleName
 from omnidist.runtime.platforms import vertex as platform
 
 NAME = platform.NAME
@@ -49,7 +46,8 @@ NATIVE_ONLY_ACCELERATOR_ENUM: dict[str, int] = {
 retired GPU, or to refuse a TPU by name), never written."""
 
 RETIRED_ACCELERATORS: dict[str, str] = {"NVIDIA_TESLA_K80": "K80"}
-"""``AcceleratorType`` of a GPU no cloud sells any more -> its model (see ``omnidist.importing.RETIRED_GPUS``)."""
+"""``AcceleratorType`` of a GPU no cloud sells any more -> its model (see
+``omnidist.compiler.delowering.RETIRED_GPUS``)."""
 
 ACCELERATOR_BY_NUMBER: dict[int, str] = {
     v: k for k, v in {**ACCELERATOR_ENUM, **NATIVE_ONLY_ACCELERATOR_ENUM}.items()}

@@ -16,12 +16,14 @@ from __future__ import annotations
 import itertools
 import json
 import re
-from datetime import datetime, timezone
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from omnidist.testing import FakeServer, FakeService, Harness
-from omnidist.testing.harness import hand_written
 from omnidist.testing.fakeserver import Recorded, Response, error_body
+from omnidist.testing.harness import hand_written
 from omnidist.testing.study import FAILED, QUEUED, RUNNING, STOPPED, SUCCEEDED
 
 PARENT = r"(?P<parent>projects/[^/]+/locations/[^/]+)"
@@ -29,7 +31,13 @@ NAME = PARENT + r"/customJobs/(?P<id>[^/:]+)"
 TUNING_NAME = PARENT + r"/hyperparameterTuningJobs/(?P<id>[^/:]+)"
 _LABEL_FILTER = re.compile(r'^labels\.(?P<key>[\w-]+)="(?P<value>[^"]*)"$')
 
-TRIAL_STATES = {QUEUED: "REQUESTED", RUNNING: "ACTIVE", SUCCEEDED: "SUCCEEDED", FAILED: "INFEASIBLE", STOPPED: "SUCCEEDED"}
+TRIAL_STATES = {
+    QUEUED: "REQUESTED",
+    RUNNING: "ACTIVE",
+    SUCCEEDED: "SUCCEEDED",
+    FAILED: "INFEASIBLE",
+    STOPPED: "SUCCEEDED",
+}
 """A fake trial's state -> ``Trial.State`` (a stopped trial ends SUCCEEDED, as Vertex's do)."""
 
 COLLECTIONS = {"customJobs": "CustomJob", "hyperparameterTuningJobs": "HyperparameterTuningJob"}
@@ -152,7 +160,7 @@ class FakeVertex(FakeService):
         with self.lock:
             name = f"{match['parent']}/{collection}/{next(self._ids)}"
             # When it was made, to the microsecond: duplicates are told apart by it.
-            made = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            made = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
             job = self.add(name, {**record.body, "name": name, "createTime": made}, study=study)
             return Response(200, self._render(job))
 
@@ -200,7 +208,7 @@ def _hand_built() -> Any:
     """A job document's CustomJob built from the SDK's messages, as a user without omnidist writes it."""
     from google.cloud import aiplatform_v1 as v1
 
-    from omnidist.serde import parse_duration
+    from omnidist.kit import parse_duration
     from omnidist_vertex.tables import ACCELERATOR_TYPES
 
     def build(doc: Any) -> Any:
@@ -237,7 +245,21 @@ def _direct(service: FakeService) -> Any:
                                                 timeout=60)
 
 
+def check_request(request: Mapping[str, Any], scratch: Path) -> None:
+    """The SDK's ``CustomJob`` (or ``HyperparameterTuningJob``) parses the request and prints it
+    back unchanged: no field it does not know, no value of the wrong type."""
+    import json
+
+    from google.cloud import aiplatform_v1
+
+    kind = aiplatform_v1.HyperparameterTuningJob if "studySpec" in request else aiplatform_v1.CustomJob
+    back = kind.to_json(kind.from_json(json.dumps(request)), use_integers_for_enums=False,
+                        including_default_value_fields=False, always_print_fields_with_no_presence=False)
+    assert json.loads(back) == request, "the SDK's message does not print the request back"
+
+
 HARNESS = Harness(
+    check_request=check_request,
     service=FakeVertex, key_file_setting="credentials", sdk_module="google.cloud.aiplatform",
     settings=lambda url: {"project": "p", "region": "us-central1", "api_endpoint": url, "credentials": "anonymous",
                           "create_settle_s": 3.0},

@@ -5,7 +5,7 @@ portable ``tuning`` block becomes the ``studySpec`` (one metric, the parameters,
 median stopping) and the trial counts. Vertex passes each trial's values to every replica as
 ``--ID=VALUE`` after its args, exactly as the portable job promises. Import reads the same shape
 back (the CustomJob part through :mod:`.importer`), with a note for each distribution it changes.
-Following a submitted one reads its ``trials[]`` into portable :class:`~omnidist.backend.Trial`
+Following a submitted one reads its ``trials[]`` into portable :class:`~omnidist.backend.values.Trial`
 values (:func:`trials_of`).
 """
 
@@ -16,10 +16,25 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist.backend import CompiledJob, JobState, Note, NoteKind, Trial, best_trial
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature
-from omnidist.job import RANGE_TYPES, Algorithm, DistributedJob, Goal, Parameter, ParameterType, Scale, Tuning
+from omnidist.kit import (
+    RANGE_TYPES,
+    Algorithm,
+    CompiledJob,
+    DistributedJob,
+    Feature,
+    Goal,
+    JobState,
+    Note,
+    NoteKind,
+    Parameter,
+    ParameterType,
+    Scale,
+    Trial,
+    Tuning,
+    UnsupportedFeatureError,
+    ValidationError,
+    best_trial,
+)
 
 BACKEND = "vertex"
 PORTABLE = "the portable job"
@@ -283,11 +298,15 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
         if study.get(key) not in (None, "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", "OBSERVATION_NOISE_UNSPECIFIED"):
             notes.append(Note(kind=NoteKind.DROPPED, field="tuning",
                               message=f"studySpec.{key} ({study[key]}) has no portable form"))
-    fields = {"metric": {"name": metric.get("metricId"), "goal": GOAL_NAMES[goal]}, "parameters": parameters,
-              "algorithm": ALGORITHM_NAMES[algorithm], "max_trials": _count(native, "maxTrialCount", 1, notes, "tuning.max_trials"),
-              "parallel_trials": _count(native, "parallelTrialCount", 1, notes, "tuning.parallel_trials"),
-              "max_failed_trials": _count(native, "maxFailedTrialCount", 0, [], ""),
-              "early_stopping": bool(stopping)}
+    fields = {
+        "metric": {"name": metric.get("metricId"), "goal": GOAL_NAMES[goal]},
+        "parameters": parameters,
+        "algorithm": ALGORITHM_NAMES[algorithm],
+        "max_trials": _count(native, "maxTrialCount", 1, notes, "tuning.max_trials"),
+        "parallel_trials": _count(native, "parallelTrialCount", 1, notes, "tuning.parallel_trials"),
+        "max_failed_trials": _count(native, "maxFailedTrialCount", 0, [], ""),
+        "early_stopping": bool(stopping),
+    }
     try:
         return Tuning(**fields)
     except ValidationError as exc:

@@ -9,20 +9,19 @@ import time
 
 import pytest
 
-from omnidist.testing import SleepRecorder
-from omnidist_vertex import VertexBackend, VertexSettings
-
-from omnidist.backend import JobState
-from omnidist.errors import (
+from omnidist.kit import (
     ConfigError,
+    DistributedJob,
     InvalidRequestError,
+    JobState,
     NotFoundError,
     PermissionDeniedError,
     TransientBackendError,
     ValidationError,
 )
-from omnidist.job import DistributedJob
+from omnidist.testing import SleepRecorder
 from omnidist.testing.fakeserver import Fault
+from omnidist_vertex import VertexBackend, VertexSettings
 
 JOB = DistributedJob.from_dict(
     {

@@ -10,17 +10,23 @@ import tarfile
 from pathlib import Path
 
 import pytest
-from omnidist_vertex import VertexBackend, VertexSettings
 
 import omnidist
-from omnidist import config, serde
-from omnidist.backend import NoteKind
-from omnidist.errors import TransientBackendError, UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob
-from omnidist.testing.code import code_folder
+from omnidist.kit import (
+    DistributedJob,
+    NoteKind,
+    Target,
+    TransientBackendError,
+    UnsupportedFeatureError,
+    ValidationError,
+    settings_for,
+    structure,
+)
 from omnidist.testing import FakeServer
+from omnidist.testing.code import code_folder
 from omnidist.testing.fakeserver import Fault
 from omnidist.testing.gcs import FakeStorage
+from omnidist_vertex import VertexBackend, VertexSettings
 from omnidist_vertex.testing import FakeVertex
 
 GOLDEN = Path(__file__).parent / "golden"
@@ -46,7 +52,7 @@ SETTINGS = {"staging_bucket": "gs://stage/omni", "base_output_dir": "gs://bucket
 
 def build(root: Path, data: dict, **settings):
     job = DistributedJob.from_dict(data, source=str(root / "job.yaml"))
-    return VertexBackend().compile(job, serde.structure(settings, VertexSettings, path="backends.vertex"))
+    return VertexBackend().compile(job, structure(settings, VertexSettings, path="backends.vertex"))
 
 
 def pools(compiled) -> list:
@@ -72,7 +78,14 @@ def test_golden_rich_job(tmp_path, valid):
     assert spec["executorImageUri"] == "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-2.py310:latest"
     assert spec["packageUris"] == ["gs://stage/omni/omnidist/code/{content-sha256}.tar.gz"]
     assert spec["pythonModule"] == "trainer.task" and "containerSpec" not in primary
-    assert spec["args"] == ["--data", "/gcs/bucket/mnli/train", "--epochs", "10", "--model-dir", "/gcs/bucket/out/model"]
+    assert spec["args"] == [
+        "--data",
+        "/gcs/bucket/mnli/train",
+        "--epochs",
+        "10",
+        "--model-dir",
+        "/gcs/bucket/out/model",
+    ]
     env = {e["name"]: e.get("value") for e in spec["env"]}
     assert env["VOCAB"] == "/gcs/bucket/vocab.txt" and env["OMNIDIST_OUTPUT_checkpoints"] == "/gcs/bucket/ckpt"
     assert env["OMNIDIST_INPUT_epochs"] == "10"
@@ -107,7 +120,9 @@ def test_code_with_a_command_is_unpacked_from_cloud_storage_first(tmp_path, vali
 
 def test_a_code_folder_in_cloud_storage_is_copied_for_a_command(valid):
     compiled = VertexBackend().compile(
-        DistributedJob.from_dict(container({"code": "gs://bkt/src", "command": ["python", "train.py"]})), VertexSettings())
+        DistributedJob.from_dict(container({"code": "gs://bkt/src", "command": ["python", "train.py"]})),
+        VertexSettings(),
+    )
     script = valid(compiled.request)["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"][2]
     assert "cp -R /gcs/bkt/src/. /tmp/omnidist-code" in script
 
@@ -171,7 +186,9 @@ def test_plain_urls_are_passed_and_outputs_default_under_the_staging_bucket(vali
     assert spec["workerPoolSpecs"][0]["containerSpec"]["command"] == \
         ["t", "https://example.com/iris.csv", "/gcs/stage/omnidist/outputs/demo/model"]
     assert spec["baseOutputDirectory"] == {"outputUriPrefix": "gs://stage/omnidist/outputs/demo"}
-    assert any(n.kind is NoteKind.DEFAULTED and n.field == "backends.vertex.base_output_dir" for n in compiled.diagnostics)
+    assert any(
+        n.kind is NoteKind.DEFAULTED and n.field == "backends.vertex.base_output_dir" for n in compiled.diagnostics
+    )
 
 
 def test_prebuilt_images_follow_the_region_and_refuse_frameworks_without_one(valid):
@@ -213,7 +230,7 @@ def resolved(job, server_url, **extra):
     overrides = {"project": "p", "api_endpoint": server_url, "storage_endpoint": server_url,
                  "credentials": "anonymous", "staging_bucket": "gs://stage/omni", "retry_initial_wait_s": 0,
                  "retry_max_wait_s": 0, **extra}
-    return config.settings_for(VertexSettings, "vertex", config.Target(backend="vertex"), job, overrides)
+    return settings_for(VertexSettings, "vertex", Target(backend="vertex"), job, overrides)
 
 
 def submit(tmp_path, services, data=None, **extra):

@@ -10,14 +10,18 @@ import sys
 from pathlib import Path
 
 import pytest
-from omnidist_vertex import VertexBackend, VertexSettings
 
 import omnidist
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.features import Feature, NoteCode
-from omnidist.job import DistributedJob
+from omnidist.kit import (
+    DistributedJob,
+    Feature,
+    NoteCode,
+    NoteKind,
+    UnsupportedFeatureError,
+    ValidationError,
+    structure,
+)
+from omnidist_vertex import VertexBackend, VertexSettings
 
 GOLDEN = Path(__file__).parent / "golden"
 BASE = {
@@ -30,7 +34,7 @@ BASE = {
 
 def build(data: dict, **settings):
     job = DistributedJob.from_dict({**BASE, **data})
-    return VertexBackend().compile(job, serde.structure(settings, VertexSettings, path="backends.vertex"))
+    return VertexBackend().compile(job, structure(settings, VertexSettings, path="backends.vertex"))
 
 
 def pools(compiled) -> list:

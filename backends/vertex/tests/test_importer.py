@@ -9,13 +9,18 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from omnidist_vertex import VertexBackend, VertexSettings
 
 import omnidist
-from omnidist import serde
-from omnidist.backend import NoteKind
-from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
-from omnidist.job import DistributedJob
+from omnidist.kit import (
+    DistributedJob,
+    NoteKind,
+    OmnidistError,
+    UnsupportedFeatureError,
+    ValidationError,
+    read_document,
+    structure,
+)
+from omnidist_vertex import VertexBackend, VertexSettings
 
 backend = VertexBackend()
 RS = "us-docker.pkg.dev/vertex-ai-restricted/training/reductionserver:latest"
@@ -159,7 +164,7 @@ def test_gcloud_config_file(tmp_path):
     }
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump(config))
-    job, notes = backend.import_with_notes(serde.read_document(path))
+    job, notes = backend.import_with_notes(read_document(path))
     assert job.framework.value == "custom" and job.name == "vertex-job"  # nothing in the spec says
     assert {n.field for n in notes} == {"framework", "name"}
     assert job.parameter_servers.replicas == 2 and job.reduction_servers is None
@@ -477,12 +482,17 @@ def test_fields_outside_the_api_are_invalid_input():
     assert err.value.problems[0].path == "displayName"
 
 
-PACKAGE_POOL = {"machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4",
-                                "acceleratorCount": 1},
-                "replicaCount": "1",
-                "pythonPackageSpec": {"executorImageUri": "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-2.py310:latest",
-                                      "packageUris": ["gs://b/trainer-0.1.tar.gz"], "pythonModule": "trainer.task",
-                                      "args": ["--epochs", "3"], "env": [{"name": "MODE", "value": "fast"}]}}
+PACKAGE_POOL = {
+    "machineSpec": {"machineType": "n1-standard-8", "acceleratorType": "NVIDIA_TESLA_T4", "acceleratorCount": 1},
+    "replicaCount": "1",
+    "pythonPackageSpec": {
+        "executorImageUri": "us-docker.pkg.dev/vertex-ai/training/pytorch-gpu.2-2.py310:latest",
+        "packageUris": ["gs://b/trainer-0.1.tar.gz"],
+        "pythonModule": "trainer.task",
+        "args": ["--epochs", "3"],
+        "env": [{"name": "MODE", "value": "fast"}],
+    },
+}
 
 
 def test_a_python_package_job_is_a_module_job_on_the_prebuilt_container():
@@ -695,7 +705,7 @@ SETTINGS = st.fixed_dictionaries(
 
 def _compile(job, base):
     merged = {**base, **job.backends.get("vertex", {})}
-    return backend.compile(job, serde.structure(merged, VertexSettings))
+    return backend.compile(job, structure(merged, VertexSettings))
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -33,12 +33,12 @@ def _probe(*args: str) -> dict:
 
 
 def test_status_loads_the_job_service_alone_and_the_package_stays_whole(vertex):
-    from omnidist import serde
+    from omnidist.kit import job_from_dict
     from omnidist_vertex import VertexBackend, VertexSettings
 
     settings = VertexSettings(project="p", region="us-central1", api_endpoint=vertex.url, credentials="anonymous")
     driver = VertexBackend()
-    job = serde.job_from_dict({"name": "light", "framework": "custom", "image": "gcr.io/p/t:1", "primary": {}})
+    job = job_from_dict({"name": "light", "framework": "custom", "image": "gcr.io/p/t:1", "primary": {}})
     handle = driver.submit(driver.compile(job, settings), settings)
     seen = _probe(vertex.url, handle.id)
     assert seen["state"] == "queued"

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from omnidist_vertex import compiler, tables
-
-from omnidist import accelerators
-from omnidist.backend import JobState
-from omnidist.job import RoleName
+from omnidist.kit import ACCELERATORS_BY_NAME, JobState, RoleName
 from omnidist.testing.tables import table_problems
+from omnidist_vertex import compiler, tables
 
 
 def test_every_table_is_sorted_and_documented():
@@ -28,8 +25,8 @@ def test_tables_are_sorted():
 
 
 def test_every_portable_accelerator_has_a_vertex_name_and_a_machine():
-    assert set(tables.ACCELERATOR_TYPES) == set(accelerators.BY_NAME)
-    for name in accelerators.BY_NAME:
+    assert set(tables.ACCELERATOR_TYPES) == set(ACCELERATORS_BY_NAME)
+    for name in ACCELERATORS_BY_NAME:
         assert compiler.MACHINES.ways_to_get(name), name
 
 

@@ -14,15 +14,22 @@ from pathlib import Path
 import attrs
 import pytest
 from hypothesis import HealthCheck, given, settings
-from omnidist_vertex import VertexBackend, VertexSettings
-from omnidist_vertex import tuning as vertex_tuning
 
 import omnidist
-from omnidist import migration, serde
-from omnidist.backend import NoteKind
-from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
-from omnidist.job import Algorithm, ParameterType
+from omnidist.kit import (
+    Algorithm,
+    NoteKind,
+    NotFoundError,
+    ParameterType,
+    UnsupportedFeatureError,
+    ValidationError,
+    job_from_dict,
+    job_from_yaml,
+)
+from omnidist.migration import detect_backend
 from omnidist.testing import Fault, strategies
+from omnidist_vertex import VertexBackend, VertexSettings
+from omnidist_vertex import tuning as vertex_tuning
 
 GOLDEN = Path(__file__).parent / "golden"
 backend = VertexBackend()
@@ -72,7 +79,7 @@ def valid_tuning_job(request: dict) -> dict:
 
 
 def rich(**tuning) -> omnidist.DistributedJob:
-    job = serde.job_from_yaml(RICH)
+    job = job_from_yaml(RICH)
     return attrs.evolve(job, tuning=attrs.evolve(job.tuning, **tuning)) if tuning else job
 
 
@@ -149,7 +156,7 @@ def test_import_reads_the_tuning_job_back():
     assert job.tuning == rich().tuning
     assert job.tuning.parameters["batch_size"].values == (32, 64, 128)  # whole doubles read back as ints
     assert compile_(job).request == request
-    assert migration.detect_backend(request) == "vertex"
+    assert detect_backend(request) == "vertex"
 
 
 def test_import_accepts_enum_numbers_and_notes_changed_distributions():
@@ -305,7 +312,7 @@ def test_cli_compile_prints_the_tuning_job_and_status_shows_its_trials(tmp_path,
 
 # --- round trips over generated tuning blocks ------------------------------------------------------
 
-BASE_JOB = serde.job_from_dict({"name": "gen", "framework": "pytorch", "image": "gcr.io/p/t:1",
+BASE_JOB = job_from_dict({"name": "gen", "framework": "pytorch", "image": "gcr.io/p/t:1",
                                 "command": ["python", "train.py"], "primary": {"accelerator": "T4:1"},
                                 "workers": {"replicas": 1}})
 FINITE = [ParameterType.INTEGER, ParameterType.DISCRETE, ParameterType.CATEGORICAL]

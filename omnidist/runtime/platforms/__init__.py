@@ -20,16 +20,17 @@ Every module of this package whose name does not start with ``_`` is a platform 
                      those that come in families; ``omnidist run`` drops them from the
                      environment replicas inherit
 ``detect(env)``      is this platform's environment present?
-``parse(env)``       the node-level :class:`~omnidist.runtime.context.RuntimeContext`
+``parse(env)``       the node-level :class:`~omnidist.runtime.view.RuntimeContext`
 ===================  ======================================================================
 
 Optional hooks: ``model_dir(env, argv)`` (a model folder the platform's own variable or
 argument names), ``default_model_dir()`` (where the model goes when nothing names a folder),
 ``launched_by(ctx, env)`` (the platform already started this process as one of several on its
 node: why, else ``None``). For tuning: ``METRICS`` (where the platform's tuner reads a trial's
-metrics: ``"hypertune"`` or ``"mlflow"``, see :mod:`omnidist.runtime.report`), ``trial_id(env)``
+metrics: ``"hypertune"`` or ``"mlflow"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
 (the trial this process belongs to, where the platform says it its own way) and
 ``emulate_trial(env, trial, params)`` (the variables a trial's process gets, for local tuning).
+``claims_tf_config(spec)``: a bare ``TF_CONFIG`` (parsed) is this platform's own.
 
 A platform the local backend can emulate also defines:
 
@@ -61,7 +62,7 @@ import dataclasses
 import functools
 import importlib
 import pkgutil
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Optional
 
@@ -106,6 +107,11 @@ def modules() -> tuple[ModuleType, ...]:
     found = [_check(importlib.import_module(f"{__name__}.{info.name}"))
              for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
     return tuple(sorted(found, key=lambda m: (m.ORDER, m.NAME)))
+
+
+def first(claims: Callable[[ModuleType], bool]) -> Optional[ModuleType]:
+    """The first platform, in detection order, that ``claims`` says yes to (``None``: none does)."""
+    return next((module for module in modules() if claims(module)), None)
 
 
 def named(name: str) -> Optional[ModuleType]:

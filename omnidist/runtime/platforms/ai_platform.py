@@ -15,12 +15,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, cluster_keys, json_object
 from omnidist.runtime.errors import RuntimeEnvError
-from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts
-from omnidist.runtime.platforms import tf_config
-from omnidist.runtime.report import HYPERTUNE, hypertune_trial_env
+from omnidist.runtime.parsing import Env, cluster_keys, json_object
+from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config
+from omnidist.runtime.trials import HYPERTUNE, hypertune_trial_env
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "ai_platform"
 ORDER = 20
@@ -134,3 +133,9 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
 def emulate_trial(env: Mapping[str, str], trial: str, params: Mapping[str, Any]) -> dict[str, str]:
     """A trial's process: ``CLOUD_ML_TRIAL_ID`` and ``task.trial`` in ``CLUSTER_SPEC`` / ``TF_CONFIG``."""
     return hypertune_trial_env(env, trial)
+
+
+def claims_tf_config(spec: Mapping[str, Any]) -> bool:
+    """A bare ``TF_CONFIG`` whose chief is the legacy ``master`` is AI Platform's."""
+    listing = spec.get("cluster")
+    return isinstance(listing, dict) and tf_config.LEGACY_CHIEF in listing

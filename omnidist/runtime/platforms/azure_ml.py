@@ -26,11 +26,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from omnidist.runtime import hints
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, host_port, integer, json_object, node_cluster
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.parsing import Env, host_port, integer, json_object, node_cluster
 from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config, torchrun
-from omnidist.runtime.report import MLFLOW
+from omnidist.runtime.trials import MLFLOW
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "azure_ml"
 ORDER = 30
@@ -108,7 +108,8 @@ def _hosts(env: Env, port: Optional[int]) -> list[str]:
     found = []
     for i, item in enumerate(h.strip() for h in raw.split(",") if h.strip()):
         if ":" in item:
-            found.append("%s:%d" % host_port(item, HOST_LIST, f"entry {i}"))
+            host, number = host_port(item, HOST_LIST, f"entry {i}")
+            found.append(f"{host}:{number}")
         elif port is not None:
             found.append(f"{item}:{port}")
     return found

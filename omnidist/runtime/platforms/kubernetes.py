@@ -23,10 +23,10 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, host_port, integer, json_object
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.parsing import Env, host_port, integer, json_object
 from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "kubernetes"
 ORDER = 35
@@ -179,7 +179,7 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
     nproc = str(decided.details.get("nproc") or "")
     world = len(nodes) * (int(nproc) if nproc.isdigit() else 1)
     result = []
-    for rank, slot in enumerate(s for s in slots if s.runs and s.role in ("primary", "worker")):
+    for rank, _slot in enumerate(s for s in slots if s.runs and s.role in ("primary", "worker")):
         env = {**pod, "MASTER_ADDR": addr, "MASTER_PORT": port, PET_MASTER_ADDR: addr, PET_MASTER_PORT: port,
                "WORLD_SIZE": str(world), "RANK": str(rank), NODE_RANK: str(rank), NNODES: str(len(nodes)),
                "PYTHONUNBUFFERED": "1"}

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from typing import Optional
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, integer
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.parsing import Env, integer
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "mpi"
 ORDER = 45

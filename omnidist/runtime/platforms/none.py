@@ -10,9 +10,9 @@ import math
 from collections.abc import Sequence
 from typing import Optional
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, integer
+from omnidist.runtime.parsing import Env, integer
 from omnidist.runtime.platforms import Decided, JobFacts, Slot, torchrun
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "none"
 ORDER = math.inf

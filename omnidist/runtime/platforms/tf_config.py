@@ -15,9 +15,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, cluster, from_cluster, json_object, pool2_role, task
+from omnidist.runtime import platforms
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.parsing import Env, cluster, from_cluster, json_object, pool2_role, task
+from omnidist.runtime.view import TASK_TYPES, RuntimeContext
 
 NAME = "tf_config"
 ORDER = 40
@@ -29,20 +30,13 @@ PREFIXES = ()
 LOCAL = "local"
 """The platform of a ``TF_CONFIG`` no platform claims."""
 
-TASK_TYPES: Mapping[str, str] = {
-    "evaluator": "evaluator",
-    "parameter_server": "ps",
-    "primary": "chief",
-    "worker": "worker",
-}
-"""Runtime role -> TensorFlow task type (the primary is the ``chief``; reduction servers have none)."""
 
 LEGACY_CHIEF = "master"
 """The chief's legacy task type, which AI Platform writes unless ``useChiefInTfConfig`` is set."""
 
 TASK_ROLES: Mapping[str, str] = {**{kind: role for role, kind in TASK_TYPES.items()}, LEGACY_CHIEF: "primary"}
 """TensorFlow task type -> runtime role (derived). ``ps`` may hold reduction servers on legacy AI
-Platform: :func:`omnidist.runtime.detect.pool2_role` settles it."""
+Platform: :func:`omnidist.runtime.parsing.pool2_role` settles it."""
 
 
 def parse_spec(spec: dict[str, Any], name: str, platform: str, env: Env) -> RuntimeContext:
@@ -73,18 +67,12 @@ def detect(env: Env) -> bool:
 
 
 def parse(env: Env) -> RuntimeContext:
-    """A ``TF_CONFIG`` on its own."""
-    from omnidist.runtime.platforms import ai_platform, vertex
-
+    """A ``TF_CONFIG`` on its own: the platform whose module claims it (its ``claims_tf_config(spec)``
+    hook), else ``local``."""
     spec = json_object(env, VARIABLE)
-    listing = spec.get("cluster")
     environment = spec.get("environment")
     if environment is not None and not isinstance(environment, str):
         raise RuntimeEnvError(VARIABLE, f"environment: expected a string such as 'cloud', got {environment!r}")
-    if isinstance(listing, dict) and LEGACY_CHIEF in listing:
-        platform = ai_platform.NAME
-    elif environment == vertex.ENVIRONMENT:
-        platform = vertex.NAME
-    else:
-        platform = LOCAL
+    owner = platforms.first(lambda module: getattr(module, "claims_tf_config", lambda _: False)(spec))
+    platform = owner.NAME if owner is not None else LOCAL
     return parse_spec(spec, VARIABLE, platform, env)

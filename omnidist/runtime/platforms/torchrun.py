@@ -8,9 +8,9 @@ make the ranks process-level (:mod:`omnidist.runtime.detect`).
 
 from __future__ import annotations
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, integer
 from omnidist.runtime.errors import RuntimeEnvError
+from omnidist.runtime.parsing import Env, integer
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "torchrun"
 ORDER = 50

@@ -16,12 +16,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from omnidist.runtime.context import RuntimeContext
-from omnidist.runtime.detect import Env, cluster, cluster_keys, from_cluster, json_object, pool2_role, task
 from omnidist.runtime.errors import RuntimeEnvError
-from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts
-from omnidist.runtime.platforms import tf_config
-from omnidist.runtime.report import HYPERTUNE, hypertune_trial_env
+from omnidist.runtime.parsing import Env, cluster, cluster_keys, from_cluster, json_object, pool2_role, task
+from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config
+from omnidist.runtime.trials import HYPERTUNE, hypertune_trial_env
+from omnidist.runtime.view import RuntimeContext
 
 NAME = "vertex"
 ORDER = 10
@@ -134,3 +133,12 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
 def emulate_trial(env: Mapping[str, str], trial: str, params: Mapping[str, Any]) -> dict[str, str]:
     """A trial's process: ``CLOUD_ML_TRIAL_ID`` and ``task.trial`` in ``CLUSTER_SPEC`` / ``TF_CONFIG``."""
     return hypertune_trial_env(env, trial)
+
+
+def claims_tf_config(spec: Mapping[str, Any]) -> bool:
+    """A bare ``TF_CONFIG`` is Vertex's when it says ``environment: cloud`` and names its chief
+    ``chief`` (Vertex never writes the legacy ``master``)."""
+    listing = spec.get("cluster")
+    return spec.get("environment") == ENVIRONMENT and not (
+        isinstance(listing, dict) and tf_config.LEGACY_CHIEF in listing
+    )

@@ -1,5 +1,5 @@
 """Emulated clusters for the platform tests, and the round trip: what a platform's ``emulate``
-gives each process, ``omnidist.runtime.context`` reads back as that process."""
+gives each process, ``omnidist.runtime.view`` reads back as that process."""
 
 from __future__ import annotations
 

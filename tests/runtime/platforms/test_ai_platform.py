@@ -15,9 +15,17 @@ from omnidist.runtime.platforms import Decided, ai_platform
 from .cluster import job, round_trip, shapes, slots
 
 # PLATFORMS.md: CLUSTER_SPEC and TF_CONFIG (the same object) use master (or chief), worker, ps.
-DOCUMENTED = {"cluster": {"master": ["master-0:2222"], "worker": ["worker-0:2222", "worker-1:2222"],
-                          "ps": ["ps-0:2222"], "evaluator": ["evaluator-0:2222"]},
-              "environment": "cloud", "task": {"type": "worker", "index": 1, "trial": ""}, "job": {"scale_tier": "CUSTOM"}}
+DOCUMENTED = {
+    "cluster": {
+        "master": ["master-0:2222"],
+        "worker": ["worker-0:2222", "worker-1:2222"],
+        "ps": ["ps-0:2222"],
+        "evaluator": ["evaluator-0:2222"],
+    },
+    "environment": "cloud",
+    "task": {"type": "worker", "index": 1, "trial": ""},
+    "job": {"scale_tier": "CUSTOM"},
+}
 
 
 def test_each_training_input_slot_and_its_task_type():
@@ -90,7 +98,8 @@ def test_emulate_parse_round_trip(shape, use_chief):
 def test_compile_then_emulate_reads_back_each_slot():
     pytest.importorskip("omnidist_ai_platform")
     import omnidist
-    from omnidist.job import DistributedJob, Role
+    from omnidist.model.job import DistributedJob
+    from omnidist.model.roles import Role
 
     portable = DistributedJob(name="demo", framework="tensorflow", image="gcr.io/p/t:1", command="python t.py",
                               workers=Role(replicas=2), parameter_servers=Role(replicas=1),

@@ -124,7 +124,8 @@ def test_emulate_parse_round_trip(shape, processes, distribution):
 def test_compile_then_emulate_reads_back_each_process():
     pytest.importorskip("omnidist_azure_ml")
     import omnidist
-    from omnidist.job import DistributedJob, Role
+    from omnidist.model.job import DistributedJob
+    from omnidist.model.roles import Role
 
     portable = DistributedJob(name="demo", framework="horovod", image="x.azurecr.io/t:1", command="python t.py",
                               workers=Role(replicas=1), processes_per_node=2)

@@ -16,7 +16,7 @@ from omnidist.runtime import context, platforms
 KUBE = textwrap.dedent('''
     """A Kubernetes PyTorchJob: the operator sets PET_NNODES, PET_NODE_RANK and the master's address."""
 
-    from omnidist.runtime.context import RuntimeContext
+    from omnidist.runtime.view import RuntimeContext
     from omnidist.runtime.detect import integer
     from omnidist.runtime.platforms import hosts
 
@@ -93,7 +93,8 @@ def test_a_dropped_in_platform_is_detected_in_its_order_and_emulated(drop_in):
     assert "PET_NNODES" in platforms.variables()[0]
 
     import omnidist
-    from omnidist.job import DistributedJob, Role
+    from omnidist.model.job import DistributedJob
+    from omnidist.model.roles import Role
 
     job = DistributedJob(name="demo", framework="pytorch", command="python t.py", workers=Role(replicas=2))
     replicas = omnidist.compile(job, backend="local", settings={"emulate": "kube"}).request["replicas"]
@@ -140,7 +141,7 @@ def test_a_platforms_tuning_hooks_are_its_modules_own(drop_in, monkeypatch):
     """Where a trial reports, which trial a process is and what a local trial gets all come from
     the platform module: a new platform tunes without an edit to report() or local tuning."""
     from omnidist.local.tuning import trial_env
-    from omnidist.runtime.report import report
+    from omnidist.runtime.reporting import report
 
     drop_in("kube", TUNED)
     env = {"PET_NNODES": "1", "PET_NODE_RANK": "0", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}

@@ -36,7 +36,11 @@ def test_worker_0_is_the_primary_without_a_chief():
                          {"type": "evaluator", "index": 0})]
     assert [(c.role, c.index, c.node_rank) for c in read] == [
         ("primary", 0, 0), ("worker", 1, 2), ("parameter_server", 0, None), ("evaluator", 0, None)]
-    assert read[0].cluster == {"primary": ["w0:2222"], "worker": ["w1:2222", "w2:2222"], "parameter_server": ["p0:2222"]}
+    assert read[0].cluster == {
+        "primary": ["w0:2222"],
+        "worker": ["w1:2222", "w2:2222"],
+        "parameter_server": ["p0:2222"],
+    }
 
 
 def test_ps_holds_reduction_servers_when_the_hint_says_so():

@@ -67,9 +67,17 @@ def test_emulate_writes_cluster_spec_and_tf_config_as_vertex_does():
     shape = {"primary": 1, "worker": 2, "parameter_server": 1, "evaluator": 1}
     envs = vertex.emulate(job(shape), slots(shape), Decided(details={"job": {"workerPoolSpecs": []}}))
     spec = json.loads(envs[4]["CLUSTER_SPEC"])
-    assert spec == {"cluster": {"workerpool0": ["127.0.0.1:40000"], "workerpool1": ["127.0.0.1:40001", "127.0.0.1:40002"],
-                                "workerpool2": ["127.0.0.1:40003"], "workerpool3": ["127.0.0.1:40004"]},
-                    "environment": "cloud", "task": {"type": "workerpool3", "index": 0}, "job": {"workerPoolSpecs": []}}
+    assert spec == {
+        "cluster": {
+            "workerpool0": ["127.0.0.1:40000"],
+            "workerpool1": ["127.0.0.1:40001", "127.0.0.1:40002"],
+            "workerpool2": ["127.0.0.1:40003"],
+            "workerpool3": ["127.0.0.1:40004"],
+        },
+        "environment": "cloud",
+        "task": {"type": "workerpool3", "index": 0},
+        "job": {"workerPoolSpecs": []},
+    }
     tf = json.loads(envs[4]["TF_CONFIG"])
     assert tf["cluster"] == {"chief": ["127.0.0.1:40000"], "worker": ["127.0.0.1:40001", "127.0.0.1:40002"],
                              "ps": ["127.0.0.1:40003"]}
@@ -106,7 +114,8 @@ def test_the_compiler_places_each_role_in_the_pool_the_runtime_reads_it_from():
     its compiled pool carries: OMNIDIST_ROLE must agree with the pool CLUSTER_SPEC names."""
     pytest.importorskip("omnidist_vertex")
     import omnidist
-    from omnidist.job import DistributedJob, Role
+    from omnidist.model.job import DistributedJob
+    from omnidist.model.roles import Role
 
     portable = DistributedJob(name="demo", framework="pytorch", image="gcr.io/p/t:1", command="python t.py",
                               workers=Role(replicas=2), parameter_servers=Role(replicas=1),

@@ -38,7 +38,7 @@ def main() -> None:
     for _ in range(args.epochs):  # the mean overlap per label, refined once per epoch
         counts = Counter(label for label, _ in examples)
         for label in counts:
-            overlap[label] = sum(o for l, o in examples if l == label) / counts[label]
+            overlap[label] = sum(o for seen, o in examples if seen == label) / counts[label]
     if ctx.role == "primary":
         os.makedirs(args.model_dir, exist_ok=True)
         with open(os.path.join(args.model_dir, "probe.json"), "w", encoding="utf-8") as fh:

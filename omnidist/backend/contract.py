@@ -1,0 +1,218 @@
+"""The backend contract: what a backend declares (capabilities, migration policy) and implements.
+
+A backend is one class: tables of differences plus small functions. ``compile`` and
+``import_native`` are pure (no network, no SDK import); ``submit``/``status``/``logs``/
+``cancel`` are the only methods that touch a cloud. A cloud backend gets them from
+:class:`omnidist.submission.cloud.CloudBackend`, through the client it declares (the SDK is imported
+inside the client's methods); a backend that talks to no cloud but runs jobs (``local``)
+implements them itself. The values that cross the contract are in :mod:`omnidist.backend.values`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from abc import ABC, abstractmethod
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
+
+import attrs
+
+from omnidist.backend.values import CompiledJob, JobStatus, Note
+from omnidist.errors import BackendError, Refusal
+from omnidist.model.features import ROLE_FEATURES, Feature
+from omnidist.model.job import DistributedJob, Framework
+from omnidist.model.roles import RoleName
+
+if TYPE_CHECKING:
+    from omnidist.submission.clients import Client
+    from omnidist.submission.handle import JobHandle
+
+
+@attrs.frozen(kw_only=True)
+class Capabilities:
+    """What a backend can express; shown by ``omnidist backends`` and the docs tables, and read
+    by ``omnidist migrate`` to plan what a job gives up on the way (:attr:`features`).
+
+    Attributes:
+        roles: the roles it has (every backend has the primary and workers).
+        frameworks: the frameworks it runs.
+        accelerators: the portable accelerators it offers.
+        spot: spot / preemptible capacity.
+        infiniband: ``interconnect: infiniband`` (on some machines at least).
+        per_role_machines: a role on other hardware than the primary's.
+        env: environment variables.
+        reduction_server: the Reduction Server role.
+        submit: it can create jobs (not only compile them).
+        role_frameworks: roles it has with some frameworks only (role -> those frameworks).
+        refusals: the words of its refusals, for the features it lacks (what migration reports
+            when it gives one up); its compiler raises with the same :class:`Refusal`.
+    """
+
+    roles: frozenset[RoleName]
+    frameworks: frozenset[Framework] = frozenset(Framework)
+    accelerators: frozenset[str] = frozenset()
+    spot: bool = False
+    infiniband: bool = False
+    per_role_machines: bool = True
+    env: bool = True
+    reduction_server: bool = False
+    submit: bool = True
+    role_frameworks: Mapping[RoleName, frozenset[Framework]] = attrs.field(factory=dict, converter=dict,
+                                                                           hash=False)
+    refusals: Mapping[Feature, Refusal] = attrs.field(factory=dict, converter=dict, hash=False)
+
+    @property
+    def features(self) -> frozenset[Feature]:
+        """The portable features it declares: its roles and flags as :class:`Feature` members,
+        and every other feature it has no :attr:`refusals` entry for."""
+        flags = {Feature.SPOT: self.spot, Feature.INFINIBAND: self.infiniband, Feature.ENV: self.env,
+                 Feature.PER_ROLE_MACHINES: self.per_role_machines,
+                 Feature.REDUCTION_SERVERS: self.reduction_server and RoleName.REDUCTION_SERVERS in self.roles,
+                 **{feature: RoleName(role) in self.roles for role, feature in ROLE_FEATURES.items()
+                    if feature is not Feature.REDUCTION_SERVERS}}
+        rest = {f for f in Feature if f not in flags and f is not Feature.NATIVE and f not in self.refusals}
+        return frozenset(rest | {f for f, on in flags.items() if on})
+
+    def has_role(self, role: RoleName, framework: Framework) -> bool:
+        """True when a job of ``framework`` can have ``role`` here."""
+        return role in self.roles and framework in self.role_frameworks.get(role, self.frameworks)
+
+    def summary(self) -> str:
+        """A one-line description for tables."""
+        roles = ", ".join(r.value for r in RoleName if r in self.roles)
+        flags = [name for name in ("spot", "infiniband", "per_role_machines", "env", "reduction_server")
+                 if getattr(self, name)]
+        return f"roles: {roles}; " + ", ".join(flags)
+
+
+@attrs.frozen(kw_only=True)
+class MigrationPolicy:
+    """How jobs move between a backend and the others (:mod:`omnidist.migration` reads it).
+
+    Attributes:
+        vocabulary: backends of the same vocabulary (``compute_engine``: the Google backends)
+            share :attr:`shared_settings`, which carry over between them as they are.
+        shared_settings: settings keys that mean the same on every backend of the vocabulary.
+        left_behind: settings key -> why a job imported from this backend loses meaning when
+            that setting stays behind (other settings that stay are reported as hints).
+        machine_setting: the settings key naming machines: role -> machine type with per-role
+            machines, else the one machine of every training node.
+        label_rules: its compiler holds labels to :mod:`omnidist.clouds.google_labels`'s rules (Google
+            Cloud's), so migration rewrites tags other clouds allow and it refuses.
+        inputs_setting: the settings key of the inputs its commands reference as
+            ``${{inputs.NAME}}``: literal ones are written into the command when a job leaves.
+        module_setting: the settings key naming a Python module its jobs run without an image
+            (given an image elsewhere, the job runs ``python -m MODULE``).
+        runs_instead: settings key -> what a job with that setting runs instead of a container
+            image (``{value}`` is the setting's value), for the error asking for ``--image``.
+    """
+
+    vocabulary: str = ""
+    shared_settings: frozenset[str] = frozenset()
+    left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    machine_setting: str = ""
+    label_rules: bool = False
+    inputs_setting: str = ""
+    module_setting: str = ""
+    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+
+    def shares_with(self, other: MigrationPolicy) -> bool:
+        """True when both backends speak the same vocabulary."""
+        return bool(self.vocabulary) and self.vocabulary == other.vocabulary
+
+
+class LazyClient:
+    """Declares :attr:`Backend.client` by its import path, ``"package.module:Class"``: the class
+    is imported when first used, so loading a backend to compile loads no client code."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __get__(self, instance: object, owner: type) -> type[Client]:
+        module, _, name = self.path.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+
+class Backend(ABC):
+    """What every backend implements. Subclasses are registered under the entry-point
+    group ``omnidist.backends`` with the same name as :attr:`name`.
+
+    A cloud backend subclasses :class:`omnidist.submission.cloud.CloudBackend` and declares its
+    :attr:`client`; ``submit``/``status``/``logs``/``cancel`` then go through it (retries,
+    exactly-once creates, masking). A backend without one that still runs jobs (``local``)
+    overrides those four methods; one that only compiles leaves them refusing.
+    """
+
+    name: ClassVar[str]
+    capabilities: ClassVar[Capabilities]
+    settings_type: ClassVar[type]
+    """An attrs class holding the backend's settings (profile keys and ``backends.<name>``)."""
+    output_format: ClassVar[str] = "json"
+    client: ClassVar[Optional[type[Client]]] = None
+    """The cloud's client (a :class:`omnidist.submission.clients.Client` subclass, or a
+    :class:`LazyClient` naming one); ``None`` for a backend that talks to no cloud."""
+    migration: ClassVar[MigrationPolicy] = MigrationPolicy()
+    """How its jobs move to and from other backends."""
+    native_formats: ClassVar[tuple[str, ...]] = ()
+    """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
+    testing: ClassVar[str] = ""
+    """``"package.module:NAME"`` of its :class:`omnidist.testing.Harness` (its fake service and the
+    settings that point its client there), for the suites and benchmarks that run every cloud
+    backend; empty when it has none. Imported only by those."""
+    opts_out: ClassVar[Mapping[str, str]] = {}
+    """Shared suite (see :data:`omnidist.testing.harness.SUITES`) -> why it does not apply to this
+    backend. Every shared suite runs on every backend with a harness unless it opts out here, with
+    a reason the suite reports as its skip."""
+
+    @abstractmethod
+    def compile(self, job: DistributedJob, settings: Any) -> CompiledJob:
+        """Build the native request. Pure: no network, no SDK import."""
+
+    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
+        """Turn a native request into a portable job. Pure. (The job of :meth:`import_with_notes`.)"""
+        return self.import_with_notes(request)[0]
+
+    def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
+        """Like :meth:`import_native`, plus notes on what was inferred, approximated or
+        dropped while importing (migration reports them).
+
+        A backend implements one of the two: this one when its importer has something to say
+        (the default has nothing to add to :meth:`import_native`)."""
+        if type(self).import_native is Backend.import_native:
+            raise NotImplementedError(f"backend {self.name!r} implements neither import_native nor import_with_notes")
+        return self.import_native(request), ()
+
+    def recognizes(self, native: Any) -> bool:
+        """True when ``native`` (a mapping or list as read from a file) is one of this backend's
+        own native formats: how ``omnidist import`` and ``migrate`` tell the source without
+        ``--from``. Pure and cheap; the default recognises nothing."""
+        return False
+
+    def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
+        """Create the job: on a cloud, retried on transient errors, never twice."""
+        raise self._no_cloud()
+
+    def status(self, job_id: str, settings: Any) -> JobStatus:
+        """The job's current state."""
+        raise self._no_cloud()
+
+    def logs(self, job_id: str, settings: Any, follow: bool = False) -> Iterator[str]:
+        """The job's log lines (following until it ends when ``follow``)."""
+        raise self._no_cloud()
+
+    def cancel(self, job_id: str, settings: Any) -> None:
+        """Ask the cloud to cancel the job; a no-op on a finished job."""
+        raise self._no_cloud()
+
+    def _no_cloud(self) -> BackendError:
+        return BackendError("this backend talks to no cloud: it cannot submit or follow jobs", backend=self.name)
+
+    def console_url(self, job_id: str, settings: Any) -> str:
+        """Where a person can look at the job; empty when there is no console."""
+        return ""
+
+    def machine_alias(self, name: str) -> Optional[str]:
+        """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google
+        backends) has for a machine only this backend calls ``name`` (a deprecated alias);
+        ``None`` when ``name`` is that vocabulary's own. ``migrate`` carries machines with it."""
+        return None

@@ -1,0 +1,172 @@
+"""The values that cross the backend contract: a compiled request with its notes, and a
+submitted job's state (with a tuning job's trials)."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any, Optional
+
+import attrs
+
+from omnidist import notebook
+from omnidist.model import serde
+from omnidist.model.features import NoteCode
+from omnidist.model.job import DistributedJob
+
+REQUEST_ID_LABEL = "omnidist-request-id"
+"""The label (tag) a create carries its idempotency key under, on clouds that name jobs themselves:
+clients write it, importers leave it out of the job they read."""
+
+
+class NoteKind(str, enum.Enum):
+    """How a compiled request differs from what the job literally says."""
+
+    DEFAULTED = "defaulted"        # the job left it open; the backend picked a value
+    APPROXIMATED = "approximated"  # same meaning, different means (machine by equivalence, env via command)
+    CHANGED = "changed"            # the meaning changed (another GPU model or count)
+    DROPPED = "dropped"            # the target cannot carry it; it is gone
+    HINT = "hint"                  # advice for the user; nothing changed
+
+
+@attrs.frozen(kw_only=True)
+class Note:
+    """One diagnostic: what kind, which field of the job, and a sentence for the user.
+
+    ``code`` and ``data`` say the same for code that reads notes (``omnidist migrate`` finds the
+    machine a compiler picked in them); they never change how a note prints.
+    """
+
+    kind: NoteKind = attrs.field(converter=NoteKind)
+    field: str
+    message: str
+    code: Optional[NoteCode] = attrs.field(default=None, converter=attrs.converters.optional(NoteCode))
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, eq=False)
+
+    def __str__(self) -> str:
+        return f"[{self.kind.value}] {self.field}: {self.message}"
+
+
+@attrs.frozen(kw_only=True)
+class CompiledJob:
+    """A native request built from a job: plain JSON-ready data plus diagnostics.
+
+    ``str(compiled)`` is exactly what ``omnidist compile`` prints.
+    """
+
+    backend: str
+    request: dict[str, Any]
+    diagnostics: tuple[Note, ...] = attrs.field(default=(), converter=tuple)
+    format: str = "json"
+    job: Optional[DistributedJob] = attrs.field(default=None, eq=False, repr=False)
+
+    def render(self, fmt: Optional[str] = None, *, request: Optional[Mapping[str, Any]] = None) -> str:
+        """The request as ``json`` or ``yaml`` (default: the backend's own format).
+
+        Args:
+            fmt: ``json`` or ``yaml``.
+            request: what to render in the request's place (a display's masked copy of it).
+        """
+        fmt = fmt or self.format
+        shown = self.request if request is None else request
+        return serde.dump_yaml(shown) if fmt == "yaml" else serde.dump_json(shown)
+
+    def __str__(self) -> str:
+        return self.render()
+
+    def __repr__(self) -> str:
+        return f"CompiledJob(backend={self.backend!r}, {len(self.diagnostics)} notes)"
+
+    def _repr_html_(self) -> str:
+        return notebook.compiled_html(self)
+
+    def notes(self, *kinds: NoteKind | str) -> tuple[Note, ...]:
+        """The diagnostics of the given kinds (all when none is given)."""
+        wanted = {NoteKind(k) for k in kinds}
+        return tuple(n for n in self.diagnostics if not wanted or n.kind in wanted)
+
+
+class JobState(str, enum.Enum):
+    """The portable job states every backend maps its own onto."""
+
+    QUEUED = "queued"
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLING = "cancelling"
+    CANCELLED = "cancelled"
+    PAUSED = "paused"
+    UNKNOWN = "unknown"
+
+    @property
+    def terminal(self) -> bool:
+        """True for states a job never leaves."""
+        return self in (JobState.SUCCEEDED, JobState.FAILED, JobState.CANCELLED)
+
+
+def _pairs(parameters: Mapping[str, Any] | Iterable[tuple[str, Any]]) -> tuple[tuple[str, Any], ...]:
+    items = parameters.items() if isinstance(parameters, Mapping) else parameters
+    return tuple((str(name), value) for name, value in items)
+
+
+@attrs.frozen(kw_only=True)
+class Trial:
+    """One trial of a tuning job, as the cloud reported it.
+
+    Attributes:
+        id: the trial's id on the cloud (Vertex and AI Platform number trials from 1; Azure ML
+            names each trial's child run).
+        state: the trial's state, through the backend's table.
+        parameters: ``(name, value)`` pairs in the tuning block's order, named as the portable job
+            names them (the values the program got as ``--NAME=VALUE``).
+        value: the final value of the tuning metric (``None``: none reported yet).
+        step: the step that value was reported at, when the cloud says.
+        message: why the trial failed or stopped, when the cloud says.
+    """
+
+    id: str
+    state: JobState = attrs.field(converter=JobState)
+    parameters: tuple[tuple[str, Any], ...] = attrs.field(default=(), converter=_pairs)
+    value: Optional[float] = None
+    step: Optional[int] = None
+    message: str = ""
+
+    @property
+    def flags(self) -> str:
+        """The trial's values as the program got them: ``--lr=0.01 --layers=4``."""
+        return " ".join(f"--{name}={value}" for name, value in self.parameters)
+
+
+def best_trial(trials: Iterable[Trial], maximize: bool) -> Optional[Trial]:
+    """The trial with the best final value so far (the first of equals), among those that did not
+    fail; ``None`` when none has a value."""
+    scored = [t for t in trials if t.value is not None and not math.isnan(t.value) and t.state is not JobState.FAILED]
+    if not scored:
+        return None
+    return (max if maximize else min)(scored, key=lambda t: t.value)  # max/min keep the first of equals
+
+
+@attrs.frozen(kw_only=True)
+class JobStatus:
+    """A job's state as the backend reported it; a tuning job's also carries its trials.
+
+    Attributes:
+        state: the portable state.
+        native_state: the cloud's own name for it.
+        message: what the cloud says about it (a failed job's error), secrets masked.
+        metric: a tuning job's metric (``""`` for a plain job).
+        trials: a tuning job's trials so far, in the cloud's order (empty for a plain job).
+        best: the trial with the best final value so far (:func:`best_trial`).
+    """
+
+    state: JobState = attrs.field(converter=JobState)
+    native_state: str = ""
+    message: str = ""
+    metric: str = ""
+    trials: tuple[Trial, ...] = attrs.field(default=(), converter=tuple)
+    best: Optional[Trial] = None
+
+    def _repr_html_(self) -> str:
+        return notebook.status_html(self)

@@ -1,0 +1,35 @@
+"""The ``omnidist`` command (SPEC §3).
+
+Every command runs inside :func:`main`, whose group (:class:`~omnidist.cli.common.Group`) turns
+omnidist's errors into a one-line message on stderr and the SPEC's exit code (2 invalid input, 3
+cannot express, 1 failed); ``--debug`` shows the traceback instead. The commands live by what
+they are for: :mod:`~omnidist.cli.jobs` (a job to a backend and back), :mod:`~omnidist.cli.migrate`
+(native files), :mod:`~omnidist.cli.container` (inside a training container). Each imports what
+it needs when it runs, so ``omnidist compile`` loads no client, migration or runtime code.
+"""
+
+from __future__ import annotations
+
+import click
+
+from omnidist.cli import container, jobs
+from omnidist.cli.common import Group
+from omnidist.cli.migrate import import_command, migrate_command
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
+@click.version_option(package_name="omnidist", prog_name="omnidist")
+@click.pass_context
+def main(ctx: click.Context, debug: bool) -> None:
+    """omnidist: one distributed training job for Vertex AI, AI Platform, Azure ML and your laptop."""
+    ctx.meta["omnidist.debug"] = debug
+
+
+for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,
+                jobs.run, import_command, migrate_command, container.env, container.launch):
+    main.add_command(command)
+
+
+if __name__ == "__main__":  # pragma: no cover - `python -m omnidist.cli`, tested in a subprocess
+    main()

@@ -1,0 +1,5 @@
+"""``python -m omnidist.cli``: the ``omnidist`` command."""
+
+from omnidist.cli import main
+
+main()

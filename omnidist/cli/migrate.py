@@ -1,0 +1,71 @@
+"""``omnidist import`` and ``omnidist migrate`` (SPEC §3), registered on the main group."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import click
+
+from omnidist.cli.common import BACKENDS, FRAMEWORKS
+
+
+@click.command("import")
+@click.argument("native_file", type=click.Path(dir_okay=False))
+@click.option("--from", "source", type=BACKENDS, help="The spec's backend (detected from the content when omitted).")
+@click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
+def import_command(native_file: str, source: Optional[str], framework: Optional[str]) -> None:
+    """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML."""
+    from omnidist import migration
+    from omnidist.migration.imports import import_job
+
+    job, source, entries = import_job(native_file, source, framework)
+    click.echo(migration.job_yaml_with_comments(job, entries, source, native_file), nl=False)
+
+
+@click.command("migrate")
+@click.argument("native_file", type=click.Path(dir_okay=False))
+@click.option("--from", "source", type=BACKENDS, help="The spec's backend (detected from the content when omitted).")
+@click.option("--to", "target", type=BACKENDS, required=True, help="The backend to compile for.")
+@click.option("--strict", is_flag=True, help="Exit 3 if anything would be dropped or change meaning.")
+@click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
+@click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
+              help="Format of the fidelity report on stderr.")
+@click.option("--image", help="Container to run, for specs that ran something only their cloud has "
+              "(a legacy Python-package job; an Azure ML registered environment, build context or conda file).")
+@click.option("--command", "command", help="Command to run, one string read like a shell reads it "
+              "(for a spec that names none, or to run something else).")
+@click.option("--profile", "-p", help="Profile supplying the target's settings.")
+def migrate_command(native_file: str, source: Optional[str], target: str, strict: bool, framework: Optional[str],
+                    output: str, image: Optional[str], command: Optional[str], profile: Optional[str]) -> None:
+    """Import NATIVE_FILE and compile it for another backend.
+
+    Prints the target's native request on stdout and a fidelity report on stderr: what
+    mapped exactly, what was inferred or approximated, what changed or was dropped. With
+    --strict, a drop or a change in meaning prints the report and exits 3. With -o json,
+    stderr is one JSON document, errors included: the report, or an ``error`` object.
+    """
+    from omnidist import migration
+    from omnidist.errors import OmnidistError
+    from omnidist.migration.report import StrictMigrationError
+
+    try:
+        compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
+                                             image=image, profile=profile, command=command)
+    except OmnidistError as exc:
+        report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
+        if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
+            if report is not None:
+                click.echo(str(report), err=True)
+            raise
+        click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
+                              indent=2), err=True)
+        sys.exit(exc.exit_code)
+    click.echo(compiled.render())
+    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else str(report), err=True)
+
+
+def error_dict(exc: BaseException) -> dict[str, object]:
+    """An error as ``-o json`` prints it: ``{"type", "exit_code", "message"}``."""
+    return {"type": type(exc).__name__, "exit_code": getattr(exc, "exit_code", 1), "message": str(exc)}

@@ -1,0 +1,170 @@
+"""What the backends on Google Cloud share when they submit: credentials, and the code upload
+to Cloud Storage (google.auth and ``google-cloud-storage`` are imported when called).
+
+:func:`credentials` reads a ``credentials`` setting: ``anonymous`` (local endpoints),
+``default`` (Application Default Credentials) or the path of a service-account key file.
+
+:func:`stage_code` uploads a local ``code`` folder: it is packed (:mod:`omnidist.submission.packaging`)
+and put into the settings' ``staging_bucket`` under its content hash with ``google-cloud-storage``
+(imported when called), once per content; the request then names it
+(:func:`omnidist.compiler.code_data.fill_code_hash`). The object is created with
+``ifGenerationMatch=0`` (only if absent), so a retried or racing upload can never replace it; a
+412 means the same content got there first, which is success. The storage client's own retries
+are off: transient failures are retried under the backend's policy, by its client's
+:meth:`~omnidist.submission.clients.Client.call`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Optional
+
+from omnidist.compiler import code_data
+from omnidist.errors import (
+    AuthenticationError,
+    BackendError,
+    ConfigError,
+    TransientBackendError,
+    ValidationError,
+    error_for_status,
+)
+
+if TYPE_CHECKING:
+    from omnidist.backend.values import CompiledJob
+    from omnidist.submission.clients import Client
+
+LOGGER = "omnidist.clouds.google_cloud"
+"""The logger staging reports to (``logging`` is imported when code is staged, not for a settings check)."""
+
+SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
+"""The OAuth scope the Google Cloud APIs omnidist calls need."""
+
+Translate = Callable[[BaseException], Optional[BackendError]]
+
+
+def google_credentials(mode: str, backend: str) -> Any:
+    """google.auth credentials for a ``credentials`` setting (see the module docstring).
+
+    Raises:
+        AuthenticationError: no default credentials are configured.
+        ConfigError: the key file cannot be read.
+    """
+    import google.auth
+    from google.auth import exceptions as auth_exceptions
+    from google.auth.credentials import AnonymousCredentials
+
+    if mode == "anonymous":
+        return AnonymousCredentials()
+    try:
+        if mode == "default":
+            return google.auth.default(scopes=list(SCOPES))[0]
+        from google.oauth2 import service_account
+
+        return service_account.Credentials.from_service_account_file(mode, scopes=list(SCOPES))
+    except auth_exceptions.DefaultCredentialsError as exc:
+        raise AuthenticationError(
+            f"no Google credentials found ({exc}); run `gcloud auth application-default login`, set "
+            'credentials to a service-account key file, or credentials = "anonymous" for a local endpoint',
+            backend=backend) from exc
+    except (OSError, ValueError) as exc:
+        raise ConfigError(
+            f"{backend}: credentials {mode!r} is not a readable service-account key file ({exc})"
+        ) from exc
+
+
+def check_gs_prefix(instance: Any, attribute: Any, value: Optional[str]) -> None:
+    """A Cloud Storage location setting (``staging_bucket``): ``gs://BUCKET[/PATH]``."""
+    if value is not None and (not value.startswith("gs://") or len(value.rstrip("/")) <= len("gs://")):
+        raise ValidationError(f"{value!r} is not a Cloud Storage location; write gs://BUCKET or gs://BUCKET/PATH",
+                              path=attribute.name)
+
+
+def split_gs(uri: str) -> tuple[str, str]:
+    """``gs://BUCKET/OBJECT`` -> ``(BUCKET, OBJECT)``."""
+    bucket, _, name = uri[len("gs://"):].partition("/")
+    return bucket, name
+
+
+def storage_client(settings: Any, credentials: Any) -> Any:
+    """A ``google.cloud.storage.Client`` with ``credentials`` (and the settings' ``storage_endpoint``)."""
+    from google.cloud import storage
+
+    options = {"api_endpoint": settings.storage_endpoint} if settings.storage_endpoint else None
+    return storage.Client(project=settings.project or "omnidist", credentials=credentials, client_options=options)
+
+
+def storage_media_error(exc: BaseException, backend: str) -> Optional[BackendError]:
+    """The storage client's upload errors (``InvalidResponse``) carry the HTTP response."""
+    status = getattr(getattr(exc, "response", None), "status_code", None)
+    if not isinstance(status, int):
+        return None
+    return error_for_status(status)(f"uploading the code failed: {exc}", backend=backend, status=status)
+
+
+def translate_storage_error(exc: BaseException, backend: str) -> Optional[BackendError]:
+    """omnidist's error for a storage client exception (``None`` when it is not one), for a
+    backend whose client has no translation of Google's API errors of its own."""
+    import requests
+    from google.api_core import exceptions as api_exceptions
+    from google.auth import exceptions as auth_exceptions
+
+    if isinstance(exc, api_exceptions.GoogleAPICallError):
+        status = exc.code if isinstance(exc.code, int) else None
+        return error_for_status(status)(f"uploading the code failed: {exc.message}", backend=backend, status=status)
+    if isinstance(exc, (requests.exceptions.ConnectionError, requests.exceptions.Timeout)):
+        return TransientBackendError(f"connection failed: {exc}", backend=backend)
+    if isinstance(exc, auth_exceptions.GoogleAuthError):
+        return AuthenticationError(str(exc), backend=backend)
+    return storage_media_error(exc, backend)
+
+
+def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translate: Translate) -> dict[str, Any]:
+    """The request to create: unchanged for a job without a local code folder; else with the
+    folder uploaded (unless its content is already there) and its hash filled in.
+
+    Args:
+        compiled: the compiled job (its ``job`` names the code folder).
+        client: the backend's client (its ``settings`` and its retrying ``call``).
+        credentials: google.auth credentials for the upload.
+        translate: the backend's translation of the storage client's errors.
+    """
+    settings = client.settings
+
+    def call(fn: Any) -> Any:
+        return client.call(fn, translate=translate)
+
+    job = compiled.job
+    folder = code_data.code_folder(job) if job is not None else None
+    if folder is None:
+        return compiled.request
+    import logging
+
+    from omnidist.submission import packaging  # settings checks import this module; only staging packs
+
+    log = logging.getLogger(LOGGER)
+
+    package = packaging.pack(folder)
+    try:
+        uri = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}".replace(
+            code_data.CODE_HASH, package.sha256
+        )
+        bucket_name, name = split_gs(uri)
+        blob = storage_client(settings, credentials).bucket(bucket_name).blob(name)
+
+        def upload(stream: BinaryIO, size: int) -> None:
+            from google.api_core import exceptions
+
+            stream.seek(0)  # a retried upload starts from the first byte again
+            try:
+                blob.upload_from_file(stream, size=size, content_type="application/gzip", if_generation_match=0,
+                                      checksum="md5", timeout=settings.request_timeout_s, retry=None)
+            except exceptions.PreconditionFailed:  # the same content got there first
+                log.info("code %s was uploaded meanwhile", package.sha256[:12])
+
+        uploaded = packaging.upload_once(
+            package, exists=lambda: call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None)),
+            upload=lambda stream, size: call(lambda: upload(stream, size)), what=uri)
+        log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
+    finally:
+        package.remove()
+    return code_data.fill_code_hash(compiled.request, package.sha256)

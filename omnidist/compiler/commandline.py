@@ -1,0 +1,71 @@
+"""Commands written as text, read the way a shell reads them.
+
+- :func:`shell_argv` turns one command string (an Azure ML ``command``, ``migrate --command``)
+  into an argv list when that keeps its meaning, and into ``bash -c '…'`` when only a shell
+  would run it the same way (several lines, ``&&``, ``$VAR``, globs, a builtin such as ``source``).
+
+(A ``gcloud`` command line pasted into a file is read by :mod:`omnidist.clouds.gcloud`.)
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+from omnidist.errors import ValidationError
+
+SHELL_BUILTINS = frozenset({
+    ".", "alias", "cd", "eval", "exec", "export", "pushd", "popd", "read", "set", "shopt", "source", "trap",
+    "ulimit", "umask", "unset", "wait",
+})
+"""First words that only a shell can run: there is no program of that name to exec."""
+
+_OPERATORS = "|&;<>()*?[\n"
+_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_REFERENCE = "${{"  # Azure ML's own ${{inputs.x}}, replaced before any shell sees the command
+
+
+def needs_shell(command: str) -> bool:
+    """True when running ``command`` as a plain argv would not do what a shell does with it.
+
+    Outside quotes: operators (``&& || ; | < > ( )``), a newline, globs (``* ? [``), a comment or
+    ``~`` at the start of a word, a backslash; outside single quotes: ``$`` expansions and
+    backquotes (Azure ML's ``${{…}}`` references excepted); and a first word that is a shell
+    builtin or a ``VAR=value`` assignment.
+    """
+    quote, previous = "", " "
+    for i, char in enumerate(command):
+        expands = char == "`" or (char == "$" and not command.startswith(_REFERENCE, i))
+        if quote == "'":
+            quote = "" if char == "'" else quote
+        elif char == "\\" or expands:
+            return True
+        elif quote == '"':
+            quote = "" if char == '"' else quote
+        elif char in "'\"":
+            quote = char
+        elif char in _OPERATORS or (char in "#~" and previous.isspace()):
+            return True
+        previous = char
+    words = command.split(None, 1)
+    return bool(words) and (words[0] in SHELL_BUILTINS or bool(_ASSIGNMENT.match(words[0])))
+
+
+def shell_argv(command: str, path: str = "command") -> tuple[tuple[str, ...], bool]:
+    """The argv that runs ``command`` as a shell would, and whether it had to be ``bash -c``.
+
+    A plain command (``python train.py --lr 0.1``) is split like a shell splits it; anything else
+    is kept whole, lines intact, as ``("bash", "-c", command)`` so that every line and operator
+    still runs.
+
+    Raises:
+        ValidationError: at ``path``, for a command a shell cannot split (an open quote).
+    """
+    text = command.strip()
+    try:
+        plain = tuple(shlex.split(text))
+    except ValueError as exc:
+        raise ValidationError(f"cannot split the command like a shell would ({exc})", path=path) from None
+    if needs_shell(text):
+        return ("bash", "-c", text), True
+    return plain, False

@@ -1,0 +1,148 @@
+"""IR -> IR steps every backend shares after inheritance (:mod:`omnidist.model.roles`):
+Reduction Server sizing, the runtime's hint variables, and the portable rules.
+
+:func:`check_portable_rules` holds the rules that do not depend on the cloud. It runs once,
+before any backend compiles (:func:`omnidist.api.prepare`), so a job that no cloud could run
+gets one answer everywhere: exit 2 with the same message on every backend. Backends keep
+only what their own cloud cannot express (exit 3).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Optional
+
+import attrs
+
+from omnidist.errors import Problem, ValidationError
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import EffectiveRole, RoleName, effective_role, has_gpus, processes_per_node, replica_count
+
+# --- Reduction Server sizing ---------------------------------------------------------------------
+
+
+@attrs.frozen(kw_only=True)
+class ReducerSizing:
+    """``reduction_servers.replicas: auto`` worked out: how many reducers, and from what."""
+
+    count: int
+    trainers: tuple[tuple[int, float], ...]
+    """(nodes, egress Gbps of each) for the primary and the workers."""
+    reducer_gbps: float
+
+    def explain(self, machine: str) -> str:
+        """The sum, for a note: ``auto = ceil((1×100 + 4×100 Gbps) / 32 Gbps per n1-highcpu-16) = 16``."""
+        terms = " + ".join(f"{nodes}×{gbps:g}" for nodes, gbps in self.trainers)
+        return f"auto = ceil(({terms} Gbps) / {self.reducer_gbps:g} Gbps per {machine}) = {self.count}"
+
+
+def size_reducers(roles: Mapping[RoleName, EffectiveRole], egress_gbps: Mapping[RoleName, float],
+                  reducer_gbps: float) -> ReducerSizing:
+    """How many reducers ``auto`` means: together they must send as fast as the training nodes,
+    so ``ceil(Σ egress of the primary and the workers / egress of one reducer)``.
+
+    Args:
+        roles: the job's effective roles (the primary and, when present, the workers are read).
+        egress_gbps: role -> the maximum egress of one of its machines (from the backend's catalog).
+        reducer_gbps: the maximum egress of one reducer's machine.
+    """
+    trainers = tuple((1 if name is RoleName.PRIMARY else int(roles[name].replicas), egress_gbps[name])
+                     for name in (RoleName.PRIMARY, RoleName.WORKERS) if name in roles)
+    total = sum(nodes * gbps for nodes, gbps in trainers)
+    count = max(1, math.ceil(total / reducer_gbps))
+    return ReducerSizing(count=count, trainers=trainers, reducer_gbps=reducer_gbps)
+
+
+def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role: bool = True) -> dict[str, str]:
+    """The ``OMNIDIST_*`` variables (see :mod:`omnidist.runtime.hints`) for one role.
+
+    Args:
+        job: the job being compiled.
+        role: the role whose replicas get these variables.
+        per_role: False on platforms where every node shares one environment (Azure ML);
+            then no ``OMNIDIST_ROLE`` is set.
+    """
+    from omnidist.runtime import hints
+
+    env = {
+        hints.JOB_NAME: job.name,
+        hints.FRAMEWORK: job.framework.value,
+        hints.PROCESSES_PER_NODE: str(processes_per_node(job)),
+    }
+    if per_role and role is not None:
+        env[hints.ROLE] = role.singular
+    if replica_count(job, RoleName.PARAMETER_SERVERS):
+        env[hints.POOL2_ROLE] = RoleName.PARAMETER_SERVERS.singular
+    elif job.reduction_servers is not None and job.reduction_servers.replicas != 0:
+        env[hints.POOL2_ROLE] = RoleName.REDUCTION_SERVERS.singular
+    return env
+
+
+def env_with_hints(role: EffectiveRole, job: DistributedJob, per_role: bool = True) -> dict[str, str]:
+    """The role's environment with the runtime hints added underneath (user values win)."""
+    return {**runtime_hints(job, role.name, per_role), **role.env}
+
+
+# --- portable rules ----------------------------------------------------------------------------
+
+
+def _reducers(job: DistributedJob) -> Optional[EffectiveRole]:
+    """The reduction servers when the job has any (``replicas`` > 0 or ``auto``)."""
+    reducers = job.reduction_servers
+    if reducers is None or reducers.replicas == 0:
+        return None
+    return effective_role(job, RoleName.REDUCTION_SERVERS)
+
+
+def _reducers_run_without_accelerators(job: DistributedJob) -> Optional[Problem]:
+    reducers = _reducers(job)
+    if reducers is None or reducers.accelerator is None:
+        return None
+    return Problem("reduction_servers.accelerator",
+                   "reduction servers are CPU machines that sum gradients over the network; "
+                   "remove the accelerator")
+
+
+def _reducers_or_parameter_servers(job: DistributedJob) -> Optional[Problem]:
+    if _reducers(job) is None or not replica_count(job, RoleName.PARAMETER_SERVERS):
+        return None
+    return Problem("reduction_servers",
+                   "a job trains either with parameter servers or with all-reduce sped up by reduction "
+                   "servers, not both; drop parameter_servers (all-reduce) or reduction_servers "
+                   "(parameter-server training)")
+
+
+def _reducers_need_gpu_trainers(job: DistributedJob) -> Optional[Problem]:
+    if _reducers(job) is None:
+        return None
+    trainers = [effective_role(job, RoleName.PRIMARY)]
+    if replica_count(job, RoleName.WORKERS):
+        trainers.append(effective_role(job, RoleName.WORKERS))
+    without = [role.name.value for role in trainers if not has_gpus(role)]
+    if not without:
+        return None
+    return Problem("reduction_servers",
+                   "reduction servers speed up NCCL all-reduce between GPU nodes, and these training roles "
+                   f"have no accelerator: {', '.join(without)}; give them one or remove reduction_servers")
+
+
+PORTABLE_RULES = (
+    _reducers_run_without_accelerators,
+    _reducers_or_parameter_servers,
+    _reducers_need_gpu_trainers,
+)
+"""Rules a job breaks on every backend alike, each a function of the job returning the
+problem (or ``None``); each looks only at the roles it is about, so a job without them costs
+nothing."""
+
+
+def check_portable_rules(job: DistributedJob) -> None:
+    """Refuse what no backend could run, with one message and exit 2 wherever the job goes.
+
+    Raises:
+        ValidationError: every portable rule the job breaks, each with its field path.
+    """
+    problems = [p for rule in PORTABLE_RULES if (p := rule(job)) is not None]
+    if problems:
+        raise ValidationError(problems, source=job.source)

@@ -1,0 +1,135 @@
+"""Moving a job between clouds: import a native spec, compile it for another backend, and
+report what carried over exactly, what was approximated, inferred, changed or dropped.
+
+The steps, one module each, each reporting what it did:
+
+1. :mod:`~omnidist.migration.imports`: the source's importer, then the framework;
+2. :mod:`~omnidist.migration.move`: the command and image the user gives
+   (:mod:`~omnidist.migration.needs`), the source's settings block and inputs, machine sizes,
+   labels: what each backend's :class:`~omnidist.backend.contract.MigrationPolicy` says;
+3. :mod:`~omnidist.migration.plan`: what the target's capabilities say it lacks given up, then
+   the target's compiler once;
+4. :mod:`~omnidist.migration.entries`: which machine the target chose for each role (its request
+   read back), the region, and what mapped exactly;
+
+and :mod:`~omnidist.migration.report` holds the report they write. ``--strict`` refuses any drop
+or change in meaning. A machine picked for the same accelerator type and count is not a change
+in meaning; another GPU model or count is.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any, Optional, Union
+
+from omnidist.backend import registry
+from omnidist.backend.values import CompiledJob
+from omnidist.errors import ValidationError
+from omnidist.migration.entries import exact_entries, machine_entries, region_entries
+from omnidist.migration.imports import import_job
+from omnidist.migration.move import move_job
+from omnidist.migration.native import Native, detect_backend
+from omnidist.migration.plan import compile_dropping
+from omnidist.migration.report import (
+    Fidelity,
+    MigrationReport,
+    ReportEntry,
+    StrictMigrationError,
+    entry_for,
+    order,
+)
+from omnidist.model.job import DistributedJob, Framework, job_to_yaml
+
+__all__ = [
+    "Fidelity", "MigrationReport", "ReportEntry", "StrictMigrationError", "detect_backend", "import_native", "migrate",
+]
+
+
+def import_native(
+    native: Union[Mapping[str, Any], str, os.PathLike[str], Any],
+    backend: Optional[str] = None,
+    *,
+    framework: Optional[str] = None,
+) -> DistributedJob:
+    """Turn a backend's native request into a portable job.
+
+    Args:
+        native: the native spec: a mapping, the path of a YAML/JSON file (or of a file holding
+            the ``gcloud`` command line that submitted the job), or an SDK job object such as
+            ``azure.ai.ml.command(...)``, read through the SDK's own serialization.
+        backend: the spec's backend; detected from the content when omitted.
+        framework: set the framework instead of inferring it (a native spec rarely says).
+
+    Raises:
+        ValidationError: the native spec is not valid for its own cloud (naming the field path).
+        NotPortableError: it uses something the portable job cannot hold (exit 3).
+    """
+    return import_job(native, backend, framework)[0]
+
+
+def migrate(
+    native: Native,
+    source: Optional[str] = None,
+    target: Optional[str] = None,
+    *,
+    strict: bool = False,
+    framework: Optional[Union[Framework, str]] = None,
+    image: Optional[str] = None,
+    profile: Optional[str] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+    command: Optional[str] = None,
+) -> tuple[CompiledJob, MigrationReport]:
+    """Import ``native`` from ``source`` (detected when omitted) and compile it for ``target``.
+
+    Args:
+        native: the native spec (a mapping) or the path of a YAML/JSON file holding it.
+        source: the spec's backend; detected from the content when omitted.
+        target: the backend to compile for (required).
+        strict: refuse the migration if anything is dropped or changes meaning.
+        framework: the job's framework, instead of inferring it (legacy specs do not say).
+        image: the container to run, for specs that ran something only their cloud has (a
+            legacy Python-package job, a registered, built or conda Azure ML environment).
+        profile: the profile supplying the target's settings.
+        settings: explicit target settings.
+        command: the command to run, one string read like a shell reads it (for a spec that
+            names none, or to run something else).
+
+    Returns:
+        The compiled request and a :class:`MigrationReport`.
+
+    Raises:
+        StrictMigrationError: with ``strict``, when anything would be dropped or changed.
+        UnsupportedFeatureError: when the target cannot express something that cannot be given up
+            (an image only the source has, without ``image``, among them).
+        ValidationError: when the native spec is malformed, or no ``target`` is named.
+    """
+    if not target:
+        raise ValidationError(f"name the backend to migrate to (target=…, or --to): {', '.join(registry.installed())}")
+    imported, source, entries = import_job(native, source, framework)
+    job, entries = move_job(imported, source, target, image, command, entries)
+    compiled, final, given_up = compile_dropping(job, target, profile, settings)
+    machines, consumed = machine_entries(imported, final, compiled, source, target)
+    entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
+    entries += region_entries(final, source, target, profile, settings)
+    entries += exact_entries(final, entries, imported)
+    report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
+    if strict and report.breaks_strict:
+        raise StrictMigrationError(report)
+    return compiled, report
+
+
+def job_yaml_with_comments(job: DistributedJob, entries: list[ReportEntry], source: str,
+                           filename: Optional[str]) -> str:
+    """The imported job as YAML, with a header saying where it came from and a comment on each
+    top-level key whose value was inferred or approximated."""
+    text = job_to_yaml(job)
+    remarks = {e.field.split(".")[0]: e for e in entries if e.fidelity in (Fidelity.INFERRED, Fidelity.APPROXIMATED)}
+    lines = []
+    for line in text.splitlines():
+        key = line.split(":", 1)[0]
+        entry = remarks.get(key) if line and not line[0].isspace() else None
+        lines.append(f"{line}  # {entry.fidelity.value}: {entry.message}" if entry and ":" in line else line)
+    header = [f"# imported from {filename or 'a'} {source} spec by omnidist"]
+    header += [f"# {e}" for e in entries if e.fidelity not in (Fidelity.EXACT,)]
+    return "\n".join(header + lines) + "\n"

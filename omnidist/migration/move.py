@@ -1,0 +1,223 @@
+"""Step 2 of a migration: everything between import and compile. The command and image the user
+gives (:mod:`omnidist.migration.needs`), the source's settings block and inputs, machine sizes and
+labels: what each backend's :class:`~omnidist.backend.contract.MigrationPolicy` says."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Any, Optional
+
+import attrs
+
+from omnidist.backend import registry
+from omnidist.backend.contract import MigrationPolicy
+from omnidist.clouds import google_labels
+from omnidist.compiler import code_data
+from omnidist.compiler.delowering import shorten
+from omnidist.migration.needs import give_command, give_image
+from omnidist.migration.report import ReportEntry
+from omnidist.model import data as jobdata
+from omnidist.model.job import DistributedJob
+from omnidist.model.roles import Role, RoleName, effective_role
+
+_INPUT = re.compile(r"\$\{\{\s*inputs\.([\w.]+)\s*\}\}")
+
+
+def policy(backend: str) -> MigrationPolicy:
+    return registry.get(backend).migration
+
+
+def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Carry the source block's settings that mean the same on the target (the shared settings
+    of a vocabulary both speak); report the rest: dropped when the job loses meaning without
+    them (the source's ``left_behind``), hints otherwise."""
+    block = dict(job.backends.get(source, {}))
+    if not block or source == target:
+        return job, []
+    own, shared = policy(source), policy(source).shares_with(policy(target))
+    carried = {k: block[k] for k in sorted(own.shared_settings) if k in block} if shared else {}
+    entries = [
+        ReportEntry(
+            fidelity="exact",
+            field=f"backends.{source}.{k}",
+            message=f"carried to backends.{target}.{k} (same {own.vocabulary.replace('_', ' ').title()} vocabulary)",
+        )
+        for k in carried
+    ]
+    if own.machine_setting in carried:
+        carried[own.machine_setting], renamed = shared_machine_names(carried[own.machine_setting], source, target)
+        entries += renamed
+    for key in block:
+        if key in carried or key == own.inputs_setting or (key == own.machine_setting and not shared):
+            continue  # inputs: see inline_inputs; machines: see machine_entries
+        why = own.left_behind.get(key)
+        entries.append(
+            ReportEntry(
+                fidelity="dropped" if why else "hint",
+                field=f"backends.{source}.{key}",
+                message=f"{shorten(block[key])}: {why}" if why else f"{source}-only setting, not used by {target}",
+            )
+        )
+    target_block = {**carried, **job.backends.get(target, {})}
+    backends = {k: v for k, v in job.backends.items() if k != source}
+    if target_block:
+        backends[target] = target_block
+    return attrs.evolve(job, backends=backends), entries
+
+
+def shared_machine_names(machines: Mapping[str, str], source: str,
+                         target: str) -> tuple[dict[str, str], list[ReportEntry]]:
+    """Machines named with the source's own aliases (legacy ``large_model``) under the name the
+    target shares with it (``n1-highmem-8``), each renaming reported."""
+    driver, renamed, entries = registry.get(source), {}, []
+    for role, name in machines.items():
+        alias = driver.machine_alias(name)
+        renamed[role] = alias or name
+        if alias:
+            entries.append(ReportEntry(
+                fidelity="approximated", field=f"backends.{source}.machine_types.{role}",
+                message=f"{name} is {source}'s own name for {alias}: {target} gets {alias} (the same machine)"))
+    return renamed, entries
+
+
+def _referenced(job: DistributedJob) -> set[str]:
+    """The input names the job's commands, args and env values refer to as ``${{inputs.NAME}}``."""
+    texts = [*job.command, *job.args, *job.env.values()]
+    for role in filter(None, (job.role(r) for r in RoleName)):
+        texts += [*(role.command or ()), *(role.args or ()), *role.env.values()]
+    return {m[1] for text in texts for m in _INPUT.finditer(text)}
+
+
+def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any],
+                  at: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Write literal inputs (``epochs: 10``) into the command, args and env where they are
+    referenced as ``${{inputs.epochs}}`` (Azure ML's syntax; the source's ``inputs_setting``, at
+    ``at``); data inputs (paths, assets) cannot move and are dropped."""
+    literal = {k: v for k, v in inputs.items() if isinstance(v, (str, int, float, bool))}
+    used = _referenced(job)
+
+    def fill(argv: Optional[tuple[str, ...]]) -> Optional[tuple[str, ...]]:
+        return None if argv is None else tuple(_INPUT.sub(lambda m: str(literal.get(m[1], m[0])), a) for a in argv)
+
+    def fill_env(env: Mapping[str, str]) -> dict[str, str]:
+        return {k: _INPUT.sub(lambda m: str(literal.get(m[1], m[0])), v) for k, v in env.items()}
+
+    def fill_role(role: Optional[Role]) -> Optional[Role]:
+        return role and attrs.evolve(role, command=fill(role.command), args=fill(role.args), env=fill_env(role.env))
+
+    job = attrs.evolve(job, command=fill(job.command), args=fill(job.args), env=fill_env(job.env),
+                       **{r.value: fill_role(job.role(r)) for r in RoleName})
+    entries = [ReportEntry(fidelity="approximated", field=f"{at}.{k}",
+                           message=f"{v!r} written into the command in place of ${{{{inputs.{k}}}}}")
+               for k, v in literal.items() if k in used]
+    entries += [ReportEntry(fidelity="dropped", field=f"{at}.{k}",
+                            message=f"a data input ({shorten(v)}) has no equivalent elsewhere; the command still says "
+                                    f"${{{{inputs.{k}}}}}: replace it with a path the job can read")
+                for k, v in inputs.items() if k not in literal and k in used]
+    entries += [ReportEntry(fidelity="hint", field=f"{at}.{k}",
+                            message=f"{shorten(v)}: declared, but nothing refers to ${{{{inputs.{k}}}}}; not carried")
+                for k, v in inputs.items() if k not in used]
+    return job, entries
+
+
+MEMORY_SLACK = 0.9
+"""Across providers a CPU role asks for this share of its source machine's memory: clouds
+package memory differently (``n1-standard-4`` has 15 GB, ``Standard_D4s_v3`` 16 GB), and the
+same class of machine should fit."""
+
+
+def size_for_target(job: DistributedJob, source: str) -> DistributedJob:
+    """Across providers, size each role whose source machine is known the way the target sizes one.
+
+    A GPU role goes by its accelerator alone: the vCPUs and memory the importer read off that
+    machine are one cloud's packaging, and would rule out the other cloud's machines for the
+    same GPUs. A CPU role keeps its vCPUs and asks for :data:`MEMORY_SLACK` of its memory.
+    """
+    named = machines_named(job, source)
+    roles = {}
+    for name in RoleName:
+        role = job.role(name)
+        effective = effective_role(job, name)
+        if role is None or name.value not in named:
+            continue
+        if effective.accelerator:
+            roles[name.value] = attrs.evolve(role, cpus=None, memory_gb=None)
+        elif role.memory_gb is not None:
+            roles[name.value] = attrs.evolve(role, memory_gb=round(role.memory_gb * MEMORY_SLACK, 1))
+    return attrs.evolve(job, **roles)
+
+
+def labels_for_target(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """For a target that holds labels to Google Cloud's rules (its policy's ``label_rules``), tags
+    those rules refuse (other clouds allow any) rewritten into valid labels
+    (:func:`omnidist.clouds.google_labels.rewrite`): each rewrite is a change (``--strict`` refuses it), each
+    tag beyond what a job can carry is dropped."""
+    if not policy(target).label_rules or not google_labels.problems(job.labels):
+        return job, []
+    rewritten, changes = google_labels.rewrite(job.labels)
+    entries = [
+        ReportEntry(
+            fidelity="changed",
+            field=f"labels.{c.tag}",
+            message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({google_labels.RULES})",
+        )
+        if c.key is not None
+        else ReportEntry(
+            fidelity="dropped",
+            field=f"labels.{c.tag}",
+            message=f"{shorten(c.tag_value)}: a Google Cloud job carries at most {google_labels.MAX_JOB_LABELS} "
+            "labels besides omnidist's own",
+        )
+        for c in changes
+    ]
+    return attrs.evolve(job, labels=rewritten), entries
+
+
+def move_job(job: DistributedJob, source: str, target: str, image: Optional[str] = None,
+             command: Optional[str] = None,
+             entries: Optional[list[ReportEntry]] = None) -> tuple[DistributedJob, list[ReportEntry]]:
+    """Everything between import and compile: the command, the image, the source's settings,
+    inputs, sizes. ``entries`` are the import's (``--image`` answers some); the result is
+    every entry, those included."""
+    job, commanded = give_command(job, command)
+    job, kept, imaged = give_image(job, source, target, image, list(entries or []))
+    moved = kept + commanded + imaged
+    key = policy(source).inputs_setting
+    inputs = job.backends.get(source, {}).get(key) if key and source != target else None
+    if inputs:
+        job, inlined = inline_inputs(job, inputs, f"backends.{source}.{key}")
+        moved += inlined
+    if not policy(source).shares_with(policy(target)) and source != target:
+        job = size_for_target(job, source)
+    job, carried = carry_backend_block(job, source, target)
+    job, relabelled = labels_for_target(job, target)
+    job, code = carry_code(job, source, target)
+    return job, moved + carried + relabelled + code
+
+
+def carry_code(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """A local ``code`` folder travels when it is there (beside the native file, as the source
+    cloud read it); one that is not is left out, and said so: the target would refuse it."""
+    if job.code is None or source == target or jobdata.scheme(job.code) != "local":
+        return job, []
+    if code_data.local_path(job, job.code).is_dir():
+        return job, []
+    where = f"beside {os.path.basename(job.source)}" if job.source else "here"
+    return attrs.evolve(job, code=None), [ReportEntry(
+        fidelity="dropped", field="code",
+        message=f"{job.code}: no such folder {where}, so the code is not shipped: run migrate where the folder "
+                "is, or bake the code into the image")]
+
+
+def machines_named(job: DistributedJob, backend: str) -> dict[str, str]:
+    """Role -> machine named in the job's block for ``backend`` (its policy's ``machine_setting``):
+    one per role with per-role machines, else one for the nodes that train (primary and workers)."""
+    setting = policy(backend).machine_setting
+    named = job.backends.get(backend, {}).get(setting) if setting else None
+    if not named:
+        return {}
+    if registry.get(backend).capabilities.per_role_machines:
+        return dict(named)
+    return {r.value: named for r in (RoleName.PRIMARY, RoleName.WORKERS)}  # parameter servers share these nodes

@@ -1,0 +1,85 @@
+"""The attrs converters and validators the IR's classes share: enum choices, argv, env names.
+
+Each raises :class:`~omnidist.errors.ValidationError` with the field's path, so a bad value in a
+job file, a notebook or an importer reads the same everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import enum
+import re
+import shlex
+from collections.abc import Mapping
+from typing import Any, Optional, Union
+
+import attrs
+
+from omnidist.errors import ValidationError
+from omnidist.secrets import mask_env
+
+
+def choice(enum_cls: type[enum.Enum], field: str):
+    """An attrs converter to ``enum_cls`` (case-insensitive) whose error names ``field``,
+    the allowed values and the closest one."""
+
+    def convert(value: Any) -> enum.Enum:
+        if isinstance(value, enum_cls):
+            return value
+        allowed = [m.value for m in enum_cls]
+        if isinstance(value, str) and value.lower() in allowed:
+            return enum_cls(value.lower())
+        close = difflib.get_close_matches(str(value).lower(), allowed, n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise ValidationError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=field)
+
+    return convert
+
+
+def fail(attribute: attrs.Attribute, message: str) -> None:
+    """Raise the error for ``attribute``, at its path."""
+    raise ValidationError(message, path=attribute.name)
+
+
+def non_negative(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A validator: unset or ``>= 0``."""
+    if value is not None and value < 0:
+        fail(attribute, f"must be >= 0, got {value}")
+
+
+def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+    """A validator: unset or ``> 0``."""
+    if value is not None and value <= 0:
+        fail(attribute, f"must be > 0, got {value}")
+
+
+def to_argv(value: Union[str, list, tuple, None]) -> Optional[tuple[str, ...]]:
+    """A command or args: a list is kept, a string is split like a shell would (shlex)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return tuple(shlex.split(value))
+    return tuple(value)
+
+
+def to_str_map(value: Optional[Mapping[str, str]]) -> dict[str, str]:
+    """A converter: a mapping (or nothing) as a plain dict."""
+    return dict(value or {})
+
+
+def masked_repr(env: Mapping[str, str]) -> str:
+    """The repr of an env mapping, secret-looking values masked."""
+    return repr(mask_env(env))
+
+
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def env_names(instance: Any, attribute: attrs.Attribute, value: Mapping[str, str]) -> None:
+    """A validator: every key is a valid environment variable name."""
+    for key in value:
+        if not ENV_NAME.match(key):
+            raise ValidationError(
+                f"{key!r} is not a valid environment variable name (letters, digits, _; not starting with a digit)",
+                path=f"{attribute.name}.{key}",
+            )

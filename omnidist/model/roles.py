@@ -1,0 +1,297 @@
+"""Roles: the five roles of a job, what each replica runs on, and the inheritance between them.
+
+The IR keeps what the user wrote (:class:`Role`, unset fields ``None``); backends compile from
+:class:`EffectiveRole` values, never from the raw :class:`Role`, so the inheritance rules below
+hold identically on every cloud:
+
+- every role's ``image``, ``command`` and ``args`` default to the job's;
+- workers and evaluators run the primary's program on the primary's hardware, so their
+  ``accelerator``, ``cpus``, ``memory_gb``, ``disk_gb`` (and image/command/args/env) default
+  to the primary's;
+- parameter servers and reduction servers inherit no hardware (they are CPU roles);
+- ``accelerator: none`` on a role means no accelerator, even where it would inherit one;
+- a role's ``env`` is merged over the job's (and, for workers/evaluators, the primary's).
+
+The functions here read a job by its attributes (``job.primary``, ``job.workers``…), so this
+module sits below :mod:`omnidist.model.job`.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Literal, Optional, Union
+
+import attrs
+
+from omnidist.errors import ValidationError
+from omnidist.model import accelerators, serde
+from omnidist.model.data import NO_ACCELERATOR
+from omnidist.model.fields import env_names, fail, masked_repr, non_negative, positive, to_argv, to_str_map
+
+if TYPE_CHECKING:
+    from omnidist.model.job import DistributedJob
+
+AUTO: Literal["auto"] = "auto"
+
+
+class RoleName(str, enum.Enum):
+    """The five roles of a job, in the order the clouds number them."""
+
+    PRIMARY = "primary"
+    WORKERS = "workers"
+    PARAMETER_SERVERS = "parameter_servers"
+    EVALUATORS = "evaluators"
+    REDUCTION_SERVERS = "reduction_servers"
+
+    @property
+    def singular(self) -> str:
+        """The runtime's name for one replica of the role (SPEC §5 ``role``)."""
+        return _SINGULAR[self]
+
+
+_SINGULAR = {
+    RoleName.PRIMARY: "primary",
+    RoleName.WORKERS: "worker",
+    RoleName.PARAMETER_SERVERS: "parameter_server",
+    RoleName.EVALUATORS: "evaluator",
+    RoleName.REDUCTION_SERVERS: "reduction_server",
+}
+
+
+def _canonical_accelerator(value: str) -> str:
+    if not isinstance(value, str):
+        raise ValidationError(f"must be an accelerator name such as 'V100', got {value!r}", path="type")
+    try:
+        return accelerators.canonical_name(value)
+    except ValueError as exc:
+        raise ValidationError(str(exc), path="type") from None
+
+
+@attrs.frozen(kw_only=True)
+class Accelerator:
+    """``count`` devices of one portable accelerator ``type`` per replica.
+
+    Accepts the ``"V100:8"`` shorthand through :meth:`parse`; ``type`` is normalized to the
+    canonical portable name (case-insensitive, aliases allowed).
+    """
+
+    type: str = attrs.field(converter=lambda v: _canonical_accelerator(v))
+    count: int = attrs.field(default=1, validator=positive)
+
+    @classmethod
+    def parse(cls, text: str) -> Accelerator:
+        """Parse ``"TYPE:COUNT"`` (``"V100:8"``) or a bare ``"TYPE"`` (one device)."""
+        kind, sep, count = text.partition(":")
+        if not sep:
+            return cls(type=kind)
+        try:
+            number = int(count)
+        except ValueError:
+            raise ValidationError(
+                f"count {count!r} in {text!r} is not a whole number; write TYPE:COUNT, e.g. V100:8"
+            ) from None
+        return cls(type=kind, count=number)
+
+    def __str__(self) -> str:
+        return f"{self.type}:{self.count}"
+
+
+Replicas = Union[int, Literal["auto"]]
+
+
+def _to_accelerator(value: Union[Accelerator, str, Mapping[str, Any], None]) -> Union[Accelerator, str, None]:
+    """The Python API takes the job file's spellings too: ``"V100:8"``, ``{type, count}``, or
+    ``none`` (no accelerator, instead of inheriting the primary's)."""
+    if value is None or isinstance(value, Accelerator):
+        return value
+    if isinstance(value, str) and value.strip().lower() == NO_ACCELERATOR:
+        return NO_ACCELERATOR
+    try:
+        if isinstance(value, str):
+            return Accelerator.parse(value)
+        if isinstance(value, Mapping):
+            return Accelerator(**value)
+    except ValidationError as exc:
+        raise exc.prefixed("accelerator") from None
+    except TypeError as exc:
+        raise ValidationError(f"{exc}; write {{type: V100, count: 8}}", path="accelerator") from None
+    raise ValidationError(f"expected 'TYPE:COUNT' (e.g. V100:8), got {value!r}", path="accelerator")
+
+
+@attrs.frozen(kw_only=True)
+class Role:
+    """One role's replicas and what each replica runs on.
+
+    Unset fields (``None``) inherit: workers and evaluators from the primary, every role's
+    image/command/args from the job. ``env`` is merged over the job's ``env``.
+    """
+
+    replicas: Replicas = attrs.field(default=1)
+    accelerator: Optional[Union[Accelerator, Literal["none"]]] = attrs.field(default=None, converter=_to_accelerator)
+    """``none`` means no accelerator even where the role would inherit the primary's."""
+    cpus: Optional[float] = attrs.field(default=None, validator=positive)
+    memory_gb: Optional[float] = attrs.field(default=None, validator=positive)
+    disk_gb: Optional[int] = attrs.field(default=None, validator=positive)
+    image: Optional[str] = None
+    command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
+    args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
+    env: dict[str, str] = attrs.field(factory=dict, converter=to_str_map, validator=env_names, repr=masked_repr)
+
+    @replicas.validator
+    def _replicas(self, attribute: attrs.Attribute, value: Replicas) -> None:
+        if value == AUTO:
+            return
+        if isinstance(value, bool) or not isinstance(value, int):
+            fail(attribute, f"must be a whole number or 'auto', got {value!r}")
+        non_negative(self, attribute, value)
+
+
+# --- inheritance: the role as each replica really gets it -------------------------------------
+
+
+INHERITS_FROM_PRIMARY = frozenset({RoleName.WORKERS, RoleName.EVALUATORS})
+"""The roles that run the primary's program on the primary's hardware unless they say otherwise."""
+
+
+@attrs.frozen(kw_only=True)
+class EffectiveRole:
+    """A role with inheritance applied: what each of its replicas really gets.
+
+    ``replicas`` may still be ``"auto"`` for reduction servers; the backend sizes them.
+    """
+
+    name: RoleName
+    replicas: int | str
+    accelerator: Optional[Accelerator]
+    cpus: Optional[float]
+    memory_gb: Optional[float]
+    disk_gb: Optional[int]
+    image: Optional[str]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: dict[str, str]
+
+    @property
+    def gpus(self) -> int:
+        """Accelerators per replica (0 for CPU-only)."""
+        return self.accelerator.count if self.accelerator else 0
+
+    @property
+    def hardware(self) -> tuple:
+        """What decides the machine: two roles with equal hardware can share one machine type."""
+        return (self.accelerator, self.cpus, self.memory_gb, self.disk_gb)
+
+
+def _pick(value, fallback, last=None):
+    """The first of the values that is set (written out: this runs for every field of every role)."""
+    return value if value is not None else fallback if fallback is not None else last
+
+
+_NO_ROLE = Role()
+"""What a role that inherits nothing from the primary falls back to (only the job's fields)."""
+
+
+_ROLE_FIELDS = tuple((name, name.value) for name in RoleName)
+"""Each role with the job field that holds it, in pool order."""
+
+
+def _accelerator(role: Role, base: Role) -> Optional[Accelerator]:
+    # `accelerator: none` stops the inheritance instead of leaving it open.
+    picked = _pick(role.accelerator, base.accelerator)
+    return None if picked == NO_ACCELERATOR else picked
+
+
+def effective_role(job: DistributedJob, name: RoleName | str) -> Optional[EffectiveRole]:
+    """The role with inheritance applied, or ``None`` when the job does not have it."""
+    if not isinstance(name, RoleName):
+        name = RoleName(name)
+    role: Optional[Role] = getattr(job, name.value)
+    return None if role is None else _effective(job, name, role)
+
+
+def _effective(job: DistributedJob, name: RoleName, role: Role) -> EffectiveRole:
+    base = job.primary if name in INHERITS_FROM_PRIMARY else _NO_ROLE
+    return EffectiveRole(
+        name=name,
+        replicas=role.replicas,
+        accelerator=_accelerator(role, base),
+        cpus=_pick(role.cpus, base.cpus),
+        memory_gb=_pick(role.memory_gb, base.memory_gb),
+        disk_gb=_pick(role.disk_gb, base.disk_gb),
+        image=_pick(role.image, base.image, job.image),
+        command=_pick(role.command, base.command, job.command or None) or (),
+        args=_pick(role.args, base.args, job.args or None) or (),
+        env={**job.env, **base.env, **role.env},
+    )
+
+
+def effective_roles(job: DistributedJob) -> Iterator[EffectiveRole]:
+    """Every role the job has with at least one replica (or ``auto``), in pool order."""
+    for name, field in _ROLE_FIELDS:
+        role = getattr(job, field)
+        if role is not None and (role.replicas == AUTO or role.replicas > 0):
+            yield _effective(job, name, role)
+
+
+def replica_count(job: DistributedJob, name: RoleName | str) -> int:
+    """How many replicas a role has (0 when absent; ``auto`` counts as 0 here)."""
+    role = job.role(name)
+    if role is None or role.replicas == AUTO:
+        return 0
+    return role.replicas
+
+
+def num_nodes(job: DistributedJob) -> int:
+    """The nodes that train together: the primary plus the workers."""
+    return 1 + replica_count(job, RoleName.WORKERS)
+
+
+def processes_per_node(job: DistributedJob) -> int:
+    """``processes_per_node``, with ``auto`` = the primary's accelerator count, else 1."""
+    if job.processes_per_node != AUTO:
+        return job.processes_per_node
+    primary = job.primary.accelerator
+    return primary.count if primary else 1
+
+
+def has_gpus(role: Optional[EffectiveRole]) -> bool:
+    """True when the role exists and each replica has at least one accelerator."""
+    return role is not None and role.gpus > 0
+
+
+# --- reading and writing roles (the job file's spellings) -------------------------------------
+
+def _structure_accelerator(value: Any, _: type) -> Accelerator:
+    if isinstance(value, str):
+        return Accelerator.parse(value)
+    if isinstance(value, Mapping):
+        return _accelerator_fields(value, Accelerator)
+    raise ValueError(f"expected 'TYPE:COUNT' (e.g. V100:8) or {{type: V100, count: 8}}, got {serde.kind(value)}")
+
+
+def _structure_role_accelerator(value: Any, _: type) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.strip().lower() == NO_ACCELERATOR:
+        return NO_ACCELERATOR
+    return _structure_accelerator(value, Accelerator)
+
+
+def _structure_replicas(value: Any, _: type) -> Replicas:
+    if value == AUTO:
+        return AUTO
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    raise ValueError(f"expected a whole number or 'auto', got {serde.kind(value)}")
+
+
+# Generated on first use, not at import: generating one evaluates the classes' annotations,
+# milliseconds that a command which never reads a job should not pay.
+_accelerator_fields = serde.lazy(lambda: serde.fields_structure(Accelerator))
+serde.register_structure(Accelerator, _structure_accelerator)
+serde.register_unstructure(Accelerator, lambda a: f"{a.type}:{a.count}")
+serde.register_exact(Optional[Union[Accelerator, Literal["none"]]], _structure_role_accelerator)
+serde.register_exact(Replicas, _structure_replicas)
+serde.register_unstructure(Role, serde.lazy(lambda: serde.fields_unstructure(
+    Role, replicas=serde.override(omit_if_default=False))))

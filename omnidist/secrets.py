@@ -1,0 +1,152 @@
+"""Masking secret-looking values in every display, log line and error omnidist shows.
+
+Masking never touches a request that is sent or printed as the request (``str(compiled)``,
+``omnidist compile``): only displays (``_repr_html_``, notes, logs, reports) and what a cloud
+says back. A cloud repeats what it was sent (a 400 quoting a value, a failed job's message, its
+log lines), so the backends mask those with :func:`secret_values` of the request or of the job
+the cloud returns, through :func:`mask_text` (:func:`mask_lines`, :func:`masking_errors`).
+
+A leaf: it imports nothing else of omnidist, so every floor may use it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import re
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Any, TypeVar
+
+import attrs
+
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+
+
+MASK = "••••••"
+
+
+_ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
+
+
+def is_secret(name: str) -> bool:
+    """True for variable names that usually hold credentials."""
+    return bool(SECRET_NAME.search(name))
+
+
+def mask_env(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` with secret-looking values replaced by a mask."""
+    return {k: (MASK if is_secret(k) and v else v) for k, v in env.items()}
+
+
+def mask_request(value: Any) -> Any:
+    """A copy of a native request with secret-looking env values masked, whatever the shape:
+    ``{"name": K, "value": V}`` entries (Vertex), ``{K: V}`` mappings (Azure ML) and
+    ``"K=V"`` argv items (the legacy ``env`` wrapper)."""
+    if isinstance(value, Mapping):
+        if set(value) >= {"name", "value"} and isinstance(value.get("name"), str) and is_secret(value["name"]):
+            return {**value, "value": MASK}
+        return {k: (MASK if isinstance(k, str) and is_secret(k) and isinstance(v, str) else mask_request(v))
+                for k, v in value.items()}
+    if isinstance(value, list):
+        return [mask_request(v) for v in value]
+    if isinstance(value, str):
+        match = _ASSIGNMENT.match(value)
+        if match and is_secret(match[1]):
+            return f"{match[1]}={MASK}"
+    return value
+
+
+MIN_SECRET_LENGTH = 4
+"""Shorter values are not masked in free text: masking ``1`` or ``yes`` would garble every line."""
+
+
+T = TypeVar("T")
+
+
+def secret_values(native: Any) -> frozenset[str]:
+    """The values of every secret-looking variable in a native request or job resource, in the
+    shapes :func:`mask_request` knows: ``{"name": K, "value": V}`` entries (Vertex
+    ``containerSpec.env``), ``{K: V}`` mappings (Azure ML ``environment_variables``, a job's
+    ``env``) and ``"K=V"`` argv items (the legacy ``env K=V cmd`` wrapper)."""
+    found: set[str] = set()
+    _collect(native, found)
+    return frozenset(v for v in found if len(v) >= MIN_SECRET_LENGTH)
+
+
+def _collect(value: Any, found: set[str]) -> None:
+    if isinstance(value, Mapping):
+        name = value.get("name")
+        if isinstance(name, str) and isinstance(value.get("value"), str) and is_secret(name):
+            found.add(value["value"])
+        for key, item in value.items():
+            if isinstance(key, str) and isinstance(item, str) and is_secret(key):
+                found.add(item)
+            else:
+                _collect(item, found)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            _collect(item, found)
+    elif isinstance(value, str):
+        match = _ASSIGNMENT.match(value)
+        if match and is_secret(match[1]):
+            found.add(match[2])
+
+
+def mask_text(line: str, secrets: Iterable[str]) -> str:
+    """``line`` with every occurrence of the given secret values masked: the one masking function
+    behind every log line, status message and error a cloud sends back. A value is also found
+    as JSON writes it (a cloud quoting it in an escaped message); longer values go first, so a
+    secret inside another is not left half shown."""
+    for secret in sorted(set(secrets), key=len, reverse=True):
+        if secret and len(secret) >= MIN_SECRET_LENGTH:
+            line = line.replace(secret, MASK)
+            escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
+            if escaped != secret:
+                line = line.replace(escaped, MASK)
+    return line
+
+
+def mask_lines(lines: Iterable[str], secrets: Iterable[str]) -> Iterator[str]:
+    """Each line masked with :func:`mask_text`; an error raised while reading them is masked too."""
+    secrets = frozenset(secrets)
+    with masking_errors(secrets):
+        for line in lines:
+            yield mask_text(line, secrets)
+
+
+def mask_status(status: T, secrets: Iterable[str]) -> T:
+    """A :class:`~omnidist.backend.values.JobStatus` whose message, and its trials' messages, have
+    the secret values masked (read by its attributes: this module knows no class of omnidist)."""
+    secrets = frozenset(secrets)
+
+    def masked(value: Any) -> Any:
+        message = getattr(value, "message", "")
+        return attrs.evolve(value, message=mask_text(message, secrets)) if message else value
+
+    trials = getattr(status, "trials", ())
+    if not trials:
+        return masked(status)  # type: ignore[no-any-return]
+    best = getattr(status, "best", None)
+    return attrs.evolve(masked(status), trials=tuple(masked(t) for t in trials),  # type: ignore[no-any-return]
+                        best=None if best is None else masked(best))
+
+
+def mask_error(exc: BaseException, secrets: Iterable[str]) -> BaseException:
+    """``exc`` with the secret values masked in its message (in place, so its type, attributes
+    and traceback stay; the chained SDK exception, shown only with ``--debug``, is kept)."""
+    secrets = frozenset(secrets)
+    exc.args = tuple(mask_text(a, secrets) if isinstance(a, str) else a for a in exc.args)
+    if isinstance(getattr(exc, "message", None), str):
+        exc.message = mask_text(exc.message, secrets)  # type: ignore[attr-defined]
+    return exc
+
+
+@contextlib.contextmanager
+def masking_errors(secrets: Iterable[str]) -> Iterator[None]:
+    """Mask the secret values in the message of any exception raised inside the block."""
+    secrets = frozenset(secrets)
+    try:
+        yield
+    except Exception as exc:
+        mask_error(exc, secrets)
+        raise

@@ -1,0 +1,129 @@
+"""Reading and writing job files (omnidist/serde.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+
+from omnidist.errors import ValidationError
+from omnidist.model import serde
+from omnidist.model.job import Interconnect, job_from_dict, job_from_yaml, job_to_dict, job_to_yaml, load
+from omnidist.model.roles import Accelerator
+from omnidist.testing import strategies
+
+FULL = """
+name: cassava-resnet
+framework: pytorch
+image: us-docker.pkg.dev/p/r/trainer:1.0
+command: [python, -m, trainer.task]
+args: [--epochs, "10"]
+env: {NCCL_DEBUG: INFO}
+primary:
+  accelerator: V100:8
+  cpus: 96
+  memory_gb: 624
+  disk_gb: 200
+  image: us-docker.pkg.dev/p/r/primary:1.0
+  command: python main.py
+  args: [--primary]
+  env: {ROLE_VAR: p}
+workers: {replicas: 4}
+parameter_servers: {replicas: 2, cpus: 8, memory_gb: 52}
+evaluators: {replicas: 1, accelerator: {type: t4, count: 1}}
+reduction_servers: {replicas: auto}
+processes_per_node: 4
+interconnect: infiniband
+spot: true
+timeout: 90m
+labels: {team: vision}
+backends:
+  vertex: {region: us-central1, machine_types: {primary: n1-highmem-96}}
+  azure_ml: {compute: gpu-cluster}
+"""
+
+
+def test_every_spec_field_is_read():
+    job = job_from_yaml(FULL)
+    assert job.primary.accelerator == Accelerator(type="V100", count=8)
+    assert (job.primary.cpus, job.primary.memory_gb, job.primary.disk_gb) == (96, 624, 200)
+    assert job.primary.command == ("python", "main.py")
+    assert job.evaluators.accelerator == Accelerator(type="T4", count=1)
+    assert job.reduction_servers.replicas == "auto"
+    assert job.processes_per_node == 4 and job.interconnect is Interconnect.INFINIBAND and job.spot
+    assert job.timeout == 5400
+    assert job.backends["vertex"]["machine_types"] == {"primary": "n1-highmem-96"}
+
+
+def test_every_field_round_trips_through_dict_yaml_and_json():
+    job = job_from_yaml(FULL)
+    assert job_from_dict(job_to_dict(job)) == job
+    assert job_from_yaml(job_to_yaml(job)) == job
+    assert job_from_yaml(json.dumps(job_to_dict(job))) == job
+    assert job_to_dict(job)["timeout"] == "90m"
+
+
+def test_json_files_are_accepted(tmp_path):
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps({"name": "a", "framework": "custom", "primary": {}}))
+    assert load(path).name == "a"
+
+
+def test_yaml_is_read_with_the_safe_loader():
+    with pytest.raises(ValidationError):
+        job_from_yaml("name: !!python/object/apply:os.system ['true']\nframework: custom\nprimary: {}")
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("name: a\nframework: pytorch\nprimary: {}\nworkers: {replicas: -1}", "job.yaml: workers.replicas: must be >= 0, got -1"),
+    ("name: a\nframework: pytorch\nprimary: {}\nworkrs: {replicas: 1}", "job.yaml: workrs: unknown key; did you mean 'workers'?"),
+    ("name: a\nframework: pytorch\nprimary: {acelerator: V100}", "job.yaml: primary.acelerator: unknown key; did you mean 'accelerator'?"),
+    ("name: a\nframework: pytorch\nprimary: {accelerator: V1000:8}", "job.yaml: primary.accelerator.type: unknown accelerator 'V1000'; did you mean 'V100'?"),
+    ("name: a\nframework: pytorch\nprimary: {cpus: many}", "job.yaml: primary.cpus: expected a number, got str 'many'"),
+    ("name: a\nframework: pytorch\nprimary: {}\nworkers: {replicas: '4'}", "job.yaml: workers.replicas: expected a whole number or 'auto'"),
+    ("name: Bad_Name\nframework: pytorch\nprimary: {}", "job.yaml: name: 'Bad_Name' is not a valid job name"),
+    ("name: a\nframework: pytorx\nprimary: {}", "job.yaml: framework: 'pytorx' is not one of pytorch"),
+    ("name: a\nframework: pytorch\nprimary: {}\ntimeout: 1 week", "job.yaml: timeout: '1 week' is not a duration"),
+    ("name: a\nframework: pytorch\nprimary: {}\nspot: maybe", "job.yaml: spot: expected true or false"),
+    ("name: a\nframework: pytorch\nprimary: {}\nenv: {X: true}", "job.yaml: env.X: expected a string, got true/false; quote the value"),
+    ("name: a\nframework: pytorch\nprimary: {}\nbackends: {vertex: 3}", "job.yaml: backends.vertex: expected a mapping"),
+    ("name: a\nframework: pytorch", "job.yaml: primary: required"),
+    ("name: a\nframework: [pytorch", "job.yaml: line 2, column 20: not valid YAML/JSON"),
+    ("- just a list", "job.yaml: a job file holds a mapping of keys"),
+])
+def test_bad_input_names_the_file_and_field_path(text, expected):
+    with pytest.raises(ValidationError) as info:
+        job_from_yaml(text, source="job.yaml")
+    assert str(info.value).startswith(expected), str(info.value)
+
+
+def test_several_problems_are_reported_together():
+    with pytest.raises(ValidationError) as info:
+        job_from_yaml("name: a\nframework: pytorch\nprimary: {cpus: x, memory_gb: y}", source="j.yaml")
+    assert {p.path for p in info.value.problems} == {"primary.cpus", "primary.memory_gb"}
+
+
+def test_durations():
+    assert [serde.parse_duration(v) for v in ("45s", "90m", "24h", "7d", 30, "12")] == [45, 5400, 86400, 604800, 30, 12]
+    assert [serde.format_duration(v) for v in (45, 5400, 86400, 90061)] == ["45s", "90m", "1d", "90061s"]
+
+
+def test_missing_file_is_a_validation_error(tmp_path):
+    with pytest.raises(ValidationError, match="no such file"):
+        load(tmp_path / "nope.yaml")
+
+
+@settings(max_examples=150, deadline=None)
+@given(strategies.jobs())
+def test_generated_jobs_round_trip(job):
+    assert job_from_dict(job_to_dict(job)) == job
+    assert job_from_yaml(job_to_yaml(job)) == job
+
+
+def test_a_stream_of_documents_reads_as_a_list_only_when_asked():
+    text = "---\n# a comment\nkind: A\n---\nkind: B\n"
+    assert serde.parse_yaml(text, documents=True) == [{"kind": "A"}, {"kind": "B"}]
+    assert serde.parse_yaml("---\nkind: A\n", documents=True) == {"kind": "A"}
+    with pytest.raises(ValidationError, match="not valid YAML"):
+        serde.parse_yaml(text)  # a job file is one document
