@@ -39,6 +39,7 @@ from omnidist.kit import (
     NoteKind,
     Role,
     ValidationError,
+    auto_processes,
     cannot_hold,
     dropped_note,
     is_data,
@@ -55,7 +56,6 @@ from omnidist_azure_ml import catalog, prebuilt
 from omnidist_azure_ml.tables import (
     DISTRIBUTION_FRAMEWORKS,
     FRAMEWORK_DISTRIBUTIONS,
-    LAUNCHES_OWN_PROCESSES,
     NAME,
     PARAMETER_SERVERS_ADD_NODES,
     UNSUPPORTED_NATIVE_KEYS,
@@ -233,7 +233,7 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
     framework_version = None
     if curated is not None and prebuilt.ENVIRONMENT_FRAMEWORK.get(framework) is curated[0]:
         framework_version, environment = curated[1], None  # compiling picks the same curated environment
-    default_per_node = accelerator.count if accelerator else 1
+    default_per_node = auto_processes(framework.value, accelerator)
     job = DistributedJob(
         name=native_to_name(native, notes),
         framework=framework,
@@ -276,7 +276,7 @@ def native_to_framework(distribution: Optional[Mapping[str, Any]], env: Mapping[
     framework = DISTRIBUTION_FRAMEWORKS[kind]
     if hinted_framework is not None and FRAMEWORK_DISTRIBUTIONS[hinted_framework] == kind:
         framework = hinted_framework
-    if kind == "tensorflow" or framework in LAUNCHES_OWN_PROCESSES:
+    if kind == "tensorflow":
         return framework, _hinted_processes(env)  # Azure starts one process per node for these
     return framework, _count(distribution, "process_count_per_instance", 1, minimum=1)
 

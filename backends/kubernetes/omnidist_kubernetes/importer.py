@@ -27,6 +27,7 @@ from omnidist.kit import (
     NoteKind,
     RoleName,
     ValidationError,
+    auto_processes,
     delower,
     job_from_dict,
     pick_name,
@@ -447,7 +448,8 @@ def _metadata(obj: Mapping[str, Any], path: str, job: dict[str, Any], block: dic
     return name
 
 
-def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, path: str, notes: list[Note]) -> Any:
+def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, framework: str, path: str,
+               notes: list[Note]) -> Any:
     """``processes_per_node`` from ``nprocPerNode`` / ``slotsPerWorker`` (the hint when it is there)."""
     told = primary.env.get(hints.PROCESSES_PER_NODE)
     if kind.kind == "PyTorchJob":
@@ -469,8 +471,8 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, path: st
         value = _int(spec.get("slotsPerWorker"), f"{path}spec.slotsPerWorker", default=MPI_SLOTS_DEFAULT, minimum=1)
     else:  # a TFJob runs one process per pod whatever the job says; only the hint tells
         value = int(told) if told and told.isdigit() else "auto"
-    auto = primary.gpus if primary.gpus and primary.accelerator else 1
-    return "auto" if value in ("auto", auto) else value
+    gpus = Accelerator(type=primary.accelerator, count=primary.gpus) if primary.gpus and primary.accelerator else None
+    return "auto" if value in ("auto", auto_processes(framework, gpus)) else value
 
 
 def _spec_extras(kind: Kind, spec: Mapping[str, Any], path: str, notes: list[Note]) -> None:
@@ -531,7 +533,7 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     _references([pod for _, pod in roles.values()], notes)
     delowered = delower({name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()})
     job.update(delowered.job_dict())
-    processes = _processes(kind, spec, primary, path, notes)
+    processes = _processes(kind, spec, primary, str(job["framework"]), path, notes)
     if processes != "auto":
         job["processes_per_node"] = processes
     if spot:
