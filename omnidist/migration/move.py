@@ -17,6 +17,7 @@ from omnidist.clouds import google_labels
 from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.needs import give_command, give_image
+from omnidist.migration.references import rewrite_bound_references
 from omnidist.migration.report import ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.job import DistributedJob
@@ -189,6 +190,9 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
     if inputs:
         job, inlined = inline_inputs(job, inputs, f"backends.{source}.{key}")
         moved += inlined
+    if source != target:
+        job, bound = rewrite_bound_references(job, target)
+        moved += bound
     if not policy(source).shares_with(policy(target)) and source != target:
         job = size_for_target(job, source)
     job, carried = carry_backend_block(job, source, target)
