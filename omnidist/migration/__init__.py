@@ -11,6 +11,8 @@ The steps, one module each, each reporting what it did:
    the target's compiler once;
 4. :mod:`~omnidist.migration.entries`: which machine the target chose for each role (its request
    read back), the region, and what mapped exactly;
+5. :mod:`~omnidist.migration.readback`: the target's request read back with its own importer and
+   compared with the source job; a difference no other line covers becomes a ``changed`` line;
 
 and :mod:`~omnidist.migration.report` holds the report they write. ``--strict`` refuses any drop
 or change in meaning. A machine picked for the same accelerator type and count is not a change
@@ -31,6 +33,7 @@ from omnidist.migration.imports import import_job
 from omnidist.migration.move import move_job
 from omnidist.migration.native import Native, detect_backend
 from omnidist.migration.plan import compile_dropping
+from omnidist.migration.readback import read_back, unreported
 from omnidist.migration.report import (
     Fidelity,
     MigrationReport,
@@ -109,9 +112,11 @@ def migrate(
     imported, source, entries = import_job(native, source, framework)
     job, entries = move_job(imported, source, target, image, command, entries)
     compiled, final, given_up = compile_dropping(job, target, profile, settings)
-    machines, consumed = machine_entries(imported, final, compiled, source, target)
+    readback = read_back(compiled, target)
+    machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
+    entries += unreported(imported, readback, target, entries)
     entries += exact_entries(final, entries, imported)
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:
