@@ -132,11 +132,13 @@ _NAMES: dict[str, str] = {
     "native_duration": "omnidist.compiler.delowering",
     "parse_proto_duration": "omnidist.compiler.delowering",
     "pick_name": "omnidist.compiler.delowering",
+    "portable_env": "omnidist.compiler.delowering",
     "portable_name": "omnidist.compiler.delowering",
     "proto_json_keys": "omnidist.compiler.delowering",
     "retired_gpu": "omnidist.compiler.delowering",
     "shorten": "omnidist.compiler.delowering",
     "tpu_refusal": "omnidist.compiler.delowering",
+    "trials_at_once": "omnidist.compiler.delowering",
     # the client
     "mask_error": "omnidist.secrets",
     "mask_text": "omnidist.secrets",

@@ -130,7 +130,8 @@ def exact_entries(job: DistributedJob, entries: list[ReportEntry],
     """What mapped exactly: each role that kept its replicas and hardware, and each job-wide
     field that no other entry mentions."""
     spoken = {part for e in entries for part in e.field.split(".")}
-    changed = {e.field.split(".")[0] for e in entries if e.fidelity.breaks_strict or "." not in e.field}
+    changed = {e.field.split(".")[0] for e in entries
+               if e.fidelity.breaks_strict or "." not in e.field or e.field.endswith((".cpus", ".memory_gb"))}
     found = [ReportEntry(fidelity="exact", field=r.name.value,
                          message=f"{r.replicas} replica(s), {_hardware(_as_imported(r, imported))}")
              for r in effective_roles(job) if r.name.value not in changed]

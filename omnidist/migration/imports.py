@@ -11,7 +11,7 @@ import attrs
 from omnidist.backend import registry
 from omnidist.compiler.delowering import shorten
 from omnidist.compiler.launchers import read_launcher
-from omnidist.errors import ValidationError
+from omnidist.errors import Problem, ValidationError
 from omnidist.migration.native import Native, detect_backend, read_native
 from omnidist.migration.report import Fidelity, ReportEntry, entry_for
 from omnidist.model.job import DistributedJob, Framework
@@ -49,14 +49,58 @@ def import_job(
     """Import a native spec: the job, the source backend's name, and what was inferred.
 
     The framework is ``framework`` when given; a spec that names none (the importer gave
-    ``custom``) gets one from :func:`infer_framework`, replacing the importer's own remark.
+    ``custom``) gets one from :func:`infer_framework`, replacing the importer's own remark. A
+    file holding several training jobs gives its first (the others are noted as dropped;
+    :func:`import_jobs` reads each).
     """
     data, filename = read_native(native)
+    explicit = source is not None
+    source = _source(data, source, filename)
+    job, entries = _import_one(data, filename, source, framework, explicit)
+    return job, source, entries
+
+
+def import_jobs(
+    native: Native,
+    source: Optional[str] = None,
+    framework: Optional[Union[Framework, str]] = None,
+) -> tuple[list[tuple[DistributedJob, list[ReportEntry]]], str]:
+    """Every training job of a native spec (SPEC §10: a YAML stream of several jobs gives one
+    portable job per job), each with what was inferred, and the source backend's name."""
+    data, filename = read_native(native)
+    explicit = source is not None
+    source = _source(data, source, filename)
+    parts = registry.get(source).split_jobs(data)
+    return [_import_one(part, filename, source, framework, explicit) for part in parts], source
+
+
+def _looks_like(data: object, source: str) -> Optional[str]:
+    """The one other backend that recognizes ``data``, if detection disagrees with ``source``."""
     try:
-        source = source or detect_backend(data)
-        job, notes = registry.get(source).import_with_notes(data)
+        detected = detect_backend(data)
+    except ValidationError:
+        return None
+    return detected if detected != source else None
+
+
+def _source(data: object, source: Optional[str], filename: Optional[str]) -> str:
+    try:
+        return source or detect_backend(data)
     except ValidationError as exc:
         raise (exc if exc.source else exc.with_source(filename)) from None
+
+
+def _import_one(data: object, filename: Optional[str], source: str, framework: Optional[Union[Framework, str]],
+                explicit: bool = False) -> tuple[DistributedJob, list[ReportEntry]]:
+    try:
+        job, notes = registry.get(source).import_with_notes(data)
+    except ValidationError as exc:
+        problems = exc.problems
+        other = _looks_like(data, source) if explicit else None
+        if other is not None:  # a wrong --from: say whose spec it is before that backend's schema errors
+            problems = (Problem("--from", f"this looks like a {other} spec, not {source}: pass --from {other} "
+                                          "(or leave --from out to detect it)"), *problems)
+        raise ValidationError(problems, source=exc.source or filename) from None
     entries = [entry_for(n) for n in notes]
     job, unwrapped = unwrap_launchers(job)
     entries += unwrapped
@@ -73,7 +117,7 @@ def import_job(
         job = with_framework(job, guessed)
         entries = [e for e in entries if e.field != "framework"]
         entries.append(ReportEntry(fidelity="inferred", field="framework", message=f"{guessed.value}: {why}"))
-    return job, source, entries
+    return job, entries
 
 
 def with_framework(job: DistributedJob, framework: Framework) -> DistributedJob:

@@ -209,7 +209,7 @@ def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     assert err.value.subject == feature and err.value.exit_code == 3
     assert str(err.value).startswith(f"the portable job cannot hold {feature}")  # the side that lacks it
     if "TPU" in feature or "tpu" in feature or "cloud_tpu" in str(native):
-        assert "TPUs are not portable" in str(err.value)
+        assert "does not import TPU jobs" in str(err.value)
 
 
 @pytest.mark.parametrize(("native", "model", "count", "machine"), [
