@@ -34,9 +34,11 @@ _LAZY = {
     "Trial": "omnidist.backend.values",
     "attach": "omnidist.api",
     "compile": "omnidist.api",
+    "import_all": "omnidist.migration",
     "import_native": "omnidist.migration",
     "load": "omnidist.api",
     "migrate": "omnidist.migration",
+    "migrate_all": "omnidist.migration",
     "submit": "omnidist.api",
     "use": "omnidist.config",
 }

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
@@ -187,6 +187,12 @@ class Backend(ABC):
         own native formats: how ``omnidist import`` and ``migrate`` tell the source without
         ``--from``. Pure and cheap; the default recognises nothing."""
         return False
+
+    def split_jobs(self, native: Any) -> Sequence[Any]:
+        """``native`` once per training job it holds, each part what :meth:`import_with_notes`
+        reads (SPEC §10: a YAML stream of several jobs imports as one portable job per job).
+        Pure; the default holds one job, ``[native]``."""
+        return [native]
 
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
         """Create the job: on a cloud, retried on transient errors, never twice."""

@@ -103,13 +103,16 @@ LABEL_TEXT = strategies.names.filter(lambda text: text[-1].isalnum())
 
 GPUS = strategies.accelerators_of(("V100",), (1, 2, 4, 8)) | strategies.accelerators_of(("T4",), (1, 2, 4))
 EXPRESSIBLE = st.builds(
-    DistributedJob, name=strategies.names, framework=st.sampled_from(list(Framework)), image=strategies.images,
+    DistributedJob, name=strategies.names, framework=st.sampled_from([f for f in Framework if f is not Framework.HOROVOD]),
+    image=strategies.images,
     command=strategies.argv, args=st.just(()) | strategies.argv, env=strategies.envs,
     primary=st.builds(Role, replicas=st.just(1), accelerator=st.none() | GPUS),
     workers=st.none() | st.builds(Role, replicas=st.integers(0, 4)),
     timeout=st.none() | st.integers(1, 10**6), labels=st.dictionaries(LABEL_TEXT, LABEL_TEXT, max_size=3))
 """Jobs every backend can run: an image and a command, V100 or T4 GPUs in counts every cloud
-sells, workers like the primary, env, labels, a timeout; nothing only some clouds have."""
+sells, workers like the primary, env, labels, a timeout; nothing only some clouds have. (Horovod
+is not among them: several processes per node need an MPI launcher, which Vertex AI and AI
+Platform do not run: they refuse it, exit 3.)"""
 
 
 @pytest.mark.parametrize("name", BACKENDS)

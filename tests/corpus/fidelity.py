@@ -164,8 +164,10 @@ def _lowered(*globs: str, names: Optional[Mapping[str, Any]] = None) -> Check:
 
 
 def _scale(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
-    """A log scale is some parameter's ``scale: log``; a linear one is the default."""
+    """A (reverse) log scale is some parameter's ``scale: log`` (``reverse_log``); a linear one is the default."""
     scales = _values(flat, ["tuning.parameters.*.scale"])
+    if "REVERSE_LOG" in str(value):
+        return "reverse_log" in scales
     return "log" in scales if "LOG" in str(value) else str(value) in ("UNIT_LINEAR_SCALE", "NONE")
 
 

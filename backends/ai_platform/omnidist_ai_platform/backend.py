@@ -56,7 +56,7 @@ class AIPlatformBackend(CloudBackend):
     )
     migration = MigrationPolicy(
         vocabulary="compute_engine",
-        shared_settings=frozenset({"machine_types", "network", "region", "service_account"}),
+        shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         left_behind=LEFT_BEHIND,
         machine_setting="machine_types",
         label_rules=True,

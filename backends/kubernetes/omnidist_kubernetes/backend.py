@@ -49,8 +49,8 @@ class KubernetesBackend(CloudBackend):
     client = LazyClient("omnidist_kubernetes.client:KubernetesClient")
     testing = "omnidist_kubernetes.testing:HARNESS"
     native_formats = (
-        "a Kubeflow PyTorchJob, TFJob or MPIJob manifest (YAML or JSON; several documents, or kubectl's "
-        "kind: List)",
+        "a Kubeflow PyTorchJob, TFJob or MPIJob manifest (YAML or JSON; several documents, one job each, or "
+        "kubectl's kind: List)",
     )
     opts_out = {"tuning": "Kubeflow training jobs run one configuration; a job with a tuning block is refused "
                           "(exit 3) before anything reaches the cluster",
@@ -75,6 +75,12 @@ class KubernetesBackend(CloudBackend):
 
         job, notes = importer.import_job(request)
         return job, tuple(notes)
+
+    def split_jobs(self, native: Any) -> list[Any]:
+        """Each PyTorchJob, TFJob or MPIJob of a file that holds several; pure."""
+        from omnidist_kubernetes import importer
+
+        return importer.split_jobs(native)
 
     @staticmethod
     def recognizes(native: Any) -> bool:

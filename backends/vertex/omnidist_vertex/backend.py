@@ -53,7 +53,7 @@ class VertexBackend(CloudBackend):
     )
     migration = MigrationPolicy(
         vocabulary="compute_engine",
-        shared_settings=frozenset({"machine_types", "network", "region", "service_account"}),
+        shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         machine_setting="machine_types",
         label_rules=True,
     )
