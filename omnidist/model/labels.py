@@ -45,8 +45,10 @@ class LabelRules:
         key_prefix: put before a rewritten key that does not start with a :attr:`starts_key` character.
         reserved: the key omnidist sets itself when it submits (a job may not use it).
         reserved_prefixes: key prefixes the cloud keeps for itself (``aws:``).
-        key_start: what a key starts with, in words; key_rule: the key rule in words; value_rule: the value rule in words; summary: both, for a
-            migration report.
+        key_start: what a key starts with, in words.
+        key_rule: the key rule in words.
+        value_rule: the value rule in words.
+        summary: both, for a migration report.
     """
 
     name: str
