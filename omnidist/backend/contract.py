@@ -155,6 +155,9 @@ class Backend(ABC):
     :class:`LazyClient` naming one); ``None`` for a backend that talks to no cloud."""
     migration: ClassVar[MigrationPolicy] = MigrationPolicy()
     """How its jobs move to and from other backends."""
+    strict_json: ClassVar[bool] = False
+    """Its own tools read a native ``.json`` file as strict JSON (the AWS CLI's ``--cli-input-json``):
+    a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""
     native_formats: ClassVar[tuple[str, ...]] = ()
     """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
     testing: ClassVar[str] = ""

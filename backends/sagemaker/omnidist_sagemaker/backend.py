@@ -47,6 +47,7 @@ class SageMakerBackend(CloudBackend):
     client = LazyClient("omnidist_sagemaker.client:SageMakerClient")
     testing = "omnidist_sagemaker.testing:HARNESS"
     native_formats = NATIVE_FORMATS
+    strict_json = True  # `aws sagemaker create-training-job --cli-input-json` reads JSON with json.loads
     capabilities = Capabilities(
         roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS}),
         role_frameworks={RoleName.PARAMETER_SERVERS: frozenset({Framework.TENSORFLOW})},
@@ -95,6 +96,3 @@ class SageMakerBackend(CloudBackend):
         name = job_id.rsplit("/", 1)[-1]
         return CONSOLE_URL.format(region=settings.region, page=page, name=name)
 
-
-def _mapping(value: Any) -> bool:
-    return isinstance(value, Mapping)

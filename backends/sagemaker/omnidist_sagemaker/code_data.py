@@ -258,10 +258,11 @@ def _output(name: str, out: JobOutput, notes: list[Note]) -> str:
     if name == CHECKPOINTS and not out.default:
         return platform.CHECKPOINT_PATH
     if out.default:
-        raise UnsupportedFeatureError(
-            Feature.OUTPUTS, NAME, f"SageMaker has one output place of its own, the model's; outputs.{name} "
-            "cannot be 'default' there.", f"Give outputs.{name} an s3:// URI the program writes to itself.",
-            subject=f"outputs.{name}")
+        path = f"{platform.OUTPUT_DATA}{name}"
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"outputs.{name}",
+                          message=f"written to {path}: SageMaker uploads {platform.OUTPUT_DATA} as output.tar.gz "
+                                  "beside the model"))
+        return path
     if out.scheme != "s3":
         raise foreign_uri(f"outputs.{name}", NAME, out.uri, "and write S3 (s3://BUCKET/PATH)")
     notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"outputs.{name}",

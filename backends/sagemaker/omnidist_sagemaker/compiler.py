@@ -236,7 +236,13 @@ def distribution(job: DistributedJob, nodes: int, script: bool, command: tuple[s
     per_node, gpus = processes_per_node(job), job.primary.accelerator.count if job.primary.accelerator else 0
     keys = platform.DISTRIBUTIONS
     if not script:
-        return _launched(job, per_node, command, notes)
+        launched = _launched(job, per_node, command, notes)
+        if job.parameter_servers is not None and job.parameter_servers.replicas:
+            notes.append(Note(kind=NoteKind.HINT, field="parameter_servers",
+                              message="SageMaker's parameter_server distribution starts the servers when the image is "
+                                      "built on its TensorFlow training container (the toolkit does it)"))
+            return attrs.evolve(launched, hyperparameters={keys["parameter_server"]: "true"})
+        return launched
     if job.parameter_servers is not None and job.parameter_servers.replicas:
         return Distribution(hyperparameters={keys["parameter_server"]: "true"})
     if job.framework is Framework.TENSORFLOW and job.processes_per_node == AUTO:
@@ -255,6 +261,11 @@ def distribution(job: DistributedJob, nodes: int, script: bool, command: tuple[s
 
 def _launched(job: DistributedJob, per_node: int, command: tuple[str, ...], notes: list[Note]) -> Distribution:
     if per_node == 1:
+        return Distribution()
+    if not command and job.processes_per_node == AUTO:
+        notes.append(Note(kind=NoteKind.HINT, field="processes_per_node",
+                          message=f"auto ({per_node}): SageMaker starts the image's entrypoint once per instance; it "
+                                  "starts the node's processes itself"))
         return Distribution()
     if not command:
         raise UnsupportedFeatureError(
@@ -284,6 +295,11 @@ def environment(role: EffectiveRole, job: DistributedJob) -> dict[str, str]:
     if len(env) > LIMITS["environment"]:
         raise ValidationError(f"SageMaker takes at most {LIMITS['environment']} variables, got {len(env)} (with "
                               "omnidist's runtime hints)", source=job.source, path="env")
+    long = next((k for k, v in env.items() if len(v) > LIMITS["environment_value"]), None)
+    if long is not None:
+        raise UnsupportedFeatureError(Feature.ENV, NAME, f"a SageMaker variable holds at most "
+                                      f"{LIMITS['environment_value']} characters; {long} has {len(env[long])}.",
+                                      "Shorten it, or pass the value as an input (a file in S3).", subject=f"env.{long}")
     return env
 
 
@@ -347,6 +363,35 @@ def algorithm(role: EffectiveRole, settings: SageMakerSettings, plan: code_data.
     return spec
 
 
+ARGV_VARIABLE = "OMNIDIST_ARGV_"
+"""Where an argv with a word longer than SageMaker takes is carried (``OMNIDIST_ARGV_0``, …)."""
+
+ARG_MAX = 256
+"""Characters in one ``ContainerEntrypoint`` / ``ContainerArguments`` item."""
+
+ENV_VALUE_MAX = 512
+"""Characters in one ``Environment`` value."""
+
+
+def fit_argv(spec: dict[str, Any], env: dict[str, str], notes: list[Note]) -> None:
+    """An entrypoint or argument longer than SageMaker's 256 characters (a ``bash -c`` script): the
+    whole argv, shell-quoted, goes into ``OMNIDIST_ARGV_<i>`` variables, and ``sh`` runs it."""
+    argv = [*spec.get("ContainerEntrypoint", ()), *spec.get("ContainerArguments", ())]
+    if all(len(item) <= ARG_MAX for item in argv):
+        return
+    import shlex
+
+    text = shlex.join(argv)
+    chunks = [text[i:i + ENV_VALUE_MAX] for i in range(0, len(text), ENV_VALUE_MAX)]
+    env.update({f"{ARGV_VARIABLE}{i}": chunk for i, chunk in enumerate(chunks)})
+    refs = "".join(f"${{{ARGV_VARIABLE}{i}}}" for i in range(len(chunks)))
+    spec["ContainerEntrypoint"] = ["sh", "-c", f'eval "exec {refs}"']
+    spec.pop("ContainerArguments", None)
+    notes.append(Note(kind=NoteKind.APPROXIMATED, field="command",
+                      message=f"a word of the command is longer than SageMaker's {ARG_MAX} characters: the command "
+                              f"travels in {ARGV_VARIABLE}0… and sh runs it"))
+
+
 def job_name(job: DistributedJob, notes: list[Note]) -> str:
     """The job's name as SageMaker's pattern takes it (botocore does not check it): a portable name
     ending in dashes loses them."""
@@ -399,6 +444,10 @@ def training_request(job: DistributedJob, settings: SageMakerSettings,
                                   source=job.source, path="inputs")
         request["InputDataConfig"] = [dict(c) for c in channels]
     env = environment(primary, job)
+    fit_argv(request["AlgorithmSpecification"], env, notes)
+    if len(env) > LIMITS["environment"]:
+        raise ValidationError(f"SageMaker takes at most {LIMITS['environment']} variables, got {len(env)}",
+                              source=job.source, path="env")
     if env:
         request["Environment"] = env
     if settings.subnets or settings.security_group_ids:

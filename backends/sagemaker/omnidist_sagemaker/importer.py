@@ -199,22 +199,28 @@ def _tuning_job(request: Mapping[str, Any], notes: list[Note]) -> tuple[Distribu
     if "WarmStartConfig" in request:
         notes.append(dropped_note("WarmStartConfig", DROPPED["WarmStartConfig"]))
     training = {**definition, "TrainingJobName": request.get("HyperParameterTuningJobName"),
-                "HyperParameters": definition.get("StaticHyperParameters") or {}, "Tags": request.get("Tags")}
+                "HyperParameters": definition.get("StaticHyperParameters") or {}, "Tags": request.get("Tags"),
+                **({"Region": request["Region"]} if "Region" in request else {})}
     training.pop("StaticHyperParameters", None)
     algorithm = dict(training.get("AlgorithmSpecification") or {})
     config = request["HyperParameterTuningJobConfig"]
     search = tuning.tuning_from(config, notes)
     definitions = [d for d in algorithm.get("MetricDefinitions") or [] if d.get("Name") != search.metric.name]
+    if len(definitions) < len(algorithm.get("MetricDefinitions") or []):
+        notes.append(Note(kind=NoteKind.CHANGED, field="AlgorithmSpecification.MetricDefinitions",
+                          message=f"{search.metric.name} is read from the line omnidist.runtime.report() prints, not "
+                                  "with the file's own pattern: the program reports it with report()"))
     algorithm["MetricDefinitions"] = definitions
     training["AlgorithmSpecification"] = algorithm
-    job = training_job(training, notes)
+    job = training_job(training, notes, hyper_field="StaticHyperParameters")
     return attrs.evolve(job, tuning=search), notes
 
 
 # --- the training job ----------------------------------------------------------------------------------
 
-def training_job(request: Mapping[str, Any], notes: list[Note]) -> DistributedJob:
-    """The portable job of a training request (or description)."""
+def training_job(request: Mapping[str, Any], notes: list[Note], hyper_field: str = "HyperParameters") -> DistributedJob:
+    """The portable job of a training request (or description); ``hyper_field`` is where its
+    hyperparameters were (a tuning job's are ``StaticHyperParameters``)."""
     data: dict[str, Any] = {}
     block: dict[str, Any] = {}
     for key, reason in DROPPED.items():
@@ -239,8 +245,9 @@ def training_job(request: Mapping[str, Any], notes: list[Note]) -> DistributedJo
     _outputs(request, data, block, notes)
     _stopping(request, data, block, notes)
     _distribution(hyper, data, notes)
-    _program(algorithm, hyper, data, block, notes)
+    _program(algorithm, hyper, data, block, notes, hyper_field)
     given = {str(k): str(v) for k, v in (request.get("Environment") or {}).items()}
+    _carried_argv(data, given)
     if given.get(hints.FRAMEWORK) in {f.value for f in Framework}:
         data["framework"] = given[hints.FRAMEWORK]  # what omnidist compiled it from
     env = hints.strip(given)
@@ -293,9 +300,14 @@ def _algorithm(algorithm: Mapping[str, Any], hyper: dict[str, str], data: dict[s
         notes.append(Note(kind=NoteKind.CHANGED, field="AlgorithmSpecification.TrainingInputMode",
                           message="Pipe streams records into a FIFO only SageMaker provides; other clouds mount or "
                                   "download the data"))
-    if algorithm.get("MetricDefinitions"):
-        block["metric_definitions"] = [{"Name": d.get("Name"), "Regex": d.get("Regex")}
-                                       for d in algorithm["MetricDefinitions"]]
+    definitions = algorithm.get("MetricDefinitions") or []
+    for i, item in enumerate(definitions):
+        for member in ("Name", "Regex"):
+            if not isinstance(item, Mapping) or not isinstance(item.get(member), str):
+                raise ValidationError(f"a metric definition needs both Name and Regex; this one lacks {member}",
+                                      path=f"AlgorithmSpecification.MetricDefinitions[{i}].{member}")
+    if definitions:
+        block["metric_definitions"] = [{"Name": d["Name"], "Regex": d["Regex"]} for d in definitions]
     if algorithm.get("EnableSageMakerMetricsTimeSeries"):
         block["metrics_time_series"] = True
     if algorithm.get("TrainingImageConfig"):
@@ -448,7 +460,7 @@ def _distribution(hyper: dict[str, str], data: dict[str, Any], notes: list[Note]
 
 
 def _program(algorithm: Mapping[str, Any], hyper: dict[str, str], data: dict[str, Any], block: dict[str, Any],
-             notes: list[Note]) -> None:
+             notes: list[Note], field: str = "HyperParameters") -> None:
     """The command: script mode's program and flags, or the entrypoint and arguments."""
     data.setdefault("framework", "custom")
     program = _decoded(hyper.pop(platform.PROGRAM, "")) if platform.PROGRAM in hyper else ""
@@ -464,14 +476,15 @@ def _program(algorithm: Mapping[str, Any], hyper: dict[str, str], data: dict[str
         args = [a for name, value in hyper.items() for a in (f"--{name}", _decoded(value))]
         if args:
             data["args"] = args
-            notes.append(Note(kind=NoteKind.APPROXIMATED, field="HyperParameters",
-                              message="script mode passes the hyperparameters to the program as --NAME VALUE: they "
-                                      "are its args"))
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field=field,
+                          message=f"script mode: {platform.PROGRAM} and {platform.SUBMIT_DIRECTORY} are the command "
+                                  "and the code, the toolkit's own settings are SageMaker's, and the rest reach the "
+                                  "program as --NAME VALUE: its args"))
         _prebuilt(data, notes)
         return
     if hyper:
         block["hyperparameters"] = hyper
-        notes.append(Note(kind=NoteKind.HINT, field="HyperParameters",
+        notes.append(Note(kind=NoteKind.HINT, field=field,
                           message=f"kept in {BLOCK}.hyperparameters: the image reads them from "
                                   "/opt/ml/input/config/hyperparameters.json, which other clouds do not write (pass "
                                   "them as args there)"))
@@ -525,6 +538,22 @@ def _unwrapped(entrypoint: list[str], data: dict[str, Any], notes: list[Note]) -
         if rest:
             entrypoint = rest
     return entrypoint, code
+
+
+def _carried_argv(data: dict[str, Any], env: dict[str, str]) -> None:
+    """An argv compile carried in ``OMNIDIST_ARGV_<i>`` (a word too long for SageMaker) is the command."""
+    import shlex
+
+    parts = []
+    while f"OMNIDIST_ARGV_{len(parts)}" in env:
+        parts.append(env.pop(f"OMNIDIST_ARGV_{len(parts)}"))
+    command = data.get("command") or []
+    if parts and command[:2] == ["sh", "-c"] and command[2:3] and command[2].startswith('eval "exec $'):
+        argv, code = _unwrapped(shlex.split("".join(parts)), data, [])
+        data["command"] = argv
+        data.pop("args", None)
+        if code:
+            data["code"] = code
 
 
 def _auto_processes(data: dict[str, Any]) -> None:

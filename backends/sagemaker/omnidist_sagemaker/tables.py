@@ -77,6 +77,7 @@ LIMITS: dict[str, int] = {
     "container_arguments": 100,
     "container_entrypoint": 100,
     "environment": 100,
+    "environment_value": 512,
     "hyperparameters": 100,
     "instance_groups": 5,
     "metric_definitions": 40,

@@ -392,6 +392,10 @@ def settings(url: str) -> dict[str, Any]:
 HARNESS = Harness(
     service=FakeSageMaker, settings=settings, sdk_module="boto3", check_request=check_request,
     native_builder=_hand_built, direct_submit=_direct, required_settings={"role_arn": ROLE},
+    migration_settings={"role_arn": ROLE, "staging_bucket": "s3://migrated-staging", "data_map": {
+        "azureml://": "s3://migrated-data/azureml/", "gs://": "s3://migrated-data/gs/",
+        "https://azuremlexamples.blob.core.windows.net/": "s3://migrated-data/azuremlexamples/",
+        "wasbs://datasets@azuremlexamples.blob.core.windows.net/": "s3://migrated-data/azuremlexamples/"}},
     trial_number=lambda trial: int(trial.rsplit("-", 2)[-2]),
     sample_settings={"role_arn": ROLE, "instance_types": {"primary": "ml.p3.2xlarge"}, "volume_gb": 50,
                      "base_output_dir": "s3://omnidist-test/out"})

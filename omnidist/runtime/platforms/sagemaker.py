@@ -73,6 +73,9 @@ DATA_ROOT = "/opt/ml/input/data/"
 MODEL_PATH = "/opt/ml/model"
 """What the job leaves here is uploaded to ``OutputDataConfig.S3OutputPath`` as ``model.tar.gz``."""
 
+OUTPUT_DATA = "/opt/ml/output/data/"
+"""What the job leaves here is uploaded beside the model as ``output.tar.gz``."""
+
 CHECKPOINT_PATH = "/opt/ml/checkpoints"
 """Where ``CheckpointConfig`` syncs with S3 (its default ``LocalPath``)."""
 
