@@ -5,7 +5,6 @@ is submitted or followed). Imports flow one way: tables <- compiler, importer, c
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from omnidist.kit import (

@@ -299,7 +299,8 @@ def environment(role: EffectiveRole, job: DistributedJob) -> dict[str, str]:
     if long is not None:
         raise UnsupportedFeatureError(Feature.ENV, NAME, f"a SageMaker variable holds at most "
                                       f"{LIMITS['environment_value']} characters; {long} has {len(env[long])}.",
-                                      "Shorten it, or pass the value as an input (a file in S3).", subject=f"env.{long}")
+                                      "Shorten it, or pass the value as an input (a file in S3).",
+                                      subject=f"env.{long}")
     return env
 
 
