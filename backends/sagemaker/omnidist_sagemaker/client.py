@@ -138,6 +138,13 @@ def _name_of(job_id: str) -> tuple[Optional[str], str]:
     return None, job_id
 
 
+def _instances(job: dict[str, Any]) -> int:
+    """How many instances a described training job runs on (its instance groups' together)."""
+    config = job.get("ResourceConfig") or {}
+    groups = config.get("InstanceGroups") or []
+    return sum(int(g.get("InstanceCount", 0)) for g in groups) if groups else int(config.get("InstanceCount") or 1)
+
+
 def split_s3(uri: str) -> tuple[str, str]:
     """``s3://BUCKET/KEY`` -> ``(BUCKET, KEY)``."""
     bucket, _, key = uri[len("s3://"):].partition("/")
@@ -299,8 +306,8 @@ class SageMakerClient(Client[dict]):
         return LogStart(header=(f"logs: CloudWatch Logs {LOG_GROUP}, streams {name}/…",), cursor={})
 
     def read_logs(self, job_id: str, cursor: Any, *, follow: bool) -> LogPage:
-        """The job's state, then the new events of each of its streams (``[algo-2] `` before a line
-        when the job has several hosts)."""
+        """The job's state, then the new events of each of its streams (``[algo-2] `` before each line
+        when the job runs on several instances)."""
         job = self.call(lambda: self.get_job(job_id))
         status = self._status(job_id, job)
         name = job.get("TrainingJobName")
@@ -308,11 +315,11 @@ class SageMakerClient(Client[dict]):
             return LogPage(status=status, secrets=self.secrets_of(job))
         tokens = dict(cursor or {})
         lines: list[str] = []
-        streams = self._streams(name)
-        for stream in streams:
+        several = _instances(job) > 1
+        for stream in self._streams(name):
             host = stream[len(name) + 1:].rsplit("-", 1)[0] if stream.startswith(name + "/") else stream
             for message in self._events(stream, tokens):
-                lines.append(f"[{host}] {message}" if len(streams) > 1 else message)
+                lines.append(f"[{host}] {message}" if several else message)
         return LogPage(status=status, lines=lines, secrets=self.secrets_of(job), cursor=tokens)
 
     def _streams(self, name: str) -> list[str]:
