@@ -155,6 +155,9 @@ class Backend(ABC):
     :class:`LazyClient` naming one); ``None`` for a backend that talks to no cloud."""
     migration: ClassVar[MigrationPolicy] = MigrationPolicy()
     """How its jobs move to and from other backends."""
+    emulation_settings: ClassVar[Mapping[str, Any]] = {}
+    """Settings ``omnidist run --emulate <name>`` compiles with where the job's block gives none: stand-ins
+    for what only a real account has (SageMaker's ``role_arn``); nothing is sent anywhere."""
     strict_json: ClassVar[bool] = False
     """Its own tools read a native ``.json`` file as strict JSON (the AWS CLI's ``--cli-input-json``):
     a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""

@@ -46,6 +46,7 @@ class SageMakerBackend(CloudBackend):
     client = LazyClient("omnidist_sagemaker.client:SageMakerClient")
     testing = "omnidist_sagemaker.testing:HARNESS"
     native_formats = NATIVE_FORMATS
+    emulation_settings = {"role_arn": "arn:aws:iam::000000000000:role/omnidist-local-run"}
     strict_json = True  # `aws sagemaker create-training-job --cli-input-json` reads JSON with json.loads
     capabilities = Capabilities(
         roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS}),

@@ -296,7 +296,13 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
                RESOURCE_CONFIG: json.dumps({**config, "current_host": names[rank]})}
         if decided.details.get("distribution") == "parameter_server":
             env[tf_config.VARIABLE] = json.dumps(_tf_config(slots, slot))
-        result.extend([env] * slot.processes)
+        if decided.details.get("distribution") == "mpi":  # mpirun's variables, per process
+            world, first = sum(s.processes for s in training), sum(s.processes for s in training[:rank])
+            result.extend({**env, "OMPI_COMM_WORLD_RANK": str(first + local), "OMPI_COMM_WORLD_SIZE": str(world),
+                           "OMPI_COMM_WORLD_LOCAL_RANK": str(local),
+                           "OMPI_COMM_WORLD_LOCAL_SIZE": str(slot.processes)} for local in range(slot.processes))
+        else:
+            result.extend([env] * slot.processes)
     return result
 
 
