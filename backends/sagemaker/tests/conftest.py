@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
@@ -68,9 +67,3 @@ def moto_settings(moto_url, aws_env) -> SageMakerSettings:
                              staging_bucket="s3://staging", retry_attempts=3, retry_initial_wait_s=0.01,
                              poll_interval_s=0)
 
-
-def boto(url: str, service: str) -> Any:
-    """A plain boto3 client for ``service`` on ``url`` (what a test reads back with)."""
-    import boto3
-
-    return boto3.session.Session(region_name="us-east-1").client(service, endpoint_url=url)

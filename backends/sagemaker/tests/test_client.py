@@ -17,7 +17,12 @@ from omnidist.submission.handle import JobHandle
 from omnidist.testing import Fault
 from omnidist_sagemaker.tables import LOG_GROUP
 
-from .conftest import boto
+
+def boto(url, service):
+    """A plain boto3 client for ``service`` on ``url`` (what a test reads back with)."""
+    import boto3
+
+    return boto3.session.Session(region_name="us-east-1").client(service, endpoint_url=url)
 
 JOB = {"name": "bert", "framework": "pytorch", "image": "123456789012.dkr.ecr.us-east-1.amazonaws.com/bert:1",
        "command": ["python", "train.py"], "args": ["--epochs", "2"], "env": {"WANDB_API_KEY": "wandb-secret-77"},
