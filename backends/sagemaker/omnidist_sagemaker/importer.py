@@ -151,8 +151,9 @@ def from_custom_resource(native: Mapping[str, Any], notes: list[Note]) -> dict[s
     spec = dict(native.get("spec") or {})
     request = _pascal(spec)
     name_key = "HyperParameterTuningJobName" if _operator(native) == "tuning" else "TrainingJobName"
-    if not request.get(name_key):
-        request[name_key] = (native.get("metadata") or {}).get("name")
+    metadata = native.get("metadata")
+    if not request.get(name_key) and isinstance(metadata, Mapping):
+        request[name_key] = metadata.get("name")
     if "SageMakerEndpoint" in request:
         request.pop("SageMakerEndpoint")
         notes.append(dropped_note("spec.sageMakerEndpoint", "the operator's own endpoint"))
@@ -169,6 +170,70 @@ def _without_nulls(data: Any) -> Any:
     return data
 
 
+STR, INT, BOOL, NUMBER = "string", "integer", "boolean", "number"
+SCALAR = (STR, INT, NUMBER, BOOL)
+
+_TRAINING: dict[str, Any] = {
+    "TrainingJobName": STR, "RoleArn": STR, "Region": STR,
+    "AlgorithmSpecification": {"TrainingImage": STR, "TrainingInputMode": STR, "AlgorithmName": STR,
+                               "ContainerEntrypoint": [STR], "ContainerArguments": [STR],
+                               "EnableSageMakerMetricsTimeSeries": BOOL,
+                               "MetricDefinitions": [{"Name": STR, "Regex": STR}]},
+    "HyperParameters": {"*": SCALAR}, "StaticHyperParameters": {"*": SCALAR}, "Environment": {"*": SCALAR},
+    "ResourceConfig": {"InstanceType": STR, "InstanceCount": INT, "VolumeSizeInGB": INT, "VolumeKmsKeyId": STR,
+                       "InstanceGroups": [{"InstanceGroupName": STR, "InstanceType": STR, "InstanceCount": INT}]},
+    "InputDataConfig": [{"ChannelName": STR, "InputMode": STR, "DataSource": {
+        "S3DataSource": {"S3Uri": STR, "S3DataType": STR, "S3DataDistributionType": STR}}}],
+    "OutputDataConfig": {"S3OutputPath": STR, "KmsKeyId": STR, "CompressionType": STR},
+    "StoppingCondition": {"MaxRuntimeInSeconds": INT, "MaxWaitTimeInSeconds": INT},
+    "CheckpointConfig": {"S3Uri": STR, "LocalPath": STR},
+    "VpcConfig": {"Subnets": [STR], "SecurityGroupIds": [STR]},
+    "Tags": [{"Key": STR, "Value": STR}], "EnableManagedSpotTraining": BOOL, "EnableNetworkIsolation": BOOL,
+    "EnableInterContainerTrafficEncryption": BOOL, "RetryStrategy": {"MaximumRetryAttempts": INT},
+}
+SHAPE: dict[str, Any] = {
+    **_TRAINING, "HyperParameterTuningJobName": STR, "TrainingJobDefinition": _TRAINING,
+    "TrainingJobDefinitions": [_TRAINING],
+    "HyperParameterTuningJobConfig": {
+        "Strategy": STR, "TrainingJobEarlyStoppingType": STR,
+        "HyperParameterTuningJobObjective": {"Type": STR, "MetricName": STR},
+        "ResourceLimits": {"MaxNumberOfTrainingJobs": INT, "MaxParallelTrainingJobs": INT},
+        "ParameterRanges": {kind: [{"Name": STR, "MinValue": STR, "MaxValue": STR, "ScalingType": STR,
+                                    "Values": [STR]}]
+                            for kind in ("IntegerParameterRanges", "ContinuousParameterRanges",
+                                         "CategoricalParameterRanges")}},
+}
+"""The members the importer reads and their types (the service model's); others are not read."""
+
+_CHECKS = {STR: lambda v: isinstance(v, str), BOOL: lambda v: isinstance(v, bool),
+           INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
+           NUMBER: lambda v: isinstance(v, (int, float)) and not isinstance(v, bool)}
+
+
+def check_shape(value: Any, shape: Any, path: str = "") -> None:
+    """``value`` has the types :data:`SHAPE` gives the members the importer reads.
+
+    Raises:
+        ValidationError: at the member's path, saying what it should be.
+    """
+    if isinstance(shape, dict):
+        if not isinstance(value, Mapping):
+            raise ValidationError(f"expected a mapping, got {type(value).__name__}", path=path)
+        for key, item in value.items():
+            inner = shape.get("*", shape.get(key)) if isinstance(key, str) else None
+            if inner is not None:
+                check_shape(item, inner, f"{path}.{key}" if path else str(key))
+    elif isinstance(shape, list):
+        if not isinstance(value, list):
+            raise ValidationError(f"expected a list, got {type(value).__name__}", path=path)
+        for i, item in enumerate(value):
+            check_shape(item, shape[0], f"{path}[{i}]")
+    else:
+        kinds = shape if isinstance(shape, tuple) else (shape,)
+        if not any(_CHECKS[k](value) for k in kinds):
+            raise ValidationError(f"expected a {' or '.join(kinds)}, got {value!r}", path=path)
+
+
 def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     """The portable job a SageMaker file describes, and notes on what was inferred or dropped.
 
@@ -180,7 +245,10 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
         raise ValidationError("not a SageMaker job: expected a CreateTrainingJob or CreateHyperParameterTuningJob "
                               "request, DescribeTrainingJob output, or a SageMaker operator's custom resource")
     notes: list[Note] = []
+    if _operator(native) and not isinstance(native.get("spec"), Mapping):
+        raise ValidationError("a SageMaker custom resource holds its job in spec", path="spec")
     request = from_custom_resource(native, notes) if _operator(native) else _without_nulls(dict(native))
+    check_shape(request, SHAPE)
     if "HyperParameterTuningJobConfig" in request:
         return _tuning_job(request, notes)
     return training_job(request, notes), notes

@@ -161,9 +161,12 @@ def compile_tuning(job: DistributedJob, settings: SageMakerSettings) -> Compiled
 
 # --- import ---------------------------------------------------------------------------------------
 
-def _number(text: Any, whole: bool) -> Any:
-    value = float(text)
-    return int(value) if whole else value
+def _number(text: Any, whole: bool, path: str) -> Any:
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ValidationError(f"expected a number, got {text!r}", path=path) from None
+    return int(value) if whole and value.is_integer() else value
 
 
 def tuning_from(config: Mapping[str, Any], notes: list[Note]) -> Tuning:
@@ -181,7 +184,12 @@ def tuning_from(config: Mapping[str, Any], notes: list[Note]) -> Tuning:
     for key, kind in (("IntegerParameterRanges", ParameterType.INTEGER),
                       ("ContinuousParameterRanges", ParameterType.DOUBLE),
                       ("CategoricalParameterRanges", ParameterType.CATEGORICAL)):
-        for item in ranges.get(key) or []:
+        for i, item in enumerate(ranges.get(key) or []):
+            where = f"ParameterRanges.{key}[{i}]"
+            missing = [m for m in ("Name", *(("Values",) if kind is ParameterType.CATEGORICAL else
+                                               ("MinValue", "MaxValue"))) if m not in item]
+            if missing:
+                raise ValidationError(f"a parameter range needs {', '.join(missing)}", path=f"{where}.{missing[0]}")
             name = item["Name"]
             if kind is ParameterType.CATEGORICAL:
                 parameters[name] = Parameter(type=kind, values=tuple(item["Values"]))
@@ -191,16 +199,19 @@ def tuning_from(config: Mapping[str, Any], notes: list[Note]) -> Tuning:
                 notes.append(Note(kind=NoteKind.CHANGED, field=f"ParameterRanges.{key}.{name}.ScalingType",
                                   message=f"{item['ScalingType']} became linear"))
             whole = kind is ParameterType.INTEGER
-            parameters[name] = Parameter(type=kind, min=_number(item["MinValue"], whole),
-                                         max=_number(item["MaxValue"], whole), scale=scale)
+            parameters[name] = Parameter(type=kind, min=_number(item["MinValue"], whole, f"{where}.MinValue"),
+                                         max=_number(item["MaxValue"], whole, f"{where}.MaxValue"), scale=scale)
     total = int(limits.get("MaxNumberOfTrainingJobs") or limits.get("MaxParallelTrainingJobs") or 1)
     if "MaxNumberOfTrainingJobs" not in limits:
         notes.append(Note(kind=NoteKind.DEFAULTED, field="ResourceLimits.MaxNumberOfTrainingJobs",
                           message=f"the search runs {total} trials (SageMaker's own default depends on the strategy)"))
     if not parameters:
         raise ValidationError("a tuning job searches at least one parameter", path="ParameterRanges")
-    return Tuning(metric={"name": objective.get("MetricName", "objective"),
-                          "goal": Goal(str(objective.get("Type", "Maximize")).lower()).value},
+    goal = str(objective.get("Type", "Maximize")).lower()
+    if goal not in {g.value for g in Goal}:
+        raise ValidationError(f"expected Maximize or Minimize, got {objective.get('Type')!r}",
+                              path="HyperParameterTuningJobConfig.HyperParameterTuningJobObjective.Type")
+    return Tuning(metric={"name": objective.get("MetricName", "objective"), "goal": goal},
                   parameters=parameters, algorithm=algorithm, max_trials=total,
                   parallel_trials=min(int(limits.get("MaxParallelTrainingJobs", 1)), total),
                   early_stopping=config.get("TrainingJobEarlyStoppingType") == "Auto")
