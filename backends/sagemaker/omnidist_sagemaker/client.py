@@ -64,22 +64,24 @@ AUTH = frozenset({"ExpiredTokenException", "IncompleteSignature", "InvalidClient
                   "UnrecognizedClientException", "InvalidSignatureException"})
 
 
-def session(settings: SageMakerSettings) -> Any:
-    """A boto3 session for the settings' profile and region."""
-    import boto3
-
-    return boto3.session.Session(profile_name=settings.aws_profile, region_name=settings.region)
-
-
 def aws_client(settings: SageMakerSettings, service: str) -> Any:
-    """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint."""
+    """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint
+    (one per process for the same settings: a client reads its service model once, and is thread-safe)."""
+    return _client(service, settings.region, settings.aws_profile, settings.endpoint_url, settings.credentials,
+                   settings.request_timeout_s)
+
+
+@functools.lru_cache(maxsize=32)
+def _client(service: str, region: str, profile: Optional[str], endpoint: Optional[str], credentials: str,
+            timeout: float) -> Any:
+    import boto3
     from botocore import UNSIGNED
     from botocore.config import Config
 
-    config = Config(retries={"total_max_attempts": 1}, connect_timeout=settings.request_timeout_s,
-                    read_timeout=settings.request_timeout_s,
-                    signature_version=UNSIGNED if settings.credentials == "anonymous" else None)
-    return session(settings).client(service, endpoint_url=settings.endpoint_url, config=config)
+    config = Config(retries={"total_max_attempts": 1}, connect_timeout=timeout, read_timeout=timeout,
+                    signature_version=UNSIGNED if credentials == "anonymous" else None)
+    session = boto3.session.Session(profile_name=profile, region_name=region)
+    return session.client(service, endpoint_url=endpoint, config=config)
 
 
 def _code(exc: Any) -> str:

@@ -11,6 +11,7 @@ does not check (the name pattern, 50 tags, 100 variables, 100 hyperparameters, 2
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Optional
 
 import attrs
@@ -124,20 +125,26 @@ def _named(name: str, role: EffectiveRole, job: DistributedJob, notes: list[Note
     return machine
 
 
-def _portable() -> tuple[str, ...]:
+@functools.lru_cache(maxsize=1)
+def _portable() -> frozenset[str]:
     from omnidist.kit import ACCELERATORS_BY_NAME
 
-    return tuple(ACCELERATORS_BY_NAME)
+    return frozenset(ACCELERATORS_BY_NAME)
+
+
+@functools.lru_cache(maxsize=1)
+def _offered() -> tuple[str, ...]:
+    return tuple(sorted({m.accelerator for m in catalog.MACHINES.machines if m.accelerator in _portable()}))
 
 
 def offered() -> list[str]:
     """The portable accelerators some SageMaker type carries."""
-    return sorted({m.accelerator for m in catalog.MACHINES.machines if m.accelerator in _portable()})
+    return list(_offered())
 
 
 def _pick(role: EffectiveRole, job: DistributedJob) -> Machine:
     wanted, efa = role.accelerator, _demands_efa(job, role)
-    if wanted is not None and wanted.type not in offered():
+    if wanted is not None and wanted.type not in _offered():
         raise REFUSALS[Feature.ACCELERATOR].error(Feature.ACCELERATOR, NAME, kind=wanted.type,
                                                   offered=", ".join(offered()))
     if wanted is None and role.cpus is None and role.memory_gb is None and not efa:
