@@ -12,8 +12,7 @@ import time
 import attrs
 import pytest
 
-from omnidist.kit import BackendError, ConflictError, JobState, NotFoundError, job_from_dict
-from omnidist.submission.handle import JobHandle
+from omnidist.kit import BackendError, ConflictError, JobHandle, JobState, NotFoundError, job_from_dict
 from omnidist.testing import Fault
 from omnidist_sagemaker.tables import LOG_GROUP
 
