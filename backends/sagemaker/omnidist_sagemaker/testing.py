@@ -176,9 +176,10 @@ class FakeSageMaker(FakeService):
     # --- what tests do ---------------------------------------------------------------------------
 
     def capacity(self, available: bool) -> None:
-        """New jobs wait for capacity (``Pending``) before starting, or not."""
-        waiting = ["InProgress/Pending"] * 2 if not available else []
-        self.timeline = [self.TIMELINE[0], *waiting, *self.TIMELINE[1:]]
+        """New jobs wait for capacity (two reads in ``Pending``) after starting, or not (their
+        timeline otherwise as it is: a failing one still fails)."""
+        rest = [s for s in self.timeline[1:] if s != "InProgress/Pending"]
+        self.timeline = [self.timeline[0], *(["InProgress/Pending"] * 2 if not available else []), *rest]
 
     def refuse(self, code: str, message: str) -> None:
         """Answer the next create with ``code`` (400), as SageMaker refuses a quota it lacks."""

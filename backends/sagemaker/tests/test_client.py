@@ -168,3 +168,14 @@ def test_an_unknown_job_is_not_found(backend, fake_settings, fake):
     attached = JobHandle(backend="sagemaker", id="nope", settings=fake_settings, driver=backend)
     with pytest.raises(NotFoundError):
         attached.status()
+
+
+def test_a_capacity_failure_reads_as_sagemaker_says_it(backend, fake_settings, fake):
+    fake.fail_jobs("CapacityError: Unable to provision requested ML compute capacity. Please retry using a "
+                   "different ML instance type.")
+    fake.capacity(False)
+    handle = submit(backend, fake_settings)
+    assert handle.status().state is JobState.QUEUED  # Starting, then waiting for capacity
+    assert handle.status().native_state == "InProgress/Pending"
+    final = handle.wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and final.message.startswith("CapacityError: Unable to provision")
