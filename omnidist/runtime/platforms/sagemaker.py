@@ -167,7 +167,10 @@ def _host_list(value: Any, where: str) -> list[str]:
 def _groups(config: Mapping[str, Any], where: str) -> dict[str, list[str]]:
     """Instance group name -> its hosts (empty without groups)."""
     found: dict[str, list[str]] = {}
-    for i, group in enumerate(config.get("instance_groups") or []):
+    groups = config.get("instance_groups") or []
+    if not isinstance(groups, list):
+        raise RuntimeEnvError(where, f"instance_groups: expected a list, got {groups!r}")
+    for i, group in enumerate(groups):
         if not isinstance(group, dict) or not isinstance(group.get("instance_group_name"), str):
             raise RuntimeEnvError(where, f"instance_groups[{i}]: expected {{instance_group_name, hosts}}")
         found[group["instance_group_name"]] = _host_list(group.get("hosts"), f"{where} instance_groups[{i}]")
@@ -243,8 +246,11 @@ def default_model_dir() -> str:
 
 def inputs(env: Env) -> dict[str, str]:
     """Channel name -> its folder: ``SM_CHANNEL_<NAME>``, named as ``SM_CHANNELS`` spells them."""
-    listed = json.loads(env[CHANNELS]) if env.get(CHANNELS, "").startswith("[") else []
-    names = {str(n).upper(): str(n) for n in listed}
+    try:
+        listed = json.loads(env[CHANNELS]) if env.get(CHANNELS, "").startswith("[") else []
+    except ValueError as exc:
+        raise RuntimeEnvError(CHANNELS, f"not valid JSON ({exc})") from None
+    names = {str(n).upper(): str(n) for n in listed} if isinstance(listed, list) else {}
     return {names.get(k[len(CHANNEL_PREFIX):], k[len(CHANNEL_PREFIX):].lower()): v
             for k, v in env.items() if k.startswith(CHANNEL_PREFIX) and v}
 

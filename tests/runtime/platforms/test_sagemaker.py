@@ -123,3 +123,13 @@ def test_omnidist_run_emulates_sagemaker(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "[primary-0] sagemaker primary 0 2 127.0.0.1" in done.stdout
     assert "[worker-0] sagemaker worker 1 2 127.0.0.1" in done.stdout
+
+
+@pytest.mark.parametrize("env, name", [
+    ({**TOOLKIT, "SM_CHANNELS": "[nope"}, "SM_CHANNELS"),
+    ({**TOOLKIT, "SM_RESOURCE_CONFIG": json.dumps({"hosts": ["algo-1"], "current_host": "algo-1",
+                                                   "instance_groups": 3})}, "SM_HOSTS"),
+])
+def test_malformed_channels_and_groups_are_named(env, name):
+    with pytest.raises(RuntimeEnvError, match=name):
+        context(env, argv=[])
