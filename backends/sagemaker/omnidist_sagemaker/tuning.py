@@ -119,7 +119,8 @@ def _definition(training: Mapping[str, Any], tuning: Tuning, job: DistributedJob
                                   "toolkit gets them as --NAME VALUE)"))
     algorithm.pop("EnableSageMakerMetricsTimeSeries", None)
     metric = tuning.metric.name
-    algorithm["MetricDefinitions"] = [{"Name": metric, "Regex": metric_regex(metric)}]
+    others = [d for d in algorithm.get("MetricDefinitions") or [] if d.get("Name") != metric]
+    algorithm["MetricDefinitions"] = [*others, {"Name": metric, "Regex": metric_regex(metric)}]
     definition: dict[str, Any] = {"AlgorithmSpecification": algorithm}
     if training.get("HyperParameters"):
         static = {k: v for k, v in training["HyperParameters"].items() if k not in tuning.parameters}
