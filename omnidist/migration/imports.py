@@ -41,6 +41,22 @@ def infer_framework(job: DistributedJob) -> tuple[Framework, str]:
     return Framework.CUSTOM, "nothing in the spec says; set it with --framework (pytorch, tensorflow, …)"
 
 
+def check_json(filename: str) -> None:
+    """A ``.json`` file for a backend whose tools read JSON strictly must be JSON.
+
+    Raises:
+        ValidationError: naming the file and where its JSON breaks.
+    """
+    import json
+    from pathlib import Path
+
+    try:
+        json.loads(Path(filename).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValidationError(f"not JSON ({exc}); its cloud's own tools read .json files as strict JSON",
+                              source=filename) from None
+
+
 def import_job(
     native: Native,
     source: Optional[str] = None,
@@ -85,7 +101,10 @@ def _looks_like(data: object, source: str) -> Optional[str]:
 
 def _source(data: object, source: Optional[str], filename: Optional[str]) -> str:
     try:
-        return source or detect_backend(data)
+        source = source or detect_backend(data)
+        if registry.get(source).strict_json and filename and filename.endswith(".json"):
+            check_json(filename)
+        return source
     except ValidationError as exc:
         raise (exc if exc.source else exc.with_source(filename)) from None
 

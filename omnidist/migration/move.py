@@ -13,7 +13,6 @@ import attrs
 
 from omnidist.backend import registry
 from omnidist.backend.contract import MigrationPolicy
-from omnidist.clouds import google_labels
 from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.needs import give_command, give_image
@@ -159,25 +158,26 @@ def size_for_target(job: DistributedJob, source: str, target: str) -> tuple[Dist
 
 
 def labels_for_target(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
-    """For a target that holds labels to Google Cloud's rules (its policy's ``label_rules``), tags
-    those rules refuse (other clouds allow any) rewritten into valid labels
-    (:func:`omnidist.clouds.google_labels.rewrite`): each rewrite is a change (``--strict`` refuses it), each
-    tag beyond what a job can carry is dropped."""
-    if not policy(target).label_rules or not google_labels.problems(job.labels):
+    """For a target whose labels follow rules (its policy's ``label_rules``: Google Cloud's labels,
+    SageMaker's tags), tags those rules refuse (other clouds allow them) rewritten into valid
+    labels (:meth:`omnidist.model.labels.LabelRules.rewrite`): each rewrite is a change
+    (``--strict`` refuses it), each tag beyond what a job can carry is dropped."""
+    rules = policy(target).label_rules
+    if rules is None or not rules.problems(job.labels):
         return job, []
-    rewritten, changes = google_labels.rewrite(job.labels)
+    rewritten, changes = rules.rewrite(job.labels)
     entries = [
         ReportEntry(
             fidelity="changed",
             field=f"labels.{c.tag}",
-            message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({google_labels.RULES})",
+            message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({rules.summary})",
         )
         if c.key is not None
         else ReportEntry(
             fidelity="dropped",
             field=f"labels.{c.tag}",
-            message=f"{shorten(c.tag_value)}: a Google Cloud job carries at most {google_labels.MAX_JOB_LABELS} "
-            "labels besides omnidist's own",
+            message=f"{shorten(c.tag_value)}: a job carries at most {rules.max_job_labels} {rules.name} "
+            "besides omnidist's own",
         )
         for c in changes
     ]

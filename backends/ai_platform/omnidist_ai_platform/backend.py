@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from omnidist.kit import (
+    GOOGLE_LABELS,
     Capabilities,
     CloudBackend,
     CommandLine,
@@ -59,7 +60,7 @@ class AIPlatformBackend(CloudBackend):
         shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         left_behind=LEFT_BEHIND,
         machine_setting="machine_types",
-        label_rules=True,
+        label_rules=GOOGLE_LABELS,
         module_setting="python_module",
         runs_instead={key: "runs a Python package on Google's runtime {runtime_version}"
                       for key in ("runtime_version", "python_module")},

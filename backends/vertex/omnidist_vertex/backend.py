@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omnidist.kit import (
+    GOOGLE_LABELS,
     Capabilities,
     CloudBackend,
     CommandLine,
@@ -55,7 +56,7 @@ class VertexBackend(CloudBackend):
         vocabulary="compute_engine",
         shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         machine_setting="machine_types",
-        label_rules=True,
+        label_rules=GOOGLE_LABELS,
     )
 
     def compile(self, job: DistributedJob, settings: VertexSettings) -> CompiledJob:

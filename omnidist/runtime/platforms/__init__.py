@@ -25,9 +25,10 @@ Every module of this package whose name does not start with ``_`` is a platform 
 
 Optional hooks: ``model_dir(env, argv)`` (a model folder the platform's own variable or
 argument names), ``default_model_dir()`` (where the model goes when nothing names a folder),
+``inputs(env)`` (input name -> where it is, from the platform's own variables),
 ``launched_by(ctx, env)`` (the platform already started this process as one of several on its
 node: why, else ``None``). For tuning: ``METRICS`` (where the platform's tuner reads a trial's
-metrics: ``"hypertune"`` or ``"mlflow"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
+metrics: ``"hypertune"``, ``"mlflow"`` or ``"logs"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
 (the trial this process belongs to, where the platform says it its own way) and
 ``emulate_trial(env, trial, params)`` (the variables a trial's process gets, for local tuning).
 ``claims_tf_config(spec)``: a bare ``TF_CONFIG`` (parsed) is this platform's own.
