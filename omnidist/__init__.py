@@ -35,9 +35,11 @@ _LAZY = {
     "attach": "omnidist.api",
     "compile": "omnidist.api",
     "import_native": "omnidist.migration",
+    "jobs": "omnidist.api",
+    "plan": "omnidist.placement.plan",
     "load": "omnidist.api",
     "migrate": "omnidist.migration",
-    "submit": "omnidist.api",
+    "submit": "omnidist.placement.failover",
     "use": "omnidist.config",
 }
 

@@ -255,16 +255,21 @@ class LedgerError(OmnidistError):
 
 class PlacementError(OmnidistError):
     """A placement found no profile to run the job: each was skipped (it cannot express the job)
-    or refused it (quota, capacity, a queue too long). ``attempts`` holds each one's line."""
+    or refused it (quota, capacity, a queue too long). ``attempts`` holds each one's line; the exit
+    code is 3 when every profile was skipped (no backend can express the job), else 1."""
 
     exit_code = 1
 
-    def __init__(self, message: str, attempts: Sequence[str] = ()):
-        self.attempts = tuple(attempts)
+    def __init__(self, message: str, attempts: Sequence[str] = (), *, exit_code: int = 1):
+        self.attempts, self.summary, self.exit_code = tuple(attempts), message, exit_code
         super().__init__(message + "".join(f"\n  {line}" for line in self.attempts))
 
-    def __reduce__(self):
-        return type(self), (self.args[0].split("\n", 1)[0], self.attempts)
+    def __reduce__(self):  # pickled with its keyword argument (pytest-xdist, multiprocessing)
+        return _placement_error, (self.summary, self.attempts, self.exit_code)
+
+
+def _placement_error(message: str, attempts: Sequence[str], exit_code: int) -> PlacementError:
+    return PlacementError(message, attempts, exit_code=exit_code)
 
 
 _BY_STATUS: dict[int, type[BackendError]] = {

@@ -210,6 +210,8 @@ class Footprint:
         pools: the machines, one pool per role that has replicas.
         spot: spot / preemptible / low-priority capacity.
         parallel: how many copies of :attr:`pools` run at once (a tuning job's parallel trials).
+        offered: whether the machines are there, when the backend knows it itself (this machine's
+            GPUs); ``None``: the price catalog says.
     """
 
     service: str
@@ -217,6 +219,7 @@ class Footprint:
     pools: tuple[Pool, ...] = attrs.field(default=(), converter=tuple)
     spot: bool = False
     parallel: int = 1
+    offered: Optional[bool] = None
 
     @property
     def machines(self) -> dict[str, str]:

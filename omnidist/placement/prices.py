@@ -297,7 +297,7 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
         return Priced(on_demand=None, spot=None, available=None,
                       notes=(f"the price catalog knows no service {footprint.service!r}",))
     if service.free:
-        return Priced(on_demand=0.0, spot=0.0, available=None, notes=(service.rule,))
+        return Priced(on_demand=0.0, spot=0.0, available=footprint.offered, notes=(service.rule,))
     region = footprint.region
     notes: list[str] = [] if region else ["the profile names no region: prices from rows that state none"]
     on_demand: Optional[float] = 0.0

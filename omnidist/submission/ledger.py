@@ -24,7 +24,7 @@ import sqlite3
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Optional
 
@@ -98,7 +98,7 @@ def disabled(environ: Mapping[str, str] = os.environ) -> bool:
 
 def now() -> str:
     """The time as ISO 8601 in UTC, to the second."""
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def job_hash(document: Mapping[str, Any]) -> str:
@@ -233,7 +233,7 @@ class Ledger:
 
     def _prepare(self, connection: sqlite3.Connection) -> None:
         """WAL mode and the schema, upgraded to :data:`SCHEMA_VERSION` in one transaction."""
-        connection.execute("PRAGMA busy_timeout = %d" % int(self.timeout * 1000))
+        connection.execute(f"PRAGMA busy_timeout = {int(self.timeout * 1000)}")
         version = connection.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
             raise LedgerError(f"{self.path}: the job ledger was written by a newer omnidist (schema {version}; this "
