@@ -294,16 +294,15 @@ def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Wait
             return None
         found = client.queued_shortage(handle.id, status) if client is not None else None
         if found is not None:
-            reason = f"{getattr(found, 'value', found)}: {status.message or status.state.value}"
             _end(handle, waits)
-            return reason
+            return f"{found.shortage}: {found.detail or status.state.value}"
         if status.state.terminal:  # it ended for its own reasons: not the placement's to retry
             return None
         left = deadline - waits.clock()
         if left <= 0:
             _end(handle, waits)
             return f"still {status.state.value} after --max-queue {serde.format_duration(int(queue_s))}; cancelled"
-        waits.sleep(min(poll, left) if poll else left)
+        waits.sleep(min(poll, left))
 
 
 def _end(handle: JobHandle, waits: Waits) -> None:

@@ -171,7 +171,7 @@ SERVICES: dict[str, Service] = {
         prices="vertex_ai", gpus_apart=True,
         rule="legacy AI Platform Training bills the Vertex AI custom-training prices (Vertex AI pricing page: "
              "the same except for prediction machine types)"),
-    "azure_ml": Service(
+    "azure_machine_learning": Service(
         prices="azure_vm",
         rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
              "VMs'; skypilot-catalog az_ml_vms.csv prices equal the VM prices)"),
@@ -179,7 +179,7 @@ SERVICES: dict[str, Service] = {
     "gke": Service(
         prices="compute_engine", gpus_apart=True, fees=("cluster",),
         rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
-             "(cloud.google.com/kubernetes-engine/pricing)"),
+             "(GKE pricing page; the fee row names it)"),
     "local": Service(free=True, rule="this machine: nothing to pay"),
     "sagemaker": Service(
         prices="sagemaker",

@@ -295,13 +295,17 @@ class Client(ABC, Generic[N]):
             return None
         return shortage_in(error.detail)
 
-    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[Shortage]:
+    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[ShortageError]:
         """Whether a created job that has not started says the cloud lacks quota or capacity for it
-        (a placement watching it with ``--max-queue`` moves on). Requests go through :meth:`call`.
-        The default reads a failed job's message (:func:`shortage_in`)."""
-        if status.state is JobState.FAILED:
-            return shortage_in(status.message)
-        return None
+        (a placement watching it with ``--max-queue`` moves on): the shortage, as the error the
+        placement reports, or ``None``. Requests go through :meth:`call`. The default reads a failed
+        job's message (:func:`shortage_in`)."""
+        found = shortage_in(status.message) if status.state is JobState.FAILED else None
+        return self.shortage_error(found, status.message) if found else None
+
+    def shortage_error(self, shortage: Shortage | str, message: str) -> ShortageError:
+        """The error a placement reports for a shortage this cloud met."""
+        return ShortageError(message, shortage=Shortage(shortage).value, backend=self.name)
 
     def timed_out(self, exc: BaseException) -> bool:
         """Whether a failed create timed out waiting for its answer (the server may still make it)."""

@@ -63,11 +63,14 @@ class Fault:
     delay: float = 0.0
     release: Optional[threading.Event] = attrs.field(default=None, eq=False)
     call: Optional[Callable[[], None]] = attrs.field(default=None, eq=False)
+    code: str = ""
 
     @classmethod
-    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None) -> Fault:
-        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``)."""
-        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after)
+    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None, code: str = "") -> Fault:
+        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``; ``code``: the
+        error's code as a string, as Azure APIs send it, instead of the number)."""
+        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after,
+                   code=code)
 
     @classmethod
     def reset(cls) -> Fault:
@@ -205,7 +208,10 @@ class FakeServer:
             return
         if fault and fault.kind == "status":
             headers = {} if fault.retry_after is None else {"Retry-After": str(int(fault.retry_after))}
-            _send(handler, Response(fault.status, error_body(fault.status, fault.message), headers))
+            body = error_body(fault.status, fault.message)
+            if fault.code:
+                body["error"]["code"] = fault.code
+            _send(handler, Response(fault.status, body, headers))
             return
         if fault and fault.kind == "slow":
             if fault.call is not None:

@@ -12,7 +12,7 @@ from omnidist.kit import Footprint, Note, NoteCode, Pool
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
 
-SERVICE = "azure_ml"
+SERVICE = "azure_machine_learning"
 """The price list Azure ML compute bills from (the VM prices)."""
 
 
