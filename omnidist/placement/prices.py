@@ -326,6 +326,7 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
                 spot = None
             elif spot is not None:
                 spot += row.spot * times
+    fees: list[str] = []
     for fee in service.fees:
         found = catalog.lookup(footprint.service, region, "fee", fee)  # a fee is the service's own row
         row = found.row
@@ -334,9 +335,11 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
             on_demand = spot = None
             continue
         used[row.key] = row
-        notes.append(f"{footprint.service} {fee} fee {row.on_demand:g} USD/h included ({row.source})")
+        fees.append(f"{footprint.service} {fee} fee {row.on_demand:g} USD/h included ({row.source})")
         on_demand = None if on_demand is None else on_demand + row.on_demand
         spot = None if spot is None else spot + row.on_demand
+    if on_demand is not None:
+        notes.extend(fees)
     if missing:
         where = f" in {region}" if region else ""
         notes.append(f"no {service.prices} list price{where} for {', '.join(dict.fromkeys(missing))}: "

@@ -98,14 +98,14 @@ def clouds(tmp_path, monkeypatch) -> Iterator[dict[str, Fake]]:
 
 @attrs.define
 class Clock:
-    """A clock that moves only when the placement sleeps."""
+    """A clock that moves only when the placement sleeps (at least a minute a time)."""
 
     now: float = 0.0
     sleeps: list[float] = attrs.Factory(list)
 
     def sleep(self, seconds: float) -> None:
         self.sleeps.append(seconds)
-        self.now += max(seconds, 1.0)
+        self.now += max(seconds, 60.0)  # a poll a minute: few polls, however long the wait
 
     def __call__(self) -> float:
         return self.now
