@@ -89,7 +89,7 @@ _RATE_LIMIT = re.compile(r"per (?:minute|second|hour)|rate exceeded|rate limit|t
 """Words of a request-rate limit: retried in place, never a reason to move."""
 _QUOTA = re.compile(
     r"exceeds? (?:the )?quota|quota (?:metrics )?exceed|quota (?:failure|limit|exhausted)|exceeded quota|"
-    r"insufficient quota|exceeds the allowed maximum|quota of \d+|quota exceeded", re.I)
+    r"insufficient quota|exceeds the allowed maximum|quota of \d+|quota exceeded|exceeding approved \S+ quota", re.I)
 """Words of a resource quota refusal (the clouds' own texts, see docs/placement.md)."""
 _CAPACITY = re.compile(
     r"resources are insufficient|insufficient (?:\S+ )?capacity|out of capacity|no (?:more )?capacity|stock-?out|"
