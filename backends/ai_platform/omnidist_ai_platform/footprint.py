@@ -16,7 +16,8 @@ from omnidist_ai_platform.tables import ROLE_PREFIXES
 SERVICE = "ai_platform_training"
 """The price list legacy AI Platform Training bills from."""
 
-_SLOTS = tuple((role, prefix) for role, prefix in ROLE_PREFIXES.items() if role is not RoleName.REDUCTION_SERVERS)
+_SLOTS = tuple((role, ROLE_PREFIXES[role]) for role in RoleName if role is not RoleName.REDUCTION_SERVERS)
+"""Role -> its ``trainingInput`` prefix, in pool order (reducers sit in the parameter-server slot)."""
 
 
 def _pool(role: RoleName, machine: str, replicas: int, config: Mapping[str, Any]) -> Pool:
