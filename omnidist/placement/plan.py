@@ -183,6 +183,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
            cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> Assessed:
     """One profile: the job compiled (no network), its footprint priced, or blocked with the reason."""
     target = config.resolve(profile=name, cwd=cwd, environ=environ)
+    region = target.profile.settings.get("region") if target.profile else None
     try:
         driver = registry.get(target.backend)
         settings = config.settings_for(driver.settings_type, target.backend, target, job)
@@ -191,7 +192,6 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     except (UnsupportedFeatureError, ValidationError, ConfigError, BackendNotFoundError) as exc:
         if isinstance(exc, ValidationError) and not exc.source:
             exc = exc.with_source(job.source)
-        region = target.profile.settings.get("region") if target.profile else None
         return Assessed(row=PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
                                     blocked=str(exc).replace("\n", "; "), exit_code=exc.exit_code))
     footprint = driver.footprint(compiled, settings)
