@@ -114,7 +114,11 @@ def submit(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
 ) -> JobHandle:
-    """Compile ``job`` and create it on the backend; returns a :class:`JobHandle`."""
+    """Compile ``job`` and create it on one backend; returns a :class:`JobHandle`.
+
+    This is the bare create, recorded nowhere: ``omnidist.submit``
+    (:func:`omnidist.placement.failover.submit`) records it in the job ledger and can try several
+    profiles."""
     job, driver, resolved = prepare(job, backend, profile, settings)
     try:
         compiled = driver.compile(job, resolved)
@@ -216,9 +220,11 @@ def refresh_states(book: Any, records: list[JobRecord]) -> None:
 
     from omnidist.errors import NotFoundError, OmnidistError
 
-    def ask(record: JobRecord) -> tuple[JobRecord, dict[str, Any]]:
+    def ask(record: JobRecord, handle: Any) -> tuple[JobRecord, dict[str, Any]]:
         try:
-            status = attach_record(record).status()
+            if isinstance(handle, OmnidistError):
+                raise handle
+            status = handle.status()
         except NotFoundError as exc:
             return record, {"state": "unknown", "reason": f"the cloud no longer knows it ({exc})"}
         except OmnidistError as exc:
@@ -227,7 +233,13 @@ def refresh_states(book: Any, records: list[JobRecord]) -> None:
 
     if not records:
         return
+    handles: list[Any] = []
+    for record in records:  # the configuration is read here, once; the clouds are asked at once below
+        try:
+            handles.append(attach_record(record))
+        except OmnidistError as exc:
+            handles.append(exc)
     with ThreadPoolExecutor(max_workers=min(REFRESH_WORKERS, len(records))) as pool:
-        answers = list(pool.map(ask, records))
+        answers = list(pool.map(ask, records, handles))
     for record, fields in answers:
         book.update(record.seq, **fields)

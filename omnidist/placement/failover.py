@@ -16,6 +16,7 @@ error raised as it is.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 import uuid
@@ -257,11 +258,16 @@ def _rate(row: planning.PlanRow, job: DistributedJob) -> Optional[float]:
 
 
 def _price(candidate: _Candidate, job: DistributedJob, environ: Mapping[str, str]) -> Optional[float]:
-    """The hourly price of a plain submit, for the ledger (``None`` when unknown)."""
-    footprint = candidate.driver.footprint(candidate.compiled, candidate.settings)
-    if footprint is None:
+    """The hourly price of a plain submit, for the ledger (``None`` when unknown). Informational: a
+    price catalog or footprint that cannot be read never stops a submit (it is logged)."""
+    try:
+        footprint = candidate.driver.footprint(candidate.compiled, candidate.settings)
+        if footprint is None:
+            return None
+        priced = prices.price(footprint, prices.load(environ))
+    except Exception as exc:  # noqa: BLE001 - a price is never worth a failed submit
+        logging.getLogger("omnidist.placement").warning("no price recorded for this submit: %s", exc)
         return None
-    priced = prices.price(footprint, prices.load(environ))
     return priced.spot if job.spot else priced.on_demand
 
 

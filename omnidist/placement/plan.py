@@ -194,10 +194,15 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
             exc = exc.with_source(job.source)
         return Assessed(row=PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
                                     blocked=str(exc).replace("\n", "; "), exit_code=exc.exit_code))
-    footprint = driver.footprint(compiled, settings)
+    try:
+        footprint = driver.footprint(compiled, settings)
+    except Exception as exc:  # noqa: BLE001 - a plugin's reading of its own request: a row, not a crash
+        footprint, why = None, f"the {target.backend} backend could not say what the job runs on ({exc}): no price"
+    else:
+        why = f"the {target.backend} backend does not say what its jobs run on: no price"
     if footprint is None:
         row = PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
-                      notes=(f"the {target.backend} backend does not say what its jobs run on: no price",))
+                      notes=(why,))
         return Assessed(row=row, driver=driver, settings=settings, compiled=compiled)
     priced = prices.price(footprint, catalog)
     rate = priced.spot if spot else priced.on_demand

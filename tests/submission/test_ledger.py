@@ -183,3 +183,10 @@ def test_a_local_submit_is_recorded_and_followed_by_name(isolated):
     assert [(j["name"], j["id"], j["backend"], j["state"]) for j in listed] == [("tiny", run_id, "local", "submitted")]
     done = run_cli("status", "tiny", cwd=isolated)
     assert done.returncode == 0 and done.stdout.split()[0] in ("running", "succeeded", "queued"), done.stderr
+
+
+def test_the_job_list_is_a_table_in_notebooks(tmp_path):
+    book = Ledger(tmp_path / "jobs.db")
+    book.add(name="bert", backend="vertex", profile="gcp", state="refused", reason="quota: <no A100s>")
+    html = book.records()._repr_html_()
+    assert "omnidist jobs (1)" in html and "bert" in html and "&lt;no A100s&gt;" in html
