@@ -209,6 +209,15 @@ def _profiles(files: list[tuple[str, dict[str, Any]]]) -> dict[str, Profile]:
     return profiles
 
 
+def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """omnidist's state folder (the job ledger, refreshed prices, local runs):
+    ``$OMNIDIST_STATE_DIR``, else ``$XDG_STATE_HOME/omnidist``, else ``~/.local/state/omnidist``."""
+    if environ.get("OMNIDIST_STATE_DIR"):
+        return Path(environ["OMNIDIST_STATE_DIR"]).expanduser()
+    base = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".local" / "state")
+    return Path(base) / "omnidist"
+
+
 def profiles(*, cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> dict[str, Profile]:
     """Every profile the configuration files define, by name (nearer files win), in file order."""
     found = _lookup(cwd, environ)

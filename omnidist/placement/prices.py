@@ -133,16 +133,11 @@ def write_rows(path: Path, rows: Iterable[Row]) -> None:
     os.replace(partial, path)
 
 
-def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """omnidist's state folder: ``$OMNIDIST_STATE_DIR``, else ``$XDG_STATE_HOME/omnidist``, else
-    ``~/.local/state/omnidist``."""
-    from omnidist.submission.ledger import state_dir as ledger_state_dir
-
-    return ledger_state_dir(environ)
-
-
 def user_catalog(environ: Mapping[str, str] = os.environ) -> Path:
-    """Where ``omnidist catalog refresh`` writes the rows it rebuilt (``prices.csv`` in :func:`state_dir`)."""
+    """Where ``omnidist catalog refresh`` writes the rows it rebuilt (``prices.csv`` in omnidist's
+    state folder, :func:`omnidist.config.state_dir`)."""
+    from omnidist.config import state_dir
+
     return state_dir(environ) / "prices.csv"
 
 

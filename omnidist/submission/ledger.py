@@ -32,6 +32,7 @@ import attrs
 
 from omnidist import notebook
 from omnidist.backend.values import JobState
+from omnidist.config import state_dir
 from omnidist.errors import LedgerError
 
 DB_NAME = "jobs.db"
@@ -80,15 +81,6 @@ NOT_LIVE = frozenset({REFUSED, SKIPPED, ERROR, *(s.value for s in JobState if s.
 
 PUBLIC_KEYS = ("name", "id", "backend", "profile", "region", "url", "state", "submitted_at", "price_per_hour")
 """The keys of ``omnidist jobs -o json`` (SPEC §12)."""
-
-
-def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
-    """omnidist's state folder: ``$OMNIDIST_STATE_DIR``, else ``$XDG_STATE_HOME/omnidist``, else
-    ``~/.local/state/omnidist``."""
-    if environ.get("OMNIDIST_STATE_DIR"):
-        return Path(environ["OMNIDIST_STATE_DIR"]).expanduser()
-    base = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".local" / "state")
-    return Path(base) / "omnidist"
 
 
 def disabled(environ: Mapping[str, str] = os.environ) -> bool:
