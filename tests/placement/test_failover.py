@@ -263,6 +263,8 @@ def test_status_logs_and_cancel_find_a_placed_job_by_name_without_a_profile(clou
     done = cli("status", "placed-ddp")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split()[0] in ("queued", "pending", "running", "succeeded")
+    done = cli("logs", "placed-ddp")
+    assert done.returncode == 0, done.stderr
     done = cli("cancel", "placed-ddp")
     assert done.returncode == 0 and handle.id in done.stdout
 
@@ -290,3 +292,9 @@ def test_jobs_refresh_asks_every_cloud_at_once(clouds):
     states = {item["backend"]: item["state"] for item in json.loads(done.stdout)}
     assert not barrier.broken, "every cloud's status request was waiting at once: asked in parallel"
     assert set(states) == set(PROFILES.values()) and "submitted" not in states.values(), states
+
+
+def test_a_max_queue_that_is_no_duration_is_invalid_input(clouds):
+    with pytest.raises(errors.ValidationError, match="max_queue: 'soon' is not a duration"):
+        place("vtx,aml", max_queue="soon")
+    assert [fake.creates() for fake in clouds.values()] == [0, 0, 0, 0]
