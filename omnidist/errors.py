@@ -206,8 +206,9 @@ class ShortageError(BackendError):
     request meets the same limit), and a placement moves on to its next profile.
 
     Attributes:
-        shortage: ``"quota"`` (an account limit: GPUs, cores) or ``"capacity"`` (the cloud has no
-            machines of that kind left there).
+        shortage: ``"quota"`` (an account limit: GPUs, cores), ``"capacity"`` (the cloud has no
+            machines of that kind left there), or ``"queue"`` (a placement stopped waiting for the
+            job to start: ``--max-queue``).
     """
 
     def __init__(self, message: str, *, shortage: str, backend: str = "", status: int | None = None):

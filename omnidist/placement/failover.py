@@ -50,6 +50,9 @@ if TYPE_CHECKING:
 CONFIRM_ENDED_S = 600.0
 """How long a placement waits for a cancelled job to end before it stops (rather than make a second)."""
 
+QUEUE = "queue"
+"""The shortage of a job a placement stopped waiting for (``--max-queue``): the cloud said nothing."""
+
 Profiles = Union[str, Sequence[str], None]
 
 
@@ -172,8 +175,7 @@ def _seconds(value: Union[str, float, None]) -> Optional[float]:
     try:
         return float(serde.parse_duration(value))
     except (ValueError, TypeError) as exc:
-        raise ValidationError(f"{value!r} is not a duration; write e.g. 30m, 2h or 90s ({exc})",
-                              path="max_queue") from None
+        raise ValidationError(str(exc), path="max_queue") from None
 
 
 @attrs.frozen(kw_only=True)
@@ -219,8 +221,11 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
             errors.append(exc)
             continue
-        except BaseException as exc:
-            _record(book, seq, state=ledgers.ERROR, reason=str(exc) or type(exc).__name__)
+        except Exception as exc:  # (an interrupted create stays `creating`: its job may exist)
+            try:
+                _record(book, seq, state=ledgers.ERROR, reason=str(exc) or type(exc).__name__)
+            except LedgerError as lost:  # the create's own error matters more; say what was not recorded
+                logging.getLogger("omnidist.placement").warning("%s", lost)
             raise
         handle = handle if handle.job is not None else attrs.evolve(handle, job=job)
         _created(book, seq, handle)
@@ -233,11 +238,12 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
         if refused is None:
             _record(book, seq, state=(handle.last_status or JobStatus(state=JobState.RUNNING)).state.value)
             return handle
+        reason = refused.detail if refused.shortage == QUEUE else f"{refused.shortage}: {refused.detail}"
         attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
-                                reason=refused, job_id=handle.id))
+                                reason=reason, job_id=handle.id))
         say(f"placement: {attempts[-1].line()}")
-        _record(book, seq, state=ledgers.REFUSED, reason=refused)
-        errors.append(ShortageError(refused, shortage="capacity", backend=candidate.backend))
+        _record(book, seq, state=ledgers.REFUSED, reason=reason)
+        errors.append(refused)
     if len(candidates) == 1 and errors:
         raise errors[0]
     every = [a.line() for a in attempts if a.outcome != "created"]
@@ -288,9 +294,10 @@ def _created(book: Optional[ledgers.Ledger], seq: Optional[int], handle: JobHand
         raise LedgerError(f"{exc}. The job WAS created: {handle.id} {handle.url}".rstrip()) from None
 
 
-def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Waits) -> Optional[str]:
+def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Waits) -> Optional[ShortageError]:
     """Watch a created job until it starts (``None``), or why the placement moves on (the job then
-    confirmed ended)."""
+    confirmed ended): the shortage its cloud reported, or a queue longer than ``queue_s`` (a lack of
+    capacity, as far as a placement can tell)."""
     client = candidate.driver.connect(candidate.settings) if candidate.driver.client is not None else None
     poll = float(getattr(candidate.settings, "poll_interval_s", 15.0) or 0.0)
     deadline = waits.clock() + queue_s
@@ -301,13 +308,15 @@ def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Wait
         found = client.queued_shortage(handle.id, status) if client is not None else None
         if found is not None:
             _end(handle, waits)
-            return f"{found.shortage}: {found.detail or status.state.value}"
+            return found
         if status.state.terminal:  # it ended for its own reasons: not the placement's to retry
             return None
         left = deadline - waits.clock()
         if left <= 0:
             _end(handle, waits)
-            return f"still {status.state.value} after --max-queue {serde.format_duration(int(queue_s))}; cancelled"
+            waited = serde.format_duration(int(queue_s))
+            return ShortageError(f"still {status.state.value} after --max-queue {waited}; cancelled",
+                                 shortage=QUEUE, backend=candidate.backend)
         waits.sleep(min(poll, left))
 
 
