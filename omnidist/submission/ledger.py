@@ -217,8 +217,8 @@ class Ledger:
         if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text):
             return LedgerError(f"{self.path}: cannot write the job ledger ({text}); set OMNIDIST_STATE_DIR to a "
                                "folder you can write, or OMNIDIST_NO_LEDGER=1")
-        if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError) or \
-                "malformed" in text or "not a database" in text:
+        damaged = "malformed" in text or "not a database" in text
+        if damaged or (isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)):
             return LedgerError(f"{self.path}: the job ledger is damaged ({text}). Your jobs are unaffected; move the "
                                f"file aside (mv {self.path} {self.path}.damaged) and omnidist starts a new one")
         return LedgerError(f"{self.path}: the job ledger failed: {text}")
@@ -318,11 +318,6 @@ class Ledger:
     def placement(self, placement: str) -> JobList:
         """The attempts of one placement, in order."""
         return JobList(r for r in reversed(self.records()) if r.placement == placement)
-
-
-def open_default(environ: Mapping[str, str] = os.environ) -> Optional[Ledger]:
-    """:meth:`Ledger.default`."""
-    return Ledger.default(environ)
 
 
 def public(records: Sequence[JobRecord]) -> list[dict[str, Any]]:
