@@ -339,10 +339,9 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
         where = f" in {region}" if region else ""
         notes.append(f"no {service.prices} list price{where} for {', '.join(dict.fromkeys(missing))}: "
                      "the cost is unknown (omnidist catalog refresh rebuilds prices from the public price lists)")
-    if any(p.assumed for p in footprint.pools):
-        notes.extend(dict.fromkeys(f"{p.role}: {p.assumed}" for p in footprint.pools if p.assumed))
-    return Priced(on_demand=_cents(on_demand), spot=_cents(spot), available=_all(offered), notes=tuple(notes),
-                  sources=tuple(used.values()))
+    notes.extend(f"{p.role}: {p.assumed}" for p in footprint.pools if p.assumed)
+    return Priced(on_demand=_cents(on_demand), spot=_cents(spot), available=_all(offered),
+                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()))
 
 
 def _cents(value: Optional[float]) -> Optional[float]:
