@@ -6,8 +6,10 @@
 
 Sections: cold start (subprocess, fastest of N, interleaved), compile throughput (a 1,000-job sweep),
 submission against local fake services (sequential; then a 200-job concurrent sweep with
-faults), a local 4-replica DDP run against torchrun, and the failure paths' wall-clock
-budgets (bench/budgets.py; the tests decide those behaviours by events, not by the clock).
+faults), a local 4-replica DDP run against torchrun, the failure paths' wall-clock
+budgets (bench/budgets.py; the tests decide those behaviours by events, not by the clock), and
+placement (bench/placement.py: plan next to compile, jobs --refresh next to the slowest cloud,
+what a failover adds to a create).
 A missed goal is printed as missed, with the measured numbers.
 """
 
@@ -19,6 +21,7 @@ import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -31,6 +34,8 @@ ROOT = BENCH.parent
 sys.path.insert(0, str(BENCH))
 PY = sys.executable
 OMNIDIST = str(Path(PY).with_name("omnidist"))
+os.environ["OMNIDIST_STATE_DIR"] = tempfile.mkdtemp(prefix="omnidist-bench-state-")
+"""The bench's submits are recorded in a job ledger of its own, never in the user's."""
 START_ENV = dict(os.environ)
 """The environment the bench started with: commands run with it, not with what an SDK used in
 this process recorded in ``os.environ`` since (a cloud name another process does not know)."""
@@ -261,6 +266,16 @@ def budget_rows() -> list[Row]:
             for b in budgets.budgets()]
 
 
+def placement_rows(quick: bool) -> list[Row]:
+    """plan / compile, jobs --refresh / the slowest cloud, and what a failover adds (bench/placement.py)."""
+    import placement
+
+    rows = placement.plan_vs_compile(2 if quick else 11, _interleaved, WHEEL_ENV)
+    rows += placement.refresh_vs_slowest(1 if quick else 3)
+    rows += placement.failover_cost(1 if quick else 3)
+    return [Row(*row) for row in rows]
+
+
 def render(rows: list[Row]) -> str:
     """The rows as a Markdown table."""
     lines = ["| measure | omnidist | baseline | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
@@ -284,6 +299,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                workers=8)),
         ("local run", lambda: local_run(runs=1 if quick else 3, steps=50)),
         ("budgets", budget_rows),
+        ("placement", lambda: placement_rows(quick)),
     ]
     if args.only:
         wanted = {w.strip() for w in args.only.split(",")}

@@ -36,10 +36,12 @@ _LAZY = {
     "compile": "omnidist.api",
     "import_all": "omnidist.migration",
     "import_native": "omnidist.migration",
+    "jobs": "omnidist.api",
+    "plan": "omnidist.placement.plan",
     "load": "omnidist.api",
     "migrate": "omnidist.migration",
     "migrate_all": "omnidist.migration",
-    "submit": "omnidist.api",
+    "submit": "omnidist.placement.failover",
     "use": "omnidist.config",
 }
 

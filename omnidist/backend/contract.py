@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.values import CompiledJob, JobStatus, Note
+from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
 from omnidist.model.job import DistributedJob, Framework
@@ -224,6 +224,16 @@ class Backend(ABC):
     def console_url(self, job_id: str, settings: Any) -> str:
         """Where a person can look at the job; empty when there is no console."""
         return ""
+
+    def footprint(self, compiled: CompiledJob, settings: Any) -> Optional[Footprint]:
+        """What ``compiled`` runs on: the priced service, the region and the machines per role, read
+        from the backend's own request (``omnidist plan`` prices it; the ledger records it). Pure.
+        The default: ``None``, the backend does not say (plan shows its price as unknown)."""
+        return None
+
+    def region(self, settings: Any) -> Optional[str]:
+        """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
+        return getattr(settings, "region", None)
 
     def machine_alias(self, name: str) -> Optional[str]:
         """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google

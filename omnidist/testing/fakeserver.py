@@ -75,11 +75,14 @@ class Fault:
     delay: float = 0.0
     release: Optional[threading.Event] = attrs.field(default=None, eq=False)
     call: Optional[Callable[[], None]] = attrs.field(default=None, eq=False)
+    code: str = ""
 
     @classmethod
-    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None) -> Fault:
-        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``)."""
-        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after)
+    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None, code: str = "") -> Fault:
+        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``; ``code``: the
+        error's code as a string, as Azure APIs send it, instead of the number)."""
+        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after,
+                   code=code)
 
     @classmethod
     def reset(cls) -> Fault:
@@ -125,17 +128,26 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
 
 
+def rest_error(status: int, message: str, code: str = "") -> Response:
+    """A Google or Azure error (:func:`error_body`); ``code`` replaces the numeric ``error.code``
+    with a service's own (Azure's ``QuotaExceeded``…)."""
+    body = error_body(status, message)
+    if code:
+        body["error"]["code"] = code
+    return Response(status, body)
+
+
 @attrs.frozen(kw_only=True)
 class Protocol:
     """How a cloud's API names the operation of a request and writes an error.
 
     Attributes:
         operation_header: the header naming each call's operation (``None``: the path does).
-        error: the response an injected ``Fault.http(status, message)`` answers with.
+        error: the response an injected ``Fault.http(status, message, code=…)`` answers with.
     """
 
     operation_header: Optional[str] = None
-    error: Callable[[int, str], Response] = lambda status, message: Response(status, error_body(status, message))
+    error: Callable[[int, str, str], Response] = rest_error
 
 
 AWS_ERROR_CODES = {400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFound",
@@ -253,7 +265,7 @@ class FakeServer:
             return
         if fault and fault.kind == "status":
             headers = {} if fault.retry_after is None else {"Retry-After": str(int(fault.retry_after))}
-            error = self.protocol.error(fault.status, fault.message)
+            error = self.protocol.error(fault.status, fault.message, fault.code or "")
             _send(handler, attrs.evolve(error, headers={**error.headers, **headers}))
             return
         if fault and fault.kind == "slow":

@@ -57,6 +57,8 @@ REFUSED: dict[tuple[str, Optional[str]], str] = {
     # Bayesian sampling on Azure ML has no log-scaled double (loguniform): the search would change.
     ("vertex/compromise-heatmap-hptuning-studyspec.yaml", "azure_ml"): "tuning.parameters.learning_rate",
     ("ai_platform/census-hptuning-config.yaml", "azure_ml"): "tuning.parameters.scale-factor",
+    # SageMaker's reverse log scale takes ranges within 0 <= x < 1; [0.1, 1] reaches 1.
+    ("ai_platform/census-hptuning-config.yaml", "sagemaker"): "tuning.parameters.scale-factor",
     ("ai_platform/mimicknet-hptuning-basic-gpu.yaml", "azure_ml"): "tuning.parameters.lr",
     # Registered Azure ML data assets are not locations another cloud can read.
     **{(f"azure_ml/{file}", target): f"inputs.{name}: azureml:" for file, name in (

@@ -18,6 +18,7 @@ from omnidist.kit import (
     CommandLine,
     CompiledJob,
     DistributedJob,
+    Footprint,
     LazyClient,
     MigrationPolicy,
     Note,
@@ -94,6 +95,12 @@ class AIPlatformBackend(CloudBackend):
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+    def footprint(self, compiled: CompiledJob, settings: AIPlatformSettings) -> Footprint:
+        """Each ``trainingInput`` slot's machine, GPUs and count, priced as Vertex AI training."""
+        from omnidist_ai_platform import footprint
+
+        return footprint.footprint(compiled.request, settings)
 
     def machine_alias(self, name: str) -> Optional[str]:
         """The Compute Engine machine a deprecated legacy name (``large_model``) stands for."""

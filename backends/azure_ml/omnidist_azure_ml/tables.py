@@ -117,6 +117,20 @@ LEFT_BEHIND: dict[str, str] = {
 """Setting -> why a job moved to another backend loses meaning without it."""
 
 
+SHORTAGE_CODES: dict[str, str] = {
+    "ClusterMinNodesExceedCoreQuota": "quota",
+    "JobNodeCountExceedsCoreQuota": "quota",
+    "NotAvailableForSubscription": "capacity",
+    "QuotaExceeded": "quota",
+    "SkuNotAvailable": "capacity",
+}
+"""Azure error code -> the shortage it reports (a placement moves on): the subscription's vCPU
+quota for the VM family (``JobNodeCountExceedsCoreQuota`` "…has a Standard DSv2 family vCPU quota of
+2…", ``ClusterMinNodesExceedCoreQuota``, ``QuotaExceeded``), a size the region or subscription
+does not offer. ``OperationNotAllowed`` is read by its text ("exceeding approved LowPriorityCores
+quota"). Sources: docs/placement.md."""
+
+
 def native_state(state: str) -> JobState:
     """The portable state for an Azure status (``UNKNOWN`` for a status omnidist has not seen)."""
     return STATES.get(state, JobState.UNKNOWN)

@@ -7,13 +7,14 @@ followed. Imports flow one way: tables <- compiler / importer / client <- this f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
     DistributedJob,
+    Footprint,
     Framework,
     LazyClient,
     Note,
@@ -89,6 +90,16 @@ class KubernetesBackend(CloudBackend):
         from omnidist_kubernetes import importer
 
         return importer.recognizes(native)
+
+    def footprint(self, compiled: CompiledJob, settings: KubernetesSettings) -> Footprint:
+        """Each replica type's pods as GKE nodes in the ``gke_region`` setting (one pod per node)."""
+        from omnidist_kubernetes import footprint
+
+        return footprint.footprint(compiled.request, settings)
+
+    def region(self, settings: KubernetesSettings) -> Optional[str]:
+        """The ``gke_region`` setting."""
+        return settings.gke_region
 
     def console_url(self, job_id: str, settings: KubernetesSettings) -> str:
         """Kubernetes has no console of its own: empty (``kubectl describe`` shows the job)."""

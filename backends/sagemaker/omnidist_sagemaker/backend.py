@@ -12,6 +12,7 @@ from omnidist.kit import (
     CloudBackend,
     CompiledJob,
     DistributedJob,
+    Footprint,
     Framework,
     LazyClient,
     MigrationPolicy,
@@ -88,6 +89,13 @@ class SageMakerBackend(CloudBackend):
         from omnidist_sagemaker import importer
 
         return importer.recognizes(native)
+
+    def footprint(self, compiled: CompiledJob, settings: SageMakerSettings) -> Footprint:
+        """The instances of ``ResourceConfig`` (a tuning job's, times its trials at once), priced as
+        SageMaker training instances in the ``region`` setting."""
+        from omnidist_sagemaker import footprint
+
+        return footprint.footprint(compiled.request, settings or SageMakerSettings())
 
     def console_url(self, job_id: str, settings: SageMakerSettings) -> str:
         """The SageMaker console page of a training job (a tuning job's ARN opens its own page)."""

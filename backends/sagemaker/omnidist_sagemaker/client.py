@@ -36,6 +36,7 @@ from omnidist.kit import (
     NotFoundError,
     ObjectStore,
     PermissionDeniedError,
+    Shortage,
     TransientBackendError,
     error_for_status,
     parse_retry_after,
@@ -44,7 +45,14 @@ from omnidist.kit import (
 from omnidist_sagemaker import tuning
 from omnidist_sagemaker.code_data import CODE_OBJECT, default_bucket
 from omnidist_sagemaker.settings import SageMakerSettings
-from omnidist_sagemaker.tables import JOB_STATES, LOG_GROUP, NAME, SECONDARY_STATES, TUNING_JOB_NAME_MAX
+from omnidist_sagemaker.tables import (
+    JOB_STATES,
+    LOG_GROUP,
+    NAME,
+    SECONDARY_STATES,
+    SHORTAGE_CODES,
+    TUNING_JOB_NAME_MAX,
+)
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -173,6 +181,12 @@ class SageMakerClient(Client[dict]):
     def translate(self, exc: BaseException) -> Optional[BackendError]:
         """botocore's errors by code and status (throttling and 5xx transient)."""
         return translate_error(exc)
+
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """A quota or capacity refusal by its AWS error code (:data:`~omnidist_sagemaker.tables.SHORTAGE_CODES`:
+        ``ResourceLimitExceeded`` is the account's instance quota), else the template's reading."""
+        found = SHORTAGE_CODES.get(_code(exc))
+        return found if found is not None else super().shortage(exc, error)
 
     # --- create ------------------------------------------------------------------------------
 

@@ -9,9 +9,9 @@ import re
 import pytest
 
 import omnidist
-from omnidist.backend import registry
 from omnidist.kit import JobState, UnsupportedFeatureError, job_from_dict
 from omnidist.runtime.trials import metric_line
+from omnidist_sagemaker.importer import import_job
 from omnidist_sagemaker.testing import ROLE, request_problems
 
 SEARCH = {
@@ -98,7 +98,7 @@ def test_the_reverse_log_scale_is_sagemakers_reverse_logarithmic():
     assert request_problems(request) == []
     (momentum,) = request["HyperParameterTuningJobConfig"]["ParameterRanges"]["ContinuousParameterRanges"]
     assert momentum["ScalingType"] == "ReverseLogarithmic"
-    job, notes = registry.get("sagemaker").import_with_notes(request)
+    job, notes = import_job(request)
     assert job.tuning.parameters["momentum"].scale.value == "reverse_log"
     assert not [n for n in notes if n.field.endswith("momentum.ScalingType")]
 
@@ -112,6 +112,6 @@ def test_reverse_logarithmic_takes_ranges_below_one_only():
 def test_more_trials_at_once_than_in_all_is_all_at_once():
     request = compile_(JOB).request
     request["HyperParameterTuningJobConfig"]["ResourceLimits"]["MaxParallelTrainingJobs"] = 10
-    job, notes = registry.get("sagemaker").import_with_notes(request)
+    job, notes = import_job(request)
     assert job.tuning.parallel_trials == job.tuning.max_trials == 4
     assert any(n.field == "tuning.parallel_trials" and "all at once" in n.message for n in notes)

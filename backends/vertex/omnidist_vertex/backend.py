@@ -15,6 +15,7 @@ from omnidist.kit import (
     CommandLine,
     CompiledJob,
     DistributedJob,
+    Footprint,
     LazyClient,
     MigrationPolicy,
     Note,
@@ -89,6 +90,12 @@ class VertexBackend(CloudBackend):
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
+
+    def footprint(self, compiled: CompiledJob, settings: VertexSettings) -> Footprint:
+        """Each worker pool's machine, GPUs and replicas, priced from Vertex AI's training prices."""
+        from omnidist_vertex import footprint
+
+        return footprint.footprint(compiled.request, settings or VertexSettings())
 
     def console_url(self, job_id: str, settings: VertexSettings) -> str:
         """The Cloud Console page for ``job_id`` (a full resource name or a bare number)."""
