@@ -13,7 +13,7 @@ has to learn of the core, grouped the way a backend is written:
 - **compiling** (machine catalogs, data and code rules, command lines, runtime hints) and
   **importing** (delowering, names, durations, notes for what was left out);
 - **the client** template its ``client.py`` fills in (idempotency, log paging, retries);
-- **cloud knowledge** two or more plugins share (Compute Engine, Google Cloud labels, credentials
+- **cloud knowledge** two or more plugins share (Compute Engine, TPU slices, Google Cloud labels, credentials
   and staging, ``gcloud`` command lines);
 - **errors**, the one tree.
 
@@ -31,6 +31,8 @@ _NAMES: dict[str, str] = {
     # the job (the IR)
     "ACCELERATORS_BY_NAME": "omnidist.model.accelerators:BY_NAME",
     "canonical_accelerator": "omnidist.model.accelerators:canonical_name",
+    "GPUS_BY_NAME": "omnidist.model.accelerators:GPUS",
+    "TPUS_BY_NAME": "omnidist.model.accelerators:TPUS",
     "REFERENCE": "omnidist.model.data",
     "InputMode": "omnidist.model.data",
     "LabelRules": "omnidist.model.labels",
@@ -127,6 +129,9 @@ _NAMES: dict[str, str] = {
     "env_with_hints": "omnidist.compiler.lowering",
     "runtime_hints": "omnidist.compiler.lowering",
     "size_reducers": "omnidist.compiler.lowering",
+    "refuse_tpus": "omnidist.compiler.lowering",
+    "tpu_role": "omnidist.compiler.lowering",
+    "tpu_slice_of": "omnidist.compiler.lowering",
     # importing
     "RETIRED_GPUS": "omnidist.compiler.delowering",
     "cannot_hold": "omnidist.compiler.delowering",
@@ -182,6 +187,12 @@ _NAMES: dict[str, str] = {
     "translate_storage_error": "omnidist.clouds.google_cloud",
     "check_google_labels": "omnidist.clouds.google_labels:check_labels",
     "GOOGLE_LABELS": "omnidist.clouds.google_labels:GOOGLE",
+    "TPU_HOSTS": "omnidist.clouds.tpu",
+    "TPU_HOSTS_BY_NAME": "omnidist.clouds.tpu:HOSTS_BY_NAME",
+    "TpuSlice": "omnidist.clouds.tpu",
+    "is_default_tpu_host": "omnidist.clouds.tpu:is_default_host",
+    "slice_from_host": "omnidist.clouds.tpu",
+    "tpu_slice": "omnidist.clouds.tpu",
     # errors
     "AuthenticationError": "omnidist.errors",
     "BackendError": "omnidist.errors",

@@ -81,7 +81,7 @@ BACKENDS = LazyChoice(_installed, "backend")
 """The installed backends."""
 EMULATIONS = LazyChoice(_emulations, "platform")
 """The platforms ``omnidist run`` can emulate, the default first."""
-FRAMEWORKS = click.Choice(["pytorch", "tensorflow", "horovod", "deepspeed", "custom"])
+FRAMEWORKS = click.Choice(["pytorch", "tensorflow", "horovod", "deepspeed", "custom", "jax"])
 
 backend_option = click.option("--backend", "-b", help="Target backend (overrides the profile's).")
 profile_option = click.option("--profile", "-p", help="Profile from omnidist.toml / config.toml.")

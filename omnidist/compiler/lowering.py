@@ -15,13 +15,16 @@ from typing import Optional
 
 import attrs
 
-from omnidist.errors import Problem, ValidationError
-from omnidist.model.job import DistributedJob
+from omnidist.errors import Problem, UnsupportedFeatureError, ValidationError
+from omnidist.model.features import ROLE_FEATURES, Feature
+from omnidist.model.job import DistributedJob, Interconnect
 from omnidist.model.roles import (
     AUTO,
+    Accelerator,
     EffectiveRole,
     RoleName,
     effective_role,
+    effective_roles,
     has_gpus,
     processes_per_node,
     replica_count,
@@ -143,11 +146,34 @@ def _tensorflow_runs_one_process_per_node(job: DistributedJob) -> Optional[Probl
                    f"got {job.processes_per_node}; remove processes_per_node")
 
 
+def tpu_role(job: DistributedJob) -> Optional[EffectiveRole]:
+    """The first role (in pool order) whose replicas have a TPU, or ``None`` for a job without TPUs."""
+    return next((r for r in effective_roles(job) if r.accelerator is not None and r.accelerator.tpu), None)
+
+
+def _tpu_hosts_run_one_process(job: DistributedJob) -> Optional[Problem]:
+    if job.processes_per_node in (AUTO, 1) or tpu_role(job) is None:
+        return None
+    return Problem("processes_per_node",
+                   f"a TPU host runs one process, which drives every chip of the host (JAX, PyTorch/XLA and "
+                   f"TensorFlow alike), got {job.processes_per_node}; remove processes_per_node")
+
+
+def _tpus_have_their_own_interconnect(job: DistributedJob) -> Optional[Problem]:
+    if job.interconnect is not Interconnect.INFINIBAND or tpu_role(job) is None:
+        return None
+    return Problem("interconnect",
+                   "a TPU slice's chips talk over their own inter-chip interconnect, and Google Cloud has no "
+                   "InfiniBand; set interconnect: any")
+
+
 PORTABLE_RULES = (
     _reducers_run_without_accelerators,
     _reducers_or_parameter_servers,
     _reducers_need_gpu_trainers,
     _tensorflow_runs_one_process_per_node,
+    _tpu_hosts_run_one_process,
+    _tpus_have_their_own_interconnect,
 )
 """Rules a job breaks on every backend alike, each a function of the job returning the
 problem (or ``None``); each looks only at the roles it is about, so a job without them costs
@@ -163,3 +189,67 @@ def check_portable_rules(job: DistributedJob) -> None:
     problems = [p for rule in PORTABLE_RULES if (p := rule(job)) is not None]
     if problems:
         raise ValidationError(problems, source=job.source)
+
+
+# --- TPUs (SPEC §13) ---------------------------------------------------------------------------------
+
+TPU_BACKENDS = "vertex, ai_platform or kubernetes (GKE)"
+"""Where a TPU job compiles, for the refusals of the backends that have none."""
+
+
+def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
+    """Exit 3 naming the TPU, on a backend without TPUs (Azure ML, SageMaker, this machine).
+
+    Args:
+        job: the job being compiled.
+        backend: the backend's name.
+        why: what the backend has instead, for the message (``Azure ML offers NVIDIA GPUs``).
+
+    Raises:
+        UnsupportedFeatureError: the job has a TPU on some role.
+    """
+    role = tpu_role(job)
+    if role is None:
+        return
+    raise UnsupportedFeatureError(
+        Feature.ACCELERATOR, backend, f"{role.name.value} asks for {role.accelerator}, a Google TPU slice; {why}.",
+        f"Compile it for {TPU_BACKENDS}, or give the job GPUs.", subject=f"accelerator {role.accelerator.type}")
+
+
+def tpu_slice_of(job: DistributedJob, backend: str, layout: str) -> Optional[Accelerator]:
+    """The job's TPU slice (the primary's accelerator), after refusing every role a TPU layout
+    cannot hold (exit 3 naming the role): a TPU job is one slice, whose hosts are its nodes.
+
+    Args:
+        job: the job being compiled.
+        backend: the backend's name.
+        layout: how the platform runs a slice, for the message (``Vertex runs a slice as one
+            worker pool``).
+
+    Returns:
+        The slice, or ``None`` for a job without TPUs.
+
+    Raises:
+        UnsupportedFeatureError: a role besides the primary (workers, parameter servers,
+            evaluators, reduction servers), or a TPU on another role than the primary.
+    """
+    first = tpu_role(job)
+    if first is None:
+        return None
+    primary = effective_role(job, RoleName.PRIMARY)
+    slice_ = primary.accelerator if primary.accelerator is not None and primary.accelerator.tpu else None
+    for role in effective_roles(job):
+        if role.name is RoleName.PRIMARY:
+            continue
+        feature = ROLE_FEATURES.get(role.name.value, Feature.OTHER)
+        if slice_ is None:
+            message = (f"{role.name.value} ask for {role.accelerator}, and a TPU slice is the primary's accelerator "
+                       "(its hosts are the job's nodes)")
+            hint = f"Put the whole slice in primary.accelerator (e.g. {role.accelerator})."
+        else:
+            message = (f"{layout}; the {slice_} slice's hosts are the job's nodes, and there is no place for "
+                       f"{role.name.value}")
+            hint = ("Put every chip in primary.accelerator (its hosts become the nodes)."
+                    if role.name is RoleName.WORKERS else f"Drop {role.name.value}: a TPU job is one slice.")
+        raise UnsupportedFeatureError(feature, backend, message + ".", hint, subject=role.name.value)
+    return slice_

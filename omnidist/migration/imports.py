@@ -20,6 +20,7 @@ from omnidist.model.roles import AUTO, RoleName, auto_processes, processes_per_n
 _IMAGE_HINTS = (
     ("deepspeed", Framework.DEEPSPEED),
     ("horovod", Framework.HOROVOD),
+    ("jax", Framework.JAX),
     ("pytorch", Framework.PYTORCH),
     ("torch", Framework.PYTORCH),
     ("tensorflow", Framework.TENSORFLOW),

@@ -1,6 +1,10 @@
-"""Portable accelerator names (SPEC §1): the one vocabulary every backend maps from.
+"""Portable accelerator names (SPEC §1, §13): the one vocabulary every backend maps from.
 
-Names are case-insensitive; aliases cover the spellings users paste from cloud consoles.
+Names are case-insensitive; aliases cover the spellings users paste from cloud consoles. GPUs are
+counted in devices per replica; TPUs are counted the way Google counts them (SPEC §13): TPU v2 and
+v3 in TensorCores (``v2-8`` is one board of 4 chips, 8 cores), TPU v5e and v6e in chips, and a TPU
+count is the whole slice the job trains on, which comes only in the sizes Google sells
+(:attr:`AcceleratorInfo.sizes`).
 """
 
 from __future__ import annotations
@@ -12,12 +16,30 @@ import attrs
 
 @attrs.frozen
 class AcceleratorInfo:
-    """A portable accelerator: its canonical name, vendor model and memory per device."""
+    """A portable accelerator: its canonical name, vendor model and memory per unit counted.
+
+    Attributes:
+        unit: what a count counts: ``gpu`` (devices), ``core`` (TPU TensorCores: v2, v3) or
+            ``chip`` (TPU chips: v5e, v6e).
+        sizes: the counts a TPU slice comes in (empty for GPUs, which any count of a machine takes).
+    """
 
     name: str
     model: str
     memory_gb: int
     aliases: tuple[str, ...] = ()
+    unit: str = "gpu"
+    sizes: tuple[int, ...] = ()
+
+    @property
+    def tpu(self) -> bool:
+        """True for a Google TPU (counted in cores or chips, one slice per job)."""
+        return self.unit != "gpu"
+
+    @property
+    def topologies(self) -> bool:
+        """True when a slice has a ``topology`` (chips laid out ``AxB``: TPU v5e and later)."""
+        return self.unit == "chip"
 
 
 ACCELERATORS: tuple[AcceleratorInfo, ...] = (
@@ -32,11 +54,35 @@ ACCELERATORS: tuple[AcceleratorInfo, ...] = (
     AcceleratorInfo("P4", "NVIDIA P4", 8, ("NVIDIA_TESLA_P4",)),
     AcceleratorInfo("T4", "NVIDIA T4", 16, ("NVIDIA_TESLA_T4",)),
     AcceleratorInfo("V100", "NVIDIA V100", 16, ("NVIDIA_TESLA_V100",)),
+    # TPUs (SPEC §13). Memory is per unit counted: v2 and v3 have 16 and 32 GB of HBM per chip of
+    # two cores, v5e 16 GB and v6e 32 GB per chip (Google's TPU system-architecture pages).
+    # Sizes: v2 and v3 come as one 8-core device or as Pod slices of a multiple of 32 cores
+    # (Vertex's "32 or multiple of 32"; v2 Pods reach 512 cores, v3 Pods 2048); v5e and v6e
+    # slices are the topologies Vertex custom training and GKE list, 1 to 256 chips.
+    AcceleratorInfo("TPU-V2", "Google TPU v2", 8, ("TPU-V2-POD",), unit="core",
+                    sizes=(8, *range(32, 513, 32))),
+    AcceleratorInfo("TPU-V3", "Google TPU v3", 16, ("TPU-V3-POD",), unit="core",
+                    sizes=(8, *range(32, 2049, 32))),
+    AcceleratorInfo("TPU-V5E", "Google TPU v5e", 16, ("TPU-V5-LITE", "TPU-V5-LITEPOD", "V5LITEPOD"),
+                    unit="chip", sizes=(1, 4, 8, 16, 32, 64, 128, 256)),
+    AcceleratorInfo("TPU-V6E", "Google TPU v6e", 32, ("TPU-V6E-SLICE",), unit="chip",
+                    sizes=(1, 4, 8, 16, 32, 64, 128, 256)),
 )
-"""The portable accelerators, sorted by name."""
+"""The portable accelerators: GPUs sorted by name, then TPUs."""
 
 BY_NAME: dict[str, AcceleratorInfo] = {a.name: a for a in ACCELERATORS}
 """Canonical name -> info."""
+
+GPUS: dict[str, AcceleratorInfo] = {a.name: a for a in ACCELERATORS if not a.tpu}
+"""The GPUs (what every backend but the Google ones offers, and what ``omnidist run`` uses)."""
+
+TPUS: dict[str, AcceleratorInfo] = {a.name: a for a in ACCELERATORS if a.tpu}
+"""The TPUs (SPEC §13): Vertex, legacy AI Platform and GKE run them."""
+
+
+def is_tpu(name: object) -> bool:
+    """True for the canonical name of a TPU (``TPU-V5E``)."""
+    return isinstance(name, str) and name in TPUS
 
 _LOOKUP: dict[str, str] = {
     key.upper().replace("_", "-"): a.name for a in ACCELERATORS for key in (a.name, *a.aliases)

@@ -38,6 +38,7 @@ class Framework(str, enum.Enum):
     HOROVOD = "horovod"
     DEEPSPEED = "deepspeed"
     CUSTOM = "custom"
+    JAX = "jax"
 
 
 class Interconnect(str, enum.Enum):

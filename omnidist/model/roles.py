@@ -19,6 +19,8 @@ module sits below :mod:`omnidist.model.job`.
 from __future__ import annotations
 
 import enum
+import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, Literal, Optional, Union
 
@@ -68,16 +70,56 @@ def _canonical_accelerator(value: str) -> str:
         raise ValidationError(str(exc), path="type") from None
 
 
+TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
+"""A TPU slice's topology: chips along each axis, ``4x4`` or ``2x2x1``."""
+
+
+def topology_chips(topology: str) -> int:
+    """The chips a topology lays out: ``4x8`` -> 32."""
+    return math.prod(int(n) for n in topology.split("x"))
+
+
 @attrs.frozen(kw_only=True)
 class Accelerator:
     """``count`` devices of one portable accelerator ``type`` per replica.
 
     Accepts the ``"V100:8"`` shorthand through :meth:`parse`; ``type`` is normalized to the
-    canonical portable name (case-insensitive, aliases allowed).
+    canonical portable name (case-insensitive, aliases allowed). A TPU's ``count`` is its whole
+    slice, in cores (v2, v3) or chips (v5e, v6e), one of the sizes Google sells; a chip-counted
+    slice may name its ``topology`` (``4x4``), whose chips must be the count (SPEC §13).
     """
 
     type: str = attrs.field(converter=lambda v: _canonical_accelerator(v))
     count: int = attrs.field(default=1, validator=positive)
+    topology: Optional[str] = attrs.field(default=None)
+
+    @count.validator
+    def _slice_size(self, attribute: attrs.Attribute, value: int) -> None:
+        info = accelerators.BY_NAME[self.type]
+        if info.tpu and isinstance(value, int) and value not in info.sizes:
+            unit = "cores (8, or a multiple of 32 for a Pod slice)" if info.unit == "core" else "chips"
+            sizes = ", ".join(map(str, info.sizes)) if len(info.sizes) <= 10 else f"8, 32, 64 … {info.sizes[-1]}"
+            raise ValidationError(f"{self.type} comes in slices of {sizes} {unit}, got {value}", path="count")
+
+    @topology.validator
+    def _topology(self, attribute: attrs.Attribute, value: Optional[str]) -> None:
+        if value is None:
+            return
+        info = accelerators.BY_NAME[self.type]
+        if not info.topologies:
+            names = ", ".join(n for n, a in accelerators.TPUS.items() if a.topologies)
+            raise ValidationError(f"only TPU slices counted in chips have a topology ({names}); remove it from "
+                                  f"{self.type}", path="topology")
+        if not isinstance(value, str) or not TOPOLOGY.match(value):
+            raise ValidationError(f"expected chips per axis such as 4x4 or 2x2x1, got {value!r}", path="topology")
+        if topology_chips(value) != self.count:
+            raise ValidationError(f"{value} lays out {topology_chips(value)} chips, and count is {self.count}; make "
+                                  "them agree", path="topology")
+
+    @property
+    def tpu(self) -> bool:
+        """True for a TPU slice."""
+        return accelerators.is_tpu(self.type)
 
     @classmethod
     def parse(cls, text: str) -> Accelerator:
@@ -250,18 +292,20 @@ def num_nodes(job: DistributedJob) -> int:
     return 1 + replica_count(job, RoleName.WORKERS)
 
 
-ONE_PROCESS_PER_NODE = frozenset({"tensorflow", "custom"})
+ONE_PROCESS_PER_NODE = frozenset({"tensorflow", "custom", "jax"})
 """Frameworks whose ``processes_per_node: auto`` is one process per node: tf.distribute drives
-every GPU of a node from one process, and a custom program starts what it needs itself."""
+every GPU of a node from one process, JAX runs one process per host over all its devices, and a
+custom program starts what it needs itself."""
 
 
 def auto_processes(framework: str, accelerator: Optional[Union[Accelerator, str]]) -> int:
     """What ``processes_per_node: auto`` is for a ``framework`` (its value) on a node with
     ``accelerator``: one per accelerator (1 without any) for the frameworks that run one process
     per device (pytorch, deepspeed, horovod), 1 for those that run one per node
-    (:data:`ONE_PROCESS_PER_NODE`). Importers compare what a native job ran with it."""
-    if framework in ONE_PROCESS_PER_NODE or not isinstance(accelerator, Accelerator):
-        return 1
+    (:data:`ONE_PROCESS_PER_NODE`) and on a TPU (one process per TPU host). Importers compare
+    what a native job ran with it."""
+    if framework in ONE_PROCESS_PER_NODE or not isinstance(accelerator, Accelerator) or accelerator.tpu:
+        return 1  # a TPU host runs one process, which drives every chip of the host
     return accelerator.count
 
 
@@ -308,7 +352,8 @@ def _structure_replicas(value: Any, _: type) -> Replicas:
 # milliseconds that a command which never reads a job should not pay.
 _accelerator_fields = serde.lazy(lambda: serde.fields_structure(Accelerator))
 serde.register_structure(Accelerator, _structure_accelerator)
-serde.register_unstructure(Accelerator, lambda a: f"{a.type}:{a.count}")
+serde.register_unstructure(Accelerator, lambda a: f"{a.type}:{a.count}" if a.topology is None
+                           else {"type": a.type, "count": a.count, "topology": a.topology})
 serde.register_exact(Optional[Union[Accelerator, Literal["none"]]], _structure_role_accelerator)
 serde.register_exact(Replicas, _structure_replicas)
 serde.register_unstructure(Role, serde.lazy(lambda: serde.fields_unstructure(

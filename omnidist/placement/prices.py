@@ -23,6 +23,7 @@ import attrs
 
 from omnidist.backend.values import Footprint, Pool
 from omnidist.errors import ConfigError
+from omnidist.model import accelerators
 
 SHIPPED = Path(__file__).with_name("prices.csv")
 """The catalog that ships with omnidist."""
@@ -272,9 +273,11 @@ class Priced:
 
 
 def _pool_items(pool: Pool, service: Service) -> list[tuple[str, str, int]]:
-    """``(kind, name, how many per machine)`` rows one machine of ``pool`` is billed by."""
+    """``(kind, name, how many per machine)`` rows one machine of ``pool`` is billed by. A TPU host
+    is billed as its machine, chips included (Cloud TPU prices a TPU VM per slice-hour, host and
+    all), never as GPUs apart."""
     items = [("machine", pool.machine, 1)]
-    if service.gpus_apart and pool.accelerator and pool.count:
+    if service.gpus_apart and pool.accelerator and pool.count and not accelerators.is_tpu(pool.accelerator):
         items.append(("accelerator", pool.accelerator, pool.count))
     return items
 

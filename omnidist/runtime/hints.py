@@ -3,7 +3,7 @@ where a platform is vague (standard library only: this runs inside training cont
 
 =============================  =============================================================
 ``OMNIDIST_JOB_NAME``           the portable job's name
-``OMNIDIST_FRAMEWORK``          pytorch | tensorflow | horovod | deepspeed | custom
+``OMNIDIST_FRAMEWORK``          pytorch | tensorflow | horovod | deepspeed | custom | jax
 ``OMNIDIST_PROCESSES_PER_NODE`` processes each training node runs (resolved ``auto``)
 ``OMNIDIST_ROLE``               this replica's role (primary, worker, parameter_server,
                                 evaluator, reduction_server) where the platform gives each

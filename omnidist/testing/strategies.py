@@ -9,7 +9,7 @@ from typing import Optional
 
 from hypothesis import strategies as st
 
-from omnidist.model.accelerators import BY_NAME
+from omnidist.model.accelerators import GPUS, TPUS
 from omnidist.model.job import DistributedJob, Framework, Interconnect
 from omnidist.model.roles import Accelerator, Role
 from omnidist.model.tuning import Algorithm, Goal, Metric, Parameter, ParameterType, Scale, Tuning
@@ -24,11 +24,18 @@ envs = st.dictionaries(env_names, safe_text, max_size=3)
 images = st.from_regex(r"[a-z]{2,8}\.example/[a-z]{2,8}:[0-9]\.[0-9]", fullmatch=True)
 
 
-def accelerators_of(types=tuple(BY_NAME), counts=(1, 2, 4, 8)) -> st.SearchStrategy[Accelerator]:
-    """Accelerators drawn from the given portable types and counts."""
+def accelerators_of(types=tuple(GPUS), counts=(1, 2, 4, 8)) -> st.SearchStrategy[Accelerator]:
+    """Accelerators drawn from the given portable types and counts (default: the GPUs; TPU slices
+    come only in their own sizes, see :func:`tpu_slices`)."""
     return st.builds(
         lambda t, c: Accelerator(type=t, count=c), st.sampled_from(list(types)), st.sampled_from(list(counts))
     )
+
+
+def tpu_slices(types=tuple(TPUS)) -> st.SearchStrategy[Accelerator]:
+    """TPU slices of the sizes each TPU comes in (SPEC §13), without a topology (the default one)."""
+    return st.sampled_from(list(types)).flatmap(
+        lambda t: st.sampled_from(TPUS[t].sizes[:6]).map(lambda c: Accelerator(type=t, count=c)))
 
 
 def roles(replicas: Optional[st.SearchStrategy] = None, accelerator: Optional[st.SearchStrategy] = None,

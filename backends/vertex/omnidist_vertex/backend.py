@@ -10,6 +10,7 @@ from typing import Any
 
 from omnidist.kit import (
     GOOGLE_LABELS,
+    TPUS_BY_NAME,
     Capabilities,
     CloudBackend,
     CommandLine,
@@ -49,7 +50,7 @@ class VertexBackend(CloudBackend):
     testing = "omnidist_vertex.testing:HARNESS"
     native_formats = NATIVE_FORMATS
     capabilities = Capabilities(
-        roles=frozenset(RoleName), accelerators=frozenset(ACCELERATOR_TYPES), spot=True,
+        roles=frozenset(RoleName), accelerators=frozenset(ACCELERATOR_TYPES) | frozenset(TPUS_BY_NAME), spot=True,
         infiniband=True,  # GPUDirect RDMA, on the machines that have it
         reduction_server=True, refusals=REFUSALS,
     )

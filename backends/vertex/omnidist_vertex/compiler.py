@@ -1,8 +1,8 @@
 """Portable job -> Vertex AI CustomJob REST body. Pure: no network, no SDK import.
 
-One function per part: :func:`place` (role -> machine), :func:`reducer_count` (``auto``),
-:func:`pool_to_native` (role -> ``WorkerPoolSpec``), :func:`scheduling_to_native`,
-:func:`spec_extras` (settings -> ``CustomJobSpec`` fields). The output is the REST form:
+One function per part: :func:`place` (role -> machine; a TPU slice: :func:`place_tpu`),
+:func:`reducer_count` (``auto``), :func:`pool_to_native` (role -> ``WorkerPoolSpec``),
+:func:`scheduling_to_native`, :func:`spec_extras` (settings -> ``CustomJobSpec`` fields). The output is the REST form:
 camelCase keys, enum names, int64 (``replicaCount``) as JSON strings, as the API returns it.
 """
 
@@ -30,6 +30,7 @@ from omnidist.kit import (
     NoteCode,
     NoteKind,
     RoleName,
+    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
     check_google_labels,
@@ -39,11 +40,21 @@ from omnidist.kit import (
     format_proto_duration,
     size_reducers,
     smallest_fit,
+    tpu_slice,
+    tpu_slice_of,
 )
 from omnidist.runtime import hints
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import ACCELERATOR_TYPES, NAME, POOL_INDEX, REFUSALS, reduction_server_image
+from omnidist_vertex.tables import (
+    ACCELERATOR_TYPES,
+    CLOUD_TPU_ACCELERATORS,
+    NAME,
+    POOL_INDEX,
+    REFUSALS,
+    TPU_MACHINE,
+    reduction_server_image,
+)
 
 BACKEND = NAME
 TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
@@ -73,12 +84,22 @@ REDUCER_HINTS: dict[str, str] = {
 """What Vertex's Reduction Server documentation advises, by the case it is for."""
 
 
+TPU_LAYOUT = "Vertex runs a TPU slice as one worker pool of one replica"
+"""How Vertex holds a TPU job, for the refusal of the roles it has no place for (SPEC §13)."""
+
+TPU_RUNTIME = ("Vertex runs the slice on TPU VMs ({hosts}): the image brings the TPU runtime (jax[tpu], torch_xla, "
+               "or TensorFlow's TPU-VM wheel with libtpu), and jax.distributed.initialize() finds the hosts itself")
+"""The hint a TPU job gets (Vertex's "Training with TPU accelerators" page)."""
+
+
 @attrs.frozen(kw_only=True)
 class Placement:
-    """Where a role's replicas run: the machine type and (when the catalog knows it) its egress."""
+    """Where a role's replicas run: the machine type, (when the catalog knows it) its egress, and
+    the TPU slice it carries."""
 
     machine_type: str
     egress_gbps: Optional[float]
+    tpu: Optional[TpuSlice] = None
 
 
 def _machine_path(role: RoleName) -> str:
@@ -140,8 +161,41 @@ def _n1_default_vcpus(wanted: Accelerator) -> int:
     return min(N1_GPU_VCPUS_PER_GPU * wanted.count, rule.limits[wanted.count][0]) if rule else 0
 
 
+def place_tpu(role: EffectiveRole, settings: VertexSettings, notes: list[Note]) -> Placement:
+    """A TPU slice's machine: ``cloud-tpu`` for TPU v2/v3, else the TPU VM machine the settings
+    name (checked against the topology) or the one the slice's topology runs on."""
+    accelerator, path = role.accelerator, _machine_path(role.name)
+    named = settings.machine_types.get(role.name.value)
+    if accelerator.type in CLOUD_TPU_ACCELERATORS:
+        if named and named != TPU_MACHINE:
+            raise ValidationError(f"{accelerator.type} runs on Vertex's {TPU_MACHINE} machine, not {named}", path=path)
+        tpu, machine = tpu_slice(accelerator), TPU_MACHINE
+    else:
+        try:
+            tpu = tpu_slice(accelerator, named)
+        except ValueError as exc:
+            raise ValidationError(str(exc), path=path) from None
+        machine = tpu.host.machine_type
+        for field, asked, has in (("cpus", role.cpus, tpu.host.vcpus), ("memory_gb", role.memory_gb,
+                                                                        tpu.host.memory_gb)):
+            if asked is not None and asked > has:
+                raise ValidationError(f"{machine}, the host of a {tpu.topology} {accelerator.type} slice, has "
+                                      f"{has:g}; ask for less", path=f"{role.name.value}.{field}")
+    hosts = f"{tpu.hosts} host{'s' if tpu.hosts > 1 else ''} of {tpu.per_host} " + (
+        "chips" if tpu.host else "cores")
+    if not named:
+        shape = f", topology {tpu.topology}" if tpu.topology else ""
+        notes.append(Note(kind=NoteKind.DEFAULTED, field=path, message=f"picked {machine} ({hosts}{shape}) for "
+                          f"{accelerator}; name a machine here to choose", code=NoteCode.MACHINE_CHOSEN,
+                          data={"role": role.name.value, "machine": machine}))
+    notes.append(Note(kind=NoteKind.HINT, field="image", message=TPU_RUNTIME.format(hosts=hosts)))
+    return Placement(machine_type=machine, egress_gbps=None, tpu=tpu)
+
+
 def place(role: EffectiveRole, job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> Placement:
     """The machine for ``role``: the one the settings name (validated) or the smallest that fits."""
+    if role.accelerator is not None and role.accelerator.tpu:
+        return place_tpu(role, settings, notes)
     named = settings.machine_types.get(role.name.value)
     if named:
         machine = _check_named(named, role, job)
@@ -247,9 +301,14 @@ def container_to_native(role: EffectiveRole, job: DistributedJob, settings: Vert
 
 def pool_to_native(role: EffectiveRole, replicas: int, placement: Placement, job: DistributedJob,
                    settings: VertexSettings) -> dict[str, Any]:
-    """One ``WorkerPoolSpec``."""
+    """One ``WorkerPoolSpec`` (a TPU slice: one replica whose machine spec names the slice)."""
     machine: dict[str, Any] = {"machineType": placement.machine_type}
-    if role.accelerator is not None:
+    if placement.tpu is not None and placement.tpu.topology is not None:
+        machine["tpuTopology"] = placement.tpu.topology
+    elif placement.tpu is not None:
+        machine["acceleratorType"] = CLOUD_TPU_ACCELERATORS[role.accelerator.type]
+        machine["acceleratorCount"] = role.accelerator.count
+    elif role.accelerator is not None:
         machine["acceleratorType"] = ACCELERATOR_TYPES[role.accelerator.type]
         machine["acceleratorCount"] = role.accelerator.count
     pool: dict[str, Any] = {"machineSpec": machine, "replicaCount": str(replicas),
@@ -285,6 +344,10 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     """The CustomJob for ``job``, with diagnostics."""
     notes: list[Note] = []
     check_google_labels(job.labels)
+    if tpu_slice_of(job, BACKEND, TPU_LAYOUT) is not None and job.framework_version and not job.image:
+        raise UnsupportedFeatureError(Feature.FRAMEWORK_VERSION, BACKEND, "omnidist's table of Vertex's prebuilt "
+                                      "containers holds CPU and GPU images, not TPU ones.",
+                                      "Give the job an image with the TPU runtime (jax[tpu], torch_xla…).")
     job, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
     roles = {r.name: plan.role(r, notes) for r in effective_roles(job)}
     check_reducers(job, roles, notes)

@@ -20,9 +20,13 @@ in ``backends.vertex.base_output_dir``; a spec omnidist compiled says its output
 
 The machine types go into ``backends.vertex.machine_types`` so a Vertex -> Vertex round trip
 is exact, and each role records the vCPUs and memory of its machine; the ``OMNIDIST_*`` runtime
-hints are read (framework, processes per node) and dropped. A field the portable job cannot
-hold is dropped with a note when the job still runs without it (:data:`DROPPED_FIELDS`), and
-refused (:class:`~omnidist.errors.NotPortableError`, exit 3) when it cannot (TPUs, several packages).
+hints are read (framework, processes per node) and dropped. A TPU pool (SPEC §13) becomes the
+primary's TPU slice: ``cloud-tpu`` + ``TPU_V2``/``TPU_V3`` + cores, or a TPU VM machine
+(``ct5lp-hightpu-*``, ``ct6e-standard-*``) + ``tpuTopology``; its machine is kept only where the
+compiler would not pick it again. A field the portable job cannot hold is dropped with a note when
+the job still runs without it (:data:`DROPPED_FIELDS`), and refused
+(:class:`~omnidist.errors.NotPortableError`, exit 3) when it cannot (TPUs without a portable name,
+several packages).
 """
 
 from __future__ import annotations
@@ -37,10 +41,12 @@ import attrs
 
 from omnidist.kit import (
     REQUEST_ID_LABEL,
+    TPU_HOSTS_BY_NAME,
     Accelerator,
     CommandLine,
     DistributedJob,
     EffectiveRole,
+    Feature,
     Note,
     NoteKind,
     RoleName,
@@ -50,6 +56,7 @@ from omnidist.kit import (
     compute_engine_shape,
     delower,
     dropped_note,
+    is_default_tpu_host,
     is_package,
     job_from_dict,
     parse_proto_duration,
@@ -57,7 +64,8 @@ from omnidist.kit import (
     proto_json_keys,
     retired_gpu,
     shorten,
-    tpu_refusal,
+    slice_from_host,
+    tpu_slice,
 )
 from omnidist.runtime import hints
 from omnidist_vertex import gcloud, prebuilt
@@ -65,10 +73,12 @@ from omnidist_vertex.tables import (
     ACCELERATOR_BY_NUMBER,
     DEFAULT_REGION,
     PORTABLE_ACCELERATORS,
+    PORTABLE_CLOUD_TPUS,
     REDUCTION_SERVER_IMAGE,
     RETIRED_ACCELERATORS,
     ROLES_AT,
     STRATEGY_BY_NUMBER,
+    TPU_MACHINE,
     multi_region,
     reduction_server_image,
 )
@@ -130,7 +140,7 @@ class NativePool:
 
     index: int
     machine_type: str
-    accelerator: Optional[str]
+    accelerator: Optional[Accelerator]
     replicas: int
     image: Optional[str]
     command: tuple[str, ...]
@@ -209,25 +219,66 @@ def drop_extras(data: Mapping[str, Any], path: str, notes: list[Note]) -> None:
 # --- pools --------------------------------------------------------------------------------------
 
 
-def _accelerator(machine: Mapping[str, Any], path: str, notes: list[Note]) -> Optional[str]:
-    """``TYPE:COUNT`` of a pool's GPUs; a retired GPU is replaced (with a ``changed`` note), a TPU refused."""
+def _accelerator(machine: Mapping[str, Any], path: str, notes: list[Note]) -> Optional[Accelerator]:
+    """A pool's GPUs (a retired GPU is replaced, with a ``changed`` note) or TPU slice."""
     raw = machine.get("acceleratorType")
-    if machine.get("tpuTopology"):
-        raise tpu_refusal(f"{path}.tpuTopology")
+    machine_type = machine.get("machineType")
+    if machine_type in TPU_HOSTS_BY_NAME or machine.get("tpuTopology"):
+        return _tpu_vm(machine, path)
     if raw in (None, 0, "ACCELERATOR_TYPE_UNSPECIFIED"):
         return None
     name = _enum_name(raw, ACCELERATOR_BY_NUMBER, f"{path}.acceleratorType")
-    if name.startswith("TPU_"):
-        raise tpu_refusal(f"{path}.acceleratorType {name}")
     count = _int(machine.get("acceleratorCount"), f"{path}.acceleratorCount", default=1)
     if count < 1:
         raise ValidationError("must be >= 1 when acceleratorType is set", path=f"{path}.acceleratorCount")
+    if name in PORTABLE_CLOUD_TPUS:
+        if machine_type != TPU_MACHINE:
+            raise ValidationError(f"{name} runs on the {TPU_MACHINE} machine, not {machine_type}",
+                                  path=f"{path}.machineType")
+        return _portable_slice(PORTABLE_CLOUD_TPUS[name], count, None, f"{path}.acceleratorCount")
+    if name.startswith("TPU_"):
+        raise cannot_hold(f"accelerator {name}", "it has no portable accelerator name (the portable TPUs are "
+                          "TPU-V2, TPU-V3, TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.",
+                          feature=Feature.ACCELERATOR)
     if name in RETIRED_ACCELERATORS:
-        return str(retired_gpu(RETIRED_ACCELERATORS[name], count, f"{path}.acceleratorType", notes))
+        return retired_gpu(RETIRED_ACCELERATORS[name], count, f"{path}.acceleratorType", notes)
     if name not in PORTABLE_ACCELERATORS:
         raise cannot_hold(f"accelerator {name}", "it has no portable accelerator name.",
                           f"Portable accelerators: {', '.join(sorted(PORTABLE_ACCELERATORS.values()))}.")
-    return f"{PORTABLE_ACCELERATORS[name]}:{count}"
+    return Accelerator(type=PORTABLE_ACCELERATORS[name], count=count)
+
+
+def _tpu_vm(machine: Mapping[str, Any], path: str) -> Accelerator:
+    """The slice a TPU VM pool runs: its machine's TPU, as many chips as ``tpuTopology`` lays out."""
+    machine_type, topology = machine.get("machineType"), machine.get("tpuTopology")
+    if machine_type not in TPU_HOSTS_BY_NAME:
+        raise cannot_hold(f"{path}.machineType {machine_type}", "its TPU has no portable accelerator name (the "
+                          "portable TPU VMs are TPU-V5E and TPU-V6E: ct5lp-hightpu-* and ct6e-standard-*).",
+                          "Move the job to one of those TPUs first.", feature=Feature.ACCELERATOR)
+    if topology is not None and not isinstance(topology, str):
+        raise ValidationError(f"expected a topology such as 4x4, got {topology!r}", path=f"{path}.tpuTopology")
+    try:
+        return slice_from_host(machine_type, topology)
+    except ValueError as exc:
+        raise ValidationError(str(exc), path=f"{path}.tpuTopology") from None
+
+
+def _portable_slice(kind: str, count: int, topology: Optional[str], path: str) -> Accelerator:
+    try:
+        return Accelerator(type=kind, count=count, topology=topology)
+    except ValidationError as exc:
+        raise ValidationError(exc.problems[0].message, path=path) from None
+
+
+def _machine_setting(pool: NativePool) -> Optional[str]:
+    """The machine ``backends.vertex.machine_types`` keeps for a pool: every GPU or CPU machine; a
+    TPU pool's only where compiling the slice would not pick it again."""
+    accelerator = pool.accelerator
+    if accelerator is None or not accelerator.tpu:
+        return pool.machine_type
+    if pool.machine_type == TPU_MACHINE:
+        return None
+    return None if is_default_tpu_host(tpu_slice(accelerator, pool.machine_type)) else pool.machine_type
 
 
 def _env(value: Any, path: str) -> dict[str, str]:
@@ -320,9 +371,8 @@ def _role_of(pool: NativePool, primary_env: Mapping[str, str]) -> RoleName:
 def native_to_role(name: RoleName, pool: NativePool) -> EffectiveRole:
     """One pool as the role it runs, every value spelled out (:func:`~omnidist.compiler.delowering.delower`
     then writes it as differences from what it inherits)."""
-    accelerator = Accelerator.parse(pool.accelerator) if pool.accelerator else None
     cpus, memory_gb = compute_engine_shape(pool.machine_type) or (None, None)
-    return EffectiveRole(name=name, replicas=pool.replicas, accelerator=accelerator, cpus=cpus,
+    return EffectiveRole(name=name, replicas=pool.replicas, accelerator=pool.accelerator, cpus=cpus,
                          memory_gb=memory_gb, disk_gb=pool.disk_gb, image=pool.image, command=pool.command,
                          args=pool.args, env=hints.strip(pool.env))
 
@@ -546,7 +596,8 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     found = _pools(spec, notes)
     primary = found[0]
     pools = {_role_of(p, primary.env): p for p in found if p is not None}
-    vertex: dict[str, Any] = {"machine_types": {r.value: p.machine_type for r, p in pools.items()},
+    machines = {r.value: m for r, p in pools.items() if (m := _machine_setting(p))}
+    vertex: dict[str, Any] = {"machine_types": machines,
                               "boot_disk_type": boot_disk_type(pools, notes)}
     name = pick_name((outer.get("displayName"), primary.env.get(hints.JOB_NAME)),
                                fallback="vertex-job", missing="no displayName; called the job 'vertex-job'",
@@ -570,7 +621,7 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     job.update(pools_to_roles(pools, vertex.get("region", DEFAULT_REGION)))
     told = primary.env.get(hints.PROCESSES_PER_NODE)
     framework = str(getattr(job["framework"], "value", job["framework"]))
-    auto = auto_processes(framework, Accelerator.parse(primary.accelerator) if primary.accelerator else None)
+    auto = auto_processes(framework, primary.accelerator)
     if told and told.isdigit() and int(told) != auto:
         job["processes_per_node"] = int(told)
     _scheduling(spec.get("scheduling"), job, vertex, notes)
@@ -587,7 +638,9 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
     labels = {k: v for k, v in _mapping(outer.get("labels") or {}, "labels").items() if k != REQUEST_ID_LABEL}
     if labels:
         job["labels"] = labels
-    job["backends"] = {"vertex": {k: v for k, v in vertex.items() if v not in (None, {})}}
+    block = {k: v for k, v in vertex.items() if v not in (None, {})}
+    if block:
+        job["backends"] = {"vertex": block}
     return job_from_dict(job)
 
 
@@ -630,8 +683,8 @@ def import_native(native: Any) -> tuple[DistributedJob, list[Note]]:
 
     Raises:
         ValidationError: malformed input, naming the native field path.
-        NotPortableError: something the portable job cannot hold (Python packages, TPUs,
-            accelerators without a portable name…).
+        NotPortableError: something the portable job cannot hold (Python packages, TPUs and
+            other accelerators without a portable name…).
     """
     notes: list[Note] = []
     if isinstance(native, CommandLine):

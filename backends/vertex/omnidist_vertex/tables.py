@@ -18,6 +18,17 @@ ACCELERATOR_TYPES: dict[str, str] = dict(COMPUTE_ENGINE_ACCELERATORS)
 PORTABLE_ACCELERATORS: dict[str, str] = {v: k for k, v in ACCELERATOR_TYPES.items()}
 """Vertex ``acceleratorType`` name -> portable accelerator (derived)."""
 
+TPU_MACHINE = "cloud-tpu"
+"""The ``machineType`` of a TPU v2 or v3 pool (its ``acceleratorType`` and count say which and how
+many cores: "cloud-tpu + TPU_V2 + 8", Vertex's TPU table)."""
+
+CLOUD_TPU_ACCELERATORS: dict[str, str] = {"TPU-V2": "TPU_V2", "TPU-V3": "TPU_V3"}
+"""Portable TPU on the ``cloud-tpu`` machine -> its ``acceleratorType`` (TPU v5e and v6e are named
+by their TPU VM machine type instead, :data:`omnidist.clouds.tpu.TPU_HOSTS`, with ``tpuTopology``)."""
+
+PORTABLE_CLOUD_TPUS: dict[str, str] = {v: k for k, v in CLOUD_TPU_ACCELERATORS.items()}
+"""``acceleratorType`` of a ``cloud-tpu`` pool -> portable TPU (derived)."""
+
 ACCELERATOR_ENUM: dict[str, int] = {
     "NVIDIA_A100_80GB": 9,
     "NVIDIA_B200": 16,
@@ -42,8 +53,10 @@ NATIVE_ONLY_ACCELERATOR_ENUM: dict[str, int] = {
     "TPU_V4_POD": 10,
     "TPU_V5_LITEPOD": 12,
 }
-"""``AcceleratorType`` values without a portable name -> number: read by import (to replace a
-retired GPU, or to refuse a TPU by name), never written."""
+"""``AcceleratorType`` values without a portable GPU name -> number: read by import (a retired GPU
+is replaced, ``TPU_V2``/``TPU_V3`` on ``cloud-tpu`` are TPU v2/v3 slices, ``TPU_V5_LITEPOD`` beside a
+v5e machine says what the machine says; ``TPU_V4_POD`` has no portable name), written only for
+TPU v2/v3 pools."""
 
 RETIRED_ACCELERATORS: dict[str, str] = {"NVIDIA_TESLA_K80": "K80"}
 """``AcceleratorType`` of a GPU no cloud sells any more -> its model (see

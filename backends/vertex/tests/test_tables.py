@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from omnidist.kit import ACCELERATORS_BY_NAME, JobState, RoleName
+from omnidist.kit import ACCELERATORS_BY_NAME, GPUS_BY_NAME, TPU_HOSTS, TPUS_BY_NAME, JobState, RoleName
 from omnidist.testing.tables import table_problems
-from omnidist_vertex import compiler, tables
+from omnidist_vertex import backend, compiler, tables
 
 
 def test_every_table_is_sorted_and_documented():
@@ -25,9 +25,13 @@ def test_tables_are_sorted():
 
 
 def test_every_portable_accelerator_has_a_vertex_name_and_a_machine():
-    assert set(tables.ACCELERATOR_TYPES) == set(ACCELERATORS_BY_NAME)
-    for name in ACCELERATORS_BY_NAME:
+    assert set(tables.ACCELERATOR_TYPES) == set(GPUS_BY_NAME)
+    for name in GPUS_BY_NAME:
         assert compiler.MACHINES.ways_to_get(name), name
+    # TPUs (SPEC §13): v2 and v3 on cloud-tpu by enum, v5e and v6e by their TPU VM machines
+    assert set(tables.CLOUD_TPU_ACCELERATORS) | {h.accelerator for h in TPU_HOSTS} == set(TPUS_BY_NAME)
+    assert set(tables.CLOUD_TPU_ACCELERATORS.values()) <= set(tables.NATIVE_ONLY_ACCELERATOR_ENUM)
+    assert set(backend.VertexBackend.capabilities.accelerators) == set(ACCELERATORS_BY_NAME)
 
 
 def test_enum_numbers_match_the_sdk():

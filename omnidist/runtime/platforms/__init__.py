@@ -175,7 +175,7 @@ class JobFacts:
 
     Attributes:
         name: the job's name.
-        framework: ``pytorch``, ``tensorflow``, ``horovod``, ``deepspeed`` or ``custom``.
+        framework: ``pytorch``, ``tensorflow``, ``horovod``, ``deepspeed``, ``custom`` or ``jax``.
         replicas: runtime role -> replicas, for each role the job has (``auto`` counts 0).
         settings: the job's ``backends.<platform>`` block, with the local backend's settings of
             the same names on top where they are set.

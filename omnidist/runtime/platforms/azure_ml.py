@@ -67,6 +67,7 @@ DISTRIBUTIONS: Mapping[str, str] = {
     "custom": "pytorch",
     "deepspeed": "pytorch",
     "horovod": "mpi",
+    "jax": "pytorch",
     "pytorch": "pytorch",
     "tensorflow": "tensorflow",
 }

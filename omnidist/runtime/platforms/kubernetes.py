@@ -53,11 +53,13 @@ KINDS: Mapping[str, str] = {
     "custom": "PyTorchJob",
     "deepspeed": "PyTorchJob",
     "horovod": "MPIJob",
+    "jax": "PyTorchJob",
     "pytorch": "PyTorchJob",
     "tensorflow": "TFJob",
 }
-"""Portable framework -> the Kubeflow kind a job compiles to (custom: a PyTorchJob, whose torch
-variables any launcher can read)."""
+"""Portable framework -> the Kubeflow kind a job compiles to (custom and jax: a PyTorchJob, whose
+torch variables any launcher can read; ``jax.distributed`` takes its coordinator from them through
+:func:`omnidist.runtime.context`)."""
 
 REPLICA_TYPES: Mapping[str, Mapping[str, str]] = {
     "MPIJob": {"primary": "Worker", "worker": "Worker"},
