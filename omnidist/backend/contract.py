@@ -107,6 +107,10 @@ class MigrationPolicy:
             (given an image elsewhere, the job runs ``python -m MODULE``).
         runs_instead: settings key -> what a job with that setting runs instead of a container
             image (``{value}`` is the setting's value), for the error asking for ``--image``.
+        tpus: how its TPU jobs reach the TPU (SPEC §13): ``node`` (the program runs on a VM of its
+            own and reaches a TPU Node by name: legacy AI Platform), ``vm`` (the program runs on
+            the TPU hosts: Vertex, GKE); empty without TPUs. A TPU job moving between the two is
+            reported ``changed``.
     """
 
     vocabulary: str = ""
@@ -117,6 +121,7 @@ class MigrationPolicy:
     inputs_setting: str = ""
     module_setting: str = ""
     runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    tpus: str = ""
 
     def shares_with(self, other: MigrationPolicy) -> bool:
         """True when both backends speak the same vocabulary."""

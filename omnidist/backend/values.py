@@ -178,7 +178,7 @@ class Pool:
 
     Attributes:
         role: the role (``primary``, ``workers``, ``parameter_servers``, ``evaluators``,
-            ``reduction_servers``).
+            ``reduction_servers``), or ``tpu`` for the TPU Node beside a legacy TPU job's master.
         replicas: how many machines.
         machine: the cloud's machine type (``a2-highgpu-8g``, ``Standard_ND96asr_v4``).
         accelerator: the portable accelerator each machine carries (built in or attached), or

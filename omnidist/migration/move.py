@@ -204,10 +204,45 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
     if not policy(source).shares_with(policy(target)) and source != target:
         job, sized = size_for_target(job, source, target)
         moved += sized
+    job, tpu = tpu_hosts_for_target(job, source, target)
+    moved += tpu
     job, carried = carry_backend_block(job, source, target)
     job, relabelled = labels_for_target(job, target)
     job, code = carry_code(job, source, target)
     return job, moved + carried + relabelled + code
+
+
+TPU_WAYS = {
+    "node": "TPU Nodes: the program runs on a VM of its own and reaches the TPU over the network by name "
+            "(TPUClusterResolver(tpu=NAME), $TPU_NAME)",
+    "vm": "TPU VMs: the program runs on the TPU hosts themselves, one process per host "
+          "(TPUClusterResolver(tpu='local'), jax.distributed.initialize())",
+}
+"""A backend policy's ``tpus`` -> how its TPU jobs reach the TPU, for the report (SPEC §13)."""
+
+
+def tpu_hosts_for_target(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+    """A TPU job moving between a backend that runs TPU Nodes and one that runs TPU VMs (SPEC §13):
+    reported ``changed`` (code that finds its TPU by name must change), and the machine the program
+    ran on beside the TPU Node (named, or its vCPUs and memory) is not carried, since the TPU hosts
+    are the machines on the other side."""
+    ways = policy(source).tpus, policy(target).tpus
+    primary = effective_role(job, RoleName.PRIMARY)
+    if not (primary.accelerator and primary.accelerator.tpu) or not all(ways) or ways[0] == ways[1]:
+        return job, []
+    setting = policy(source).machine_setting
+    block = dict(job.backends.get(source, {}))
+    machines = dict(block.get(setting) or {}) if setting else {}
+    host = machines.pop(RoleName.PRIMARY.value, None) if ways[0] == "node" else None
+    if host is not None:
+        block[setting] = machines
+        job = attrs.evolve(job, backends={**job.backends, source: {k: v for k, v in block.items() if v}})
+    if ways[0] == "node":
+        job = attrs.evolve(job, primary=attrs.evolve(job.primary, cpus=None, memory_gb=None))
+    left = f"; the VM beside the TPU ({host}) is not carried" if host else ""
+    return job, [ReportEntry(fidelity="changed", field="primary.accelerator", message=(
+        f"{primary.accelerator}: {source} runs {TPU_WAYS[ways[0]]}; {target} runs {TPU_WAYS[ways[1]]}. Code that "
+        f"finds its TPU by name must change{left}"))]
 
 
 def carry_code(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:

@@ -52,7 +52,8 @@ class AIPlatformBackend(CloudBackend):
     testing = "omnidist_ai_platform.testing:HARNESS"
     native_formats = NATIVE_FORMATS
     capabilities = Capabilities(
-        roles=frozenset(RoleName), accelerators=frozenset(catalog.ACCELERATOR_TYPES), reduction_server=True,
+        roles=frozenset(RoleName), reduction_server=True,
+        accelerators=frozenset(catalog.ACCELERATOR_TYPES) | frozenset(catalog.TPU_ACCELERATORS),
         env=True,  # only through the `env K=V cmd` wrapper: needs a command
         refusals=REFUSALS,
     )
@@ -63,6 +64,7 @@ class AIPlatformBackend(CloudBackend):
         machine_setting="machine_types",
         label_rules=GOOGLE_LABELS,
         module_setting="python_module",
+        tpus="node",
         runs_instead={key: "runs a Python package on Google's runtime {runtime_version}"
                       for key in ("runtime_version", "python_module")},
     )

@@ -36,11 +36,25 @@ NATIVE_ONLY_ACCELERATORS: dict[str, str] = {
     "TPU_V3_POD": "TPU",
     "TPU_V4_POD": "TPU",
 }
-"""Legacy accelerator enum values with no portable counterpart -> what they are: a retired GPU
-model (replaced on import, see ``omnidist.compiler.delowering.RETIRED_GPUS``) or a TPU (refused)."""
+"""Legacy accelerator enum values with no portable GPU name -> what they are: a retired GPU model
+(replaced on import, see ``omnidist.compiler.delowering.RETIRED_GPUS``) or a TPU
+(:data:`TPU_ACCELERATORS`; ``TPU_V4_POD`` has no portable name and is refused)."""
 
 TPU_MACHINE = "cloud_tpu"
-"""The ``workerType`` of legacy TPU workers."""
+"""The ``workerType`` of a legacy TPU worker (``masterType`` may name it too, the API says)."""
+
+TPU_ACCELERATORS: dict[str, tuple[str, str]] = {"TPU-V2": ("TPU_V2", "TPU_V2_POD"), "TPU-V3": ("TPU_V3", "TPU_V3_POD")}
+"""Portable TPU -> its ``acceleratorConfig.type``: one 8-core device, or a Pod slice (more cores).
+Legacy AI Platform ran TPU v2 and v3 only, as TPU Nodes: the master VM runs the program and
+reaches the TPU worker over the network, by name."""
+
+PORTABLE_TPUS: dict[str, str] = {native: tpu for tpu, names in TPU_ACCELERATORS.items() for native in names}
+"""``acceleratorConfig.type`` -> portable TPU (derived)."""
+
+TPU_DEFAULT = ("TPU_V2", 8)
+"""The TPU a ``cloud_tpu`` worker without an ``acceleratorConfig`` gets, and the one ``BASIC_TPU``
+runs: one TPU v2 device of 8 cores (the legacy "using TPUs" page configures TPU v3 through
+``acceleratorConfig``; v2 with 8 cores as the default is *unconfirmed*)."""
 
 REDUCER_MACHINE = REDUCTION_SERVER_MACHINE
 """The machine the Reduction Server samples recommend for reducers (32 Gbps)."""

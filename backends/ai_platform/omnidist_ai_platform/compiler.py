@@ -2,7 +2,8 @@
 
 One function per IR part: :func:`machine_for` (hardware), :func:`replica_config` (what a replica
 runs), :func:`pool_to_native` (a role's ``<prefix>Type/Count/Config``), :func:`reducers_to_native`
-(the Reduction Server in the parameter-server slot), :func:`job_to_native` (the rest).
+(the Reduction Server in the parameter-server slot), :func:`tpu_to_native` (a TPU slice: the
+master runs the program, one ``cloud_tpu`` worker is the TPU), :func:`training_input` (the rest).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import attrs
 from omnidist.kit import (
     AUTO,
     TRAINING_ROLES,
+    Accelerator,
     CompiledJob,
     DistributedJob,
     EffectiveRole,
@@ -35,6 +37,7 @@ from omnidist.kit import (
     size_reducers,
     smallest_fit,
     start_processes,
+    tpu_slice_of,
 )
 from omnidist.runtime.launch import carry_processes_per_node
 from omnidist_ai_platform import catalog, code_data
@@ -74,10 +77,19 @@ def refuse(feature: Feature, **context: str) -> UnsupportedFeatureError:
     return REFUSALS[feature].error(feature, NAME, **context)
 
 
+TPU_LAYOUT = "legacy AI Platform runs a TPU as one cloud_tpu worker beside the master, which runs the program"
+"""How legacy AI Platform holds a TPU job, for the refusal of the roles it has no place for (SPEC §13)."""
+
+
 def refuse_accelerator(role: EffectiveRole) -> None:
     """Exit 3 for an accelerator legacy AI Platform never had."""
     kind = role.accelerator.type if role.accelerator else None
-    if kind and kind not in catalog.ACCELERATOR_TYPES:
+    if kind and role.accelerator.tpu and kind not in catalog.TPU_ACCELERATORS:
+        raise UnsupportedFeatureError(
+            Feature.ACCELERATOR, NAME, f"legacy AI Platform Training ran TPU v2 and v3 only, as TPU Nodes, not {kind}.",
+            "Compile for Vertex AI (--backend vertex) or GKE (--backend kubernetes), which run TPU VMs.",
+            subject=f"accelerator {kind}")
+    if kind and not role.accelerator.tpu and kind not in catalog.ACCELERATOR_TYPES:
         raise refuse(Feature.ACCELERATOR, kind=kind, offered=", ".join(sorted(catalog.ACCELERATOR_TYPES)))
 
 
@@ -205,6 +217,26 @@ def reducers_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
             "parameterServerConfig": {"imageUri": image}}
 
 
+def tpu_to_native(primary: EffectiveRole, tpu: Accelerator, ctx: _Context) -> dict[str, Any]:
+    """A TPU slice the legacy way: the master (a CPU machine) runs the program, and one ``cloud_tpu``
+    worker is the TPU it reaches by name (a TPU Node), with ``tpuTfVersion`` for a custom container."""
+    refuse_accelerator(primary)
+    native = pool_to_native(attrs.evolve(primary, accelerator=None), ctx)
+    device, pod = catalog.TPU_ACCELERATORS[tpu.type]
+    config: dict[str, Any] = {"acceleratorConfig": {"count": tpu.count, "type": device if tpu.count <= 8 else pod}}
+    if not ctx.settings.package_mode:
+        if not ctx.settings.tpu_tf_version:
+            raise ValidationError(
+                "required for a TPU job in a custom container: the runtime version whose TensorFlow matches the "
+                "image's (tpuTfVersion, e.g. \"2.11\"); or run a Python package on a runtime version",
+                path=f"{_SETTINGS_PATH}.tpu_tf_version")
+        config["tpuTfVersion"] = ctx.settings.tpu_tf_version
+    ctx.notes.append(Note(kind=NoteKind.HINT, field="primary.accelerator", message=(
+        f"{tpu} is a TPU Node: the master ({native['masterType']}) runs the program and reaches the TPU over the "
+        "network by name (TPUClusterResolver); TPU VM code (Vertex, GKE) runs on the TPU host itself")))
+    return {**native, "workerType": catalog.TPU_MACHINE, "workerCount": 1, "workerConfig": config}
+
+
 def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[RoleName, EffectiveRole],
               notes: list[Note]) -> None:
     """Job-wide rules: what legacy cannot express, and the container/package and tier choices."""
@@ -247,7 +279,13 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
     elif not primary.image:
         raise ValidationError("legacy AI Platform needs a container image (image:), or a Python package "
                               "(backends.ai_platform.python_module + package_uris)", path="image")
-    if settings.scale_tier != "CUSTOM" and (
+    tpu = tpu_slice_of(job, NAME, TPU_LAYOUT)
+    basic_tpu = (f"{catalog.PORTABLE_TPUS[catalog.TPU_DEFAULT[0]]}:{catalog.TPU_DEFAULT[1]}", None, None, None)
+    if settings.scale_tier == "BASIC_TPU" and (str(tpu), *primary.hardware[1:]) != basic_tpu:
+        raise ValidationError(f"BASIC_TPU runs one master and one {basic_tpu[0]} device; give the primary accelerator "
+                              f"{basic_tpu[0]} and nothing else, or use CUSTOM (the default)",
+                              path=f"{_SETTINGS_PATH}.scale_tier")
+    if settings.scale_tier not in ("CUSTOM", "BASIC_TPU") and (
             len(roles) > 1 or primary.hardware != (None, None, None, None) or settings.machine_types):
         raise ValidationError(f"{settings.scale_tier} fixes the cluster; use CUSTOM (the default) for jobs "
                               "with workers, parameter servers, evaluators, accelerators or machine sizes",
@@ -280,13 +318,18 @@ def training_input(ctx: _Context) -> dict[str, Any]:
     """``trainingInput``: the pools, then the job-wide fields, in the API's order."""
     settings, roles = ctx.settings, ctx.roles
     native: dict[str, Any] = {"scaleTier": settings.scale_tier, "region": settings.region}
-    if settings.scale_tier == "CUSTOM":
+    primary = roles[RoleName.PRIMARY]
+    tpu = primary.accelerator if primary.accelerator is not None and primary.accelerator.tpu else None
+    if settings.scale_tier == "CUSTOM" and tpu is not None:
+        native.update(tpu_to_native(primary, tpu, ctx))  # the only role a TPU job has (check_job)
+    elif settings.scale_tier == "CUSTOM":
         for role in roles.values():
             native.update(reducers_to_native(role, ctx) if role.name is RoleName.REDUCTION_SERVERS
                           else pool_to_native(role, ctx))
     else:
-        refuse_accelerator(roles[RoleName.PRIMARY])
-        config = replica_config(roles[RoleName.PRIMARY], ctx, None)
+        if tpu is None:
+            refuse_accelerator(primary)
+        config = replica_config(attrs.evolve(primary, accelerator=None), ctx, None)
         if config:
             native["masterConfig"] = config
     if use_chief(ctx):

@@ -1,7 +1,8 @@
 """What a compiled legacy AI Platform job runs on, read from its own ``trainingInput`` (for
 ``omnidist plan`` and the job ledger): each slot's machine, GPUs and count, the region, a tuning
 job's parallel trials. Legacy machine names count as the Compute Engine machines they stand for,
-with their GPUs; a scale tier as the cluster it ran. Pure."""
+with their GPUs; a scale tier as the cluster it ran; a ``cloud_tpu`` worker as the TPU it is
+(role ``tpu``, priced as Vertex's ``cloud-tpu``: one 8-core board per machine). Pure."""
 
 from __future__ import annotations
 
@@ -20,7 +21,24 @@ _SLOTS = tuple((role, ROLE_PREFIXES[role]) for role in RoleName if role is not R
 """Role -> its ``trainingInput`` prefix, in pool order (reducers sit in the parameter-server slot)."""
 
 
+TPU_POOL = "tpu"
+"""The role a TPU Node's pool is listed under (beside the master that runs the program)."""
+
+TPU_PRICED_AS = "cloud-tpu"
+"""The machine a TPU worker is priced as: Vertex's (legacy bills the Vertex AI prices)."""
+
+
+def _tpu(config: Mapping[str, Any]) -> Pool:
+    given = config.get("acceleratorConfig") or {}
+    native, cores = (given.get("type"), int(given.get("count") or 0)) if given.get("type") else catalog.TPU_DEFAULT
+    kind = catalog.PORTABLE_TPUS.get(native or "")
+    boards = max(cores // 8, 1)
+    return Pool(role=TPU_POOL, replicas=boards, machine=TPU_PRICED_AS, accelerator=kind, count=8 if kind else 0)
+
+
 def _pool(role: RoleName, machine: str, replicas: int, config: Mapping[str, Any]) -> Pool:
+    if machine == catalog.TPU_MACHINE:
+        return _tpu(config)
     gpus = config.get("acceleratorConfig") or {}
     accelerator = catalog.PORTABLE_ACCELERATORS.get(gpus.get("type", ""))
     count = int(gpus.get("count") or 0) if accelerator else 0
@@ -43,6 +61,8 @@ def _slots(training: Mapping[str, Any]) -> list[Pool]:
                 for prefix, machine, replicas in catalog.SCALE_TIER_SHAPES[tier]]
     if tier == "BASIC":
         return [_pool(RoleName.PRIMARY, "standard", 1, {})]
+    if tier == "BASIC_TPU":  # the master and its one TPU
+        return [_pool(RoleName.PRIMARY, "standard", 1, {}), _tpu({})]
     pools = []
     for role, prefix in _SLOTS:
         machine: Optional[str] = training.get(f"{prefix}Type")

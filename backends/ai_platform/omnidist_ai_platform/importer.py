@@ -5,9 +5,15 @@ typo or a wrong type is a :class:`~omnidist.errors.ValidationError` naming its f
 (``trainingInput.workerConfig.imageUri``). Then one small function per part turns it into the IR.
 
 What the portable job cannot hold is dropped with a note when the job runs without it (tuning,
-an encryption key, queueing settings) and refused when it cannot (TPUs). Scale tiers other than
-BASIC become the cluster they ran (:data:`~.catalog.SCALE_TIER_SHAPES`); K80s, which no cloud
-sells any more, become the GPU that replaces them, with a ``changed`` note.
+an encryption key, queueing settings) and refused when it cannot (a TPU v4, several TPU workers).
+Scale tiers other than BASIC become the cluster they ran (:data:`~.catalog.SCALE_TIER_SHAPES`);
+K80s, which no cloud sells any more, become the GPU that replaces them, with a ``changed`` note.
+
+A TPU job (SPEC §13) ran as a TPU Node: a master VM running the program and one ``cloud_tpu``
+worker that is the TPU (``acceleratorConfig`` TPU_V2/TPU_V3, or their Pod slices). It becomes a
+primary whose accelerator is the TPU slice; the master's machine and ``tpuTfVersion`` stay in
+``backends.ai_platform``, so compiling it back gives the same body. ``BASIC_TPU`` is the same
+layout with the tier's TPU (:data:`~.catalog.TPU_DEFAULT`).
 
 A Python-package job with one package becomes a ``module`` job (SPEC §7): ``pythonModule`` ->
 ``module``, ``packageUris`` -> ``code``, a runtime version omnidist knows (or Google's prebuilt
@@ -30,6 +36,7 @@ from omnidist.kit import (
     CommandLine,
     DistributedJob,
     EffectiveRole,
+    Feature,
     Framework,
     Machine,
     Note,
@@ -46,7 +53,6 @@ from omnidist.kit import (
     retired_gpu,
     shorten,
     structure,
-    tpu_refusal,
 )
 from omnidist_ai_platform import catalog, prebuilt
 from omnidist_ai_platform.compiler import derive_job_id
@@ -238,9 +244,7 @@ def tuning_notes(ti: NativeTrainingInput) -> list[Note]:
 
 
 def unportable(ti: NativeTrainingInput) -> list[Note]:
-    """Drop (with a note) what the job runs without; refuse TPUs (exit 3)."""
-    if ti.scaleTier == "BASIC_TPU":
-        raise tpu_refusal("scaleTier BASIC_TPU")
+    """Drop (with a note) what the job runs without."""
     notes = tuning_notes(ti)
     if ti.encryptionConfig:
         notes.append(dropped_note("encryptionConfig", f"{shorten(ti.encryptionConfig)}: the customer-managed key "
@@ -294,10 +298,64 @@ def native_accelerator(config: NativeReplica, machine: Optional[Machine], path: 
         return None, False
     what = catalog.NATIVE_ONLY_ACCELERATORS.get(kind)
     if what == "TPU":
-        raise tpu_refusal(f"accelerator {kind}")
+        raise ValidationError(f"{kind} is a TPU: it goes on a {catalog.TPU_MACHINE} replica", path=path)
     if what is not None:
         return retired_gpu(what, count, path, notes), builtin
     return Accelerator(type=catalog.PORTABLE_ACCELERATORS[kind], count=count), False
+
+
+def tpu_accelerator(config: NativeReplica, path: str, notes: list[Note]) -> Accelerator:
+    """The TPU slice a ``cloud_tpu`` replica is: its ``acceleratorConfig``, else the default device."""
+    given = config.acceleratorConfig
+    if given is None or given.type in (None, "ACCELERATOR_TYPE_UNSPECIFIED"):
+        kind, count = catalog.TPU_DEFAULT
+        notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{path}.acceleratorConfig", message=(
+            f"no acceleratorConfig: one {kind} device of {count} cores, what a {catalog.TPU_MACHINE} worker gets "
+            "by default (unconfirmed)")))
+    else:
+        kind, count = given.type, int(given.count or 1)
+    if kind not in catalog.PORTABLE_TPUS:
+        if catalog.NATIVE_ONLY_ACCELERATORS.get(kind) == "TPU":
+            raise cannot_hold(f"accelerator {kind}", "it has no portable accelerator name (the portable TPUs are "
+                              "TPU-V2, TPU-V3, TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.",
+                              feature=Feature.ACCELERATOR)
+        raise ValidationError(f"{kind} is not a TPU; a {catalog.TPU_MACHINE} replica takes TPU_V2, TPU_V3 or their "
+                              "Pod slices", path=f"{path}.acceleratorConfig.type")
+    try:
+        return Accelerator(type=catalog.PORTABLE_TPUS[kind], count=count)
+    except ValidationError as exc:
+        raise ValidationError(exc.problems[0].message, path=f"{path}.acceleratorConfig.count") from None
+
+
+def tpu_layout(ti: NativeTrainingInput, notes: list[Note]) -> tuple[NativeTrainingInput, Optional[Accelerator]]:
+    """A TPU job's slice, and ``ti`` with the TPU worker taken out (the master runs the program).
+
+    Raises:
+        NotPortableError: several TPU workers (several TPU devices; the portable job holds one slice).
+    """
+    if ti.scaleTier == "BASIC_TPU":
+        kind, count = catalog.TPU_DEFAULT
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="scaleTier", message=(
+            f"BASIC_TPU: a master and one {kind} device of {count} cores (the tier's TPU, unconfirmed), imported "
+            f"as primary.accelerator {catalog.PORTABLE_TPUS[kind]}:{count}; backends.ai_platform.scale_tier keeps "
+            "the tier")))
+        return ti, Accelerator(type=catalog.PORTABLE_TPUS[kind], count=count)
+    if ti.masterType == catalog.TPU_MACHINE:
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="trainingInput.masterType", message=(
+            f"{catalog.TPU_MACHINE} master: imported as the primary's TPU; compiled back, a master VM runs the program "
+            f"beside one {catalog.TPU_MACHINE} worker")))
+        tpu = tpu_accelerator(ti.masterConfig or NativeReplica(), "trainingInput.masterConfig", notes)
+        return attrs.evolve(ti, masterType=None, masterConfig=attrs.evolve(
+            ti.masterConfig or NativeReplica(), acceleratorConfig=None, tpuTfVersion=None)), tpu
+    if ti.workerType != catalog.TPU_MACHINE:
+        return ti, None
+    count = int(ti.workerCount or 0)
+    if count > 1:
+        raise cannot_hold("trainingInput.workerCount", f"{count} {catalog.TPU_MACHINE} workers are {count} TPU "
+                          "devices, and a portable job trains on one TPU slice.",
+                          "Use one worker with a Pod slice (acceleratorConfig TPU_V3_POD, count 32…).")
+    tpu = tpu_accelerator(ti.workerConfig or NativeReplica(), "trainingInput.workerConfig", notes) if count else None
+    return attrs.evolve(ti, workerType=None, workerCount=None, workerConfig=None), tpu
 
 
 def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -> Optional[NativePool]:
@@ -312,8 +370,9 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
             notes.append(Note(kind=NoteKind.HINT, field=path, message=f"{type_name} for {prefix}Count 0: no "
                                                                       f"{role.value.replace('_', ' ')} run"))
         return None
-    if type_name == catalog.TPU_MACHINE or config.tpuTfVersion:
-        raise tpu_refusal(path if type_name == catalog.TPU_MACHINE else f"trainingInput.{prefix}Config.tpuTfVersion")
+    if config.tpuTfVersion and type_name != catalog.TPU_MACHINE:
+        raise ValidationError(f"tpuTfVersion is for a {catalog.TPU_MACHINE} replica, and this one is {type_name}",
+                              path=f"trainingInput.{prefix}Config.tpuTfVersion")
     machine = catalog.MACHINES.get(type_name) if type_name else None
     if type_name and machine is None:
         raise ValidationError(f"{type_name!r} is not a machine type legacy AI Platform accepted"
@@ -368,9 +427,10 @@ def name_from_job_id(job_id: Optional[str], notes: list[Note]) -> tuple[str, Opt
 
 
 def backend_block(ti: NativeTrainingInput, pools: dict[RoleName, NativePool],
-                  pinned: Optional[str]) -> dict[str, Any]:
+                  pinned: Optional[str], tpu_tf_version: Optional[str] = None) -> dict[str, Any]:
     """The ``backends.ai_platform`` settings that make compiling the job give this spec back."""
     block: dict[str, Any] = {
+        "tpu_tf_version": tpu_tf_version,
         "region": ti.region, "job_id": pinned,
         "scale_tier": ti.scaleTier if ti.scaleTier not in (None, "CUSTOM") else None,
         "machine_types": {r.value: p.machine_type for r, p in pools.items() if p.machine_type} or None,
@@ -478,7 +538,7 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
 
     Raises:
         ValidationError: malformed input, naming the field path.
-        NotPortableError: something the portable job cannot hold (TPUs, a GPU model without a
+        NotPortableError: something the portable job cannot hold (a TPU v4, a GPU model without a
             portable name…).
     """
     from omnidist_ai_platform import tuning
@@ -492,8 +552,16 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
     native = parse(request)
     notes = unportable(native.trainingInput)
     ti = tier_to_custom(native.trainingInput, notes)
+    tpu_tf_version = (ti.workerConfig or NativeReplica()).tpuTfVersion if ti.workerType == catalog.TPU_MACHINE else (
+        (ti.masterConfig or NativeReplica()).tpuTfVersion)
+    ti, tpu = tpu_layout(ti, notes)
+    hostless = tpu is not None and ti.masterType is None  # a cloud_tpu master: no VM of its own to name
     pools = {role: pool for role in (RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS,
-                                     RoleName.EVALUATORS) if (pool := native_to_pool(ti, role, notes))}
+                                     RoleName.EVALUATORS)
+             if (pool := native_to_pool(attrs.evolve(ti, scaleTier=None) if hostless and role is RoleName.PRIMARY
+                                        else ti, role, notes))}
+    if tpu is not None:  # the master runs the program on the TPU: the portable primary holds the slice
+        pools[RoleName.PRIMARY] = attrs.evolve(pools[RoleName.PRIMARY], accelerator=tpu)
     servers = pools.get(RoleName.PARAMETER_SERVERS)
     if servers and servers.image and "reductionserver" in servers.image.rsplit("/", 1)[-1]:
         pools[RoleName.REDUCTION_SERVERS] = attrs.evolve(pools.pop(RoleName.PARAMETER_SERVERS),
@@ -508,12 +576,13 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
         roles = {**found.roles, RoleName.REDUCTION_SERVERS: reducers_to_role(reducers)}
         found = attrs.evolve(found, roles=roles)
     name, pinned = name_from_job_id(native.jobId, notes)
-    # Legacy specs do not name the framework: custom unless a TF runtime version says so
+    # Legacy specs do not name the framework: custom unless a TF runtime version (or a TPU worker's) says so
     # (omnidist.migration infers it from images and roles, and reports that).
-    framework = package.pop("framework", None) or (Framework.TENSORFLOW if ti.runtimeVersion else Framework.CUSTOM)
+    framework = package.pop("framework", None) or (
+        Framework.TENSORFLOW if ti.runtimeVersion or tpu_tf_version else Framework.CUSTOM)
     notes += job_notes(ti, pools, framework, bool(package))
     outputs = job_dir_outputs(ti, notes)
-    block = backend_block(ti, pools, pinned)
+    block = backend_block(ti, pools, pinned, tpu_tf_version)
     if ti.scaleTier is None and not ti.masterType:
         block["scale_tier"] = "BASIC"  # the API's default tier
     max_running = (ti.scheduling or NativeScheduling()).maxRunningTime

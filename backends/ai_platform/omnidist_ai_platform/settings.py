@@ -52,7 +52,10 @@ class AIPlatformSettings(ClientSettings):
         job_dir, service_account, network: copied to ``trainingInput``.
         use_chief_in_tf_config: write ``chief`` instead of ``master`` into TF_CONFIG; unset, it is
             on for TensorFlow jobs (TensorFlow 2 rejects ``master``) and with a Reduction Server.
-        scale_tier: ``CUSTOM`` (default); other tiers only for a single CPU replica without machine types.
+        scale_tier: ``CUSTOM`` (default); other tiers only for a single CPU replica without machine types
+            (``BASIC_TPU``: a primary with ``TPU-V2:8`` and nothing else).
+        tpu_tf_version: ``tpuTfVersion`` of the TPU worker of a custom-container job: the runtime
+            version whose TensorFlow matches the image's (the API requires it there).
         enable_web_access: interactive shell access to the replicas.
         staging_bucket: gs://BUCKET[/PATH] where a local code folder is uploaded at submit.
         storage_endpoint: Cloud Storage API endpoint for that upload (local test servers).
@@ -75,6 +78,7 @@ class AIPlatformSettings(ClientSettings):
     use_chief_in_tf_config: Optional[bool] = None
     scale_tier: str = attrs.field(default="CUSTOM", validator=one_of(*SCALE_TIERS))
     enable_web_access: bool = False
+    tpu_tf_version: Optional[str] = None
     # Code and data (SPEC §7; omnidist_ai_platform.code_data).
     staging_bucket: Optional[str] = attrs.field(default=None, validator=check_gs_prefix)
     storage_endpoint: Optional[str] = None

@@ -194,13 +194,11 @@ def test_dropped_scheduling_fields_are_reported_and_timeout_kept():
 
 
 @pytest.mark.parametrize(("native", "feature"), [
-    ({"trainingInput": {"scaleTier": "BASIC_TPU"}}, "scaleTier BASIC_TPU"),
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "complex_model_m", "workerType": "cloud_tpu",
-                        "workerCount": 1}}, "trainingInput.workerType"),
-    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
-        "imageUri": "i", "acceleratorConfig": {"count": 8, "type": "TPU_V3"}}}}, "accelerator TPU_V3"),
-    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
-        "imageUri": "i", "tpuTfVersion": "2.1"}}}, "trainingInput.masterConfig.tpuTfVersion"),
+                        "workerCount": 2}}, "trainingInput.workerCount"),
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {"imageUri": "i"},
+                        "workerType": "cloud_tpu", "workerCount": 1, "workerConfig": {
+                            "acceleratorConfig": {"count": 32, "type": "TPU_V4_POD"}}}}, "accelerator TPU_V4_POD"),
     ({"predictionInput": {}}, "predictionInput"),
 ])
 def test_unportable_specs_exit_3_naming_the_feature(native, feature):
@@ -208,8 +206,22 @@ def test_unportable_specs_exit_3_naming_the_feature(native, feature):
         BACKEND.import_native(native)
     assert err.value.subject == feature and err.value.exit_code == 3
     assert str(err.value).startswith(f"the portable job cannot hold {feature}")  # the side that lacks it
-    if "TPU" in feature or "tpu" in feature or "cloud_tpu" in str(native):
-        assert "does not import TPU jobs" in str(err.value)
+
+
+@pytest.mark.parametrize(("native", "path"), [
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
+        "imageUri": "i", "acceleratorConfig": {"count": 8, "type": "TPU_V3"}}}},
+     "trainingInput.masterConfig.acceleratorConfig"),
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
+        "imageUri": "i", "tpuTfVersion": "2.1"}}}, "trainingInput.masterConfig.tpuTfVersion"),
+    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "workerType": "cloud_tpu",
+                        "workerCount": 1, "workerConfig": {"acceleratorConfig": {"count": 4, "type": "TPU_V2"}}}},
+     "trainingInput.workerConfig.acceleratorConfig.count"),
+])
+def test_a_tpu_where_legacy_takes_none_is_exit_2_naming_the_field(native, path):
+    with pytest.raises(ValidationError) as err:
+        BACKEND.import_native(native)
+    assert err.value.problems[0].path == path
 
 
 @pytest.mark.parametrize(("native", "model", "count", "machine"), [

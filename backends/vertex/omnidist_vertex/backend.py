@@ -59,6 +59,7 @@ class VertexBackend(CloudBackend):
         shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         machine_setting="machine_types",
         label_rules=GOOGLE_LABELS,
+        tpus="vm",
     )
 
     def compile(self, job: DistributedJob, settings: VertexSettings) -> CompiledJob:
