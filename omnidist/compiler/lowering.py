@@ -16,6 +16,7 @@ from typing import Optional
 import attrs
 
 from omnidist.errors import Problem, UnsupportedFeatureError, ValidationError
+from omnidist.model import accelerators
 from omnidist.model.features import ROLE_FEATURES, Feature
 from omnidist.model.job import DistributedJob, Interconnect
 from omnidist.model.roles import (
@@ -193,8 +194,9 @@ def check_portable_rules(job: DistributedJob) -> None:
 
 # --- TPUs (SPEC §13) ---------------------------------------------------------------------------------
 
-TPU_BACKENDS = "vertex, ai_platform or kubernetes (GKE)"
-"""Where a TPU job compiles, for the refusals of the backends that have none."""
+TPU_BACKENDS = {"core": "vertex or ai_platform", "chip": "vertex or kubernetes (GKE)"}
+"""Where a TPU job compiles (TPU v2/v3, counted in cores; v5e/v6e, in chips), for the refusals of
+the backends that have none."""
 
 
 def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
@@ -211,9 +213,10 @@ def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
     role = tpu_role(job)
     if role is None:
         return
+    where = TPU_BACKENDS[accelerators.BY_NAME[role.accelerator.type].unit]
     raise UnsupportedFeatureError(
         Feature.ACCELERATOR, backend, f"{role.name.value} asks for {role.accelerator}, a Google TPU slice; {why}.",
-        f"Compile it for {TPU_BACKENDS}, or give the job GPUs.", subject=f"accelerator {role.accelerator.type}")
+        f"Compile it for {where}, or give the job GPUs.", subject=f"accelerator {role.accelerator.type}")
 
 
 def tpu_slice_of(job: DistributedJob, backend: str, layout: str) -> Optional[Accelerator]:

@@ -23,6 +23,7 @@ import attrs
 
 from omnidist.backend.contract import Backend, Capabilities
 from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
+from omnidist.compiler.lowering import refuse_tpus
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
 from omnidist.local import code_data, gpus, plan, runner
 from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
@@ -90,6 +91,9 @@ class LocalSettings:
     data_map: dict[str, str] = attrs.field(factory=dict, validator=_data_map)
 
 
+NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs, and a TPU is only in Google Cloud"
+"""Why ``omnidist run`` cannot run a TPU job (SPEC §13)."""
+
 STATES = {
     "cancelled": JobState.CANCELLED,
     "failed": JobState.FAILED,
@@ -126,7 +130,7 @@ class LocalBackend(Backend):
     name = "local"
     capabilities = Capabilities(
         roles=frozenset(RoleName),
-        accelerators=frozenset(accelerators.BY_NAME),
+        accelerators=frozenset(accelerators.GPUS),
         per_role_machines=True,
         env=True,
         reduction_server=False,
@@ -145,6 +149,7 @@ class LocalBackend(Backend):
     def compile(self, job: DistributedJob, settings: LocalSettings) -> CompiledJob:
         """The replicas that would run, with preview ports (``run``/``submit`` pick free ones)
         and no GPUs (``run``/``submit`` give them out: :mod:`omnidist.local.gpus`)."""
+        refuse_tpus(job, self.name, NO_TPUS)
         layout = plan.layout(job, settings)
         ports = range(plan.PREVIEW_PORT, plan.PREVIEW_PORT + layout.port_count)
         specs = plan.build(job, settings, ports, plan=layout)
@@ -208,6 +213,7 @@ class LocalBackend(Backend):
     def run(self, job: DistributedJob, settings: LocalSettings, out: Optional[IO[str]] = None,
             err: Optional[IO[str]] = None) -> runner.RunResult:
         """Run the job in the foreground (``omnidist run``) and return how it ended."""
+        refuse_tpus(job, self.name, NO_TPUS)
         if job.tuning is not None:  # its trials, sampled by Optuna (omnidist.local.tuning)
             from omnidist.local import tuning
 

@@ -19,6 +19,7 @@ from omnidist.kit import (
     MigrationPolicy,
     Note,
     RoleName,
+    refuse_tpus,
 )
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
@@ -56,9 +57,10 @@ class AzureMLBackend(CloudBackend):
                                 runs_instead={"environment": "runs the Azure ML environment {environment}"})
 
     def compile(self, job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
-        """The command job YAML (as a dict) for ``job``; pure."""
+        """The command job YAML (as a dict) for ``job``; pure. A TPU is exit 3 naming it (SPEC §13)."""
         from omnidist_azure_ml import compiler
 
+        refuse_tpus(job, self.name, "Azure ML offers GPU virtual machines, no TPUs")
         compiled = compiler.compile_job(job, settings)
         if job.tuning is not None:  # a sweep job whose trial is this command job
             from omnidist_azure_ml import tuning

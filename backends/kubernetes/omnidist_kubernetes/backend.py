@@ -17,11 +17,12 @@ from omnidist.kit import (
     Footprint,
     Framework,
     LazyClient,
+    MigrationPolicy,
     Note,
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import GKE_ACCELERATORS, NAME
+from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
 
 
 class KubernetesBackend(CloudBackend):
@@ -40,13 +41,14 @@ class KubernetesBackend(CloudBackend):
     capabilities = Capabilities(
         roles=frozenset({RoleName.PRIMARY, RoleName.WORKERS, RoleName.PARAMETER_SERVERS, RoleName.EVALUATORS}),
         frameworks=frozenset(Framework),
-        accelerators=frozenset(GKE_ACCELERATORS),
+        accelerators=frozenset(GKE_ACCELERATORS) | frozenset(GKE_TPU_ACCELERATORS),
         spot=True,
         infiniband=False,
         per_role_machines=True,
         env=True,
         reduction_server=False,
     )
+    migration = MigrationPolicy(tpus="vm")
     client = LazyClient("omnidist_kubernetes.client:KubernetesClient")
     testing = "omnidist_kubernetes.testing:HARNESS"
     native_formats = (

@@ -3,8 +3,9 @@ manifest ``kubectl apply -f`` takes. Pure: no network, no SDK import.
 
 One function per part: :func:`container_to_native` (what a replica runs and its resources),
 :func:`pod_to_native` (where it runs), :func:`replica_to_native` (a replica type),
-:func:`launcher_to_native` (an MPIJob's ``mpirun``), :func:`run_policy_to_native` and
-:func:`metadata_to_native`; :func:`compile_job` puts them together.
+:func:`launcher_to_native` (an MPIJob's ``mpirun``), :func:`tpu_hosts` (a TPU slice as one pod
+per TPU host, SPEC §13), :func:`run_policy_to_native` and :func:`metadata_to_native`;
+:func:`compile_job` puts them together.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from omnidist.kit import (
     NoteKind,
     Problem,
     RoleName,
+    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
     apply_data_map,
@@ -40,6 +42,8 @@ from omnidist.kit import (
     runtime_hints,
     start_processes,
     substituted,
+    tpu_slice,
+    tpu_slice_of,
     with_module,
 )
 from omnidist_kubernetes import expansion, names, quantities
@@ -52,6 +56,9 @@ from omnidist_kubernetes.tables import (
     DESCRIPTION_ANNOTATION,
     EPHEMERAL_STORAGE,
     FRAMEWORK_KINDS,
+    GKE_TPU_ACCELERATOR_LABEL,
+    GKE_TPU_ACCELERATORS,
+    GKE_TPU_TOPOLOGY_LABEL,
     GPU_RESOURCE,
     KINDS,
     LAUNCHER,
@@ -67,6 +74,7 @@ from omnidist_kubernetes.tables import (
     REPLICA_TYPES,
     SHM_PATH,
     SHM_VOLUME,
+    TPU_RESOURCE,
     Kind,
 )
 
@@ -174,8 +182,9 @@ def env_to_native(env: dict[str, str]) -> list[dict[str, str]]:
     return [{"name": k, "value": expansion.escape(v)} for k, v in env.items()]
 
 
-def resources_to_native(role: EffectiveRole) -> dict[str, dict[str, str]]:
-    """GPUs as an ``nvidia.com/gpu`` limit; CPUs and disk as requests; memory requested and capped."""
+def resources_to_native(role: EffectiveRole, tpu: Optional[TpuSlice] = None) -> dict[str, dict[str, str]]:
+    """GPUs as an ``nvidia.com/gpu`` limit (a TPU host's chips as ``google.com/tpu``); CPUs and disk
+    as requests; memory requested and capped."""
     requests, limits = {}, {}
     if role.cpus is not None:
         requests[CPU] = quantities.cpu(role.cpus)
@@ -185,11 +194,13 @@ def resources_to_native(role: EffectiveRole) -> dict[str, dict[str, str]]:
         requests[EPHEMERAL_STORAGE] = quantities.disk(role.disk_gb)
     if role.gpus:
         limits[GPU_RESOURCE] = str(role.gpus)
+    if tpu is not None:
+        limits[TPU_RESOURCE] = str(tpu.per_host)
     return {k: v for k, v in (("requests", requests), ("limits", limits)) if v}
 
 
 def container_to_native(name: str, role: EffectiveRole, env: dict[str, str], *, program: bool = True,
-                        shm: bool = False) -> dict[str, Any]:
+                        shm: bool = False, tpu: Optional[TpuSlice] = None) -> dict[str, Any]:
     """One container: the image, the program (unless the operator supplies one), env and resources.
 
     Raises:
@@ -204,7 +215,7 @@ def container_to_native(name: str, role: EffectiveRole, env: dict[str, str], *, 
         container["args"] = [expansion.escape(a) for a in role.args]
     if env:
         container["env"] = env_to_native(env)
-    resources = resources_to_native(role)
+    resources = resources_to_native(role, tpu)
     if resources:
         container["resources"] = resources
     if shm:
@@ -212,10 +223,25 @@ def container_to_native(name: str, role: EffectiveRole, env: dict[str, str], *, 
     return container
 
 
+def tpu_selector(tpu: TpuSlice, settings: KubernetesSettings, notes: list[Note]) -> dict[str, str]:
+    """The node labels a TPU host's pod selects: the settings' for the TPU, else GKE's TPU and
+    topology labels."""
+    if settings.node_selectors is not None and tpu.accelerator.type in settings.node_selectors:
+        return dict(settings.node_selectors[tpu.accelerator.type])
+    labels = {GKE_TPU_ACCELERATOR_LABEL: GKE_TPU_ACCELERATORS[tpu.accelerator.type],
+              GKE_TPU_TOPOLOGY_LABEL: tpu.topology}
+    _note(notes, NoteKind.DEFAULTED, f"{SETTINGS}.node_selectors", f"{tpu.accelerator.type} pods select "
+          f"{', '.join(f'{k}: {v}' for k, v in labels.items())} (GKE's TPU labels), {tpu.per_host} {TPU_RESOURCE} each")
+    return labels
+
+
 def node_selector_for(role: EffectiveRole, job: DistributedJob, settings: KubernetesSettings,
-                      notes: list[Note]) -> dict[str, str]:
-    """The node labels a pod of ``role`` selects: the job-wide ones, the accelerator's, spot's."""
+                      notes: list[Note], tpu: Optional[TpuSlice] = None) -> dict[str, str]:
+    """The node labels a pod of ``role`` selects: the job-wide ones, the accelerator's (or the TPU
+    slice's), spot's."""
     selector = dict(settings.node_selector)
+    if tpu is not None:
+        selector.update(tpu_selector(tpu, settings, notes))
     if role.accelerator is not None:
         table = DEFAULT_NODE_SELECTORS if settings.node_selectors is None else settings.node_selectors
         labels = table.get(role.accelerator.type)
@@ -234,10 +260,11 @@ def node_selector_for(role: EffectiveRole, job: DistributedJob, settings: Kubern
 
 
 def pod_to_native(containers: list[dict[str, Any]], role: Optional[EffectiveRole], job: DistributedJob,
-                  settings: KubernetesSettings, notes: list[Note], shm: Optional[str] = None) -> dict[str, Any]:
+                  settings: KubernetesSettings, notes: list[Note], shm: Optional[str] = None,
+                  tpu: Optional[TpuSlice] = None) -> dict[str, Any]:
     """A pod spec: containers, node selection, tolerations, service account, pull secrets, shared memory."""
     pod: dict[str, Any] = {"containers": containers}
-    selector = node_selector_for(role, job, settings, notes) if role is not None else dict(settings.node_selector)
+    selector = node_selector_for(role, job, settings, notes, tpu) if role is not None else dict(settings.node_selector)
     if role is None and job.spot:
         selector.update(settings.spot_node_selector)
     if selector:
@@ -309,16 +336,18 @@ def launcher_to_native(primary: EffectiveRole, env: dict[str, str], nodes: int, 
 
 
 def replicas_to_native(kind: Kind, roles: dict[RoleName, EffectiveRole], job: DistributedJob,
-                       settings: KubernetesSettings, values: DataValues, notes: list[Note]) -> dict[str, Any]:
-    """The kind's replica specs, in the order the operator documents them."""
+                       settings: KubernetesSettings, values: DataValues, notes: list[Note],
+                       tpu: Optional[TpuSlice] = None) -> dict[str, Any]:
+    """The kind's replica specs, in the order the operator documents them (a TPU slice's hosts:
+    each pod with the host's chips, :func:`tpu_hosts`)."""
     if kind.kind == "MPIJob":
         return _mpi_replicas(kind, roles, job, settings, values, notes)
     specs = {}
     for name, role in roles.items():
         replica_type = REPLICA_TYPES[kind.kind][name]
         shm = shm_for(role, settings, notes)
-        container = container_to_native(kind.container, role, _role_env(role, job, values), shm=bool(shm))
-        pod = pod_to_native([container], role, job, settings, notes, shm)
+        container = container_to_native(kind.container, role, _role_env(role, job, values), shm=bool(shm), tpu=tpu)
+        pod = pod_to_native([container], role, job, settings, notes, shm, tpu)
         specs[replica_type] = replica_to_native(int(role.replicas), _restart_policy(kind, settings, replica_type),
                                                 pod)
     return specs
@@ -355,6 +384,48 @@ def _pod_processes(roles: dict[RoleName, EffectiveRole], job: DistributedJob, pr
     return ready
 
 
+TPU_LAYOUT = "GKE runs a TPU slice as one pod per TPU host, every pod alike"
+"""How GKE holds a TPU job, for the refusal of the roles it has no place for (SPEC §13)."""
+
+TPU_WIRING = ("GKE sets TPU_WORKER_ID and TPU_WORKER_HOSTNAMES only for Indexed Jobs and JobSets; in this {kind} the "
+              "pods' ranks come from the operator's variables, which omnidist.runtime.context() reads (jax: "
+              "jax.distributed.initialize(f'{{ctx.master_addr}}:{{port}}', ctx.world_size, ctx.rank))")
+"""The hint a TPU job compiled to a Kubeflow job gets."""
+
+
+def tpu_hosts(roles: dict[RoleName, EffectiveRole], job: DistributedJob, kind: Kind,
+              notes: list[Note]) -> tuple[dict[RoleName, EffectiveRole], Optional[TpuSlice]]:
+    """A TPU slice (the primary's accelerator) as one pod per TPU host: the primary's pod, then
+    ``hosts - 1`` worker pods running the same program, each with the host's chips. Roles are
+    returned without the accelerator (the chips go on as ``google.com/tpu``).
+
+    Raises:
+        UnsupportedFeatureError: a role besides the primary; a TPU GKE does not run (v2, v3); a
+            framework whose kind has no one-pod-per-host layout (horovod's MPIJob).
+    """
+    accelerator = tpu_slice_of(job, NAME, TPU_LAYOUT)
+    if accelerator is None:
+        return roles, None
+    if accelerator.type not in GKE_TPU_ACCELERATORS:
+        raise UnsupportedFeatureError(
+            "accelerator", NAME, f"GKE runs TPU VMs ({', '.join(GKE_TPU_ACCELERATORS)}), not {accelerator.type}, "
+            "which only ran as a TPU Node.", "Compile for vertex or ai_platform, or move to TPU-V5E or TPU-V6E.",
+            subject=f"accelerator {accelerator.type}")
+    if kind.kind == "MPIJob":
+        raise _refuse(f"framework {job.framework.value}", "Horovod starts its ranks with mpirun over ssh from a "
+                      "launcher pod, and a TPU slice's hosts run one program each.",
+                      "Use framework jax, pytorch (PyTorch/XLA) or tensorflow.")
+    tpu = tpu_slice(accelerator)
+    host = attrs.evolve(roles[RoleName.PRIMARY], accelerator=None)
+    hosts = {RoleName.PRIMARY: host}
+    if tpu.hosts > 1:
+        hosts[RoleName.WORKERS] = attrs.evolve(host, name=RoleName.WORKERS, replicas=tpu.hosts - 1)
+    _note(notes, NoteKind.HINT, "primary.accelerator", f"{accelerator}: {tpu.hosts} pod(s) of {tpu.per_host} chips "
+          f"on {tpu.host.machine_type} nodes, topology {tpu.topology}")
+    _note(notes, NoteKind.HINT, "image", TPU_WIRING.format(kind=kind.kind))
+    return hosts, tpu
+
+
 def run_policy_to_native(kind: Kind, job: DistributedJob, settings: KubernetesSettings) -> dict[str, Any]:
     """``runPolicy``: what to clean, how often to retry, the deadline (``timeout``), the TTL."""
     policy: dict[str, Any] = {}
@@ -375,9 +446,19 @@ def longest_suffix(kind: Kind, job: DistributedJob) -> str:
     if kind.kind == "MPIJob":
         suffixes = ["-launcher", f"-worker-{num_nodes(job) - 1}"]
     else:
-        suffixes = [f"-{rtype.lower()}-{max(replica_count(job, role), 1) - 1}"
-                    for role, rtype in REPLICA_TYPES[kind.kind].items() if job.role(role) is not None]
+        suffixes = [f"-{rtype.lower()}-{max(_pods(job, role), 1) - 1}"
+                    for role, rtype in REPLICA_TYPES[kind.kind].items()
+                    if job.role(role) is not None or _pods(job, role)]
     return max(suffixes, key=len)
+
+
+def _pods(job: DistributedJob, role: RoleName) -> int:
+    """The pods of ``role``: its replicas, or a TPU slice's hosts beyond the primary's for the workers."""
+    primary = job.primary.accelerator
+    if role is RoleName.WORKERS and primary is not None and primary != "none" and primary.tpu \
+            and primary.type in GKE_TPU_ACCELERATORS:
+        return tpu_slice(primary).hosts - 1
+    return replica_count(job, role)
 
 
 def name_to_native(kind: Kind, job: DistributedJob, notes: list[Note], reserve: int = 0) -> str:
@@ -424,6 +505,7 @@ def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJo
     check_job(job, kind, notes)
     job, values = prepare(job, settings, notes)
     roles = {r.name: _ready(r, job, values) for r in effective_roles(job)}
+    roles, tpu = tpu_hosts(roles, job, kind, notes)
     name = name_to_native(kind, job, notes)
     spec: dict[str, Any] = {}
     processes = processes_per_node(job)
@@ -435,7 +517,7 @@ def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJo
     policy = run_policy_to_native(kind, job, settings)
     if policy:
         spec["runPolicy"] = policy
-    spec[kind.replica_specs] = replicas_to_native(kind, roles, job, settings, values, notes)
+    spec[kind.replica_specs] = replicas_to_native(kind, roles, job, settings, values, notes, tpu)
     request = {"apiVersion": kind.api_version, "kind": kind.kind,
                "metadata": metadata_to_native(job, name, settings), "spec": spec}
     return CompiledJob(backend=NAME, request=request, diagnostics=notes, format="yaml", job=job)

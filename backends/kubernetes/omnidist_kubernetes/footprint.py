@@ -1,7 +1,8 @@
 """What a compiled Kubeflow job runs on, read from its own manifest (for ``omnidist plan`` and the
 job ledger), priced as GKE Standard nodes in the ``gke_region`` setting: each replica type's pods,
 one pod per node, on the machine its node labels name (``node.kubernetes.io/instance-type``) or
-else the smallest Compute Engine machine that holds the pod (its GPUs, CPU and memory requests).
+else the smallest Compute Engine machine that holds the pod (its GPUs, CPU and memory requests);
+a TPU host's pod as the TPU VM machine with its chips (GKE's TPU labels and ``google.com/tpu``).
 An MPIJob's launcher pod is not priced (it shares a node). Pure."""
 
 from __future__ import annotations
@@ -9,10 +10,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from omnidist.kit import COMPUTE_ENGINE, Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist.kit import COMPUTE_ENGINE, TPU_HOSTS, Accelerator, Footprint, Pool, RoleName, smallest_fit
 from omnidist_kubernetes.pods import NativePod, native_to_pod
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import INSTANCE_TYPE_LABELS, KINDS, LAUNCHER, REPLICA_ROLES
+from omnidist_kubernetes.tables import (
+    GKE_TPU_ACCELERATOR_LABEL,
+    GKE_TPU_PORTABLE,
+    GKE_TPU_TOPOLOGY_LABEL,
+    INSTANCE_TYPE_LABELS,
+    KINDS,
+    LAUNCHER,
+    REPLICA_ROLES,
+)
 
 SERVICE = "gke"
 """The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
@@ -23,6 +32,8 @@ def _machine(pod: NativePod, selector: Mapping[str, str]) -> tuple[Optional[str]
     named = next((selector[label] for label in INSTANCE_TYPE_LABELS if label in selector), None)
     if named:
         return named, ""
+    if pod.tpus:
+        return _tpu_host(pod)
     wanted = Accelerator(type=pod.accelerator, count=pod.gpus) if pod.accelerator and pod.gpus else None
     machine = smallest_fit(COMPUTE_ENGINE, wanted, cpus=pod.cpus, memory_gb=pod.memory_gb)
     if machine is None:
@@ -30,11 +41,22 @@ def _machine(pod: NativePod, selector: Mapping[str, str]) -> tuple[Optional[str]
     return machine.name, f"priced as a GKE node {machine.name}, the smallest Compute Engine machine that holds the pod"
 
 
+def _tpu_host(pod: NativePod) -> tuple[Optional[str], str]:
+    """The TPU VM machine of a TPU host's pod: the one of its TPU with as many chips, in its topology."""
+    kind = GKE_TPU_PORTABLE.get(pod.tpu_labels.get(GKE_TPU_ACCELERATOR_LABEL, ""))
+    topology = pod.tpu_labels.get(GKE_TPU_TOPOLOGY_LABEL)
+    host = next((h for h in TPU_HOSTS if h.accelerator == kind and h.chips == pod.tpus
+                 and (topology is None or topology in h.topologies)), None)
+    return (host.machine_type, "") if host else (None, "")
+
+
 def _pools(rtype: str, role: Optional[RoleName], replicas: int, pod: NativePod, machine: str,
            assumed: str) -> list[Pool]:
-    accelerator = pod.accelerator if pod.gpus else None
+    tpu = GKE_TPU_PORTABLE.get(pod.tpu_labels.get(GKE_TPU_ACCELERATOR_LABEL, "")) if pod.tpus else None
+    accelerator = tpu or (pod.accelerator if pod.gpus else None)
+    per_node = pod.tpus if tpu else pod.gpus
     make = lambda name, count: Pool(role=name, replicas=count, machine=machine, accelerator=accelerator,  # noqa: E731
-                                    count=pod.gpus if accelerator else 0, assumed=assumed)
+                                    count=per_node if accelerator else 0, assumed=assumed)
     if role is None:  # an MPIJob's Worker pods: the primary and the workers
         return [make("primary", 1)] + ([make("workers", replicas - 1)] if replicas > 1 else [])
     return [make(role.value, replicas)]

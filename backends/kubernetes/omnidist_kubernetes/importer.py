@@ -9,6 +9,10 @@ affinity, ``envFrom``, extended resources…); what the platform itself would re
 
 Settings go into ``backends.kubernetes`` (namespace, queue, node selection, tolerations, service
 account, pull secrets, shared memory, run policy) so that Kubernetes -> Kubernetes is exact.
+
+Pods asking for ``google.com/tpu`` on GKE's TPU node labels are the hosts of one TPU slice (SPEC
+§13): the job becomes a primary whose accelerator is the slice (``TPU-V5E:16`` for four 4-chip
+pods in ``4x4``), without workers.
 """
 
 from __future__ import annotations
@@ -19,7 +23,9 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
+    DEFAULT_TPU_TOPOLOGIES,
     REQUEST_ID_LABEL,
+    TOPOLOGY,
     Accelerator,
     DistributedJob,
     EffectiveRole,
@@ -28,9 +34,12 @@ from omnidist.kit import (
     RoleName,
     ValidationError,
     auto_processes,
+    cannot_hold,
     delower,
     job_from_dict,
     pick_name,
+    topology_chips,
+    tpu_slice,
 )
 from omnidist.runtime import hints
 from omnidist_kubernetes import pods
@@ -41,6 +50,10 @@ from omnidist_kubernetes.tables import (
     DEFAULT_NODE_SELECTORS,
     DEFAULT_RESTART_POLICIES,
     DESCRIPTION_ANNOTATION,
+    GKE_TPU_ACCELERATOR_LABEL,
+    GKE_TPU_PORTABLE,
+    GKE_TPU_TOPOLOGY_LABEL,
+    GKE_TPU_UNPORTABLE,
     GROUP,
     KIND_FRAMEWORKS,
     KINDS,
@@ -58,6 +71,7 @@ from omnidist_kubernetes.tables import (
     RESTART_POLICIES,
     SPOT_NODE_SELECTOR,
     SPOT_TOLERATIONS,
+    TPU_RESOURCE,
     Kind,
 )
 
@@ -277,6 +291,66 @@ def replicas_to_roles(kind: Kind, found: dict[str, tuple[int, Optional[str], Nat
     return roles
 
 
+# --- TPU slices (SPEC §13) -----------------------------------------------------------------------------
+
+def _host(pod: NativePod) -> tuple:
+    """What every host of a slice shares: the program and the machine (hints aside)."""
+    return (pod.image, pod.command, pod.args, hints.strip(pod.env), pod.cpus, pod.memory_gb, pod.disk_gb, pod.tpus,
+            pod.tpu_labels)
+
+
+def tpu_slice_from_pods(roles: dict[RoleName, tuple[int, NativePod]],
+                        notes: list[Note]) -> tuple[dict[RoleName, tuple[int, NativePod]], Optional[Accelerator]]:
+    """The TPU slice whose hosts the training pods are, and the roles with the workers folded into
+    the primary (``None``: no pod asks for ``google.com/tpu``, or none says which TPU).
+
+    Raises:
+        NotPortableError: hosts that differ, or a TPU without a portable name (v4, v5p).
+        ValidationError: a slice size or topology GKE does not run.
+    """
+    trainers = {n: roles[n] for n in (RoleName.PRIMARY, RoleName.WORKERS) if n in roles}
+    primary = roles[RoleName.PRIMARY][1]
+    if not any(pod.tpus for _, pod in trainers.values()):
+        return roles, None
+    for name, (_, pod) in trainers.items():
+        if _host(pod) != _host(primary):
+            raise cannot_hold(name.value, f"its pods ask for {TPU_RESOURCE} unlike the primary's, and a TPU slice's "
+                              "hosts run one program on like machines.", "Give every host's pod the same template.")
+    label = primary.tpu_labels.get(GKE_TPU_ACCELERATOR_LABEL)
+    where = f"{primary.path}.nodeSelector"
+    if label is None:
+        dropped(notes, "primary.accelerator", f"{primary.tpus} {TPU_RESOURCE} per pod, but no "
+                f"{GKE_TPU_ACCELERATOR_LABEL} node label says which TPU: imported without an accelerator; set "
+                "primary.accelerator (e.g. TPU-V5E:16)", NoteKind.CHANGED)
+        return roles, None
+    if label in GKE_TPU_UNPORTABLE or label not in GKE_TPU_PORTABLE:
+        raise cannot_hold(f"accelerator {label}", "it has no portable accelerator name (the portable TPUs on GKE are "
+                          "TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.", feature="accelerator")
+    hosts = sum(count for count, _ in trainers.values())
+    kind, chips = GKE_TPU_PORTABLE[label], hosts * primary.tpus
+    topology = primary.tpu_labels.get(GKE_TPU_TOPOLOGY_LABEL)
+    try:
+        found = slice_from_topology(kind, topology) if topology else Accelerator(type=kind, count=chips)
+    except (ValidationError, ValueError) as exc:
+        message = exc.problems[0].message if isinstance(exc, ValidationError) else str(exc)
+        raise ValidationError(message, path=f"{where}.{GKE_TPU_TOPOLOGY_LABEL if topology else ''}".rstrip(".")) \
+            from None
+    laid = tpu_slice(found)
+    if (laid.hosts, laid.per_host) != (hosts, primary.tpus):
+        dropped(notes, "primary.accelerator", f"{hosts} pod(s) of {primary.tpus} chips: the {found} slice "
+                f"compiles as {laid.hosts} pod(s) of {laid.per_host} ({laid.host.machine_type} nodes)",
+                NoteKind.CHANGED if hosts * primary.tpus != found.count else NoteKind.APPROXIMATED)
+    return {n: (1, pod) if n is RoleName.PRIMARY else entry for n, entry in roles.items()
+            if n is not RoleName.WORKERS}, found
+
+
+def slice_from_topology(kind: str, topology: str) -> Accelerator:
+    """A portable TPU slice from GKE's topology label (the topology kept only when not the default)."""
+    chips = topology_chips(topology) if TOPOLOGY.match(topology) else 0
+    default = DEFAULT_TPU_TOPOLOGIES.get(chips)
+    return Accelerator(type=kind, count=chips, topology=None if default == topology else topology)
+
+
 # --- MPIJob: the launcher's mpirun -------------------------------------------------------------------
 
 def parse_mpirun(argv: Sequence[str]) -> Optional[tuple[dict[str, list[str]], tuple[str, ...]]]:
@@ -493,7 +567,7 @@ def _metadata(obj: Mapping[str, Any], path: str, job: dict[str, Any], block: dic
 
 
 def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, framework: str, path: str,
-               notes: list[Note]) -> Any:
+               notes: list[Note], tpu: Optional[Accelerator] = None) -> Any:
     """``processes_per_node`` from ``nprocPerNode`` / ``slotsPerWorker`` (the hint when it is there)."""
     told = primary.env.get(hints.PROCESSES_PER_NODE)
     if kind.kind == "PyTorchJob":
@@ -515,7 +589,7 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, framewor
         value = _int(spec.get("slotsPerWorker"), f"{path}spec.slotsPerWorker", default=MPI_SLOTS_DEFAULT, minimum=1)
     else:  # a TFJob runs one process per pod whatever the job says; only the hint tells
         value = int(told) if told and told.isdigit() else "auto"
-    gpus = Accelerator(type=primary.accelerator, count=primary.gpus) if primary.gpus and primary.accelerator else None
+    gpus = Accelerator(type=primary.accelerator, count=primary.gpus) if primary.gpus and primary.accelerator else tpu
     return "auto" if value in ("auto", auto_processes(framework, gpus)) else value
 
 
@@ -561,6 +635,7 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     _spec_extras(kind, spec, path, notes)
     found = read_replicas(kind, spec, path, notes)
     roles = replicas_to_roles(kind, found, spec, path, notes)
+    roles, tpu = tpu_slice_from_pods(roles, notes)
     seen: list[NativePod] = []
     for name, (_, pod) in roles.items():  # the primary and the workers may be one template: say it once
         if not any(pod is other for other in seen):
@@ -575,9 +650,12 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     pod_block, spot = block_from_pods(roles, launcher, notes)
     block.update(pod_block)
     _references([pod for _, pod in roles.values()], notes)
-    delowered = delower({name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()})
+    effective = {name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()}
+    if tpu is not None:
+        effective[RoleName.PRIMARY] = attrs.evolve(effective[RoleName.PRIMARY], accelerator=tpu)
+    delowered = delower(effective)
     job.update(delowered.job_dict())
-    processes = _processes(kind, spec, primary, str(job["framework"]), path, notes)
+    processes = _processes(kind, spec, primary, str(job["framework"]), path, notes, tpu)
     if processes != "auto":
         job["processes_per_node"] = processes
     if spot:

@@ -3,8 +3,8 @@
 :func:`native_to_pod` reads the template the way the operator and the API server would (the
 container the operator requires, quantities as the CRD types them, nulls dropped) into a
 :class:`NativePod`, and notes everything a portable job cannot carry: volumes, host networking,
-affinity, ``envFrom``, values from secrets, extended resources other than ``nvidia.com/gpu``,
-security settings, sidecars…
+affinity, ``envFrom``, values from secrets, extended resources other than ``nvidia.com/gpu`` and
+``google.com/tpu`` (with GKE's TPU node labels, SPEC §13), security settings, sidecars…
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from omnidist_kubernetes.tables import (
     EPHEMERAL_STORAGE,
     GKE_ACCELERATOR_LABEL,
     GKE_PORTABLE,
+    GKE_TPU_ACCELERATOR_LABEL,
+    GKE_TPU_TOPOLOGY_LABEL,
     GPU_PRODUCT_LABEL,
     GPU_PRODUCTS,
     GPU_RESOURCE,
@@ -35,6 +37,7 @@ from omnidist_kubernetes.tables import (
     MEMORY,
     SHM_PATH,
     SPOT_NODE_LABELS,
+    TPU_RESOURCE,
     Kind,
 )
 
@@ -63,6 +66,8 @@ class NativePod:
         gpus: the ``nvidia.com/gpu`` count.
         accelerator: the GPU model the node selection names (a portable name), if any.
         accelerator_labels: the node labels that named it.
+        tpus: the ``google.com/tpu`` count (the chips of the pod's TPU host).
+        tpu_labels: GKE's TPU node labels the pod selects (``cloud.google.com/gke-tpu-*``).
         node_selector: the other node labels (spot's removed).
         spot: the pod selects spot capacity (:data:`SPOT_NODE_LABELS`).
         spot_labels: the node labels that said so.
@@ -83,6 +88,8 @@ class NativePod:
     gpus: int = 0
     accelerator: Optional[str] = None
     accelerator_labels: dict[str, str] = attrs.field(factory=dict)
+    tpus: int = 0
+    tpu_labels: dict[str, str] = attrs.field(factory=dict)
     node_selector: dict[str, str] = attrs.field(factory=dict)
     spot: bool = False
     spot_labels: dict[str, str] = attrs.field(factory=dict)
@@ -236,10 +243,11 @@ def resources_to_portable(container: Mapping[str, Any], path: str, notes: list[N
         found["memory_gb"] = quantities.to_gigabytes(either[MEMORY])
     if EPHEMERAL_STORAGE in either:
         found["disk_gb"] = quantities.to_whole_gigabytes(either[EPHEMERAL_STORAGE])
-    gpus = limits.get(GPU_RESOURCE, requests.get(GPU_RESOURCE))
-    if gpus is not None:
-        found["gpus"] = quantities.whole(gpus, f"{where}.limits.{GPU_RESOURCE}")
-    for name in sorted({*requests, *limits} - {CPU, MEMORY, EPHEMERAL_STORAGE, GPU_RESOURCE}):
+    for resource, key in ((GPU_RESOURCE, "gpus"), (TPU_RESOURCE, "tpus")):
+        amount = limits.get(resource, requests.get(resource))
+        if amount is not None:
+            found[key] = quantities.whole(amount, f"{where}.limits.{resource}")
+    for name in sorted({*requests, *limits} - {CPU, MEMORY, EPHEMERAL_STORAGE, GPU_RESOURCE, TPU_RESOURCE}):
         amount = limits.get(name, requests.get(name))
         if name.endswith("/gpu") or name.startswith("nvidia.com/"):
             dropped(notes, f"{where}.limits.{name}", f"{amount} accelerators under the cluster's own resource name: "
@@ -325,7 +333,9 @@ def native_to_pod(template: Any, kind: Kind, path: str, notes: list[Note]) -> Na
     selector = string_map(pod.get("nodeSelector"), f"{path}.nodeSelector")
     spot = _spot(selector)
     model, model_labels = gpu_model(selector) if resources.get("gpus") else (None, {})
-    rest = {k: v for k, v in selector.items() if k not in spot and k not in model_labels}
+    tpu_labels = {k: selector[k] for k in (GKE_TPU_ACCELERATOR_LABEL, GKE_TPU_TOPOLOGY_LABEL)
+                  if k in selector and resources.get("tpus")}
+    rest = {k: v for k, v in selector.items() if k not in spot and k not in model_labels and k not in tpu_labels}
     tolerations = tuple(dict(mapping(t, f"{path}.tolerations[{i}]", required=True))
                         for i, t in enumerate(items(pod.get("tolerations"), f"{path}.tolerations")))
     secrets = tuple(text(mapping(s, f"{path}.imagePullSecrets[{i}]", required=True).get("name"),
@@ -335,7 +345,8 @@ def native_to_pod(template: Any, kind: Kind, path: str, notes: list[Note]) -> Na
     return NativePod(
         image=text(container.get("image"), f"{where}.image"), command=command, args=args, env=env,
         cpus=resources.get("cpus"), memory_gb=resources.get("memory_gb"), disk_gb=resources.get("disk_gb"),
-        gpus=resources.get("gpus", 0), accelerator=model, accelerator_labels=model_labels, node_selector=rest,
+        gpus=resources.get("gpus", 0), accelerator=model, accelerator_labels=model_labels,
+        tpus=resources.get("tpus", 0), tpu_labels=tpu_labels, node_selector=rest,
         spot=bool(spot), spot_labels=spot, tolerations=tolerations,
         service_account=pod.get("serviceAccountName") or pod.get("serviceAccount") or None, pull_secrets=secrets,
         shm_size=_shm(pod, container, path, notes), references=(*refs, *env_refs), path=path,

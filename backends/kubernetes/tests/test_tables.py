@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from omnidist.kit import ACCELERATORS_BY_NAME, ValidationError
+from omnidist.kit import ACCELERATORS_BY_NAME, GPUS_BY_NAME, TPU_HOSTS, ValidationError
 from omnidist_kubernetes import expansion, names, quantities, tables
 from omnidist_kubernetes.testing import QUANTITY
 
@@ -74,8 +74,11 @@ def test_unescape_reports_references():
 
 
 def test_every_portable_accelerator_has_a_gke_label_and_back():
-    assert set(tables.GKE_ACCELERATORS) == set(ACCELERATORS_BY_NAME)
-    assert {tables.GKE_PORTABLE[v] for v in tables.GKE_ACCELERATORS.values()} == set(ACCELERATORS_BY_NAME)
+    assert set(tables.GKE_ACCELERATORS) == set(GPUS_BY_NAME)
+    assert {tables.GKE_PORTABLE[v] for v in tables.GKE_ACCELERATORS.values()} == set(GPUS_BY_NAME)
+    # TPUs: GKE runs the TPU VMs (v5e, v6e); v2 and v3 only ever ran as TPU Nodes
+    assert set(tables.GKE_TPU_ACCELERATORS) == {h.accelerator for h in TPU_HOSTS}
+    assert {tables.GKE_TPU_PORTABLE[v] for v in tables.GKE_TPU_ACCELERATORS.values()} == set(tables.GKE_TPU_ACCELERATORS)
 
 
 def test_instance_types_name_portable_gpus():

@@ -18,6 +18,7 @@ from omnidist.kit import (
     MigrationPolicy,
     Note,
     RoleName,
+    refuse_tpus,
 )
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
@@ -68,6 +69,7 @@ class SageMakerBackend(CloudBackend):
         boto3's keyword arguments. Pure."""
         from omnidist_sagemaker import compiler
 
+        refuse_tpus(job, self.name, "SageMaker offers NVIDIA GPUs and AWS Trainium, no TPUs")  # SPEC §13
         settings = settings or SageMakerSettings()
         if job.tuning is not None:
             from omnidist_sagemaker import tuning
