@@ -239,10 +239,14 @@ def tpu_hosts_for_target(job: DistributedJob, source: str, target: str) -> tuple
         job = attrs.evolve(job, backends={**job.backends, source: {k: v for k, v in block.items() if v}})
     if ways[0] == "node":
         job = attrs.evolve(job, primary=attrs.evolve(job.primary, cpus=None, memory_gb=None))
-    left = f"; the VM beside the TPU ({host}) is not carried" if host else ""
-    return job, [ReportEntry(fidelity="changed", field="primary.accelerator", message=(
+    entries = [ReportEntry(fidelity="changed", field="primary.accelerator", message=(
         f"{primary.accelerator}: {source} runs {TPU_WAYS[ways[0]]}; {target} runs {TPU_WAYS[ways[1]]}. Code that "
-        f"finds its TPU by name must change{left}"))]
+        "finds its TPU by name must change"))]
+    if host is not None:
+        entries.append(ReportEntry(fidelity="approximated", field=f"backends.{source}.{setting}.primary", message=(
+            f"{host}: the VM that ran the program beside the TPU Node is not carried; on {target} the program runs "
+            "on the TPU hosts")))
+    return job, entries
 
 
 def carry_code(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:

@@ -102,6 +102,20 @@ VERTEX_GPUS = {"NVIDIA_TESLA_T4": "T4", "NVIDIA_TESLA_V100": "V100", "NVIDIA_TES
                "NVIDIA_H200_141GB": "H200", "NVIDIA_B200": "B200"}
 """The accelerator names both Google APIs use -> portable names (the test's own copy)."""
 
+TPUS = {"TPU_V2": "TPU-V2", "TPU_V2_POD": "TPU-V2", "TPU_V3": "TPU-V3", "TPU_V3_POD": "TPU-V3"}
+"""The TPU accelerator names both Google APIs use -> portable names (the test's own copy, SPEC §13)."""
+
+
+def _tpu(flat: Mapping[tuple[str, ...], Any]) -> bool:
+    """The job's primary holds a TPU slice."""
+    return any(str(v).startswith("TPU-") for v in _values(flat, ["primary.accelerator", "primary.accelerator.type"]))
+
+
+def _tpu_node(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """A legacy ``cloud_tpu`` worker (one) became the primary's TPU slice."""
+    return _tpu(flat) and (str(value) == "cloud_tpu" or int(value) == 1)
+
+
 PROGRAM = ("image", "*.image")
 COMMAND = ("command.*", "*.command.*")
 ARGS = ("args.*", "*.args.*")
@@ -388,7 +402,8 @@ RULES: dict[str, list[tuple[str, Check]]] = {
         ("labels.*", at("labels.*")),
         ("name", at("backends.vertex.region", norm=lambda v: str(v).split("/")[3] if str(v).count("/") > 3 else v)),
         ("workerPoolSpecs.*.machineSpec.machineType", at("backends.vertex.machine_types.*")),
-        ("workerPoolSpecs.*.machineSpec.acceleratorType", _accelerator_part(0, VERTEX_GPUS)),
+        ("workerPoolSpecs.*.machineSpec.acceleratorType", _accelerator_part(0, {**VERTEX_GPUS, **TPUS})),
+        ("workerPoolSpecs.*.machineSpec.tpuTopology", lambda flat, v, p: _tpu(flat)),
         ("workerPoolSpecs.*.machineSpec.acceleratorCount", _accelerator_part(1, {})),
         ("workerPoolSpecs.*.replicaCount", _replicas),
         (
@@ -440,10 +455,14 @@ RULES: dict[str, list[tuple[str, Check]]] = {
             "trainingInput.scaleTier",
             lambda flat, v, p: v == "CUSTOM" or at("backends.ai_platform.scale_tier")(flat, v, p),
         ),
+        ("trainingInput.workerType", lambda flat, v, p: (v == "cloud_tpu" and _tpu_node(flat, v, p))
+         or at("backends.ai_platform.machine_types.*")(flat, v, p)),
+        ("trainingInput.workerCount", lambda flat, v, p: _tpu_node(flat, v, p) or _replicas(flat, v, p)),
+        ("trainingInput.*Config.tpuTfVersion", at("backends.ai_platform.tpu_tf_version")),
         ("trainingInput.*Type", at("backends.ai_platform.machine_types.*")),
         ("trainingInput.*Count", _replicas),
         ("trainingInput.*Config.imageUri", lambda flat, v, p: at(*PROGRAM)(flat, v, p) or _prebuilt_image(flat, v, p)),
-        ("trainingInput.*Config.acceleratorConfig.type", _accelerator_part(0, VERTEX_GPUS)),
+        ("trainingInput.*Config.acceleratorConfig.type", _accelerator_part(0, {**VERTEX_GPUS, **TPUS})),
         ("trainingInput.*Config.acceleratorConfig.count", _accelerator_part(1, {})),
         (
             "trainingInput.*Config.diskConfig.bootDiskSizeGb",

@@ -53,7 +53,9 @@ REFUSED: dict[tuple[str, Optional[str]], str] = {
     ("vertex/distillix-l4.yaml", "azure_ml"): "accelerator L4",
     ("ai_platform/ml-engine-standard-p100.yaml", "azure_ml"): "accelerator P100",
     ("ai_platform/seed-rl-atari-custom-container.yaml", "azure_ml"): "accelerator P100",
-    ("ai_platform/structured-cloud-tpu-worker.yaml", None): "does not import TPU jobs",
+    # A TPU (SPEC §13): Vertex runs it (a TPU VM, reported changed); Azure ML and SageMaker have none.
+    **{("ai_platform/structured-cloud-tpu-worker.yaml", target): "cannot express accelerator TPU-V2"
+       for target in ("azure_ml", "sagemaker")},
     # Bayesian sampling on Azure ML has no log-scaled double (loguniform): the search would change.
     ("vertex/compromise-heatmap-hptuning-studyspec.yaml", "azure_ml"): "tuning.parameters.learning_rate",
     ("ai_platform/census-hptuning-config.yaml", "azure_ml"): "tuning.parameters.scale-factor",

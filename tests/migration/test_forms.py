@@ -224,13 +224,22 @@ def test_extras_are_dropped_and_reported_and_strict_refuses_them(tmp_path):
     assert done.returncode == 3 and done.stdout == "" and "scheduling.disableRetries (dropped)" in done.stderr
 
 
-def test_tpus_exit_3_saying_they_are_not_portable(tmp_path):
+def test_a_legacy_tpu_job_imports_and_migrates_to_vertex_reported_changed(tmp_path):
+    """SPEC §13: legacy ran TPU Nodes, Vertex runs TPU VMs; --strict refuses the change."""
     path = tmp_path / "config.yaml"
     path.write_text(yaml.safe_dump({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "complex_model_m",
                                                       "workerType": "cloud_tpu", "workerCount": 1}}))
     done = run_cli("import", str(path), cwd=tmp_path)
-    assert done.returncode == 3 and "does not import TPU jobs" in done.stderr
-    assert "the portable job cannot hold trainingInput.workerType" in done.stderr
+    assert done.returncode == 0 and "accelerator: TPU-V2:8" in done.stdout, done.stderr
+    done = run_cli("migrate", str(path), "--to", "vertex", "--image", "gcr.io/p/t:1", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert '"machineType": "cloud-tpu"' in done.stdout and '"acceleratorType": "TPU_V2"' in done.stdout
+    assert "changed      primary.accelerator: TPU-V2:8: ai_platform runs TPU Nodes" in done.stderr
+    assert "Code that finds its TPU by name must change" in done.stderr
+    done = run_cli("migrate", str(path), "--to", "vertex", "--image", "gcr.io/p/t:1", "--strict", cwd=tmp_path)
+    assert done.returncode == 3 and "primary.accelerator (changed)" in done.stderr
+    done = run_cli("migrate", str(path), "--to", "azure_ml", "--image", "gcr.io/p/t:1", cwd=tmp_path)
+    assert done.returncode == 3 and "azure_ml cannot express accelerator TPU-V2" in done.stderr
 
 
 def test_a_file_invalid_for_its_own_cloud_exits_2_naming_the_file(tmp_path):

@@ -1,7 +1,7 @@
 """SPEC §10 by class, on jobs written for each class (not corpus files): an importer is no stricter
 than its platform's own parser, several jobs in one file give several portable jobs, an older API
 version is named, a wrong ``--from`` says whose spec it is, and the smaller truths (web access,
-the reverse log scale, memory sizing, requests vs limits, the TPU refusal's words)."""
+the reverse log scale, memory sizing, requests vs limits, a legacy TPU job moving to TPU VMs)."""
 
 from __future__ import annotations
 
@@ -242,9 +242,12 @@ def test_requests_and_limits_that_differ_are_read_with_a_line(isolated):
     assert not any("cpu" in f for f in lines)
 
 
-def test_the_tpu_refusal_does_not_say_no_other_cloud_runs_tpus(isolated):
+def test_a_basic_tpu_job_imports_as_its_tpu_and_moves_to_vertex_as_a_tpu_vm(isolated):
     body = {"jobId": "t", "trainingInput": {"scaleTier": "BASIC_TPU", "region": "us-central1",
                                             "masterConfig": {"imageUri": "gcr.io/p/t"}}}
-    with pytest.raises(omnidist.OmnidistError) as err:
-        omnidist.import_native(body, "ai_platform")
-    assert "no other cloud" not in str(err.value) and "GKE run them" in str(err.value)
+    job = omnidist.import_native(body, "ai_platform")
+    assert str(job.primary.accelerator) == "TPU-V2:8" and job.backends["ai_platform"]["scale_tier"] == "BASIC_TPU"
+    compiled, report = omnidist.migrate(body, source="ai_platform", target="vertex")
+    assert compiled.request["jobSpec"]["workerPoolSpecs"][0]["machineSpec"]["machineType"] == "cloud-tpu"
+    changed = [e for e in report.entries if e.fidelity == "changed"]
+    assert [e.field for e in changed] == ["primary.accelerator"] and "TPU VMs" in changed[0].message
