@@ -22,14 +22,17 @@ module's ``ORDER``); the first platform present wins. The order, with the module
    all means a single-node job).
 4. **Kubernetes** (``kubernetes``, 35) — a pod (``KUBERNETES_SERVICE_HOST``) with a training
    operator's variables (``PET_NNODES``, ``TF_CONFIG``, or torch's without torchrun's).
-5. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` it is AI Platform's, with
+5. **A TPU slice's hosts** (``tpu``, 38) — ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES``, as
+   GKE's TPU webhook, LeaderWorkerSet and KubeRay set them (worker id 0 is the primary; id i is
+   worker i-1 with node rank i; one process per host).
+6. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` it is AI Platform's, with
    ``environment: cloud`` Vertex's, otherwise written by hand or a local launcher (platform
    ``local``). Without a ``chief``/``master``, ``worker`` 0 is the primary.
-6. **An MPI launcher** (``mpi``, 45) — ``OMPI_COMM_WORLD_*`` or ``PMI_RANK``/``PMI_SIZE`` (node
+7. **An MPI launcher** (``mpi``, 45) — ``OMPI_COMM_WORLD_*`` or ``PMI_RANK``/``PMI_SIZE`` (node
    rank = rank // local size; a Kubeflow MPIJob's ranks).
-7. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
+8. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
    ``LOCAL_WORLD_SIZE``).
-8. **none** (``none``, last) — a single process.
+9. **none** (``none``, last) — a single process.
 
 Then, whatever the source, these refine the result:
 

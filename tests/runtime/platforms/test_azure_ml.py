@@ -28,7 +28,7 @@ TENSORFLOW = {"AZUREML_RUN_ID": "r1", "TF_CONFIG": json.dumps(
 
 
 def test_distribution_by_framework_and_the_roles_each_can_describe():
-    assert azure_ml.DISTRIBUTIONS == {"custom": "pytorch", "deepspeed": "pytorch", "horovod": "mpi",
+    assert azure_ml.DISTRIBUTIONS == {"custom": "pytorch", "deepspeed": "pytorch", "horovod": "mpi", "jax": "pytorch",
                                       "pytorch": "pytorch", "tensorflow": "tensorflow"}
     assert set(azure_ml.DISTRIBUTION_ROLES) == set(azure_ml.DISTRIBUTIONS.values())
     assert azure_ml.roles(Decided(details={"distribution": "tensorflow"})) == {"primary", "worker", "parameter_server"}
