@@ -21,13 +21,29 @@ $(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACK
 run: setup
 	$(VENV)/bin/omnidist run examples/ddp/job.yaml
 
-# On a machine with NVIDIA GPUs and a CUDA build of torch: the GPU-only tests (they skip elsewhere),
-# then the example (one GPU per replica with nccl, or every replica on the CPU with a note).
-gpu-check: setup
+# On a machine with NVIDIA GPUs whose Python already has a CUDA build of torch, offline: that Python
+# (GPU_PYTHON=..., else the first of python3, python and .venv's whose torch sees a GPU) gets a venv
+# of its own that sees its packages (--system-site-packages: its torch, not a CPU wheel), omnidist
+# installed there editable without fetching anything (WHEELS=DIR: a folder of wheels for what that
+# Python lacks, e.g. `pip download -d DIR 'setuptools>=77' cattrs tenacity tqdm pathspec` on a
+# connected machine; bench/gpu_env.py says what is missing). Then the GPU tests (they skip
+# elsewhere), the example (one GPU per replica with nccl, or the GPUs shared with gloo), and the
+# GPU-sharing benchmark (bench/gpu_share.py).
+GPU_VENV := .venv-gpu
+GPU_PY := $(GPU_VENV)/bin/python
+gpu-check:
+	@found="$(GPU_PYTHON)"; test -n "$$found" || found=$$($(PYTHON) bench/gpu_env.py find python3 python $(PY)) || exit 1; \
+	echo "gpu-check: $$found"; test -x $(GPU_PY) || $$found -m venv --system-site-packages $(GPU_VENV)
+	@missing=$$($(GPU_PY) bench/gpu_env.py missing); \
+	if [ -n "$$missing" ] && [ -z "$(WHEELS)" ]; then echo "gpu-check: $(GPU_PY) lacks $$missing; give WHEELS=DIR, a folder of their wheels"; exit 1; fi; \
+	if [ -n "$$missing" ]; then $(GPU_PY) -m pip install --quiet --no-index --find-links $(WHEELS) $$missing; fi
+	PYTHONWARNINGS="ignore:Editable installation" $(GPU_PY) -m pip install --quiet --no-index --no-deps --no-build-isolation \
+		-e . $(addprefix -e ,$(BACKENDS))
 	nvidia-smi -L
-	$(PY) -c "import torch; print('torch', torch.__version__, 'CUDA devices:', torch.cuda.device_count())"
-	$(PY) -m pytest -q -p no:xdist -rs tests/runtime/test_init_torch.py tests/local/test_gpus.py
-	$(VENV)/bin/omnidist run examples/ddp/job.yaml
+	$(GPU_PY) -c "import torch; print('torch', torch.__version__, 'CUDA devices:', torch.cuda.device_count())"
+	$(GPU_PY) -m pytest -q -p no:xdist -rs tests/runtime/test_init_torch.py tests/runtime/test_devices.py tests/local/test_gpus.py
+	$(GPU_PY) -m omnidist.cli run examples/ddp/job.yaml
+	$(GPU_PY) bench/gpu_share.py
 
 # Lint first (ruff, configured in pyproject.toml; zero findings), then the suite. pytest exits 5
 # when it collects no test; that is reported, not hidden as success or failure.
@@ -39,4 +55,4 @@ bench: setup
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(GPU_VENV) build *.egg-info

@@ -177,15 +177,19 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
 @click.option("--emulate", type=EMULATIONS,
               help="Platform environment to give the replicas (default: the local backend's setting; the first "
                    "of the choices listed).")
+@click.option("--cpu", is_flag=True,
+              help="Run every replica on the CPU, even on a machine with GPUs (the local backend's cpu setting). "
+                   "Without it, training replicas get a GPU per process, and share the GPUs round robin when they "
+                   "outnumber them.")
 @profile_option
-def run(job_file: str, emulate: Optional[str], profile: Optional[str]) -> None:
+def run(job_file: str, emulate: Optional[str], cpu: bool, profile: Optional[str]) -> None:
     """Run JOB_FILE on this machine: one process per replica, output prefixed [primary-0], [worker-0]…
 
     Exits with the first failing replica's exit code (130 after Ctrl-C).
     """
     from omnidist import api
 
-    job, driver, settings = api.prepare(job_file, backend="local", profile=profile,
-                                        settings={"emulate": emulate} if emulate else None)
+    given = {**({"emulate": emulate} if emulate else {}), **({"cpu": True} if cpu else {})}
+    job, driver, settings = api.prepare(job_file, backend="local", profile=profile, settings=given or None)
     result = driver.run(job, settings)
     sys.exit(result.exit_code)

@@ -80,6 +80,9 @@ class LocalSettings:
             block asks).
         data_map: prefix rewrites that turn remote input/output/code URIs into local folders
             (``{"gs://bkt/" = "/data/bkt/"}``).
+        cpu: run every replica on the CPU even when this machine has GPUs (``omnidist run
+            --cpu``); by default training replicas get the GPUs, one per process, and share them
+            round robin when they outnumber them.
     """
 
     emulate: str = attrs.field(default=platforms.DEFAULT_EMULATION, validator=_emulation)
@@ -89,6 +92,7 @@ class LocalSettings:
     grace_period: float = attrs.field(default=5.0, validator=_non_negative)
     use_chief_in_tf_config: bool = False
     data_map: dict[str, str] = attrs.field(factory=dict, validator=_data_map)
+    cpu: bool = False
 
 
 NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs, and a TPU is only in Google Cloud"

@@ -7,8 +7,11 @@ local backend therefore gives each replica its own ``CUDA_VISIBLE_DEVICES``:
 - a training replica (primary, worker) gets as many GPUs as it runs processes
   (``processes_per_node``, or 1 for each process Azure ML emulation starts itself);
 - other roles (parameter servers, evaluators) get none, so they do not take a training GPU;
-- when the training replicas need more GPUs than the machine has, every replica gets none
-  (``CUDA_VISIBLE_DEVICES=""``), runs on the CPU, and ``init_torch`` picks gloo; a note says so.
+- when the training processes outnumber the machine's GPUs, they share them round robin
+  (process k on GPU k mod N), and every training replica gets ``OMNIDIST_GPUS_SHARED=1``, so
+  ``init_torch`` uses gloo over CUDA tensors (nccl refuses two ranks on one GPU); a note says so;
+- on request (``omnidist run --cpu``, the ``cpu`` setting), every replica gets none
+  (``CUDA_VISIBLE_DEVICES=""``), runs on the CPU, and ``init_torch`` picks gloo.
 
 A machine without GPUs changes nothing: no variable is set.
 """
@@ -32,29 +35,31 @@ NVIDIA_SMI_TIMEOUT = 10.0
 
 @attrs.frozen
 class GpuAssignment:
-    """``CUDA_VISIBLE_DEVICES`` per replica (``None``: leave it alone) and a note for the user."""
+    """``CUDA_VISIBLE_DEVICES`` per replica (``None``: leave it alone), a note for the user, and
+    whether the training replicas share the GPUs (then they get ``OMNIDIST_GPUS_SHARED=1``)."""
 
     visible: tuple[Optional[str], ...]
     note: Optional[str] = None
+    shared: bool = False
 
 
-def assign_gpus(needs: Sequence[int], gpus: Sequence[str]) -> GpuAssignment:
+def assign_gpus(needs: Sequence[int], gpus: Sequence[str], cpu: bool = False) -> GpuAssignment:
     """Hand out ``gpus`` to replicas that need ``needs[i]`` GPUs each, in order (pure).
 
     Args:
         needs: GPUs each replica needs (0 for roles that do not train).
         gpus: the GPU ids this machine lets us use (``CUDA_VISIBLE_DEVICES`` entries or indices).
+        cpu: run every replica on the CPU, GPUs or not (``omnidist run --cpu``).
     """
     if not gpus:
         return GpuAssignment(visible=tuple(None for _ in needs))
+    if cpu:
+        return GpuAssignment(visible=tuple("" for _ in needs),
+                             note=f"every replica runs on the CPU ({VARIABLE}=\"\"), as asked (--cpu, the cpu "
+                                  f"setting), so init_torch picks gloo; this machine's {len(gpus)} GPU(s) stay idle")
     wanted = sum(needs)
     if wanted > len(gpus):
-        trainers = sum(1 for n in needs if n)
-        return GpuAssignment(
-            visible=tuple("" for _ in needs),
-            note=f"{trainers} training replica(s) need {wanted} GPU(s), one per process, and this machine has "
-                 f"{len(gpus)}: every replica runs on the CPU ({VARIABLE}=\"\"), so init_torch picks gloo; "
-                 f"use at most {len(gpus)} training process(es) to train on the GPUs")
+        return _share(needs, gpus)
     visible: list[Optional[str]] = []
     next_gpu = 0
     for need in needs:
@@ -65,6 +70,25 @@ def assign_gpus(needs: Sequence[int], gpus: Sequence[str]) -> GpuAssignment:
     return GpuAssignment(visible=tuple(visible),
                          note=f"{wanted} of this machine's {len(gpus)} GPU(s) go to the training replicas, "
                               f"one per process ({VARIABLE} per replica){rest}")
+
+
+def _share(needs: Sequence[int], gpus: Sequence[str]) -> GpuAssignment:
+    """More training processes than GPUs: process k (counting every training replica's processes
+    in order) on GPU k mod N; each replica sees its processes' GPUs, in the order its local ranks
+    take them (local rank j on the j-th it sees, mod their number)."""
+    visible: list[Optional[str]] = []
+    process = 0
+    for need in needs:
+        mine = [gpus[(process + j) % len(gpus)] for j in range(need)]
+        visible.append(",".join(dict.fromkeys(mine)))
+        process += need
+    trainers = sum(1 for n in needs if n)
+    wanted = sum(needs)
+    return GpuAssignment(
+        visible=tuple(visible), shared=True,
+        note=f"{trainers} training replica(s) run {wanted} process(es) and this machine has {len(gpus)} GPU(s): they "
+             f"share them round robin ({VARIABLE} per replica), and init_torch uses gloo over CUDA tensors (nccl "
+             "refuses two ranks on one GPU); --cpu runs them on the CPU instead")
 
 
 def visible_gpus(environ: Optional[Mapping[str, str]] = None,

@@ -27,7 +27,7 @@ from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
 from omnidist.model.job import DistributedJob
 from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_role, effective_roles, processes_per_node
-from omnidist.runtime import platforms
+from omnidist.runtime import hints, platforms
 from omnidist.runtime.launch import carry_processes_per_node
 
 PREVIEW_PORT = 29500
@@ -146,7 +146,7 @@ def slots(plan: Layout, ports: Sequence[int]) -> list[Slot]:
             for p, port in zip(plan.places, ports)]
 
 
-def gpu_assignment(plan: Layout, gpus: Sequence[str]) -> GpuAssignment:
+def gpu_assignment(plan: Layout, gpus: Sequence[str], cpu: bool = False) -> GpuAssignment:
     """``CUDA_VISIBLE_DEVICES`` for each process :func:`build` starts (see :mod:`omnidist.local.gpus`).
 
     A training replica needs one GPU per process it runs: ``processes_per_node`` when the
@@ -160,7 +160,7 @@ def gpu_assignment(plan: Layout, gpus: Sequence[str]) -> GpuAssignment:
             continue
         need = max(per_node // place.processes, 1) if place.role in TRAINING_ROLES else 0
         needs += [need] * place.processes
-    return assign_gpus(needs, gpus)
+    return assign_gpus(needs, gpus, cpu)
 
 
 def _argv(command: tuple[str, ...], args: tuple[str, ...], python: Optional[str]) -> tuple[str, ...]:
@@ -208,7 +208,7 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
     job, local = code_data.prepare(job, settings, run_dir or preview_run_dir(job, settings))  # SPEC §7
     placed = slots(plan, ports)
     platform = environments.platform_env(job, settings.emulate, placed, plan.native)
-    devices = gpu_assignment(plan, gpus)
+    devices = gpu_assignment(plan, gpus, getattr(settings, "cpu", False))
     cwd = workdir(job, settings.workdir or local.cwd)
     processes = [(slot, rank) for slot in placed if slot.runs for rank in range(slot.processes)]
     specs = []
@@ -224,6 +224,8 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
             program = _argv(command, (), settings.python)  # the launcher's processes run this interpreter too
             command = start_processes(job, program, processes_per_node(job), settings.emulate)[0]
         gpu = {} if visible is None else {GPU_VARIABLE: visible}
+        if devices.shared and slot.role in TRAINING_ROLES:
+            gpu[hints.GPUS_SHARED] = "1"
         env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
         specs.append(ReplicaSpec(role=slot.role.singular, index=slot.index, cwd=cwd, env=env,
                                  argv=_argv(command, role.args, settings.python),
@@ -249,7 +251,7 @@ def notes(job: DistributedJob, settings: Any, plan: Optional[Layout] = None,
     if accelerators:
         found.append(Note(kind=NoteKind.DROPPED, field="accelerator", message=f"{', '.join(accelerators)} is not "
                           "attached; the replicas use this machine's devices"))
-    devices = gpu_assignment(plan, gpus)
+    devices = gpu_assignment(plan, gpus, getattr(settings, "cpu", False))
     if devices.note:
         found.append(Note(kind=NoteKind.DEFAULTED, field="gpus", message=devices.note))
     commands = {r.command[0] for r in effective_roles(job) if r.command}

@@ -75,7 +75,9 @@ def init_torch(backend: Optional[str] = None, **kwargs: Any) -> RuntimeContext:
 
     Backend and device are chosen together (:func:`omnidist.runtime.devices.torch_placement`):
     ``nccl`` only when every process of the node has a GPU of its own, and then the process is
-    pinned to GPU ``local_rank`` (``torch.cuda.set_device``); otherwise ``gloo`` on the CPU.
+    pinned to GPU ``local_rank`` (``torch.cuda.set_device``); when processes outnumber the GPUs
+    (or ``omnidist run`` made its replicas share them), ``gloo`` on GPU ``local_rank % GPUs``;
+    without a GPU, ``gloo`` on the CPU.
     :func:`torch_device` gives the device to move the model and data to.
 
     Args:
@@ -105,7 +107,8 @@ def init_torch(backend: Optional[str] = None, **kwargs: Any) -> RuntimeContext:
     if dist.is_initialized():
         return ctx
     cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    placement = torch_placement(cuda_devices, ctx.local_rank or 0, ctx.processes_per_node, backend)
+    placement = torch_placement(cuda_devices, ctx.local_rank or 0, ctx.processes_per_node, backend,
+                                shared=_shared())
     if placement.cuda_device is not None:
         torch.cuda.set_device(placement.cuda_device)
     dist.init_process_group(backend=placement.backend, init_method="env://", rank=int(env["RANK"]),
@@ -115,7 +118,8 @@ def init_torch(backend: Optional[str] = None, **kwargs: Any) -> RuntimeContext:
 
 
 def torch_device() -> Any:
-    """The ``torch.device`` this process computes on: ``cuda:<local_rank>`` under nccl, else ``cpu``.
+    """The ``torch.device`` this process computes on: ``cuda:<local_rank>`` under nccl, a shared
+    GPU under gloo when processes outnumber the GPUs, else ``cpu``.
 
     After :func:`init_torch` it is the device chosen there; before, the one it would choose.
 
@@ -132,8 +136,15 @@ def torch_device() -> Any:
     if placement is None:
         ctx = context()
         cuda_devices = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        placement = torch_placement(cuda_devices, ctx.local_rank or 0, ctx.processes_per_node)
+        placement = torch_placement(cuda_devices, ctx.local_rank or 0, ctx.processes_per_node, shared=_shared())
     return torch.device(placement.device)
+
+
+def _shared() -> bool:
+    """``omnidist run`` made this machine's training replicas share its GPUs (:data:`hints.GPUS_SHARED`)."""
+    from omnidist.runtime import hints
+
+    return os.environ.get(hints.GPUS_SHARED) == "1"
 
 
 def init_tensorflow(environ: Optional[MutableMapping[str, str]] = None) -> RuntimeContext:

@@ -15,6 +15,9 @@ where a platform is vague (standard library only: this runs inside training cont
 ``OMNIDIST_OUTPUT_<NAME>``      where output NAME goes, for ``context().outputs``
 ``OMNIDIST_MODEL_DIR``          where to save the model, on platforms that set no variable
                                 of their own for it (the local backend)
+``OMNIDIST_GPUS_SHARED``        ``1`` when the local backend gave its training replicas this
+                                machine's GPUs to share (more processes than GPUs):
+                                ``init_torch`` then uses gloo on CUDA, never nccl
 =============================  =============================================================
 
 On Azure ML the input and output values exist only once Azure has substituted
@@ -35,8 +38,9 @@ POOL2_ROLE = "OMNIDIST_POOL2_ROLE"
 INPUT_PREFIX = "OMNIDIST_INPUT_"
 OUTPUT_PREFIX = "OMNIDIST_OUTPUT_"
 MODEL_DIR = "OMNIDIST_MODEL_DIR"
+GPUS_SHARED = "OMNIDIST_GPUS_SHARED"
 
-ALL = (JOB_NAME, FRAMEWORK, PROCESSES_PER_NODE, ROLE, POOL2_ROLE, MODEL_DIR)
+ALL = (JOB_NAME, FRAMEWORK, PROCESSES_PER_NODE, ROLE, POOL2_ROLE, MODEL_DIR, GPUS_SHARED)
 PREFIX = "OMNIDIST_"
 DATA_PREFIXES = (INPUT_PREFIX, OUTPUT_PREFIX)
 """Prefixes of the per-name data hints (one variable per input or output)."""

@@ -24,19 +24,30 @@ from .test_backend import EXAMPLE
     ([1, 1, 1], [], (None, None, None)),                         # a CPU machine: nothing is set
     ([1, 1, 1], ["0", "1", "2", "3"], ("0", "1", "2")),          # one GPU each
     ([2, 2, 0], ["0", "1", "2", "3"], ("0,1", "2,3", "")),       # two processes per node; a parameter server
-    ([1, 1, 1], ["0"], ("", "", "")),                            # replicas outnumber the GPUs: all on the CPU
+    ([1, 1, 1], ["0"], ("0", "0", "0")),                         # replicas outnumber the GPUs: they share it
+    ([1, 1, 1, 1], ["0", "1"], ("0", "1", "0", "1")),            # round robin
+    ([2, 2, 0], ["0", "1", "2"], ("0,1", "2,0", "")),            # a replica's processes take the next GPUs
+    ([3, 1], ["0", "1"], ("0,1", "1")),                          # more local processes than GPUs: each GPU once
     ([1, 1], ["GPU-a1", "GPU-b2"], ("GPU-a1", "GPU-b2")),        # the user's CUDA_VISIBLE_DEVICES entries
 ])
 def test_assign_gpus(needs, gpus, visible):
     found = assign_gpus(needs, gpus)
     assert found.visible == visible
     assert (found.note is None) == (not gpus)
+    assert found.shared == (sum(needs) > len(gpus) > 0)
 
 
-def test_the_note_says_when_replicas_outnumber_the_gpus():
+def test_the_note_says_when_replicas_share_the_gpus_and_how_to_use_the_cpu():
     note = assign_gpus([1, 1, 1], ["0"]).note
-    assert "3 training replica(s) need 3 GPU(s)" in note and "has 1" in note and "gloo" in note
+    assert "3 training replica(s) run 3 process(es)" in note and "has 1 GPU(s)" in note
+    assert "round robin" in note and "gloo over CUDA tensors" in note and "--cpu" in note
     assert "CPU" in assign_gpus([1, 0], ["0", "1"]).note  # the parameter server runs on the CPU
+
+
+def test_the_cpu_is_a_choice():
+    found = assign_gpus([1, 1, 1], ["0", "1", "2", "3"], cpu=True)
+    assert found.visible == ("", "", "") and not found.shared and "as asked" in found.note
+    assert assign_gpus([1], [], cpu=True).visible == (None,), "a machine without GPUs: nothing to say"
 
 
 def _smi(stdout: str, returncode: int = 0):
@@ -79,11 +90,31 @@ def test_each_replica_gets_its_own_gpus():
         ("worker-1.1", "5")]
 
 
-def test_more_replicas_than_gpus_run_on_the_cpu_with_a_note():
-    specs = plan.build(job(), settings(), range(3), gpus=["0"])
-    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["", "", ""]
+def test_more_replicas_than_gpus_share_them_with_a_note():
+    specs = plan.build(job(parameter_servers=Role(replicas=1)), settings(), range(4), gpus=["0"])
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["0", "0", "0", ""]
+    assert [s.env.get("OMNIDIST_GPUS_SHARED") for s in specs] == ["1", "1", "1", None], "trainers only"
     (note,) = [n for n in plan.notes(job(), settings(), gpus=["0"]) if n.field == "gpus"]
-    assert "this machine has 1" in note.message
+    assert "this machine has 1 GPU(s)" in note.message and "round robin" in note.message
+
+
+def test_the_cpu_setting_runs_every_replica_on_the_cpu():
+    specs = plan.build(job(), settings(cpu=True), range(3), gpus=["0", "1", "2"])
+    assert [s.env["CUDA_VISIBLE_DEVICES"] for s in specs] == ["", "", ""]
+    assert not any("OMNIDIST_GPUS_SHARED" in s.env for s in specs)
+    (note,) = [n for n in plan.notes(job(), settings(cpu=True), gpus=["0"]) if n.field == "gpus"]
+    assert "as asked" in note.message
+
+
+def test_the_cpu_flag_reaches_the_settings(tmp_path, monkeypatch):
+    from omnidist.testing.cli import run_cli
+
+    (tmp_path / "job.yaml").write_text("name: c\nframework: pytorch\ncommand: [python, -c, \"import os; "
+                                       "print('VISIBLE=' + repr(os.environ.get('CUDA_VISIBLE_DEVICES')))\"]\n"
+                                       "primary: {}\n")
+    done = run_cli("run", "job.yaml", "--cpu", cwd=tmp_path, env={"CUDA_VISIBLE_DEVICES": "0,1"})
+    assert done.returncode == 0, done.stderr
+    assert "VISIBLE=''" in done.stdout and "as asked (--cpu" in done.stderr
 
 
 def test_no_gpus_no_variable_and_the_users_value_wins():
@@ -108,7 +139,7 @@ def _torch_sees_cuda() -> bool:
 @pytest.mark.skipif(not _torch_sees_cuda(), reason="needs an NVIDIA GPU and a CUDA build of torch")
 @pytest.mark.parametrize("replicas", [1, len(GPUS) + 1])
 def test_the_ddp_example_on_this_machines_gpus(clean_env, replicas):
-    """Replicas that fit train with nccl, one GPU each; more replicas than GPUs train with gloo on the CPU."""
+    """Replicas that fit train with nccl, one GPU each; more replicas than GPUs share them with gloo."""
     base = api.load(EXAMPLE)
     example = attrs.evolve(base, args=("--steps", "25"), workers=Role(replicas=replicas - 1) if replicas > 1 else None)
     out, err = io.StringIO(), io.StringIO()
@@ -120,4 +151,5 @@ def test_the_ddp_example_on_this_machines_gpus(clean_env, replicas):
     if replicas <= len(GPUS):
         assert "nccl on cuda:0" in text and "GPU(s) go to the training replicas" in err.getvalue()
     else:
-        assert "gloo on cpu" in text and f"this machine has {len(GPUS)}" in err.getvalue()
+        assert "gloo on cuda:0" in text and f"this machine has {len(GPUS)} GPU(s)" in err.getvalue()
+        assert "round robin" in err.getvalue()
