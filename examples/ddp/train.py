@@ -2,7 +2,7 @@
 
 The same file runs on Vertex AI, AI Platform, Azure ML, under torchrun, and locally with
 `omnidist run job.yaml`: `omnidist.runtime.init_torch()` reads whatever the platform set and
-picks nccl on a GPU of this process's own, else gloo on the CPU; `runtime.torch_device()` is
+picks nccl on a GPU of this process's own, else gloo (on a GPU it shares, or the CPU); `runtime.torch_device()` is
 where the model and the data go.
 """
 
@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=0.05)
     args = parser.parse_args()
 
-    ctx = runtime.init_torch()  # nccl on this process's own GPU, else gloo on the CPU
+    ctx = runtime.init_torch()  # nccl on this process's own GPU, else gloo on a shared GPU or the CPU
     device = runtime.torch_device()
     rank, world = dist.get_rank(), dist.get_world_size()
     print(f"{ctx.platform}: {ctx.role} {ctx.index} is rank {rank} of {world} "
