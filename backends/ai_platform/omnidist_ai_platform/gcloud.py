@@ -2,7 +2,8 @@
 
 The flags are read as gcloud reads them: ``--config`` is a ``{trainingInput: …}`` file the flags
 override, ``--scale-tier basic-gpu`` is ``BASIC_GPU``, ``--master-accelerator count=1,type=…`` an
-``acceleratorConfig``, and the words after ``--`` are the program's ``args``.
+``acceleratorConfig``, ``--tpu-tf-version`` the worker's ``tpuTfVersion``, and the words after
+``--`` are the program's ``args``.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ CLIENT_SIDE = frozenset({"account", "billing-project", "format", "impersonate-se
 
 VALUE_FLAGS = frozenset({
     *PLAIN_FLAGS, *CLIENT_SIDE, "config", "kms-key", "labels", "package-path", "packages", "scale-tier",
-    "use-chief-in-tf-config",
+    "tpu-tf-version", "use-chief-in-tf-config",
     *(f"{role}-{what}" for role in ROLE_FLAGS for what in ("accelerator", "image-uri", "machine-type")),
     "worker-count", "parameter-server-count",
 })
@@ -75,6 +76,8 @@ def _roles(flags: Flags) -> dict[str, Any]:
             found[f"{prefix}Type"] = flags.one(f"{flag}-machine-type")
         if prefix != "master" and flags.one(f"{flag}-count"):
             found[f"{prefix}Count"] = flags.one(f"{flag}-count")
+    if flags.one("tpu-tf-version"):  # the TPU worker's runtime (gcloud writes it into workerConfig)
+        found.setdefault("workerConfig", {})["tpuTfVersion"] = flags.one("tpu-tf-version")
     return found
 
 

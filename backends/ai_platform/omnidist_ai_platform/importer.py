@@ -371,8 +371,9 @@ def native_to_pool(ti: NativeTrainingInput, role: RoleName, notes: list[Note]) -
                                                                       f"{role.value.replace('_', ' ')} run"))
         return None
     if config.tpuTfVersion and type_name != catalog.TPU_MACHINE:
-        raise ValidationError(f"tpuTfVersion is for a {catalog.TPU_MACHINE} replica, and this one is {type_name}",
-                              path=f"trainingInput.{prefix}Config.tpuTfVersion")
+        notes.append(dropped_note(f"trainingInput.{prefix}Config.tpuTfVersion", (
+            f"{config.tpuTfVersion}: the runtime of a {catalog.TPU_MACHINE} replica, and this one is "
+            f"{type_name or 'not one'}: nothing runs it")))
     machine = catalog.MACHINES.get(type_name) if type_name else None
     if type_name and machine is None:
         raise ValidationError(f"{type_name!r} is not a machine type legacy AI Platform accepted"

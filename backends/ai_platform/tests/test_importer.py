@@ -212,8 +212,6 @@ def test_unportable_specs_exit_3_naming_the_feature(native, feature):
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
         "imageUri": "i", "acceleratorConfig": {"count": 8, "type": "TPU_V3"}}}},
      "trainingInput.masterConfig.acceleratorConfig"),
-    ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "masterConfig": {
-        "imageUri": "i", "tpuTfVersion": "2.1"}}}, "trainingInput.masterConfig.tpuTfVersion"),
     ({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8", "workerType": "cloud_tpu",
                         "workerCount": 1, "workerConfig": {"acceleratorConfig": {"count": 4, "type": "TPU_V2"}}}},
      "trainingInput.workerConfig.acceleratorConfig.count"),
@@ -222,6 +220,14 @@ def test_a_tpu_where_legacy_takes_none_is_exit_2_naming_the_field(native, path):
     with pytest.raises(ValidationError) as err:
         BACKEND.import_native(native)
     assert err.value.problems[0].path == path
+
+
+def test_a_tpu_runtime_on_a_replica_without_a_tpu_is_dropped_with_a_note():
+    """gcloud's --tpu-tf-version goes to workerConfig whatever the worker is; nothing runs it there."""
+    job, notes = import_with_notes({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "n1-standard-8",
+                                                      "masterConfig": {"imageUri": "i", "tpuTfVersion": "2.1"}}})
+    assert job.primary.accelerator is None
+    assert [n.field for n in notes if n.kind is NoteKind.DROPPED] == ["trainingInput.masterConfig.tpuTfVersion"]
 
 
 @pytest.mark.parametrize(("native", "model", "count", "machine"), [

@@ -133,3 +133,20 @@ def test_the_footprint_is_the_master_and_its_tpu():
     assert [(p.role, p.replicas, p.machine, p.accelerator, p.count) for p in found.pools] == [
         ("primary", 1, "n1-highmem-2", None, 0), ("tpu", 4, "cloud-tpu", "TPU-V3", 8)]
     assert found.accelerators == "TPU-V3:32"
+
+
+def test_the_gcloud_command_line_of_a_tpu_job_imports():
+    """gcloud's own flags: a cloud_tpu worker, its accelerator, and --tpu-tf-version (workerConfig's)."""
+    import shlex
+
+    from omnidist.kit import CommandLine
+    from omnidist_ai_platform import gcloud
+
+    line = ("gcloud beta ai-platform jobs submit training tpu_job --region us-central1 --scale-tier custom "
+            "--master-image-uri gcr.io/p/t:1 --master-machine-type n1-highcpu-16 --worker-machine-type cloud_tpu "
+            "--worker-count 1 --worker-accelerator type=tpu-v3,count=8 --tpu-tf-version=2.11")
+    body = gcloud.command_to_request(CommandLine(argv=tuple(shlex.split(line))))
+    assert body["trainingInput"]["workerConfig"] == {"acceleratorConfig": {"type": "TPU_V3", "count": "8"},
+                                                     "tpuTfVersion": "2.11"}
+    job, _ = BACKEND.import_with_notes(body)
+    assert str(job.primary.accelerator) == "TPU-V3:8" and job.backends["ai_platform"]["tpu_tf_version"] == "2.11"
