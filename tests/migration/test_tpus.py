@@ -41,7 +41,7 @@ def test_vertex_to_legacy_is_changed_and_needs_the_tpu_runtime_version(isolated)
     ti = compiled.request["trainingInput"]
     assert (ti["workerType"], ti["workerConfig"]["acceleratorConfig"]) == ("cloud_tpu", {"count": 8, "type": "TPU_V3"})
     assert changed(report) == ["primary.accelerator"]
-    (line,) = [e for e in report.entries if e.field == "primary.accelerator"]
+    (line,) = [e for e in report.entries if e.field == "primary.accelerator" and e.fidelity == "changed"]
     assert "vertex runs TPU VMs" in line.message and "ai_platform runs TPU Nodes" in line.message
 
 
