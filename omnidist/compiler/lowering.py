@@ -16,7 +16,6 @@ from typing import Optional
 import attrs
 
 from omnidist.errors import Problem, UnsupportedFeatureError, ValidationError
-from omnidist.model import accelerators
 from omnidist.model.features import ROLE_FEATURES, Feature
 from omnidist.model.job import DistributedJob, Interconnect
 from omnidist.model.roles import (
@@ -194,9 +193,21 @@ def check_portable_rules(job: DistributedJob) -> None:
 
 # --- TPUs (SPEC §13) ---------------------------------------------------------------------------------
 
-TPU_BACKENDS = {"core": "vertex or ai_platform", "chip": "vertex or kubernetes (GKE)"}
-"""Where a TPU job compiles (TPU v2/v3, counted in cores; v5e/v6e, in chips), for the refusals of
-the backends that have none."""
+def tpu_backends(kind: str) -> str:
+    """The installed backends whose capabilities offer the TPU ``kind``, for a refusal's hint
+    (two backends, joined with "or"); the core names none itself."""
+    from omnidist.backend import registry
+    from omnidist.errors import OmnidistError
+
+    found = []
+    for name in registry.installed():
+        try:
+            offers = kind in registry.get(name).capabilities.accelerators
+        except OmnidistError:  # a broken plugin is its own error, not this one's
+            continue
+        if offers:
+            found.append(name)
+    return " or ".join(found) or "a backend that runs TPUs (omnidist backends lists them)"
 
 
 def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
@@ -208,15 +219,16 @@ def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
         why: what the backend has instead, for the message (``Azure ML offers NVIDIA GPUs``).
 
     Raises:
-        UnsupportedFeatureError: the job has a TPU on some role.
+        UnsupportedFeatureError: the job has a TPU on some role; the hint names the installed
+            backends that run it.
     """
     role = tpu_role(job)
     if role is None:
         return
-    where = TPU_BACKENDS[accelerators.BY_NAME[role.accelerator.type].unit]
     raise UnsupportedFeatureError(
         Feature.ACCELERATOR, backend, f"{role.name.value} asks for {role.accelerator}, a Google TPU slice; {why}.",
-        f"Compile it for {where}, or give the job GPUs.", subject=f"accelerator {role.accelerator.type}")
+        f"Compile it for {tpu_backends(role.accelerator.type)}, or give the job GPUs.",
+        subject=f"accelerator {role.accelerator.type}")
 
 
 def tpu_slice_of(job: DistributedJob, backend: str, layout: str) -> Optional[Accelerator]:
@@ -240,19 +252,20 @@ def tpu_slice_of(job: DistributedJob, backend: str, layout: str) -> Optional[Acc
     if first is None:
         return None
     primary = effective_role(job, RoleName.PRIMARY)
-    slice_ = primary.accelerator if primary.accelerator is not None and primary.accelerator.tpu else None
+    if first.name is not RoleName.PRIMARY:
+        raise UnsupportedFeatureError(
+            ROLE_FEATURES.get(first.name.value, Feature.OTHER), backend,
+            f"{first.name.value} ask for {first.accelerator}, and a TPU slice is the primary's accelerator (its hosts "
+            "are the job's nodes).", f"Put the whole slice in primary.accelerator (e.g. {first.accelerator}).",
+            subject=first.name.value)
+    slice_ = primary.accelerator
     for role in effective_roles(job):
         if role.name is RoleName.PRIMARY:
             continue
-        feature = ROLE_FEATURES.get(role.name.value, Feature.OTHER)
-        if slice_ is None:
-            message = (f"{role.name.value} ask for {role.accelerator}, and a TPU slice is the primary's accelerator "
-                       "(its hosts are the job's nodes)")
-            hint = f"Put the whole slice in primary.accelerator (e.g. {role.accelerator})."
-        else:
-            message = (f"{layout}; the {slice_} slice's hosts are the job's nodes, and there is no place for "
-                       f"{role.name.value}")
-            hint = ("Put every chip in primary.accelerator (its hosts become the nodes)."
-                    if role.name is RoleName.WORKERS else f"Drop {role.name.value}: a TPU job is one slice.")
-        raise UnsupportedFeatureError(feature, backend, message + ".", hint, subject=role.name.value)
+        hint = ("Put every chip in primary.accelerator (its hosts become the nodes)."
+                if role.name is RoleName.WORKERS else f"Drop {role.name.value}: a TPU job is one slice.")
+        raise UnsupportedFeatureError(
+            ROLE_FEATURES.get(role.name.value, Feature.OTHER), backend,
+            f"{layout}; the {slice_} slice's hosts are the job's nodes, and there is no place for {role.name.value}.",
+            hint, subject=role.name.value)
     return slice_

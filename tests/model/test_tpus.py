@@ -102,8 +102,8 @@ def test_a_named_host_must_run_the_topology():
     ("sagemaker", "SageMaker offers NVIDIA GPUs and AWS Trainium, no TPUs"),
     ("local", "this machine runs the replicas on its CPUs and NVIDIA GPUs"),
 ])
-@pytest.mark.parametrize("accelerator, where", [("TPU-V5E:16", "vertex or kubernetes (GKE)"),
-                                                ("TPU-V3:8", "vertex or ai_platform")])
+@pytest.mark.parametrize("accelerator, where", [("TPU-V5E:16", "kubernetes or vertex"),
+                                                ("TPU-V3:8", "ai_platform or vertex")])
 def test_backends_without_tpus_refuse_them_naming_the_accelerator(backend, words, accelerator, where):
     job = load(accelerator)
     with pytest.raises(UnsupportedFeatureError) as caught:
