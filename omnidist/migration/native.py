@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 from omnidist.clouds.gcloud import CommandLine, find_command_line
 from omnidist.compiler import delowering
 from omnidist.errors import ValidationError
-from omnidist.model import serde
+from omnidist.model import documents, serde
 
 Native = Union[Mapping[str, Any], Sequence[Any], str, "os.PathLike[str]", Any]
 Spec = Union[Mapping[str, Any], Sequence[Any], CommandLine]
@@ -61,15 +61,15 @@ def read_native(native: Native) -> tuple[Spec, Optional[str]]:
     """
     if callable(getattr(native, "_to_dict", None)):  # an SDK object (some are mappings too)
         return delowering.sdk_object_to_dict(native), None
-    if isinstance(native, (Mapping, list, tuple, CommandLine)):
+    if isinstance(native, (Mapping, list, tuple)):
+        documents.check_shape(native)
+        return native, None
+    if isinstance(native, CommandLine):
         return native, None
     if not isinstance(native, (str, os.PathLike)):
         raise ValidationError(f"a native spec is a mapping, a file or an SDK job object, got {type(native).__name__}")
     source = str(native)
-    try:
-        text = Path(native).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+    text = documents.read_text(native)
     try:
         argv = find_command_line(text)
     except ValidationError as exc:

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import difflib
 import enum
+import math
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
 import attrs
@@ -48,9 +49,24 @@ def non_negative(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 
 def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """A validator: unset or ``> 0``."""
-    if value is not None and value <= 0:
+    """A validator: unset or ``> 0`` (and finite: NaN and infinity are no size)."""
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        fail(attribute, f"must be a finite number, got {value}")
+    if value <= 0:
         fail(attribute, f"must be > 0, got {value}")
+
+
+def at_most(maximum: float, what: str = "") -> Callable[[Any, attrs.Attribute, Any], None]:
+    """A validator: unset, or at most ``maximum`` (one of the bounds of
+    :mod:`omnidist.model.limits`, named in the error)."""
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > maximum:
+            fail(attribute, f"{value:g} is more than the {maximum:g}{what} omnidist allows (docs/security.md)")
+
+    return check
 
 
 def to_argv(value: Union[str, list, tuple, None]) -> Optional[tuple[str, ...]]:

@@ -13,7 +13,6 @@ import enum
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Optional
 
 import attrs
@@ -21,9 +20,10 @@ import attrs
 from omnidist import notebook
 from omnidist.errors import ValidationError
 from omnidist.model import data as jobdata
-from omnidist.model import serde
+from omnidist.model import documents, serde
 from omnidist.model.data import JobInput, JobOutput
-from omnidist.model.fields import choice, env_names, fail, positive, to_argv, to_str_map
+from omnidist.model.fields import at_most, choice, env_names, fail, positive, to_argv, to_str_map
+from omnidist.model.limits import MAX_PROCESSES_PER_NODE, MAX_TIMEOUT_S
 from omnidist.model.roles import AUTO, Replicas, Role, RoleName, effective_roles
 from omnidist.model.tuning import Tuning, to_tuning
 
@@ -98,7 +98,7 @@ class DistributedJob:
     processes_per_node: Replicas = attrs.field(default=AUTO)
     interconnect: Interconnect = attrs.field(default=Interconnect.ANY, converter=choice(Interconnect, "interconnect"))
     spot: bool = False
-    timeout: Optional[int] = attrs.field(default=None, validator=positive)
+    timeout: Optional[int] = attrs.field(default=None, validator=[positive, at_most(MAX_TIMEOUT_S, " seconds")])
     """Seconds; written in job files with an s/m/h/d suffix."""
     labels: dict[str, str] = attrs.field(factory=dict, converter=to_str_map)
     tuning: Optional[Tuning] = attrs.field(default=None, converter=to_tuning)
@@ -121,6 +121,7 @@ class DistributedJob:
     def _ppn(self, attribute: attrs.Attribute, value: Replicas) -> None:
         if value != AUTO and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             fail(attribute, f"must be a whole number >= 1 or 'auto', got {value!r}")
+        at_most(MAX_PROCESSES_PER_NODE, " processes per node")(self, attribute, value)
 
     def __attrs_post_init__(self) -> None:
         _role_auto_only_for_reducers(self)
@@ -210,11 +211,4 @@ def job_to_yaml(job: DistributedJob) -> str:
 
 def load(path: str | os.PathLike[str]) -> DistributedJob:
     """Read a job file (YAML or JSON)."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValidationError("no such file", source=source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read the file ({exc})", source=source) from None
-    return job_from_yaml(text, source=source)
+    return job_from_yaml(documents.read_text(path), source=str(path))

@@ -26,8 +26,9 @@ import attrs
 
 from omnidist.errors import ValidationError
 from omnidist.model import accelerators, serde
+from omnidist.model import limits as bounds
 from omnidist.model.data import NO_ACCELERATOR
-from omnidist.model.fields import env_names, fail, masked_repr, non_negative, positive, to_argv, to_str_map
+from omnidist.model.fields import at_most, env_names, fail, masked_repr, non_negative, positive, to_argv, to_str_map
 
 if TYPE_CHECKING:
     from omnidist.model.job import DistributedJob
@@ -77,7 +78,8 @@ class Accelerator:
     """
 
     type: str = attrs.field(converter=lambda v: _canonical_accelerator(v))
-    count: int = attrs.field(default=1, validator=positive)
+    count: int = attrs.field(default=1, validator=[positive,
+                                                   at_most(bounds.MAX_ACCELERATORS, " accelerators per replica")])
 
     @classmethod
     def parse(cls, text: str) -> Accelerator:
@@ -130,9 +132,9 @@ class Role:
     replicas: Replicas = attrs.field(default=1)
     accelerator: Optional[Union[Accelerator, Literal["none"]]] = attrs.field(default=None, converter=_to_accelerator)
     """``none`` means no accelerator even where the role would inherit the primary's."""
-    cpus: Optional[float] = attrs.field(default=None, validator=positive)
-    memory_gb: Optional[float] = attrs.field(default=None, validator=positive)
-    disk_gb: Optional[int] = attrs.field(default=None, validator=positive)
+    cpus: Optional[float] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_CPUS, " vCPUs")])
+    memory_gb: Optional[float] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_MEMORY_GB, " GB")])
+    disk_gb: Optional[int] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_DISK_GB, " GB")])
     image: Optional[str] = None
     command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
     args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
@@ -145,6 +147,7 @@ class Role:
         if isinstance(value, bool) or not isinstance(value, int):
             fail(attribute, f"must be a whole number or 'auto', got {value!r}")
         non_negative(self, attribute, value)
+        at_most(bounds.MAX_REPLICAS, " replicas of one role")(self, attribute, value)
 
 
 # --- inheritance: the role as each replica really gets it -------------------------------------

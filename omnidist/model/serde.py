@@ -15,10 +15,10 @@ from __future__ import annotations
 import difflib
 import enum
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 import attrs
@@ -29,6 +29,8 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.gen import override as override  # re-exported: the model modules name field overrides with it
 
 from omnidist.errors import Problem, ValidationError
+from omnidist.model import documents as documents_
+from omnidist.model.limits import clipped_repr
 
 T = TypeVar("T")
 
@@ -53,9 +55,8 @@ def lazy(build: Callable[[], Any]) -> Any:
 
 def kind(value: Any) -> str:
     """How an error names what it got: ``a mapping``, ``a list``, ``int 4``…"""
-    return {dict: "a mapping", list: "a list", bool: "true/false", type(None): "empty (null)"}.get(
-        type(value), f"{type(value).__name__} {value!r}"
-    )
+    named = {dict: "a mapping", list: "a list", bool: "true/false", type(None): "empty (null)"}.get(type(value))
+    return named or f"{type(value).__name__} {clipped_repr(value)}"
 
 
 def structure_str(value: Any, _: type = str) -> str:
@@ -78,6 +79,8 @@ def _structure_int(value: Any, _: type) -> int:
 
 
 def _structure_float(value: Any, _: type) -> float:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     raise ValueError(f"expected a number, got {kind(value)}")
@@ -302,37 +305,20 @@ def unstructure(value: Any) -> Any:
 # --- documents ----------------------------------------------------------------------------------
 
 def parse_yaml(text: str, *, source: str | None = None, documents: bool = False) -> Any:
-    """Parse YAML (JSON is a subset) with the safe loader; syntax errors name line and column.
+    """Parse YAML (JSON is a subset) with the safe loader, within omnidist's bounds (no key twice,
+    aliases, nesting and size limited: :func:`omnidist.model.documents.parse_yaml`); errors
+    name line and column.
 
     With ``documents``, a stream of several documents (``---`` between them, as in Kubernetes
     manifests) is read as the list of its non-empty documents; one document is read as itself.
     """
-    try:
-        if not documents:
-            return yaml.safe_load(text)
-        found = [d for d in yaml.safe_load_all(text) if d is not None]
-        return found[0] if len(found) == 1 else (found or None)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ValidationError(f"{where}not valid YAML/JSON ({problem})", source=source) from None
-
-
-
-
-
-
+    return documents_.parse_yaml(text, source=source, documents=documents)
 
 
 def read_document(path: str | os.PathLike[str]) -> Any:
-    """Read any YAML/JSON document (native specs, configs) with the same error rules."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
-    return parse_yaml(text, source=source)
+    """Read any YAML/JSON document (native specs, configs) with the same error rules: a regular
+    UTF-8 file within the size limit (:func:`omnidist.model.documents.read_text`)."""
+    return parse_yaml(documents_.read_text(path), source=str(path))
 
 
 class _Dumper(yaml.SafeDumper):
