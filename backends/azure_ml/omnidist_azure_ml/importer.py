@@ -40,6 +40,7 @@ from omnidist.kit import (
     Role,
     ValidationError,
     cannot_hold,
+    check_one_line,
     dropped_note,
     is_data,
     native_duration,
@@ -538,6 +539,9 @@ def local_code(code: Optional[str]) -> Optional[str]:
 
 def _settings_block(native: NativeCommandJob, environment: Optional[str],
                     sku: Optional[catalog.Sku]) -> dict[str, dict[str, Any]]:
+    for key in ("compute", "experiment_name"):  # names, quoted in remarks and requests: one line each
+        check_one_line(getattr(native, key), key)
+    check_one_line(native.resources.instance_type, "resources.instance_type")
     name = native_to_name(native)
     compute = native.compute.removeprefix("azureml:") if native.compute else None
     tier = (native.queue_settings.job_tier or "").lower()
