@@ -77,6 +77,7 @@ _NAMES: dict[str, str] = {
     "LazyClient": "omnidist.backend.contract",
     "MigrationPolicy": "omnidist.backend.contract",
     "ClientSettings": "omnidist.backend.settings",
+    "check_one_line": "omnidist.backend.settings",
     "at_least": "omnidist.backend.settings",
     "one_of": "omnidist.backend.settings",
     "role_keys": "omnidist.backend.settings",
@@ -145,6 +146,8 @@ _NAMES: dict[str, str] = {
     "PROGRESS_ABOVE_BYTES": "omnidist.submission.packaging",
     "large_folder_warning": "omnidist.submission.packaging",
     "scan_folder": "omnidist.submission.packaging",
+    "stage": "omnidist.submission.packaging",
+    "StagedCode": "omnidist.submission.packaging",
     "parse_retry_after": "omnidist.submission.retry",
     # cloud knowledge shared by plugins
     "COMPUTE_ENGINE": "omnidist.clouds.compute_engine",

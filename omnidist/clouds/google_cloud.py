@@ -143,7 +143,7 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
 
     log = logging.getLogger(LOGGER)
 
-    package = packaging.pack(folder)
+    package = packaging.pack(folder, ship_secrets=job.ship_secrets)
     try:
         uri = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}".replace(
             code_data.CODE_HASH, package.sha256

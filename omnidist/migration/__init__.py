@@ -39,7 +39,8 @@ from omnidist.migration.report import (
     entry_for,
     order,
 )
-from omnidist.model.job import DistributedJob, Framework, job_to_yaml
+from omnidist.model.job import DistributedJob, Framework, job_to_dict, job_to_yaml
+from omnidist.model.serde import yaml_comment
 
 __all__ = [
     "Fidelity", "MigrationReport", "ReportEntry", "StrictMigrationError", "detect_backend", "import_native", "migrate",
@@ -122,14 +123,30 @@ def migrate(
 def job_yaml_with_comments(job: DistributedJob, entries: list[ReportEntry], source: str,
                            filename: Optional[str]) -> str:
     """The imported job as YAML, with a header saying where it came from and a comment on each
-    top-level key whose value was inferred or approximated."""
-    text = job_to_yaml(job)
+    top-level key whose value was inferred or approximated.
+
+    The job is written by the YAML emitter and every comment through
+    :func:`~omnidist.model.serde.yaml_comment` (line breaks and control characters escaped), so the
+    text loads back to exactly ``job`` whatever the native file held. A remark goes at the end of
+    its key's line when the value starts or ends there (a block, or a one-line value), else on a
+    line of its own above the key: a comment inside a value that runs over several lines would
+    change it."""
+    data = job_to_dict(job)
     remarks = {e.field.split(".")[0]: e for e in entries if e.fidelity in (Fidelity.INFERRED, Fidelity.APPROXIMATED)}
+    text = job_to_yaml(job).splitlines()
     lines = []
-    for line in text.splitlines():
-        key = line.split(":", 1)[0]
-        entry = remarks.get(key) if line and not line[0].isspace() else None
-        lines.append(f"{line}  # {entry.fidelity.value}: {entry.message}" if entry and ":" in line else line)
-    header = [f"# imported from {filename or 'a'} {source} spec by omnidist"]
-    header += [f"# {e}" for e in entries if e.fidelity not in (Fidelity.EXACT,)]
+    for i, line in enumerate(text):
+        key = line.split(":", 1)[0] if line and not line[0].isspace() and ":" in line else None
+        entry = remarks.get(key) if key in data else None
+        if entry is None:
+            lines.append(line)
+            continue
+        remark = f"# {entry.fidelity.value}: {yaml_comment(entry.message)}"
+        one_line = i + 1 == len(text) or not text[i + 1][:1].isspace()
+        if isinstance(data[key], (Mapping, list)) or one_line:
+            lines.append(f"{line}  {remark}")
+        else:
+            lines += [remark, line]
+    header = [f"# imported from {yaml_comment(filename or 'a')} {source} spec by omnidist"]
+    header += [f"# {yaml_comment(str(e))}" for e in entries if e.fidelity not in (Fidelity.EXACT,)]
     return "\n".join(header + lines) + "\n"

@@ -18,6 +18,7 @@ limit.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Mapping
 from typing import Any, Optional
@@ -198,25 +199,27 @@ def parse_yaml(text: str, *, source: Optional[str] = None, documents: bool = Fal
 
 def check_shape(data: Any, *, source: Optional[str] = None) -> None:
     """The bounds of :func:`parse_yaml` for data already parsed (a mapping from the Python API):
-    nesting and values (shared objects counted each time they appear), without recursion.
+    nesting and values (shared objects counted each time they appear), without recursion; and
+    text that no file could hold (a lone surrogate, which no YAML or JSON writer can write back).
 
     Raises:
-        ValidationError: over a bound, or a container that holds itself.
+        ValidationError: over a bound, a container that holds itself, or text that is not Unicode.
     """
     done: dict[int, tuple[int, int]] = {}
     open_nodes: set[int] = set()
     stack: list[tuple[Any, bool]] = [(data, False)]
+    _check_text(data, source)
     while stack:
         value, finished = stack.pop()
         if not isinstance(value, (Mapping, list, tuple)):
             continue
         key = id(value)
         children = [c for pair in value.items() for c in pair] if isinstance(value, Mapping) else list(value)
-        nested = [c for c in children if isinstance(c, (Mapping, list, tuple))]
+        containers = [c for c in children if isinstance(c, (Mapping, list, tuple))]
         if finished:
             open_nodes.discard(key)
-            values = 1 + len(children) - len(nested) + sum(done[id(c)][0] for c in nested)
-            depth = 1 + max((done[id(c)][1] for c in nested), default=0)
+            values = 1 + len(children) - len(containers) + sum(done[id(c)][0] for c in containers)
+            depth = 1 + max((done[id(c)][1] for c in containers), default=0)
             if values > MAX_VALUES:
                 raise ValidationError(f"more than {MAX_VALUES} values; a document may hold at most {MAX_VALUES}",
                                       source=source)
@@ -228,8 +231,18 @@ def check_shape(data: Any, *, source: Optional[str] = None) -> None:
             continue
         open_nodes.add(key)
         stack.append((value, True))
-        for child in nested:
+        for child in children:
+            _check_text(child, source)
+        for child in containers:
             if id(child) in open_nodes:
                 raise ValidationError("a list or mapping that holds itself", source=source)
             if id(child) not in done:
                 stack.append((child, False))
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _check_text(value: Any, source: Optional[str]) -> None:
+    if isinstance(value, str) and _SURROGATE.search(value):
+        raise ValidationError(f"{clipped_repr(value)} is not Unicode text (it holds a lone surrogate)", source=source)

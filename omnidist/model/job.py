@@ -47,6 +47,17 @@ class Interconnect(str, enum.Enum):
     INFINIBAND = "infiniband"
 
 
+def _patterns(value: Any) -> tuple[str, ...]:
+    """``ship_secrets``: a list of gitignore patterns (one string is one pattern)."""
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p.strip() for p in items):
+        raise ValidationError(f"expected a list of file patterns (e.g. [.env, certs/*.pem]), got {value!r}",
+                              path="ship_secrets")
+    return tuple(items)
+
+
 def _role_auto_only_for_reducers(job: DistributedJob) -> None:
     for name in RoleName:
         role = getattr(job, name.value)
@@ -84,6 +95,9 @@ class DistributedJob:
     description: Optional[str] = None
     code: Optional[str] = None
     """A folder shipped with the job: a local path (relative to the job file) or a gs:// / azureml: URI."""
+    ship_secrets: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _patterns(v))
+    """Secret-looking files of a local ``code`` folder that ship anyway (gitignore patterns such as
+    ``.env`` or ``certs/*.pem``); every other one is left out with a warning (docs/security.md)."""
     module: Optional[str] = attrs.field(default=None, validator=jobdata.check_module)
     """Instead of ``command``: ``python -m MODULE ARGS``, run from ``code``."""
     framework_version: Optional[str] = attrs.field(default=None, validator=jobdata.check_framework_version)
@@ -177,7 +191,9 @@ serde.register_unstructure(DistributedJob, serde.lazy(lambda: serde.fields_unstr
 
 
 def job_from_dict(data: Any, *, source: str | None = None) -> DistributedJob:
-    """Build a :class:`DistributedJob` from parsed job-file data."""
+    """Build a :class:`DistributedJob` from parsed job-file data (within the bounds of
+    :func:`omnidist.model.documents.check_shape`)."""
+    documents.check_shape(data, source=source)
     if isinstance(data, Mapping) and "primary" not in data:
         raise ValidationError(
             "required: every job has one primary replica; write `primary: {}` for a CPU-only one",

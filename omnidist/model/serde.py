@@ -329,7 +329,10 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    # Text with a character a plain, single-quoted or block scalar cannot carry unchanged (a line
+    # break other than \n, a control character) is double-quoted, where every one is escaped: the
+    # emitter's own choice loses some (a lone NEL comes back as a space).
+    style = '"' if _UNPRINTABLE.search(value.replace("\n", "")) else "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -339,6 +342,27 @@ _Dumper.add_representer(str, _str_presenter)
 def dump_yaml(data: Any) -> str:
     """Render plain data as YAML, keeping key order."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+_UNPRINTABLE = re.compile("[^\x09\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+"""What one YAML comment line cannot hold as it is: line breaks (``\\n``, ``\\r``, NEL, the Unicode line
+and paragraph separators), control characters, surrogates and the byte-order mark."""
+
+
+def yaml_comment(text: str) -> str:
+    """``text`` as one YAML comment line holds it: every line break and unprintable character
+    written as an escape (``\\n``, ``\\u2028``…), so that text from a native file or a user cannot
+    end the comment and start a key of its own."""
+    return _UNPRINTABLE.sub(_escape_char, str(text))
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match[0]
+    named = {"\n": "\\n", "\r": "\\r"}.get(char)
+    if named:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def dump_json(data: Any) -> str:
