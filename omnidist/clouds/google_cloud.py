@@ -16,6 +16,7 @@ are off: transient failures are retried under the backend's policy, by its clien
 
 from __future__ import annotations
 
+import base64
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
@@ -145,26 +146,42 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
 
     package = packaging.pack(folder, ship_secrets=job.ship_secrets)
     try:
-        uri = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}".replace(
-            code_data.CODE_HASH, package.sha256
-        )
-        bucket_name, name = split_gs(uri)
-        blob = storage_client(settings, credentials).bucket(bucket_name).blob(name)
+        bucket_name, _ = split_gs(settings.staging_bucket)
+        bucket = storage_client(settings, credentials).bucket(bucket_name)
+        # The content hash names the object; when someone else's bytes sit there, the archive goes
+        # beside it under a name that also holds its MD5 (docs/security.md).
+        keys = [package.sha256, f"{package.sha256}-{base64.b64decode(package.md5).hex()}"]
+        uris = {f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}".replace(code_data.CODE_HASH, key): key
+                for key in keys}
 
-        def upload(stream: BinaryIO, size: int) -> None:
+        def stored(uri: str) -> Optional[str]:
+            from omnidist.errors import NotFoundError
+
+            blob = bucket.blob(split_gs(uri)[1])
+            try:
+                call(lambda: blob.reload(timeout=settings.request_timeout_s, retry=None))
+            except NotFoundError:
+                return None
+            return blob.md5_hash or ""
+
+        def upload(uri: str, stream: BinaryIO, size: int) -> None:
             from google.api_core import exceptions
 
-            stream.seek(0)  # a retried upload starts from the first byte again
-            try:
-                blob.upload_from_file(stream, size=size, content_type="application/gzip", if_generation_match=0,
-                                      checksum="md5", timeout=settings.request_timeout_s, retry=None)
-            except exceptions.PreconditionFailed:  # the same content got there first
-                log.info("code %s was uploaded meanwhile", package.sha256[:12])
+            name = split_gs(uri)[1]
 
-        uploaded = packaging.upload_once(
-            package, exists=lambda: call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None)),
-            upload=lambda stream, size: call(lambda: upload(stream, size)), what=uri)
+            def once() -> None:
+                stream.seek(0)  # a retried upload starts from the first byte again
+                try:
+                    bucket.blob(name).upload_from_file(stream, size=size, content_type="application/gzip",
+                                                       if_generation_match=0, checksum="md5",
+                                                       timeout=settings.request_timeout_s, retry=None)
+                except exceptions.PreconditionFailed:  # taken meanwhile: what is there is checked next
+                    log.info("%s was written meanwhile", uri)
+
+            call(once)
+
+        uri, uploaded = packaging.upload_verified(package, list(uris), stored, upload)
         log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
     finally:
         package.remove()
-    return code_data.fill_code_hash(compiled.request, package.sha256)
+    return code_data.fill_code_hash(compiled.request, uris[uri])

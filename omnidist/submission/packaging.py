@@ -16,6 +16,7 @@ no temporary archive is left behind.
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
@@ -31,7 +32,7 @@ from typing import BinaryIO, Optional
 
 import attrs
 
-from omnidist.errors import ValidationError
+from omnidist.errors import ConflictError, ValidationError
 from omnidist.submission.code_files import IGNORE_FILES, CodeFile, scan_folder
 
 log = logging.getLogger("omnidist.submission.packaging")
@@ -75,6 +76,7 @@ class CodePackage:
         sha256: the content hash (hex), which names the upload.
         archive: the ``.tar.gz`` on disk (a temporary file; :meth:`remove` deletes it).
         size: the archive's size in bytes.
+        md5: the archive's MD5, base64 (how Cloud Storage keeps an object's ``md5Hash``).
     """
 
     folder: Path
@@ -82,6 +84,7 @@ class CodePackage:
     sha256: str
     archive: Path
     size: int
+    md5: str = ""
 
     @property
     def total_bytes(self) -> int:
@@ -255,7 +258,16 @@ def pack(folder: Path, warn: Callable[[str], None] = log.warning, ship_secrets: 
     except BaseException:
         archive.unlink(missing_ok=True)
         raise
-    return CodePackage(folder=folder, files=files, sha256=sha, archive=archive, size=archive.stat().st_size)
+    return CodePackage(folder=folder, files=files, sha256=sha, archive=archive, size=archive.stat().st_size,
+                       md5=_md5(archive))
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return base64.b64encode(digest.digest()).decode()
 
 
 @attrs.frozen(kw_only=True)
@@ -339,6 +351,44 @@ def upload_once(package: CodePackage, exists: Callable[[], bool],
                       desc=f"uploading code to {what}") as bar:
                 upload(_Progress(fh, bar.update), package.size)
     return True
+
+
+def upload_verified(package: CodePackage, names: Sequence[str], stored: Callable[[str], Optional[str]],
+                    upload: Callable[[str, BinaryIO, int], None], *,
+                    progress_above: int = PROGRESS_ABOVE_BYTES) -> tuple[str, bool]:
+    """Upload ``package`` under the first of ``names`` that is free or already holds this very
+    archive: a name is never trusted for what it says. An object whose stored MD5 is not the
+    archive's (someone else's bytes, or another build of the same files) is left alone and named in
+    a warning, and the next name is tried; what an upload left there is checked the same way (a
+    lost race puts the winner's bytes there).
+
+    Args:
+        names: where the archive may go, best first (the content-hash name, then one with the
+            archive's MD5 in it).
+        stored: the MD5 (base64) the store keeps for a name, ``""`` when it keeps none, ``None``
+            when nothing is there.
+        upload: sends the archive to a name (a readable file, its size); a create that finds the
+            name taken meanwhile returns quietly.
+
+    Returns:
+        The name the archive is at, and whether this call uploaded it.
+
+    Raises:
+        ConflictError: every name holds other bytes.
+    """
+    for name in names:
+        found, uploaded = stored(name), False
+        if found is None:
+            upload_once(package, exists=lambda: False, upload=lambda fh, size: upload(name, fh, size),  # noqa: B023
+                        what=name, progress_above=progress_above)
+            found, uploaded = stored(name), True
+        if found == package.md5:
+            log.info("code %s is at %s", package.sha256[:12], name)
+            return name, uploaded
+        log.warning("%s holds other bytes than this code's archive (MD5 %s, not %s): not used", name, found or "none",
+                    package.md5)
+    raise ConflictError(f"{', '.join(names)} all hold other bytes than this code's archive (MD5 {package.md5}); "
+                        "delete them (they are not this code) or use a staging bucket only you write to")
 
 
 class _Progress(io.RawIOBase):
