@@ -10,6 +10,7 @@ from typing import Any, Optional
 import click
 
 from omnidist.errors import OmnidistError
+from omnidist.secrets import mask_shapes
 
 
 class Group(click.Group):
@@ -21,7 +22,7 @@ class Group(click.Group):
         except OmnidistError as exc:
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {mask_shapes(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -31,8 +32,8 @@ class Group(click.Group):
         except Exception as exc:  # a bug in omnidist or a plugin: say so briefly, never a traceback
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback "
-                       "and report it)", err=True)
+            click.echo(f"internal error: {type(exc).__name__}: {mask_shapes(str(exc))} (rerun with --debug for "
+                       "the traceback and report it)", err=True)
             ctx.exit(1)
 
 

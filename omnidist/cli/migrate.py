@@ -68,4 +68,6 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
 
 def error_dict(exc: BaseException) -> dict[str, object]:
     """An error as ``-o json`` prints it: ``{"type", "exit_code", "message"}``."""
-    return {"type": type(exc).__name__, "exit_code": getattr(exc, "exit_code", 1), "message": str(exc)}
+    from omnidist.secrets import mask_shapes
+
+    return {"type": type(exc).__name__, "exit_code": getattr(exc, "exit_code", 1), "message": mask_shapes(str(exc))}

@@ -27,6 +27,7 @@ import attrs
 
 from omnidist.local.environments import inherited
 from omnidist.local.plan import ReplicaSpec
+from omnidist.secrets import mask_text, secret_values
 
 POLL_SECONDS = 0.05
 """How often the runner looks at its replicas; bounds how late fail-fast reacts."""
@@ -118,9 +119,12 @@ def stop_all(procs: Sequence[subprocess.Popen], grace: float) -> None:
         time.sleep(0.01)
 
 
-def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock,
+          secrets: Optional[frozenset[str]] = None) -> None:
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if secrets is not None:
+            line = mask_text(line, secrets)
         with lock:
             out.write(f"{prefix}{line}\n")
             out.flush()
@@ -154,6 +158,7 @@ def run(
     grace: float = 5.0,
     environ: Optional[dict[str, str]] = None,
     on_start: Optional[Callable[[list[subprocess.Popen]], None]] = None,
+    masked: bool = False,
 ) -> RunResult:
     """Run every replica to the end (or to the first failure) and return how it ended.
 
@@ -164,6 +169,9 @@ def run(
         grace: seconds between SIGTERM and SIGKILL when stopping replicas.
         environ: the environment replicas inherit (default ``os.environ``), minus platform variables.
         on_start: called with the started processes (the supervisor records their groups).
+        masked: mask the replicas' secrets in their output (the values of their secret-looking
+            variables, and secrets by their shape), as every display of a job's output does; the
+            supervisor's run log keeps the output as it was written.
     """
     out, err = out or sys.stdout, err or sys.stderr
     base = inherited(dict(os.environ if environ is None else environ))
@@ -173,6 +181,7 @@ def run(
     main_thread = threading.current_thread() is threading.main_thread()
     previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
     result = RunResult(0)
+    secrets = secret_values([spec.env for spec in specs]) if masked else None
     try:
         for spec in specs:
             env = {**base, **spec.env, "PYTHONUNBUFFERED": "1"}
@@ -184,7 +193,8 @@ def run(
                 result = RunResult(127, failed=spec.label)
                 return result
             procs.append(proc)
-            pump = threading.Thread(target=_pump, args=(proc.stdout, f"[{spec.label}] ", out, lock), daemon=True)
+            pump = threading.Thread(target=_pump, args=(proc.stdout, f"[{spec.label}] ", out, lock, secrets),
+                                    daemon=True)
             pump.start()
             pumps.append(pump)
         if on_start:

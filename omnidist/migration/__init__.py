@@ -23,6 +23,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
+import attrs
+
 from omnidist.backend import registry
 from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
@@ -41,6 +43,7 @@ from omnidist.migration.report import (
 )
 from omnidist.model.job import DistributedJob, Framework, job_to_dict, job_to_yaml
 from omnidist.model.serde import yaml_comment
+from omnidist.secrets import mask_text, masking_errors, secret_values
 
 __all__ = [
     "Fidelity", "MigrationReport", "ReportEntry", "StrictMigrationError", "detect_backend", "import_native", "migrate",
@@ -107,17 +110,28 @@ def migrate(
     """
     if not target:
         raise ValidationError(f"name the backend to migrate to (target=…, or --to): {', '.join(registry.installed())}")
-    imported, source, entries = import_job(native, source, framework)
-    job, entries = move_job(imported, source, target, image, command, entries)
-    compiled, final, given_up = compile_dropping(job, target, profile, settings)
+    with masking_errors(_shown_secrets(native)):  # an error may quote a native value
+        imported, source, entries = import_job(native, source, framework)
+    secrets = _shown_secrets(native, imported)
+    with masking_errors(secrets):
+        job, entries = move_job(imported, source, target, image, command, entries)
+        compiled, final, given_up = compile_dropping(job, target, profile, settings)
     machines, consumed = machine_entries(imported, final, compiled, source, target)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
     entries += exact_entries(final, entries, imported)
+    entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:
         raise StrictMigrationError(report)
     return compiled, report
+
+
+def _shown_secrets(native: Any, job: Optional[DistributedJob] = None) -> frozenset[str]:
+    """The secret values a report or an error about ``native`` (and the job imported from it) must
+    not show: those of secret-looking variables, and those of any value by its shape."""
+    found = secret_values(native) if isinstance(native, (Mapping, list, tuple)) else frozenset()
+    return found | (secret_values(job_to_dict(job)) if job is not None else frozenset())
 
 
 def job_yaml_with_comments(job: DistributedJob, entries: list[ReportEntry], source: str,
@@ -132,6 +146,7 @@ def job_yaml_with_comments(job: DistributedJob, entries: list[ReportEntry], sour
     line of its own above the key: a comment inside a value that runs over several lines would
     change it."""
     data = job_to_dict(job)
+    secrets = secret_values(data)  # the job holds its values; a remark quoting one does not show it
     remarks = {e.field.split(".")[0]: e for e in entries if e.fidelity in (Fidelity.INFERRED, Fidelity.APPROXIMATED)}
     text = job_to_yaml(job).splitlines()
     lines = []
@@ -141,12 +156,12 @@ def job_yaml_with_comments(job: DistributedJob, entries: list[ReportEntry], sour
         if entry is None:
             lines.append(line)
             continue
-        remark = f"# {entry.fidelity.value}: {yaml_comment(entry.message)}"
+        remark = f"# {entry.fidelity.value}: {yaml_comment(mask_text(entry.message, secrets))}"
         one_line = i + 1 == len(text) or not text[i + 1][:1].isspace()
         if isinstance(data[key], (Mapping, list)) or one_line:
             lines.append(f"{line}  {remark}")
         else:
             lines += [remark, line]
     header = [f"# imported from {yaml_comment(filename or 'a')} {source} spec by omnidist"]
-    header += [f"# {yaml_comment(str(e))}" for e in entries if e.fidelity not in (Fidelity.EXACT,)]
+    header += [f"# {yaml_comment(mask_text(str(e), secrets))}" for e in entries if e.fidelity is not Fidelity.EXACT]
     return "\n".join(header + lines) + "\n"
