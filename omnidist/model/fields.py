@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 import attrs
 
 from omnidist.errors import ValidationError
-from omnidist.secrets import mask_env
+from omnidist.secrets import mask_env, mask_shapes
 
 
 def choice(enum_cls: type[enum.Enum], field: str):
@@ -86,6 +86,11 @@ def to_str_map(value: Optional[Mapping[str, str]]) -> dict[str, str]:
 def masked_repr(env: Mapping[str, str]) -> str:
     """The repr of an env mapping, secret-looking values masked."""
     return repr(mask_env(env))
+
+
+def masked_argv_repr(argv: Optional[tuple[str, ...]]) -> str:
+    """The repr of a command or args, secrets held by their shape (a password in a URL) masked."""
+    return repr(argv if argv is None else tuple(mask_shapes(a) for a in argv))
 
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

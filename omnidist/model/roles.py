@@ -28,7 +28,17 @@ from omnidist.errors import ValidationError
 from omnidist.model import accelerators, serde
 from omnidist.model import limits as bounds
 from omnidist.model.data import NO_ACCELERATOR
-from omnidist.model.fields import at_most, env_names, fail, masked_repr, non_negative, positive, to_argv, to_str_map
+from omnidist.model.fields import (
+    at_most,
+    env_names,
+    fail,
+    masked_argv_repr,
+    masked_repr,
+    non_negative,
+    positive,
+    to_argv,
+    to_str_map,
+)
 
 if TYPE_CHECKING:
     from omnidist.model.job import DistributedJob
@@ -136,8 +146,8 @@ class Role:
     memory_gb: Optional[float] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_MEMORY_GB, " GB")])
     disk_gb: Optional[int] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_DISK_GB, " GB")])
     image: Optional[str] = None
-    command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
-    args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
+    command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv, repr=masked_argv_repr)
+    args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv, repr=masked_argv_repr)
     env: dict[str, str] = attrs.field(factory=dict, converter=to_str_map, validator=env_names, repr=masked_repr)
 
     @replicas.validator
@@ -171,9 +181,9 @@ class EffectiveRole:
     memory_gb: Optional[float]
     disk_gb: Optional[int]
     image: Optional[str]
-    command: tuple[str, ...]
-    args: tuple[str, ...]
-    env: dict[str, str]
+    command: tuple[str, ...] = attrs.field(repr=masked_argv_repr)
+    args: tuple[str, ...] = attrs.field(repr=masked_argv_repr)
+    env: dict[str, str] = attrs.field(repr=masked_repr)
 
     @property
     def gpus(self) -> int:

@@ -92,9 +92,12 @@ def test_secret_values_collects_shapes_from_every_string():
 
 
 def test_notebook_reprs_show_no_secret():
-    job = job_from_dict(JOB)
+    from omnidist.model.roles import effective_role
+
+    job = job_from_dict({**JOB, "workers": {"replicas": 1, "args": ["--db", ENV["DATABASE_URL"]]}})
     compiled = omnidist.compile(job, backend="vertex")
-    for shown in (repr(job), job._repr_html_(), repr(job.primary), repr(compiled), compiled._repr_html_()):
+    for shown in (repr(job), job._repr_html_(), repr(job.primary), repr(job.workers),
+                  repr(effective_role(job, "workers")), repr(compiled), compiled._repr_html_()):
         assert leaks(shown) == [], shown
     assert PASSWORD in compiled.render(), "the request itself keeps every value"
 
