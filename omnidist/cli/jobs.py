@@ -19,7 +19,8 @@ def validate(job_file: str, backend: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
 
     Exits 2 when the file itself is invalid or breaks a rule every backend shares; with
-    --backend, exits with that backend's verdict (3 when it cannot express the job).
+    --backend, exits with that backend's verdict (3 when it cannot express the job); when every
+    backend rejects the job, exits with the first one's verdict.
     """
     from omnidist import api
     from omnidist.backend import registry
@@ -41,7 +42,7 @@ def validate(job_file: str, backend: Optional[str]) -> None:
             rows.append((name, f"internal error in the backend: {type(exc).__name__}: {exc}"))
             worst = worst or OmnidistError(str(exc))
     click.echo(table(rows, ("backend", "result")))
-    if backend and worst is not None:
+    if worst is not None and (backend or all(result != "ok" for _, result in rows)):
         sys.exit(worst.exit_code)
 
 

@@ -17,6 +17,7 @@ from typing import Any, Optional, Union
 import attrs
 
 from omnidist.errors import ValidationError
+from omnidist.model.limits import clipped_repr
 from omnidist.secrets import mask_env, mask_shapes
 
 
@@ -30,9 +31,9 @@ def choice(enum_cls: type[enum.Enum], field: str):
         allowed = [m.value for m in enum_cls]
         if isinstance(value, str) and value.lower() in allowed:
             return enum_cls(value.lower())
-        close = difflib.get_close_matches(str(value).lower(), allowed, n=1)
+        close = difflib.get_close_matches(str(value).lower(), allowed, n=1) if len(str(value)) < 100 else []
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValidationError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=field)
+        raise ValidationError(f"{clipped_repr(value)} is not one of {', '.join(allowed)}{hint}", path=field)
 
     return convert
 

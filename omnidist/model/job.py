@@ -23,7 +23,7 @@ from omnidist.model import data as jobdata
 from omnidist.model import documents, serde
 from omnidist.model.data import JobInput, JobOutput
 from omnidist.model.fields import at_most, choice, env_names, fail, positive, to_argv, to_str_map
-from omnidist.model.limits import MAX_PROCESSES_PER_NODE, MAX_TIMEOUT_S
+from omnidist.model.limits import MAX_PROCESSES_PER_NODE, MAX_TIMEOUT_S, clipped_repr
 from omnidist.model.roles import AUTO, Replicas, Role, RoleName, effective_roles
 from omnidist.model.tuning import Tuning, to_tuning
 
@@ -127,7 +127,7 @@ class DistributedJob:
         if not isinstance(value, str) or not NAME_PATTERN.match(value):
             fail(
                 attribute,
-                f"{value!r} is not a valid job name: start with a lowercase letter, then up to 62 "
+                f"{clipped_repr(value)} is not a valid job name: start with a lowercase letter, then up to 62 "
                 "lowercase letters, digits or '-' (e.g. 'cassava-resnet')",
             )
 

@@ -96,9 +96,9 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
     choices = [m.value for m in cls]
     if isinstance(value, str) and value.lower() in choices:
         return cls(value.lower())
-    close = difflib.get_close_matches(str(value).lower(), choices, n=1)
+    close = difflib.get_close_matches(str(value).lower(), choices, n=1) if len(str(value)) < 100 else []
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"{value!r} is not one of {', '.join(choices)}{hint}")
+    raise ValueError(f"{clipped_repr(value)} is not one of {', '.join(choices)}{hint}")
 
 
 def structure_argv(value: Any, _: type = tuple) -> tuple[str, ...]:
@@ -279,7 +279,7 @@ def _join(path: str, step: str) -> str:
 
 
 def _suggest(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
+    close = difflib.get_close_matches(key, known, n=1) if len(key) < 100 else []
     return f"; did you mean {close[0]!r}?" if close else "."
 
 
