@@ -157,7 +157,14 @@ def _check_node(root: yaml.Node) -> None:
 
 def _build(loader: Any, node: yaml.Node) -> Any:
     _check_node(node)
-    return loader.construct_document(node)
+    try:
+        return loader.construct_document(node)
+    except yaml.YAMLError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - PyYAML's constructors fail on tagged values they cannot hold
+        # (``!!timestamp x`` is an AttributeError, ``!!int x`` a ValueError): input, not a defect.
+        raise _Refused(f"a value its tag cannot hold ({type(exc).__name__}: {clipped_repr(str(exc), 80)})",
+                       getattr(node, "start_mark", None)) from None
 
 
 def parse_yaml(text: str, *, source: Optional[str] = None, documents: bool = False) -> Any:

@@ -65,7 +65,8 @@ def at_most(maximum: float, what: str = "") -> Callable[[Any, attrs.Attribute, A
 
     def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
         if isinstance(value, (int, float)) and not isinstance(value, bool) and value > maximum:
-            fail(attribute, f"{value:g} is more than the {maximum:g}{what} omnidist allows (docs/security.md)")
+            shown = clipped_repr(value, 40) if isinstance(value, int) else f"{value:g}"
+            fail(attribute, f"{shown} is more than the {maximum:g}{what} omnidist allows (docs/security.md)")
 
     return check
 

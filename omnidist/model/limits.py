@@ -75,4 +75,6 @@ def clipped_repr(value: object, limit: int = SHOWN_CHARS) -> str:
     if isinstance(value, str) and len(value) > limit:
         keep = max(limit // 2 - 10, 1)
         return f"{value[:keep]!r}…[{len(value) - 2 * keep} characters left out]…{value[-keep:]!r}"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 3 * MAX_NUMBER_DIGITS:
+        return f"a number of about {int(value.bit_length() * 0.30103) + 1} digits"  # str() refuses so many
     return clip(repr(value), limit)
