@@ -333,8 +333,8 @@ def native_to_pod(template: Any, kind: Kind, path: str, notes: list[Note]) -> Na
 def _other_keys(block: Mapping[str, Any], known: frozenset[str], path: str, notes: list[Note]) -> None:
     for key in sorted(set(block) - known):
         value = block[key]
-        if key == "ports" and all(isinstance(p, Mapping) and p.get("name") in DEFAULT_PORT_NAMES
-                                  for p in items(value, f"{path}.ports")):
+        if key == "ports" and all(isinstance(p, Mapping) and isinstance(p.get("name"), str)
+                                  and p["name"] in DEFAULT_PORT_NAMES for p in items(value, f"{path}.ports")):
             continue  # the operator's own port, added to every job it reads
         if value in (None, {}, []):
             continue
