@@ -369,10 +369,10 @@ def check_inputs(inputs: Mapping[str, Any]) -> None:
         if extra:
             raise ValidationError(f"not a key of a job input; keys: {', '.join(sorted(INPUT_KEYS))}",
                                   path=f"{path}.{extra[0]}")
-        if kind not in INPUT_TYPES:
+        if not isinstance(kind, str) or kind not in INPUT_TYPES:
             raise ValidationError(f"{kind!r} is not a data input type ({', '.join(sorted(INPUT_TYPES))}); a literal "
                                   "input is written as its value", path=f"{path}.type")
-        if mode is not None and mode not in INPUT_MODES:
+        if mode is not None and (not isinstance(mode, str) or mode not in INPUT_MODES):
             raise ValidationError(f"{mode!r} is not an input mode; modes: {', '.join(sorted(INPUT_MODES))}",
                                   path=f"{path}.mode")
 
