@@ -299,8 +299,9 @@ def native_to_pod(template: Any, kind: Kind, path: str, notes: list[Note]) -> Na
     path = f"{path}.spec"
     meta = mapping(template.get("metadata"), f"{path[:-5]}.metadata")
     for key in ("labels", "annotations"):
-        if meta.get(key):
-            dropped(notes, f"{path[:-5]}.metadata.{key}", f"pod {key} ({', '.join(meta[key])}) are not carried")
+        found = mapping(meta.get(key), f"{path[:-5]}.metadata.{key}")  # the API server takes a mapping only
+        if found:
+            dropped(notes, f"{path[:-5]}.metadata.{key}", f"pod {key} ({', '.join(map(str, found))}) are not carried")
     container = main_container(pod, kind, path, notes)
     where = f"{path}.containers[{list(items(pod['containers'], path)).index(container)}]"
     command, args, refs = program(container, where)
