@@ -6,8 +6,9 @@
 
 Sections: cold start (subprocess, fastest of N, interleaved), compile throughput (a 1,000-job sweep),
 submission against local fake services (sequential; then a 200-job concurrent sweep with
-faults), a local 4-replica DDP run against torchrun, and the failure paths' wall-clock
-budgets (bench/budgets.py; the tests decide those behaviours by events, not by the clock).
+faults), a local 4-replica DDP run against torchrun, the failure paths' wall-clock
+budgets (bench/budgets.py; the tests decide those behaviours by events, not by the clock), and
+the importer fuzz (bench/fuzz.py: mutated native files, defects against none).
 A missed goal is printed as missed, with the measured numbers.
 """
 
@@ -243,6 +244,13 @@ def budget_rows() -> list[Row]:
             for b in budgets.budgets()]
 
 
+def fuzz_rows(inputs: int) -> list[Row]:
+    """Mutated native files through every cloud backend's importer: defects against none (bench/fuzz.py)."""
+    import fuzz
+
+    return fuzz.rows(inputs)
+
+
 def render(rows: list[Row]) -> str:
     """The rows as a Markdown table."""
     lines = ["| measure | omnidist | baseline | ratio | goal | met |", "|---|---:|---:|---:|---|---|"]
@@ -266,6 +274,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                workers=8)),
         ("local run", lambda: local_run(runs=1 if quick else 3, steps=50)),
         ("budgets", budget_rows),
+        ("fuzz", lambda: fuzz_rows(inputs=200 if quick else 2000)),
     ]
     if args.only:
         wanted = {w.strip() for w in args.only.split(",")}
