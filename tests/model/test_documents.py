@@ -275,3 +275,10 @@ def test_config_files_are_bounded_too(tmp_path, text):
     (tmp_path / "omnidist.toml").write_text(text)
     with pytest.raises(ConfigError, match="omnidist.toml"):
         config.config_files(tmp_path, environ={"HOME": str(tmp_path)})
+
+
+@pytest.mark.parametrize("field", [{"code": "src\0"}, {"env": {"A": "a\0b"}}, {"command": ["python", "\0"]},
+                                   {"labels": {"a\0": "b"}}, {"workers": {"replicas": 1, "image": "i\0"}}])
+def test_no_text_of_a_job_holds_a_nul_character(field):
+    with pytest.raises(ValidationError, match="holds a NUL character"):
+        job_from_dict({"name": "a", "framework": "pytorch", "primary": {}, **field})
