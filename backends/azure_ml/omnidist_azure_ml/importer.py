@@ -402,7 +402,7 @@ def native_to_inputs(inputs: Mapping[str, Any], notes: list[Note]) -> dict[str, 
         if not isinstance(uri, str) or not uri.strip():
             raise ValidationError("a data input needs a path (a URI, an azureml: asset or a local path)",
                                   path=f"{path}.path")
-        mode = value.get("mode", "ro_mount")
+        mode = value.get("mode") or "ro_mount"  # `mode: null` is Azure's default too
         kind = value.get("type", "uri_folder")
         found[name] = JobInput(uri=uri, mode=INPUT_MODES_PORTABLE[mode])
         if mode != INPUT_MODES_PORTABLE[mode]:
