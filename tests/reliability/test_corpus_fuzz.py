@@ -97,12 +97,15 @@ MASTER = ("spec", "pytorchReplicaSpecs", "Master", "template", "spec", "containe
 FOUND: list[tuple[str, object]] = [
     ("azure_ml", {"command": "x", "inputs": {"d": {"mode": []}}}),
     ("azure_ml", {"command": "x", "inputs": {"d": {"type": {"a": 1}}}}),
+    ("azure_ml", {"command": "x", "inputs": {"d": {"path": "wasbs://c@a.blob.core.windows.net/d", "mode": None}}}),
+    ("azure_ml", {"command": "x", "code": "\0", "environment": {"image": "python:3.11"}}),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "cpu"), float("inf"))),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "cpu"), float("nan"))),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "memory"), "1e999999999")),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "memory"), "9" * 30 + "Ei")),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "ports"), [{"name": {"a": 1}}])),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER[:-3], "metadata", "labels"), [{"a": 1}, 2])),
+    ("kubernetes", lambda: _edited("kubernetes", (*MASTER[:-2], "tolerations"), [{"key": ["a"]}])),
     ("vertex", lambda: _edited("vertex", ("jobSpec", "baseOutputDirectory", "outputUriPrefix"), {"a": 1})),
     ("ai_platform", {"trainingInput": {"scaleTier": "BASIC", "hyperparameters": {
         "goal": "MAXIMIZE", "hyperparameterMetricTag": "m", "maxTrials": 2,
