@@ -99,6 +99,12 @@ FOUND: list[tuple[str, object]] = [
     ("azure_ml", {"command": "x", "inputs": {"d": {"type": {"a": 1}}}}),
     ("azure_ml", {"command": "x", "inputs": {"d": {"path": "wasbs://c@a.blob.core.windows.net/d", "mode": None}}}),
     ("azure_ml", {"command": "x", "code": "\0", "environment": {"image": "python:3.11"}}),
+    *[("azure_ml", {"type": "sweep", "sampling_algorithm": "random", "objective": {"goal": "maximize",
+                                                                                     "primary_metric": "m"},
+                    "trial": {"command": "python t.py --lr=${{search_space.lr}}", "environment": {"image": "i:1"}},
+                    "limits": {"max_total_trials": 2},
+                    "search_space": {"lr": {"type": "loguniform", "min_value": low, "max_value": 1.0}}})
+      for low in (10 ** 400, 1000.0, float("nan"))],
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "cpu"), float("inf"))),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "cpu"), float("nan"))),
     ("kubernetes", lambda: _edited("kubernetes", (*MASTER, "resources", "requests", "memory"), "1e999999999")),
