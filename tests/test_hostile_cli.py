@@ -56,3 +56,17 @@ def test_a_10_mb_value_is_not_echoed_whole(field, value):
 def test_other_errors_are_clipped_too():
     assert len(str(BackendError(HUGE, backend="vertex", status=400))) < 5000
     assert len(str(UnsupportedFeatureError(HUGE, "vertex", HUGE, HUGE))) < 5000
+
+
+def test_control_characters_from_a_job_never_reach_the_terminal(tmp_path):
+    """A value with escape sequences (clear the screen, a fake line) is shown escaped in omnidist's
+    own lines: errors, notes, tables."""
+    from omnidist.cli.common import shown
+
+    assert shown("a\x1b[2Jb\rc\x07\u2028d\ne\tf") == "a\\x1b[2Jb\\rc\\x07\\u2028d\ne\tf"
+    job = tmp_path / "job.yaml"
+    job.write_text('name: a\nframework: pytorch\nimage: i:1\ncommand: [python, t.py]\nprimary: {}\n'
+                   'labels: {team: "ml\\e[2J\\rok"}\n')
+    result = CliRunner().invoke(main, ["validate", str(job)])
+    assert "\x1b" not in result.output and "\r" not in result.output, result.output
+    assert "\\x1b[2J" in result.output

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import click
 
-from omnidist.cli.common import EMULATIONS, backend_option, profile_option, table
+from omnidist.cli.common import EMULATIONS, backend_option, profile_option, shown, table
 from omnidist.errors import OmnidistError
 
 
@@ -60,7 +60,7 @@ def compile_(job_file: str, backend: Optional[str], profile: Optional[str], outp
     click.echo(compiled.render(output))
     if notes:
         for note in compiled.diagnostics:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {shown(str(note))}", err=True)
 
 
 @click.command()
@@ -87,12 +87,12 @@ def _print_status(status: Any) -> None:
     from omnidist import notebook
 
     message = f" — {status.message}" if status.message else ""
-    click.echo(f"{status.state.value}{message}")
+    click.echo(shown(f"{status.state.value}{message}"))
     if status.trials:
         header, rows = notebook.trial_rows(status)
         click.echo(table(rows, header))
         best = notebook.best_line(status)
-        click.echo(best or f"best: none yet (no trial has reported {status.metric or 'the metric'})")
+        click.echo(shown(best or f"best: none yet (no trial has reported {status.metric or 'the metric'})"))
 
 
 @click.command()

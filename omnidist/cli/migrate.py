@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from omnidist.cli.common import BACKENDS, FRAMEWORKS
+from omnidist.cli.common import BACKENDS, FRAMEWORKS, shown
 
 
 @click.command("import")
@@ -57,13 +57,13 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
             if report is not None:
-                click.echo(str(report), err=True)
+                click.echo(shown(str(report)), err=True)
             raise
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
         sys.exit(exc.exit_code)
     click.echo(compiled.render())
-    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else str(report), err=True)
+    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else shown(str(report)), err=True)
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:
