@@ -98,15 +98,23 @@ def _print_status(status: Any) -> None:
 @click.command()
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @backend_option
-@profile_option
+@click.option("--profile", "-p", help="Profile, group, or profiles to try in turn (a,b,c): see docs/placement.md.")
+@click.option("--max-queue", metavar="DURATION",
+              help="With several profiles: move on when the job has not started after this long (30m, 2h).")
 @click.option("--wait", is_flag=True, help="Follow state changes and logs until the job ends.")
 @click.option("--poll", type=float, default=None,
               help="Seconds between status polls with --wait (default: the backend's).")
-def submit(job_file: str, backend: Optional[str], profile: Optional[str], wait: bool, poll: Optional[float]) -> None:
-    """Create JOB_FILE's job on the backend; prints the job id and console URL."""
-    from omnidist import api
+def submit(job_file: str, backend: Optional[str], profile: Optional[str], max_queue: Optional[str], wait: bool,
+           poll: Optional[float]) -> None:
+    """Create JOB_FILE's job on the backend; prints the job id and console URL.
 
-    handle = api.submit(job_file, backend=backend, profile=profile)
+    With several profiles (--profile a,b,c or a group), tries them in turn: skips those that cannot
+    express the job, moves on when a cloud refuses for quota or capacity, and prints each attempt.
+    Every submit is recorded in the job ledger (omnidist jobs).
+    """
+    from omnidist.placement import failover
+
+    handle = failover.submit(job_file, backend=backend, profile=profile, max_queue=max_queue)
     click.echo(handle.id)
     if handle.url:
         click.echo(handle.url)
@@ -129,23 +137,23 @@ def _follow(handle: Any, poll: Optional[float]) -> None:
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
 @profile_option
 def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
-    """Print a submitted job's state."""
+    """Print a submitted job's state: by id, or by name (the job ledger knows its backend and profile)."""
     from omnidist import api
 
     _print_status(api.attach(job_id, backend=backend, profile=profile).status())
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
 @profile_option
 @click.option("--follow", "-f", is_flag=True, help="Keep streaming until the job ends.")
 def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bool) -> None:
-    """Print a submitted job's logs."""
+    """Print a submitted job's logs: by id, or by name (the job ledger knows its backend and profile)."""
     from omnidist import api
 
     for line in api.attach(job_id, backend=backend, profile=profile).logs(follow=follow):
@@ -153,15 +161,16 @@ def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bo
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
 @profile_option
 def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
-    """Cancel a submitted job (nothing happens if it already ended)."""
+    """Cancel a submitted job, by id or by name (nothing happens if it already ended)."""
     from omnidist import api
 
-    api.attach(job_id, backend=backend, profile=profile).cancel()
-    click.echo(f"cancel requested for {job_id}")
+    handle = api.attach(job_id, backend=backend, profile=profile)
+    handle.cancel()
+    click.echo(f"cancel requested for {handle.id}")
 
 
 @click.command()

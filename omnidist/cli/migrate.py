@@ -16,12 +16,17 @@ from omnidist.cli.common import BACKENDS, FRAMEWORKS, shown
 @click.option("--from", "source", type=BACKENDS, help="The spec's backend (detected from the content when omitted).")
 @click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
 def import_command(native_file: str, source: Optional[str], framework: Optional[str]) -> None:
-    """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML."""
-    from omnidist import migration
-    from omnidist.migration.imports import import_job
+    """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML.
 
-    job, source, entries = import_job(native_file, source, framework)
-    click.echo(migration.job_yaml_with_comments(job, entries, source, native_file), nl=False)
+    A file holding several training jobs (Kubernetes manifests) prints one portable job per
+    training job, as a YAML stream (``---`` between them).
+    """
+    from omnidist import migration
+    from omnidist.migration.imports import import_jobs
+
+    parts, source = import_jobs(native_file, source, framework)
+    click.echo("---\n".join(migration.job_yaml_with_comments(job, entries, source, native_file)
+                            for job, entries in parts), nl=False)
 
 
 @click.command("migrate")
@@ -45,14 +50,16 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     mapped exactly, what was inferred or approximated, what changed or was dropped. With
     --strict, a drop or a change in meaning prints the report and exits 3. With -o json,
     stderr is one JSON document, errors included: the report, or an ``error`` object.
+    A file holding several training jobs compiles each: the requests as a YAML stream, one
+    report per job (a JSON list with -o json).
     """
     from omnidist import migration
     from omnidist.errors import OmnidistError
     from omnidist.migration.report import StrictMigrationError
 
     try:
-        compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
-                                             image=image, profile=profile, command=command)
+        results = migration.migrate_all(native_file, source, target, strict=strict, framework=framework,
+                                        image=image, profile=profile, command=command)
     except OmnidistError as exc:
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
@@ -62,8 +69,19 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
         sys.exit(exc.exit_code)
-    click.echo(compiled.render())
-    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else shown(str(report)), err=True)
+    if len(results) == 1:
+        click.echo(results[0][0].render())
+    else:  # a YAML stream (JSON documents are YAML too)
+        click.echo("---\n".join(compiled.render().rstrip("\n") + "\n" for compiled, _ in results), nl=False)
+    if output == "json":
+        reports = [report.to_dict() for _, report in results]
+        click.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2), err=True)
+        return
+    for i, (compiled, report) in enumerate(results):
+        if len(results) > 1:
+            name = compiled.job.name if compiled.job is not None else ""
+            click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {shown(name)}", err=True)
+        click.echo(shown(str(report)), err=True)
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:

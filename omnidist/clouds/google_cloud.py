@@ -16,7 +16,6 @@ are off: transient failures are retried under the backend's policy, by its clien
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
@@ -121,7 +120,8 @@ def translate_storage_error(exc: BaseException, backend: str) -> Optional[Backen
 
 def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translate: Translate) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
-    folder uploaded (unless its content is already there) and its hash filled in.
+    folder uploaded to the settings' ``staging_bucket`` (unless its content is already there) and
+    its hash filled in (:func:`omnidist.submission.staging.stage_code` over Cloud Storage).
 
     Args:
         compiled: the compiled job (its ``job`` names the code folder).
@@ -129,59 +129,39 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
         credentials: google.auth credentials for the upload.
         translate: the backend's translation of the storage client's errors.
     """
-    settings = client.settings
-
-    def call(fn: Any) -> Any:
-        return client.call(fn, translate=translate)
+    from omnidist.submission import staging  # settings checks import this module; only staging packs
 
     job = compiled.job
-    folder = code_data.code_folder(job) if job is not None else None
-    if folder is None:
+    if job is None or code_data.code_folder(job) is None:
         return compiled.request
-    import logging
+    settings = client.settings
+    bucket = storage_client(settings, credentials)
 
-    from omnidist.submission import packaging  # settings checks import this module; only staging packs
+    def blob(uri: str) -> Any:
+        bucket_name, name = split_gs(uri)
+        return bucket.bucket(bucket_name).blob(name)
 
-    log = logging.getLogger(LOGGER)
+    def upload(uri: str, stream: BinaryIO, size: int) -> None:
+        import logging
 
-    package = packaging.pack(folder, ship_secrets=job.ship_secrets)
-    try:
-        bucket_name, _ = split_gs(settings.staging_bucket)
-        bucket = storage_client(settings, credentials).bucket(bucket_name)
-        # The content hash names the object; when someone else's bytes sit there, the archive goes
-        # beside it under a name that also holds its MD5 (docs/security.md).
-        keys = [package.sha256, f"{package.sha256}-{base64.b64decode(package.md5).hex()}"]
-        uris = {f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}".replace(code_data.CODE_HASH, key): key
-                for key in keys}
+        from google.api_core import exceptions
 
-        def stored(uri: str) -> Optional[str]:
-            from omnidist.errors import NotFoundError
+        try:
+            blob(uri).upload_from_file(stream, size=size, content_type="application/gzip", if_generation_match=0,
+                                       checksum="md5", timeout=settings.request_timeout_s, retry=None)
+        except exceptions.PreconditionFailed:  # taken meanwhile: what is there is checked next
+            logging.getLogger(LOGGER).info("%s was written meanwhile", uri)
 
-            blob = bucket.blob(split_gs(uri)[1])
-            try:
-                call(lambda: blob.reload(timeout=settings.request_timeout_s, retry=None))
-            except NotFoundError:
-                return None
-            return blob.md5_hash or ""
+    def stored(uri: str) -> Optional[str]:
+        from google.api_core import exceptions
 
-        def upload(uri: str, stream: BinaryIO, size: int) -> None:
-            from google.api_core import exceptions
+        found = blob(uri)
+        try:
+            found.reload(timeout=settings.request_timeout_s, retry=None)
+        except exceptions.NotFound:
+            return None
+        return found.md5_hash or ""
 
-            name = split_gs(uri)[1]
-
-            def once() -> None:
-                stream.seek(0)  # a retried upload starts from the first byte again
-                try:
-                    bucket.blob(name).upload_from_file(stream, size=size, content_type="application/gzip",
-                                                       if_generation_match=0, checksum="md5",
-                                                       timeout=settings.request_timeout_s, retry=None)
-                except exceptions.PreconditionFailed:  # taken meanwhile: what is there is checked next
-                    log.info("%s was written meanwhile", uri)
-
-            call(once)
-
-        uri, uploaded = packaging.upload_verified(package, list(uris), stored, upload)
-        log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
-    finally:
-        package.remove()
-    return code_data.fill_code_hash(compiled.request, uris[uri])
+    store = staging.ObjectStore(stored=stored, upload=upload, translate=translate)
+    template = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}"
+    return staging.stage_code(compiled, client, store, template)

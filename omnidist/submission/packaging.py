@@ -11,7 +11,9 @@ a folder itself: :func:`stage` gives it a copy holding exactly the files that sh
 The content hash covers each file's path, bytes and executable bit, not the archive, so it
 names the content: two folders with the same files share one upload. Each file is read once,
 for the hash and the archive together; a file that changes meanwhile is an error naming it, and
-no temporary archive is left behind.
+no temporary archive is left behind. A cloud whose containers unpack the archive themselves into
+the working folder (SageMaker's script mode) takes the :data:`FLAT` layout instead: the files at
+the archive's root, nothing added.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ log = logging.getLogger("omnidist.submission.packaging")
 
 SDIST_ROOT = "omnidist_code-0.0.0"
 """The archive's top folder (a source distribution's ``NAME-VERSION``)."""
+
+SDIST = "sdist"
+"""The source-distribution layout (the files under :data:`SDIST_ROOT`, a ``setup.py`` added)."""
+
+FLAT = "flat"
+"""The files at the archive's root, as they are in the folder, nothing added."""
+
+LAYOUTS = (FLAT, SDIST)
 
 PROGRESS_ABOVE_BYTES = 4 * 1024 * 1024
 """Uploads bigger than this show a progress bar."""
@@ -193,20 +203,21 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> Non
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO) -> str:
+def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO, layout: str = SDIST) -> str:
     """Write the archive, each file read once; the content hash of what it holds."""
     # mtime 0, owner 0, sorted entries and a fixed gzip header: the same files give the same bytes.
     digest = _Hash()
+    root = f"{SDIST_ROOT}/" if layout == SDIST else ""
     with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             paths = {f.path for f in files}
-            if not {"setup.py", "pyproject.toml"} & paths:
+            if layout == SDIST and not {"setup.py", "pyproject.toml"} & paths:
                 _add(tar, "setup.py", SETUP_PY.encode())
-            if "PKG-INFO" not in paths:
+            if layout == SDIST and "PKG-INFO" not in paths:
                 _add(tar, "PKG-INFO", PKG_INFO.encode())
             for item in files:
                 with _Source(folder, item) as source:
-                    info = tarfile.TarInfo(f"{SDIST_ROOT}/{item.path}")
+                    info = tarfile.TarInfo(f"{root}{item.path}")
                     info.size, info.mtime, info.mode = item.size, 0, 0o755 if source.executable else 0o644
                     tar.addfile(info, source)
                     digest.add(item, source, source.finish())
@@ -234,17 +245,21 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def pack(folder: Path, warn: Callable[[str], None] = log.warning, ship_secrets: Sequence[str] = ()) -> CodePackage:
-    """Pack ``folder`` into a temporary source-distribution archive and hash its content.
+def pack(folder: Path, warn: Callable[[str], None] = log.warning, ship_secrets: Sequence[str] = (),
+         layout: str = SDIST) -> CodePackage:
+    """Pack ``folder`` into a temporary archive and hash its content.
 
     Args:
         folder: the code folder (it must exist).
         warn: called with each message about what was left out, and when the folder is unusually large.
         ship_secrets: the job's ``ship_secrets`` (secret-looking files that ship anyway).
+        layout: :data:`SDIST` (a source distribution) or :data:`FLAT` (the files at the root).
 
     Raises:
         ChangedWhilePacking: a file changed while it was packed (no archive is left behind).
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown archive layout {layout!r}: {', '.join(LAYOUTS)}")
     folder = Path(folder).resolve()
     files = scan_folder(folder, ship_secrets, warn=warn)
     warning = large_folder_warning(files)
@@ -254,7 +269,7 @@ def pack(folder: Path, warn: Callable[[str], None] = log.warning, ship_secrets: 
     archive = Path(name)
     try:
         with os.fdopen(handle, "wb") as out:
-            sha = _write_archive(folder, files, out)
+            sha = _write_archive(folder, files, out, layout)
     except BaseException:
         archive.unlink(missing_ok=True)
         raise
