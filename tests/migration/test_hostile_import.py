@@ -44,6 +44,10 @@ hostile = st.one_of(
 )
 
 
+REQUIRED_SETTINGS = {"sagemaker": {"role_arn": "arn:aws:iam::123456789012:role/hostile"}}
+"""Settings a backend cannot compile without."""
+
+
 def job_document() -> dict[str, Any]:
     return {"name": "hostile", "framework": "tensorflow", "image": "us-docker.pkg.dev/p/r/t:1",
             "command": ["python", "-m", "trainer.task"], "args": ["--epochs", "3"], "env": {"MODE": "fast"},
@@ -58,7 +62,9 @@ def native_specs() -> Iterator[tuple[str, Any]]:
         if name == "local":
             continue
         try:
-            compiled = registry.get(name).compile(job_from_dict(job_document()), registry.get(name).settings_type())
+            backend = registry.get(name)
+            settings = serde.structure(REQUIRED_SETTINGS.get(name, {}), backend.settings_type)
+            compiled = backend.compile(job_from_dict(job_document()), settings)
         except OmnidistError:
             continue
         yield name, compiled.request
