@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from omnidist.clouds.gcloud import CommandLine, find_command_line
-from omnidist.compiler import delowering
+from omnidist.compiler import code_data, delowering
 from omnidist.errors import ValidationError
 from omnidist.model import documents, serde
+from omnidist.model.limits import clipped_repr
 
 Native = Union[Mapping[str, Any], Sequence[Any], str, "os.PathLike[str]", Any]
 Spec = Union[Mapping[str, Any], Sequence[Any], CommandLine]
@@ -94,8 +95,9 @@ def _config_of(argv: Sequence[str], source: str) -> Any:
     if config is None:
         return None
     path = Path(config) if Path(config).is_absolute() else Path(source).parent / config
-    if not path.is_file():
-        raise ValidationError(f"the command's --config file {config} is not at {path}; put it there (or paste its "
-                              "content in place of the command)", source=source, path="--config")
+    if code_data.path_kind(path) != code_data.FILE:
+        raise ValidationError(f"the command's --config file {clipped_repr(config)[1:-1]} is not at "
+                              f"{clipped_repr(str(path))[1:-1]}; put it there (or paste its content in place of "
+                              "the command)", source=source, path="--config")
     return serde.read_document(path)
 

@@ -137,6 +137,38 @@ def test_what_the_fuzz_found_ends_imported_or_in_a_clean_error(tmp_path, backend
     assert outcome.kind != "defect", outcome.detail
 
 
+UNUSABLE_PATHS = ["1" + "0" * 400, "d/" * 3000 + "x", "a" * 256]
+"""Local paths the operating system refuses outright (a name or a path too long)."""
+
+
+@pytest.mark.parametrize("path", UNUSABLE_PATHS, ids=["long-name", "long-path", "name-of-256"])
+def test_a_path_the_system_refuses_is_a_clean_answer_everywhere(tmp_path, path):
+    """A ``code`` folder or a local input whose name the system cannot even look up (ENAMETOOLONG,
+    found by the fuzz as an Azure ML ``code`` of 400 digits) is said so: migrate leaves the code
+    out with a line, compile and a local run exit 2 naming the field."""
+    import json
+
+    from omnidist.testing.cli import run_cli
+
+    if "azure_ml" not in registry.installed():
+        pytest.skip("azure_ml is not installed")
+    native = {"command": "python t.py", "code": path, "environment": {"image": "python:3.11"},
+              "compute": "azureml:cpu"}
+    for target in ("vertex", "kubernetes", "local"):
+        outcome = fuzz.attack(json.dumps(native).encode(), "azure_ml", target, tmp_path)
+        assert outcome.kind != "defect", outcome.detail
+    (tmp_path / "job.yaml").write_text(json.dumps({"name": "p", "framework": "custom", "image": "i:1",
+                                                   "command": ["python", "t.py"], "code": path, "primary": {}}))
+    done = run_cli("compile", "job.yaml", "-b", "azure_ml", cwd=tmp_path)
+    assert done.returncode == 2 and "code" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert len(done.stderr) < 2000, "the path is clipped in the message"
+    (tmp_path / "job.yaml").write_text(json.dumps({"name": "p", "framework": "custom", "image": "i:1",
+                                                   "command": ["python", "t.py", "${{inputs.d}}"],
+                                                   "inputs": {"d": {"uri": "./" + path}}, "primary": {}}))
+    done = run_cli("run", "job.yaml", cwd=tmp_path)
+    assert done.returncode == 2 and "inputs.d" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 @pytest.mark.parametrize("text", ["a: !!timestamp x", "a: !!int x", "a: !!float x", "a: !!bool x", "a: !!binary ?"])
 def test_a_tagged_value_its_tag_cannot_hold_is_a_clean_error(text):
     from omnidist.errors import ValidationError
