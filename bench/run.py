@@ -8,6 +8,7 @@ Sections: cold start (subprocess, fastest of N, interleaved), compile throughput
 submission against local fake services (sequential; then a 200-job concurrent sweep with
 faults), a local 4-replica DDP run against torchrun, the failure paths' wall-clock
 budgets (bench/budgets.py; the tests decide those behaviours by events, not by the clock), and
+the importer fuzz (bench/fuzz.py: mutated native files, defects against none), and
 placement (bench/placement.py: plan next to compile, jobs --refresh next to the slowest cloud,
 what a failover adds to a create).
 A missed goal is printed as missed, with the measured numbers.
@@ -266,6 +267,13 @@ def budget_rows() -> list[Row]:
             for b in budgets.budgets()]
 
 
+def fuzz_rows(inputs: int) -> list[Row]:
+    """Mutated native files through every cloud backend's importer: defects against none (bench/fuzz.py)."""
+    import fuzz
+
+    return fuzz.rows(inputs)
+
+
 def placement_rows(quick: bool) -> list[Row]:
     """plan / compile, jobs --refresh / the slowest cloud, and what a failover adds (bench/placement.py)."""
     import placement
@@ -299,6 +307,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                workers=8)),
         ("local run", lambda: local_run(runs=1 if quick else 3, steps=50)),
         ("budgets", budget_rows),
+        ("fuzz", lambda: fuzz_rows(inputs=200 if quick else 2000)),
         ("placement", lambda: placement_rows(quick)),
     ]
     if args.only:

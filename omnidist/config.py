@@ -65,18 +65,25 @@ class Target:
 
 
 def _read_toml(path: Path, table: Optional[str] = None) -> Optional[dict[str, Any]]:
+    from omnidist.model.documents import check_shape, read_text
+
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read ({getattr(exc, 'strerror', None) or exc})") from None
+        text = read_text(path)  # a regular file within the size limit, UTF-8
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from None
     if table and table not in text:  # a pyproject.toml without the table: nothing to parse
         return None
     import tomllib  # only when there is a file to read
 
     try:
         data = tomllib.loads(text)
+        check_shape(data, source=str(path))
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: not valid TOML (nested too deep)") from None
+    except ValidationError as exc:
+        raise ConfigError(str(exc)) from None
     if table:
         data = data.get("tool", {}).get(table)
     return data

@@ -31,11 +31,18 @@ from typing import Any
 import attrs
 
 from omnidist.model.features import Feature
+from omnidist.model.limits import clip
 
 # The base class and the runtime's error are defined in a standard-library-only module so
 # that ``omnidist.runtime`` (which runs inside training containers) can raise them without
 # importing attrs; they are re-exported here, as part of the one tree above.
 from omnidist.runtime.errors import OmnidistError, RuntimeEnvError  # noqa: F401 - re-exported
+
+MESSAGE_CHARS = 2000
+"""The most of one problem's message an error shows (the rest is left out, saying how much)."""
+
+PATH_CHARS = 300
+"""The most of a field path an error shows."""
 
 
 @attrs.frozen
@@ -55,7 +62,9 @@ class Problem:
         return Problem(f"{prefix}{sep}{self.path}", self.message)
 
     def __str__(self) -> str:
-        return f"{self.path}: {self.message}" if self.path else self.message
+        # A value quoted whole could be megabytes (a 10 MB name): messages and paths are clipped.
+        message = clip(self.message, MESSAGE_CHARS)
+        return f"{clip(self.path, PATH_CHARS)}: {message}" if self.path else message
 
 
 class ValidationError(OmnidistError, ValueError):
@@ -124,10 +133,10 @@ class UnsupportedFeatureError(OmnidistError):
             feature = Feature.named(feature, self.unnamed)
         self.feature, self.backend, self.message, self.hint = feature, backend, message, hint
         self.subject = subject or feature.value
-        text = f"{backend} {self.verb} {self.subject}: {message}"
+        text = f"{backend} {self.verb} {clip(self.subject, PATH_CHARS)}: {message}"
         if hint:
             text += f" {hint}"
-        super().__init__(text)
+        super().__init__(clip(text, MESSAGE_CHARS))
 
     def __reduce__(self):  # pickled with its keyword argument (pytest-xdist, multiprocessing)
         return _unsupported, (type(self), self.feature, self.backend, self.message, self.hint, self.subject)
@@ -194,7 +203,7 @@ class BackendError(OmnidistError):
         """The message without the backend's name and the status."""
         prefix = f"{backend}: " if backend else ""
         code = f" (HTTP {status})" if status else ""
-        super().__init__(f"{prefix}{message}{code}")
+        super().__init__(f"{prefix}{clip(str(message), MESSAGE_CHARS)}{code}")
 
 
 class TransientBackendError(BackendError):

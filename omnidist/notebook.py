@@ -10,15 +10,17 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from omnidist.secrets import mask_env, mask_request
+from omnidist.secrets import mask_env, mask_request, mask_shapes
 
 
 def _escape(text: str, quote: bool = True) -> str:
-    """``html.escape``, imported on first use: the values import this module to render themselves,
-    and a command that never renders one (most) should not pay for :mod:`html`'s entity tables."""
+    """``html.escape`` of the text with the secrets it holds by their shape masked (a password in
+    a URL, a token): every cell, caption, link and block a display shows goes through here.
+    :mod:`html` is imported on first use: the values import this module to render themselves, and a
+    command that never renders one (most) should not pay for its entity tables."""
     import html
 
-    return html.escape(text, quote=quote)
+    return html.escape(mask_shapes(text), quote=quote)
 
 def table(rows: Iterable[Iterable[Any]], header: Iterable[str], caption: str = "") -> str:
     """An HTML table with every cell escaped."""

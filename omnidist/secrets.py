@@ -19,10 +19,55 @@ from typing import Any, TypeVar
 
 import attrs
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL", re.IGNORECASE)
+SECRET_NAME = re.compile(
+    r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE|SIGNATURE|COOKIE|OAUTH"
+    r"|CONNECTION_?STRING|CONN_?STR|(?:^|_)(?:PASS|PWD|AUTH|DSN|SAS)(?:_|$)",
+    re.IGNORECASE,
+)
+"""Variable names that usually hold credentials (``API_KEY``, ``DB_PASSWORD``, ``MY_PASS``,
+``AUTH``, ``SENTRY_DSN``, ``STORAGE_CONNECTION_STRING``…)."""
 
 
 MASK = "••••••"
+
+_SCHEME = r"\b[A-Za-z][A-Za-z0-9+.\-]*://"
+SECRET_SHAPES: tuple[re.Pattern[str], ...] = (
+    # credentials in a URL: scheme://user:PASSWORD@host, scheme://TOKEN@host (a Sentry-style DSN)
+    re.compile(rf"(?P<keep>{_SCHEME}[^\s/:@'\"<>]*:)(?P<secret>[^\s@/'\"<>]+)(?=@)"),
+    re.compile(rf"(?P<keep>{_SCHEME})(?P<secret>[A-Za-z0-9_\-]{{16,}})(?=@)"),
+    # connection strings and query strings: AccountKey=…; Password=…; sig=…&
+    re.compile(r"(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|Password|Pwd|sig|"
+               r"access_token|refresh_token|id_token|api_?key|client_secret|secret|token)=)(?P<secret>[^;&\s'\"<>]+)",
+               re.IGNORECASE),
+    # an Authorization header's credentials
+    re.compile(r"(?P<keep>\b(?:Bearer|Basic|Token)\s+)(?P<secret>[A-Za-z0-9._~+/\-]{12,}=*)"),
+    # tokens by their well-known form
+    re.compile(r"(?P<secret>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-]{20,}"
+               r"|xox[abposr]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}|[rs]k_live_[A-Za-z0-9]{16,}"
+               r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{10,}|hf_[A-Za-z0-9]{30,}"
+               r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,}"
+               r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})\b)"),
+    # an Azure storage account key (64 bytes, base64) and a PEM private key
+    re.compile(r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==)"),
+    re.compile(r"(?P<secret>-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"),
+)
+"""Secrets by the shape of the value, whatever the variable is called: the part named ``secret``
+is masked, the part named ``keep`` (a URL's scheme and user, a connection string's key) is shown."""
+
+
+def secret_parts(text: str) -> list[str]:
+    """The secrets :data:`SECRET_SHAPES` finds in ``text`` (a password in a URL, an ``AccountKey=``,
+    a token of a well-known form)."""
+    return [m["secret"] for shape in SECRET_SHAPES for m in shape.finditer(text)]
+
+
+def mask_shapes(text: str) -> str:
+    """``text`` with every secret :data:`SECRET_SHAPES` finds masked (what comes before it, a URL's
+    scheme and user or a connection string's key, is kept)."""
+    for shape in SECRET_SHAPES:
+        if shape.search(text):
+            text = shape.sub(lambda m: (m.groupdict().get("keep") or "") + MASK, text)
+    return text
 
 
 _ASSIGNMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.DOTALL)
@@ -34,8 +79,9 @@ def is_secret(name: str) -> bool:
 
 
 def mask_env(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` with secret-looking values replaced by a mask."""
-    return {k: (MASK if is_secret(k) and v else v) for k, v in env.items()}
+    """``env`` with the values of secret-looking names replaced by a mask, and the secrets other
+    values hold by their shape (a password in a URL) masked in place."""
+    return {k: (MASK if is_secret(k) and v else mask_shapes(v) if isinstance(v, str) else v) for k, v in env.items()}
 
 
 def mask_request(value: Any) -> Any:
@@ -47,12 +93,15 @@ def mask_request(value: Any) -> Any:
             return {**value, "value": MASK}
         return {k: (MASK if isinstance(k, str) and is_secret(k) and isinstance(v, str) else mask_request(v))
                 for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(mask_request(v) for v in value)
     if isinstance(value, list):
         return [mask_request(v) for v in value]
     if isinstance(value, str):
         match = _ASSIGNMENT.match(value)
         if match and is_secret(match[1]):
             return f"{match[1]}={MASK}"
+        return mask_shapes(value)
     return value
 
 
@@ -67,7 +116,9 @@ def secret_values(native: Any) -> frozenset[str]:
     """The values of every secret-looking variable in a native request or job resource, in the
     shapes :func:`mask_request` knows: ``{"name": K, "value": V}`` entries (Vertex
     ``containerSpec.env``), ``{K: V}`` mappings (Azure ML ``environment_variables``, a job's
-    ``env``) and ``"K=V"`` argv items (the legacy ``env K=V cmd`` wrapper)."""
+    ``env``) and ``"K=V"`` argv items (the legacy ``env K=V cmd`` wrapper); and every secret any
+    of its strings holds by its shape (:func:`secret_parts`: a password in a database URL, in an
+    argument as much as in a variable)."""
     found: set[str] = set()
     _collect(native, found)
     return frozenset(v for v in found if len(v) >= MIN_SECRET_LENGTH)
@@ -81,8 +132,7 @@ def _collect(value: Any, found: set[str]) -> None:
         for key, item in value.items():
             if isinstance(key, str) and isinstance(item, str) and is_secret(key):
                 found.add(item)
-            else:
-                _collect(item, found)
+            _collect(item, found)
     elif isinstance(value, (list, tuple)):
         for item in value:
             _collect(item, found)
@@ -90,20 +140,22 @@ def _collect(value: Any, found: set[str]) -> None:
         match = _ASSIGNMENT.match(value)
         if match and is_secret(match[1]):
             found.add(match[2])
+        found.update(secret_parts(value))
 
 
 def mask_text(line: str, secrets: Iterable[str]) -> str:
     """``line`` with every occurrence of the given secret values masked: the one masking function
     behind every log line, status message and error a cloud sends back. A value is also found
     as JSON writes it (a cloud quoting it in an escaped message); longer values go first, so a
-    secret inside another is not left half shown."""
+    secret inside another is not left half shown. Secrets the line holds by their shape
+    (:func:`mask_shapes`) are masked too, known or not."""
     for secret in sorted(set(secrets), key=len, reverse=True):
         if secret and len(secret) >= MIN_SECRET_LENGTH:
             line = line.replace(secret, MASK)
             escaped = json.dumps(secret, ensure_ascii=False)[1:-1]
             if escaped != secret:
                 line = line.replace(escaped, MASK)
-    return line
+    return mask_shapes(line)
 
 
 def mask_lines(lines: Iterable[str], secrets: Iterable[str]) -> Iterator[str]:

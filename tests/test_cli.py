@@ -56,7 +56,7 @@ def test_profile_from_omnidist_toml_selects_backend_and_settings(tmp_path, plugi
     (JOB.replace("primary: {}", "primary: {accelerator: Z100:8}"), "job.yaml: primary.accelerator.type: unknown accelerator"),
     (JOB.replace("demo", "Demo"), "job.yaml: name: 'Demo' is not a valid job name"),
     (JOB + "timeout: forever\n", "job.yaml: timeout: 'forever' is not a duration"),
-    ("name: [", "job.yaml: line 1, column 8: not valid YAML/JSON"),
+    ("name: [", "job.yaml: line 2, column 1: not valid YAML/JSON"),
 ])
 def test_invalid_input_exits_2_with_file_and_path_and_no_traceback(tmp_path, plugin_env, text, message):
     result = run_cli("compile", str(_job(tmp_path, text)), "--backend", "echo", cwd=tmp_path, env=plugin_env)

@@ -4,12 +4,14 @@ settings classes use (:func:`at_least`, :func:`one_of`, :func:`role_keys`)."""
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+import re
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
 
 from omnidist.errors import ValidationError
+from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import RoleName
 
 
@@ -64,6 +66,33 @@ def role_keys(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> Non
             raise ValidationError(f"not a role{hint} Roles: {', '.join(roles)}", path=f"{attribute.name}.{key}")
 
 
+_NOT_ONE_LINE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+"""Line breaks (every kind YAML knows), control characters and lone surrogates: no name, id, URL
+or path a setting holds has one."""
+
+
+def check_one_line(value: Any, path: str) -> None:
+    """A name, id, URL or path as one line of printable text (in a mapping or list, each item):
+    a value such as ``gpu-cluster\\nenv: …`` is refused naming the character, so it cannot reach a
+    request, a header or a comment as two lines.
+
+    Raises:
+        ValidationError: at ``path``.
+    """
+    if isinstance(value, str):
+        found = _NOT_ONE_LINE.search(value)
+        if found:
+            raise ValidationError(f"{clipped_repr(value)} holds {found[0]!r} at character {found.start() + 1}; a name "
+                                  "or setting is one line of printable text", path=path)
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            check_one_line(key, path)
+            check_one_line(item, f"{path}.{key}" if isinstance(key, str) else path)
+    elif isinstance(value, (list, tuple)):
+        for i, item in enumerate(value):
+            check_one_line(item, f"{path}[{i}]")
+
+
 @attrs.frozen(kw_only=True)
 class ClientSettings:
     """The client keys every cloud backend's settings share (their settings classes inherit
@@ -85,6 +114,11 @@ class ClientSettings:
     retry_max_wait_s: float = attrs.field(default=20.0, validator=at_least(0))
     request_timeout_s: float = attrs.field(default=60.0, validator=at_least(0, strictly=True))
     poll_interval_s: float = attrs.field(default=15.0, validator=at_least(0))
+
+    def __attrs_post_init__(self) -> None:
+        # Every backend's settings: a setting is one line of text (names, ids, URLs, paths).
+        for field in attrs.fields(type(self)):
+            check_one_line(getattr(self, field.name), field.name)
 
     def retry_policy(self) -> RetryPolicy:
         """The :class:`RetryPolicy` these settings describe."""

@@ -4,12 +4,25 @@ choices read when first needed, and plain-text tables."""
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 import click
 
 from omnidist.errors import OmnidistError
+from omnidist.secrets import mask_shapes
+
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
+"""Characters a terminal acts on (escape sequences, carriage returns, bells) or breaks a line at,
+but a tab and a newline."""
+
+
+def shown(text: str) -> str:
+    """Text from a job, a native file or a cloud as omnidist's own lines print it (errors, notes,
+    reports, states): secrets masked by their shape, and every control character written as an
+    escape, so that a value cannot move the cursor, clear the screen or fake a line of its own."""
+    return _CONTROL.sub(lambda m: ascii(m[0])[1:-1], mask_shapes(text))
 
 
 class Group(click.Group):
@@ -21,7 +34,7 @@ class Group(click.Group):
         except OmnidistError as exc:
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            click.echo(f"error: {shown(str(exc))}", err=True)
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -31,8 +44,8 @@ class Group(click.Group):
         except Exception as exc:  # a bug in omnidist or a plugin: say so briefly, never a traceback
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback "
-                       "and report it)", err=True)
+            click.echo(f"internal error: {type(exc).__name__}: {shown(str(exc))} (rerun with --debug for "
+                       "the traceback and report it)", err=True)
             ctx.exit(1)
 
 
@@ -89,6 +102,7 @@ profile_option = click.option("--profile", "-p", help="Profile from omnidist.tom
 
 def table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
     """Rows as aligned plain-text columns under a header and a rule."""
+    rows = [tuple(shown(str(c)) for c in r) for r in rows]
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
     line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
     return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])

@@ -8,7 +8,7 @@ from typing import Any, Optional
 
 import click
 
-from omnidist.cli.common import EMULATIONS, backend_option, profile_option, table
+from omnidist.cli.common import EMULATIONS, backend_option, profile_option, shown, table
 from omnidist.errors import OmnidistError
 
 
@@ -19,7 +19,8 @@ def validate(job_file: str, backend: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
 
     Exits 2 when the file itself is invalid or breaks a rule every backend shares; with
-    --backend, exits with that backend's verdict (3 when it cannot express the job).
+    --backend, exits with that backend's verdict (3 when it cannot express the job); when every
+    backend rejects the job, exits with the first one's verdict.
     """
     from omnidist import api
     from omnidist.backend import registry
@@ -41,7 +42,7 @@ def validate(job_file: str, backend: Optional[str]) -> None:
             rows.append((name, f"internal error in the backend: {type(exc).__name__}: {exc}"))
             worst = worst or OmnidistError(str(exc))
     click.echo(table(rows, ("backend", "result")))
-    if backend and worst is not None:
+    if worst is not None and (backend or all(result != "ok" for _, result in rows)):
         sys.exit(worst.exit_code)
 
 
@@ -59,7 +60,7 @@ def compile_(job_file: str, backend: Optional[str], profile: Optional[str], outp
     click.echo(compiled.render(output))
     if notes:
         for note in compiled.diagnostics:
-            click.echo(f"note: {note}", err=True)
+            click.echo(f"note: {shown(str(note))}", err=True)
 
 
 @click.command()
@@ -86,12 +87,12 @@ def _print_status(status: Any) -> None:
     from omnidist import notebook
 
     message = f" — {status.message}" if status.message else ""
-    click.echo(f"{status.state.value}{message}")
+    click.echo(shown(f"{status.state.value}{message}"))
     if status.trials:
         header, rows = notebook.trial_rows(status)
         click.echo(table(rows, header))
         best = notebook.best_line(status)
-        click.echo(best or f"best: none yet (no trial has reported {status.metric or 'the metric'})")
+        click.echo(shown(best or f"best: none yet (no trial has reported {status.metric or 'the metric'})"))
 
 
 @click.command()

@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from omnidist.cli.common import BACKENDS, FRAMEWORKS
+from omnidist.cli.common import BACKENDS, FRAMEWORKS, shown
 
 
 @click.command("import")
@@ -64,7 +64,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
             if report is not None:
-                click.echo(str(report), err=True)
+                click.echo(shown(str(report)), err=True)
             raise
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
@@ -80,10 +80,12 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     for i, (compiled, report) in enumerate(results):
         if len(results) > 1:
             name = compiled.job.name if compiled.job is not None else ""
-            click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {name}", err=True)
-        click.echo(str(report), err=True)
+            click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {shown(name)}", err=True)
+        click.echo(shown(str(report)), err=True)
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:
     """An error as ``-o json`` prints it: ``{"type", "exit_code", "message"}``."""
-    return {"type": type(exc).__name__, "exit_code": getattr(exc, "exit_code", 1), "message": str(exc)}
+    from omnidist.secrets import mask_shapes
+
+    return {"type": type(exc).__name__, "exit_code": getattr(exc, "exit_code", 1), "message": mask_shapes(str(exc))}

@@ -149,10 +149,19 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
         try:
             blob(uri).upload_from_file(stream, size=size, content_type="application/gzip", if_generation_match=0,
                                        checksum="md5", timeout=settings.request_timeout_s, retry=None)
-        except exceptions.PreconditionFailed:  # the same content got there first
-            logging.getLogger(LOGGER).info("code %s was uploaded meanwhile", uri)
+        except exceptions.PreconditionFailed:  # taken meanwhile: what is there is checked next
+            logging.getLogger(LOGGER).info("%s was written meanwhile", uri)
 
-    store = staging.ObjectStore(exists=lambda uri: blob(uri).exists(timeout=settings.request_timeout_s, retry=None),
-                                upload=upload, translate=translate)
+    def stored(uri: str) -> Optional[str]:
+        from google.api_core import exceptions
+
+        found = blob(uri)
+        try:
+            found.reload(timeout=settings.request_timeout_s, retry=None)
+        except exceptions.NotFound:
+            return None
+        return found.md5_hash or ""
+
+    store = staging.ObjectStore(stored=stored, upload=upload, translate=translate)
     template = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}"
     return staging.stage_code(compiled, client, store, template)

@@ -18,6 +18,7 @@ everywhere:
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Optional
@@ -30,6 +31,7 @@ from omnidist.model import data as jobdata
 from omnidist.model.data import REFERENCE, JobInput, JobOutput, scheme
 from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob
+from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import EffectiveRole, RoleName
 from omnidist.runtime import hints
 
@@ -171,6 +173,22 @@ def local_path(job: DistributedJob, path: str) -> Path:
     return (job_folder(job) / os.path.expanduser(path)).resolve()
 
 
+FOLDER, FILE, MISSING = "folder", "file", "missing"
+
+
+def path_kind(path: Path) -> str:
+    """What is at a local path a job names: :data:`FOLDER`, :data:`FILE`, :data:`MISSING`, or the
+    operating system's reason the path cannot be used (``File name too long``, ``Permission
+    denied``). Never raises: a path comes from a job or a native file, and any text may name it."""
+    try:
+        found = os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return MISSING
+    except (OSError, ValueError) as exc:  # ValueError: an embedded NUL
+        return getattr(exc, "strerror", None) or str(exc)
+    return FOLDER if stat.S_ISDIR(found.st_mode) else FILE
+
+
 def code_folder(job: DistributedJob) -> Optional[Path]:
     """The local ``code`` folder, checked; None when the job has no code or a remote one.
 
@@ -180,10 +198,11 @@ def code_folder(job: DistributedJob) -> Optional[Path]:
     if job.code is None or scheme(job.code) != "local":
         return None
     folder = local_path(job, job.code)
-    if not folder.is_dir():
-        what = "is a file, not a folder" if folder.exists() else "does not exist"
-        raise ValidationError(f"the code folder {job.code!r} ({folder}) {what}; create it or fix the path",
-                              source=job.source, path="code")
+    kind = path_kind(folder)
+    if kind != FOLDER:
+        what = {FILE: "is a file, not a folder", MISSING: "does not exist"}.get(kind, f"cannot be read ({kind})")
+        raise ValidationError(f"the code folder {clipped_repr(job.code)} ({clipped_repr(str(folder))[1:-1]}) {what}; "
+                              "create it or fix the path", source=job.source, path="code")
     return folder
 
 

@@ -27,6 +27,7 @@ from omnidist.model.data import NO_ACCELERATOR
 from omnidist.model.features import Feature
 from omnidist.model.fields import ENV_NAME
 from omnidist.model.job import NAME_PATTERN
+from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import INHERITS_FROM_PRIMARY, Accelerator, EffectiveRole, Role, RoleName
 
 PORTABLE = NotPortableError.side
@@ -222,6 +223,18 @@ def format_proto_duration(seconds: int) -> str:
 
 
 # --- what an import gives up ----------------------------------------------------------------------
+
+
+def native_text(value: Any, path: str) -> Optional[str]:
+    """A native field that holds text (or is absent), checked at the importer's boundary: any
+    other kind is exit 2 at ``path``, never an error deeper in.
+
+    Raises:
+        ValidationError: ``value`` is neither ``None`` nor a string.
+    """
+    if value is None or isinstance(value, str):
+        return value
+    raise ValidationError(f"expected text, got {clipped_repr(value, 80)}", path=path)
 
 
 def dropped_note(field: str, message: str) -> Note:

@@ -34,6 +34,7 @@ from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob, Framework
 from omnidist.model.roles import Role, RoleName, effective_roles, replica_count
 from omnidist.runtime import hints, platforms
+from omnidist.secrets import mask_lines, secret_values
 
 if TYPE_CHECKING:  # compiling for local loads no submission code
     from omnidist.submission.handle import JobHandle
@@ -229,7 +230,7 @@ class LocalBackend(Backend):
         for note in found:
             err.write(f"omnidist: note: {note.message}\n")
         err.flush()
-        return runner.run(specs, out=out, err=err, grace=settings.grace_period)
+        return runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True)
 
     @staticmethod
     def _plan(job: DistributedJob, settings: LocalSettings, run_dir: Path) -> tuple[list[plan.ReplicaSpec], list[Note]]:
@@ -301,8 +302,14 @@ class LocalBackend(Backend):
 
     def logs(self, job_id: str, settings: LocalSettings, follow: bool = False,
              poll: float = 0.2) -> Iterator[str]:
-        """The run's prefixed output; with ``follow``, until the run ends."""
+        """The run's prefixed output, its replicas' secrets masked (the run log keeps them as
+        written); with ``follow``, until the run ends."""
         store = self._store(job_id, settings)
+        lines = self._raw_logs(store, job_id, settings, follow, poll)
+        return mask_lines(lines, secret_values(store.read_plan().get("replicas", [])))
+
+    def _raw_logs(self, store: RunDir, job_id: str, settings: LocalSettings, follow: bool,
+                  poll: float) -> Iterator[str]:
         with open(store.log_path, encoding="utf-8", errors="replace") as fh:
             pending = ""
             while True:

@@ -26,6 +26,7 @@ from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.model.data import JobInput, JobOutput
 from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob
+from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import EffectiveRole, RoleName
 from omnidist.runtime import hints
 
@@ -106,8 +107,11 @@ def _input(name: str, inp: JobInput, job: DistributedJob) -> str:
             f'Copy it here and map its prefix to the folder in the profile, e.g. data_map = '
             f'{{"{inp.uri.rsplit("/", 1)[0]}/" = "/data/"}}.', subject=f"inputs.{name}")
     path = code_data.local_path(job, inp.uri)
-    if not path.exists():
-        raise ValidationError(f"{inp.uri} ({path}) does not exist", source=job.source, path=f"inputs.{name}")
+    kind = code_data.path_kind(path)
+    if kind not in (code_data.FOLDER, code_data.FILE):
+        what = "does not exist" if kind == code_data.MISSING else f"cannot be read ({kind})"
+        raise ValidationError(f"{clipped_repr(inp.uri)[1:-1]} ({clipped_repr(str(path))[1:-1]}) {what}",
+                              source=job.source, path=f"inputs.{name}")
     return str(path)
 
 

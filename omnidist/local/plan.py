@@ -19,13 +19,14 @@ import attrs
 
 from omnidist.backend.values import Note, NoteKind
 from omnidist.compiler.launchers import start_processes
-from omnidist.errors import ValidationError
+from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.local import code_data, environments
 from omnidist.local.emulated import Native, native
 from omnidist.local.environments import Slot
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
 from omnidist.model.job import DistributedJob
+from omnidist.model.limits import MAX_LOCAL_PROCESSES
 from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_role, effective_roles, processes_per_node
 from omnidist.runtime import hints, platforms
 from omnidist.runtime.launch import carry_processes_per_node
@@ -35,8 +36,6 @@ PREVIEW_PORT = 29500
 
 PYTHON_NAMES = frozenset({"python", "python3"})
 """Program names replaced by the interpreter running omnidist (or the ``python`` setting)."""
-
-"""Roles whose replicas are nodes of the training world (they get GPUs)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -121,6 +120,7 @@ def layout(job: DistributedJob, settings: Any) -> Layout:
         UnsupportedFeatureError: the emulated platform cannot run the job (compile's error).
         ValidationError: the job is invalid for the emulated platform (compile's error).
     """
+    _check_size(replica_count(job))  # before the platform's compiler: it is the processes that cost
     overrides = {"use_chief_in_tf_config": True} if getattr(settings, "use_chief_in_tf_config", False) else {}
     followed = native(job, settings.emulate, overrides)
     places: list[Place] = []
@@ -130,7 +130,17 @@ def layout(job: DistributedJob, settings: Any) -> Layout:
             continue
         processes = followed.processes_per_node if role.name in TRAINING_ROLES else 1
         places += [Place(role=role.name, index=i, processes=processes) for i in range(int(role.replicas))]
+    _check_size(sum(p.processes for p in places if p.runs))
     return Layout(job=job, emulate=settings.emulate, native=followed, places=tuple(places))
+
+
+def _check_size(processes: int) -> None:
+    """Refuse a run of more processes than :data:`~omnidist.model.limits.MAX_LOCAL_PROCESSES`:
+    each gets every address of the cluster, so the plan grows with the square of the replicas."""
+    if processes > MAX_LOCAL_PROCESSES:
+        raise UnsupportedFeatureError(
+            "replicas", "local", f"{processes} processes on one machine; it starts at most {MAX_LOCAL_PROCESSES}.",
+            "Run the job with fewer replicas locally (a smaller copy of the job), or on a cloud backend.")
 
 
 def replica_count(job: DistributedJob) -> int:

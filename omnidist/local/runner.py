@@ -3,8 +3,10 @@
 Each replica runs in its own session, so it is the leader of its own process group and
 whatever it starts (torchrun children, data loader workers) stays in that group. The first
 replica to exit non-zero ends the run: every group gets SIGTERM, then SIGKILL after the
-grace period, and the run's exit code is that replica's. Ctrl-C (SIGINT) and SIGTERM to the
-runner stop every group the same way. Nothing is left behind.
+grace period, and the run's exit code is that replica's. Ctrl-C (SIGINT), SIGTERM and SIGHUP (the
+terminal closing) to the runner stop every group the same way. A runner killed outright (SIGKILL)
+cannot: a watchdog of its own (:mod:`omnidist.local.watchdog`) sees its pipe end and stops the
+groups instead. Nothing is left behind.
 
 ``python -m omnidist.local.runner RUN_DIR`` is the detached supervisor behind the local
 backend's ``submit``: it runs the plan saved in RUN_DIR and records state and logs there.
@@ -13,6 +15,7 @@ backend's ``submit``: it runs the plan saved in RUN_DIR and records state and lo
 from __future__ import annotations
 
 import os
+import selectors
 import signal
 import socket
 import subprocess
@@ -25,8 +28,10 @@ from typing import IO, Optional
 
 import attrs
 
+from omnidist.local import watchdog
 from omnidist.local.environments import inherited
 from omnidist.local.plan import ReplicaSpec
+from omnidist.secrets import mask_text, secret_values
 
 POLL_SECONDS = 0.05
 """How often the runner looks at its replicas; bounds how late fail-fast reacts."""
@@ -44,7 +49,11 @@ class RunResult:
 
 
 class _Terminated(Exception):
-    """SIGTERM reached the runner."""
+    """SIGTERM or SIGHUP reached the runner."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
 
 
 def free_ports(count: int) -> list[int]:
@@ -118,9 +127,12 @@ def stop_all(procs: Sequence[subprocess.Popen], grace: float) -> None:
         time.sleep(0.01)
 
 
-def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) -> None:
+def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock,
+          secrets: Optional[frozenset[str]] = None) -> None:
     for raw in iter(stream.readline, b""):
         line = raw.decode("utf-8", errors="replace").rstrip("\r\n")
+        if secrets is not None:
+            line = mask_text(line, secrets)
         with lock:
             out.write(f"{prefix}{line}\n")
             out.flush()
@@ -128,7 +140,37 @@ def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock) ->
 
 
 def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> RunResult:
-    """Wait until all replicas succeed or the first one fails."""
+    """Wait until all replicas succeed or the first one fails.
+
+    On Linux each replica's end is a process file descriptor in one epoll set, which reports them
+    in the order they ended: of two replicas failing a few milliseconds apart, the first is named
+    (polling in list order would name whichever comes first in the list). Elsewhere, a poll."""
+    try:
+        fds = [os.pidfd_open(proc.pid) for proc in procs]
+    except (AttributeError, OSError):  # no pidfd here (macOS, an old kernel): poll
+        return _poll(procs, specs)
+    selector = selectors.DefaultSelector()
+    try:
+        for fd, proc, spec in zip(fds, procs, specs):
+            selector.register(fd, selectors.EVENT_READ, (proc, spec))
+        running = len(procs)
+        while running:
+            for key, _ in selector.select():
+                proc, spec = key.data
+                selector.unregister(key.fd)
+                running -= 1
+                code = proc.wait()
+                if code != 0:
+                    return RunResult(exit_code(code), failed=spec.label)
+        return RunResult(0)
+    finally:
+        selector.close()
+        for fd in fds:
+            os.close(fd)
+
+
+def _poll(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> RunResult:
+    """:func:`_watch` without process file descriptors: look at each replica every :data:`POLL_SECONDS`."""
     while True:
         running = False
         for proc, spec in zip(procs, specs):
@@ -143,7 +185,11 @@ def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> R
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
-    raise _Terminated()
+    raise _Terminated(signum)
+
+
+_STOPPING = (signal.SIGTERM, signal.SIGHUP)
+"""The signals that stop a run like Ctrl-C does (SIGHUP: the terminal closed)."""
 
 
 def run(
@@ -154,6 +200,7 @@ def run(
     grace: float = 5.0,
     environ: Optional[dict[str, str]] = None,
     on_start: Optional[Callable[[list[subprocess.Popen]], None]] = None,
+    masked: bool = False,
 ) -> RunResult:
     """Run every replica to the end (or to the first failure) and return how it ended.
 
@@ -164,6 +211,9 @@ def run(
         grace: seconds between SIGTERM and SIGKILL when stopping replicas.
         environ: the environment replicas inherit (default ``os.environ``), minus platform variables.
         on_start: called with the started processes (the supervisor records their groups).
+        masked: mask the replicas' secrets in their output (the values of their secret-looking
+            variables, and secrets by their shape), as every display of a job's output does; the
+            supervisor's run log keeps the output as it was written.
     """
     out, err = out or sys.stdout, err or sys.stderr
     base = inherited(dict(os.environ if environ is None else environ))
@@ -171,8 +221,10 @@ def run(
     procs: list[subprocess.Popen] = []
     pumps: list[threading.Thread] = []
     main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.signal(signal.SIGTERM, _on_sigterm) if main_thread else None
+    previous = {sig: signal.signal(sig, _on_sigterm) for sig in _STOPPING} if main_thread else {}
     result = RunResult(0)
+    secrets = secret_values([spec.env for spec in specs]) if masked else None
+    guard = watchdog.start(grace)
     try:
         for spec in specs:
             env = {**base, **spec.env, "PYTHONUNBUFFERED": "1"}
@@ -184,7 +236,9 @@ def run(
                 result = RunResult(127, failed=spec.label)
                 return result
             procs.append(proc)
-            pump = threading.Thread(target=_pump, args=(proc.stdout, f"[{spec.label}] ", out, lock), daemon=True)
+            _tell(guard, f"+{proc.pid}")
+            pump = threading.Thread(target=_pump, args=(proc.stdout, f"[{spec.label}] ", out, lock, secrets),
+                                    daemon=True)
             pump.start()
             pumps.append(pump)
         if on_start:
@@ -197,24 +251,62 @@ def run(
         err.write("omnidist: interrupted; stopping every replica\n")
         result = RunResult(130, interrupted=True)
         return result
-    except _Terminated:
-        err.write("omnidist: terminated; stopping every replica\n")
-        result = RunResult(143, interrupted=True)
+    except _Terminated as exc:
+        what = "the terminal closed (SIGHUP)" if exc.signum == signal.SIGHUP else "terminated"
+        _say(err, f"omnidist: {what}; stopping every replica\n")
+        result = RunResult(128 + exc.signum, interrupted=True)
         return result
     finally:
-        # A second Ctrl-C or SIGTERM must not cut the cleanup short and leave processes behind.
+        # A second Ctrl-C, SIGTERM or SIGHUP must not cut the cleanup short and leave processes behind.
         previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
-        if main_thread:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        for sig in previous:
+            signal.signal(sig, signal.SIG_IGN)
         try:
             stop_all(procs, grace)
+            _tell(guard, "done")
             for pump in pumps:
                 pump.join(timeout=2)
         finally:
+            _close(guard)
             if main_thread:
                 signal.signal(signal.SIGINT, previous_int)
-                signal.signal(signal.SIGTERM, previous)
-        err.flush()
+                for sig, handler in previous.items():
+                    signal.signal(sig, handler)
+        _flush(err)
+
+
+def _tell(guard: subprocess.Popen, line: str) -> None:
+    """Tell the watchdog one event (it may be gone already: then there is no one to tell)."""
+    try:
+        guard.stdin.write(line + "\n")
+        guard.stdin.flush()
+    except (OSError, ValueError):
+        pass
+
+
+def _close(guard: subprocess.Popen) -> None:
+    try:
+        guard.stdin.close()
+    except OSError:
+        pass
+    try:
+        guard.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - it exits on "done" at once
+        guard.kill()
+
+
+def _flush(stream: IO[str]) -> None:
+    try:
+        stream.flush()
+    except (OSError, ValueError):  # the terminal it wrote to is gone (SIGHUP)
+        pass
+
+
+def _say(stream: IO[str], text: str) -> None:
+    try:
+        stream.write(text)
+    except (OSError, ValueError):  # the terminal is gone: the replicas are stopped all the same
+        pass
 
 
 def supervise(run_dir: str) -> int:

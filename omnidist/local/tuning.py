@@ -353,7 +353,7 @@ class _Search:
     def _run_trial(self, running: _Running) -> runner.RunResult:
         prefix = f"[trial-{running.number}] "
         return runner.run(running.specs, out=_Prefixed(prefix, self.out), err=_Prefixed(prefix, self.err),
-                          grace=self.settings.grace_period, on_start=running.procs.extend)
+                          grace=self.settings.grace_period, on_start=running.procs.extend, masked=True)
 
     def _watch_reports(self) -> None:
         """Feed the metric's intermediate values to the pruner; stop trials it prunes."""

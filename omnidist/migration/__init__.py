@@ -25,6 +25,8 @@ import os
 from collections.abc import Mapping
 from typing import Any, Optional, Union
 
+import attrs
+
 from omnidist.backend import registry
 from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
@@ -42,7 +44,9 @@ from omnidist.migration.report import (
     entry_for,
     order,
 )
-from omnidist.model.job import DistributedJob, Framework, job_to_yaml
+from omnidist.model.job import DistributedJob, Framework, job_to_dict, job_to_yaml
+from omnidist.model.serde import yaml_comment
+from omnidist.secrets import mask_text, masking_errors, secret_values
 
 __all__ = [
     "Fidelity", "MigrationReport", "ReportEntry", "StrictMigrationError", "detect_backend", "import_all",
@@ -109,9 +113,10 @@ def migrate(
         ValidationError: when the native spec is malformed, or no ``target`` is named.
     """
     _check_target(target)
-    imported, source, entries = import_job(native, source, framework)
+    with masking_errors(_shown_secrets(native)):  # an error may quote a native value
+        imported, source, entries = import_job(native, source, framework)
     return _move(imported, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
-                 command=command)
+                 command=command, native=native)
 
 
 def import_all(
@@ -142,9 +147,10 @@ def migrate_all(
     report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
     the first job that breaks it raises."""
     _check_target(target)
-    parts, source = import_jobs(native, source, framework)
+    with masking_errors(_shown_secrets(native)):  # an error may quote a native value
+        parts, source = import_jobs(native, source, framework)
     return [_move(job, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
-                  command=command) for job, entries in parts]
+                  command=command, native=native) for job, entries in parts]
 
 
 def _check_target(target: Optional[str]) -> None:
@@ -154,33 +160,61 @@ def _check_target(target: Optional[str]) -> None:
 
 def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], target: str, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
-          command: Optional[str]) -> tuple[CompiledJob, MigrationReport]:
-    """Steps 2-5 for one imported job (see the module docstring)."""
-    job, entries = move_job(imported, source, target, image, command, entries)
-    compiled, final, given_up = compile_dropping(job, target, profile, settings)
+          command: Optional[str], native: Any = None) -> tuple[CompiledJob, MigrationReport]:
+    """Steps 2-5 for one imported job (see the module docstring); nothing the native spec or the
+    job holds secretly is shown in an error or the report."""
+    secrets = _shown_secrets(native, imported)
+    with masking_errors(secrets):
+        job, entries = move_job(imported, source, target, image, command, entries)
+        compiled, final, given_up = compile_dropping(job, target, profile, settings)
     readback = read_back(compiled, target)
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
     entries += unreported(imported, readback, target, entries)
     entries += exact_entries(final, entries, imported)
+    entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:
         raise StrictMigrationError(report)
     return compiled, report
 
 
+def _shown_secrets(native: Any, job: Optional[DistributedJob] = None) -> frozenset[str]:
+    """The secret values a report or an error about ``native`` (and the job imported from it) must
+    not show: those of secret-looking variables, and those of any value by its shape."""
+    found = secret_values(native) if isinstance(native, (Mapping, list, tuple)) else frozenset()
+    return found | (secret_values(job_to_dict(job)) if job is not None else frozenset())
+
+
 def job_yaml_with_comments(job: DistributedJob, entries: list[ReportEntry], source: str,
                            filename: Optional[str]) -> str:
     """The imported job as YAML, with a header saying where it came from and a comment on each
-    top-level key whose value was inferred or approximated."""
-    text = job_to_yaml(job)
+    top-level key whose value was inferred or approximated.
+
+    The job is written by the YAML emitter and every comment through
+    :func:`~omnidist.model.serde.yaml_comment` (line breaks and control characters escaped), so the
+    text loads back to exactly ``job`` whatever the native file held. A remark goes at the end of
+    its key's line when the value starts or ends there (a block, or a one-line value), else on a
+    line of its own above the key: a comment inside a value that runs over several lines would
+    change it."""
+    data = job_to_dict(job)
+    secrets = secret_values(data)  # the job holds its values; a remark quoting one does not show it
     remarks = {e.field.split(".")[0]: e for e in entries if e.fidelity in (Fidelity.INFERRED, Fidelity.APPROXIMATED)}
+    text = job_to_yaml(job).splitlines()
     lines = []
-    for line in text.splitlines():
-        key = line.split(":", 1)[0]
-        entry = remarks.get(key) if line and not line[0].isspace() else None
-        lines.append(f"{line}  # {entry.fidelity.value}: {entry.message}" if entry and ":" in line else line)
-    header = [f"# imported from {filename or 'a'} {source} spec by omnidist"]
-    header += [f"# {e}" for e in entries if e.fidelity not in (Fidelity.EXACT,)]
+    for i, line in enumerate(text):
+        key = line.split(":", 1)[0] if line and not line[0].isspace() and ":" in line else None
+        entry = remarks.get(key) if key in data else None
+        if entry is None:
+            lines.append(line)
+            continue
+        remark = f"# {entry.fidelity.value}: {yaml_comment(mask_text(entry.message, secrets))}"
+        one_line = i + 1 == len(text) or not text[i + 1][:1].isspace()
+        if isinstance(data[key], (Mapping, list)) or one_line:
+            lines.append(f"{line}  {remark}")
+        else:
+            lines += [remark, line]
+    header = [f"# imported from {yaml_comment(filename or 'a')} {source} spec by omnidist"]
+    header += [f"# {yaml_comment(mask_text(str(e), secrets))}" for e in entries if e.fidelity is not Fidelity.EXACT]
     return "\n".join(header + lines) + "\n"

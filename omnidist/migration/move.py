@@ -20,6 +20,7 @@ from omnidist.migration.references import rewrite_bound_references
 from omnidist.migration.report import ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.job import DistributedJob
+from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import Role, RoleName, effective_role
 
 _INPUT = re.compile(r"\$\{\{\s*inputs\.([\w.]+)\s*\}\}")
@@ -254,13 +255,15 @@ def carry_code(job: DistributedJob, source: str, target: str) -> tuple[Distribut
     cloud read it); one that is not is left out, and said so: the target would refuse it."""
     if job.code is None or source == target or jobdata.scheme(job.code) != "local":
         return job, []
-    if code_data.local_path(job, job.code).is_dir():
+    kind = code_data.path_kind(code_data.local_path(job, job.code))
+    if kind == code_data.FOLDER:
         return job, []
     where = f"beside {os.path.basename(job.source)}" if job.source else "here"
+    why = {code_data.MISSING: "no such folder", code_data.FILE: "a file, not a folder"}.get(kind, kind)
     return attrs.evolve(job, code=None), [ReportEntry(
         fidelity="dropped", field="code",
-        message=f"{job.code}: no such folder {where}, so the code is not shipped: run migrate where the folder "
-                "is, or bake the code into the image")]
+        message=f"{clipped_repr(job.code)[1:-1]}: {why} {where}, so the code is not shipped: run migrate where "
+                "the folder is, or bake the code into the image")]
 
 
 def machines_named(job: DistributedJob, backend: str) -> dict[str, str]:

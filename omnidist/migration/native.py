@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any, Optional, Union
 
 from omnidist.clouds.gcloud import CommandLine, find_command_line
-from omnidist.compiler import delowering
+from omnidist.compiler import code_data, delowering
 from omnidist.errors import ValidationError
-from omnidist.model import serde
+from omnidist.model import documents, serde
+from omnidist.model.limits import clipped_repr
 
 Native = Union[Mapping[str, Any], Sequence[Any], str, "os.PathLike[str]", Any]
 Spec = Union[Mapping[str, Any], Sequence[Any], CommandLine]
@@ -61,15 +62,15 @@ def read_native(native: Native) -> tuple[Spec, Optional[str]]:
     """
     if callable(getattr(native, "_to_dict", None)):  # an SDK object (some are mappings too)
         return delowering.sdk_object_to_dict(native), None
-    if isinstance(native, (Mapping, list, tuple, CommandLine)):
+    if isinstance(native, (Mapping, list, tuple)):
+        documents.check_shape(native)
+        return native, None
+    if isinstance(native, CommandLine):
         return native, None
     if not isinstance(native, (str, os.PathLike)):
         raise ValidationError(f"a native spec is a mapping, a file or an SDK job object, got {type(native).__name__}")
     source = str(native)
-    try:
-        text = Path(native).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
+    text = documents.read_text(native)
     try:
         argv = find_command_line(text)
     except ValidationError as exc:
@@ -94,8 +95,9 @@ def _config_of(argv: Sequence[str], source: str) -> Any:
     if config is None:
         return None
     path = Path(config) if Path(config).is_absolute() else Path(source).parent / config
-    if not path.is_file():
-        raise ValidationError(f"the command's --config file {config} is not at {path}; put it there (or paste its "
-                              "content in place of the command)", source=source, path="--config")
+    if code_data.path_kind(path) != code_data.FILE:
+        raise ValidationError(f"the command's --config file {clipped_repr(config)[1:-1]} is not at "
+                              f"{clipped_repr(str(path))[1:-1]}; put it there (or paste its content in place of "
+                              "the command)", source=source, path="--config")
     return serde.read_document(path)
 

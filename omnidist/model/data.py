@@ -308,7 +308,8 @@ def check_job(job: Any) -> None:
     Raises:
         ValidationError: naming the field path.
     """
-    problems: list[Problem] = []
+    problems: list[Problem] = [Problem(path, "holds a NUL character, which no program, variable or file name can "
+                                             "hold") for path in _nul_strings(job)]
     if job.module is not None:
         if job.command:
             problems.append(Problem("module", "module runs `python -m MODULE ARGS`; remove command (or module)"))
@@ -320,6 +321,27 @@ def check_job(job: Any) -> None:
                                                        "CPU-only primary"))
     if problems:
         raise ValidationError(problems)
+
+
+def _nul_strings(job: Any) -> list[str]:
+    """The paths of the job's text that holds ``\\0`` (an argv, an env value or a path cannot:
+    ``execve`` and ``open`` refuse it), found without recursion."""
+    found: list[str] = []
+    stack: list[tuple[str, Any]] = [("", job)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, str):
+            if "\0" in value:
+                found.append(path)
+        elif isinstance(value, Mapping):
+            stack += [(f"{path}.{k}" if path else str(k), v) for k, v in value.items()]
+            stack += [(path or "(key)", k) for k in value]
+        elif isinstance(value, (list, tuple)):
+            stack += [(f"{path}[{i}]", v) for i, v in enumerate(value)]
+        elif attrs.has(type(value)):
+            stack += [(f"{path}.{f.name}" if path else f.name, getattr(value, f.name))
+                      for f in attrs.fields(type(value)) if f.name != "source"]
+    return sorted(found)
 
 
 PACKAGE_SUFFIXES = (".tar.gz", ".tgz", ".whl", ".zip")

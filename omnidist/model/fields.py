@@ -8,15 +8,17 @@ from __future__ import annotations
 
 import difflib
 import enum
+import math
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
 import attrs
 
 from omnidist.errors import ValidationError
-from omnidist.secrets import mask_env
+from omnidist.model.limits import clipped_repr
+from omnidist.secrets import mask_env, mask_shapes
 
 
 def choice(enum_cls: type[enum.Enum], field: str):
@@ -29,9 +31,9 @@ def choice(enum_cls: type[enum.Enum], field: str):
         allowed = [m.value for m in enum_cls]
         if isinstance(value, str) and value.lower() in allowed:
             return enum_cls(value.lower())
-        close = difflib.get_close_matches(str(value).lower(), allowed, n=1)
+        close = difflib.get_close_matches(str(value).lower(), allowed, n=1) if len(str(value)) < 100 else []
         hint = f"; did you mean {close[0]!r}?" if close else ""
-        raise ValidationError(f"{value!r} is not one of {', '.join(allowed)}{hint}", path=field)
+        raise ValidationError(f"{clipped_repr(value)} is not one of {', '.join(allowed)}{hint}", path=field)
 
     return convert
 
@@ -48,9 +50,25 @@ def non_negative(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
 
 
 def positive(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
-    """A validator: unset or ``> 0``."""
-    if value is not None and value <= 0:
+    """A validator: unset or ``> 0`` (and finite: NaN and infinity are no size)."""
+    if value is None:
+        return
+    if isinstance(value, float) and not math.isfinite(value):
+        fail(attribute, f"must be a finite number, got {value}")
+    if value <= 0:
         fail(attribute, f"must be > 0, got {value}")
+
+
+def at_most(maximum: float, what: str = "") -> Callable[[Any, attrs.Attribute, Any], None]:
+    """A validator: unset, or at most ``maximum`` (one of the bounds of
+    :mod:`omnidist.model.limits`, named in the error)."""
+
+    def check(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > maximum:
+            shown = clipped_repr(value, 40) if isinstance(value, int) else f"{value:g}"
+            fail(attribute, f"{shown} is more than the {maximum:g}{what} omnidist allows (docs/security.md)")
+
+    return check
 
 
 def to_argv(value: Union[str, list, tuple, None]) -> Optional[tuple[str, ...]]:
@@ -70,6 +88,11 @@ def to_str_map(value: Optional[Mapping[str, str]]) -> dict[str, str]:
 def masked_repr(env: Mapping[str, str]) -> str:
     """The repr of an env mapping, secret-looking values masked."""
     return repr(mask_env(env))
+
+
+def masked_argv_repr(argv: Optional[tuple[str, ...]]) -> str:
+    """The repr of a command or args, secrets held by their shape (a password in a URL) masked."""
+    return repr(argv if argv is None else tuple(mask_shapes(a) for a in argv))
 
 
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")

@@ -13,7 +13,6 @@ import enum
 import os
 import re
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any, Optional
 
 import attrs
@@ -21,9 +20,10 @@ import attrs
 from omnidist import notebook
 from omnidist.errors import ValidationError
 from omnidist.model import data as jobdata
-from omnidist.model import serde
+from omnidist.model import documents, serde
 from omnidist.model.data import JobInput, JobOutput
-from omnidist.model.fields import choice, env_names, fail, positive, to_argv, to_str_map
+from omnidist.model.fields import at_most, choice, env_names, fail, positive, to_argv, to_str_map
+from omnidist.model.limits import MAX_PROCESSES_PER_NODE, MAX_TIMEOUT_S, clipped_repr
 from omnidist.model.roles import AUTO, Replicas, Role, RoleName, effective_roles
 from omnidist.model.tuning import Tuning, to_tuning
 
@@ -46,6 +46,17 @@ class Interconnect(str, enum.Enum):
 
     ANY = "any"
     INFINIBAND = "infiniband"
+
+
+def _patterns(value: Any) -> tuple[str, ...]:
+    """``ship_secrets``: a list of gitignore patterns (one string is one pattern)."""
+    if value is None:
+        return ()
+    items = (value,) if isinstance(value, str) else value
+    if not isinstance(items, (list, tuple)) or not all(isinstance(p, str) and p.strip() for p in items):
+        raise ValidationError(f"expected a list of file patterns (e.g. [.env, certs/*.pem]), got {value!r}",
+                              path="ship_secrets")
+    return tuple(items)
 
 
 def _role_auto_only_for_reducers(job: DistributedJob) -> None:
@@ -85,6 +96,9 @@ class DistributedJob:
     description: Optional[str] = None
     code: Optional[str] = None
     """A folder shipped with the job: a local path (relative to the job file) or a gs:// / azureml: URI."""
+    ship_secrets: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _patterns(v))
+    """Secret-looking files of a local ``code`` folder that ship anyway (gitignore patterns such as
+    ``.env`` or ``certs/*.pem``); every other one is left out with a warning (docs/security.md)."""
     module: Optional[str] = attrs.field(default=None, validator=jobdata.check_module)
     """Instead of ``command``: ``python -m MODULE ARGS``, run from ``code``."""
     framework_version: Optional[str] = attrs.field(default=None, validator=jobdata.check_framework_version)
@@ -99,7 +113,7 @@ class DistributedJob:
     processes_per_node: Replicas = attrs.field(default=AUTO)
     interconnect: Interconnect = attrs.field(default=Interconnect.ANY, converter=choice(Interconnect, "interconnect"))
     spot: bool = False
-    timeout: Optional[int] = attrs.field(default=None, validator=positive)
+    timeout: Optional[int] = attrs.field(default=None, validator=[positive, at_most(MAX_TIMEOUT_S, " seconds")])
     """Seconds; written in job files with an s/m/h/d suffix."""
     labels: dict[str, str] = attrs.field(factory=dict, converter=to_str_map)
     tuning: Optional[Tuning] = attrs.field(default=None, converter=to_tuning)
@@ -114,7 +128,7 @@ class DistributedJob:
         if not isinstance(value, str) or not NAME_PATTERN.match(value):
             fail(
                 attribute,
-                f"{value!r} is not a valid job name: start with a lowercase letter, then up to 62 "
+                f"{clipped_repr(value)} is not a valid job name: start with a lowercase letter, then up to 62 "
                 "lowercase letters, digits or '-' (e.g. 'cassava-resnet')",
             )
 
@@ -122,6 +136,7 @@ class DistributedJob:
     def _ppn(self, attribute: attrs.Attribute, value: Replicas) -> None:
         if value != AUTO and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             fail(attribute, f"must be a whole number >= 1 or 'auto', got {value!r}")
+        at_most(MAX_PROCESSES_PER_NODE, " processes per node")(self, attribute, value)
 
     def __attrs_post_init__(self) -> None:
         _role_auto_only_for_reducers(self)
@@ -177,7 +192,9 @@ serde.register_unstructure(DistributedJob, serde.lazy(lambda: serde.fields_unstr
 
 
 def job_from_dict(data: Any, *, source: str | None = None) -> DistributedJob:
-    """Build a :class:`DistributedJob` from parsed job-file data."""
+    """Build a :class:`DistributedJob` from parsed job-file data (within the bounds of
+    :func:`omnidist.model.documents.check_shape`)."""
+    documents.check_shape(data, source=source)
     if isinstance(data, Mapping) and "primary" not in data:
         raise ValidationError(
             "required: every job has one primary replica; write `primary: {}` for a CPU-only one",
@@ -211,11 +228,4 @@ def job_to_yaml(job: DistributedJob) -> str:
 
 def load(path: str | os.PathLike[str]) -> DistributedJob:
     """Read a job file (YAML or JSON)."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ValidationError("no such file", source=source) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ValidationError(f"cannot read the file ({exc})", source=source) from None
-    return job_from_yaml(text, source=source)
+    return job_from_yaml(documents.read_text(path), source=str(path))

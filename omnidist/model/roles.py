@@ -28,8 +28,19 @@ import attrs
 
 from omnidist.errors import ValidationError
 from omnidist.model import accelerators, serde
+from omnidist.model import limits as bounds
 from omnidist.model.data import NO_ACCELERATOR
-from omnidist.model.fields import env_names, fail, masked_repr, non_negative, positive, to_argv, to_str_map
+from omnidist.model.fields import (
+    at_most,
+    env_names,
+    fail,
+    masked_argv_repr,
+    masked_repr,
+    non_negative,
+    positive,
+    to_argv,
+    to_str_map,
+)
 
 if TYPE_CHECKING:
     from omnidist.model.job import DistributedJob
@@ -96,7 +107,10 @@ class Accelerator:
     @count.validator
     def _slice_size(self, attribute: attrs.Attribute, value: int) -> None:
         info = accelerators.BY_NAME[self.type]
-        if info.tpu and isinstance(value, int) and value not in info.sizes:
+        if not info.tpu:  # a TPU's sizes bound it (a TPU v3 Pod slice reaches 2048 cores)
+            at_most(bounds.MAX_ACCELERATORS, " accelerators per replica")(self, attribute, value)
+            return
+        if isinstance(value, int) and value not in info.sizes:
             unit = "cores (8, or a multiple of 32 for a Pod slice)" if info.unit == "core" else "chips"
             sizes = ", ".join(map(str, info.sizes)) if len(info.sizes) <= 10 else f"8, 32, 64 … {info.sizes[-1]}"
             raise ValidationError(f"{self.type} comes in slices of {sizes} {unit}, got {value}", path="count")
@@ -172,12 +186,12 @@ class Role:
     replicas: Replicas = attrs.field(default=1)
     accelerator: Optional[Union[Accelerator, Literal["none"]]] = attrs.field(default=None, converter=_to_accelerator)
     """``none`` means no accelerator even where the role would inherit the primary's."""
-    cpus: Optional[float] = attrs.field(default=None, validator=positive)
-    memory_gb: Optional[float] = attrs.field(default=None, validator=positive)
-    disk_gb: Optional[int] = attrs.field(default=None, validator=positive)
+    cpus: Optional[float] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_CPUS, " vCPUs")])
+    memory_gb: Optional[float] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_MEMORY_GB, " GB")])
+    disk_gb: Optional[int] = attrs.field(default=None, validator=[positive, at_most(bounds.MAX_DISK_GB, " GB")])
     image: Optional[str] = None
-    command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
-    args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv)
+    command: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv, repr=masked_argv_repr)
+    args: Optional[tuple[str, ...]] = attrs.field(default=None, converter=to_argv, repr=masked_argv_repr)
     env: dict[str, str] = attrs.field(factory=dict, converter=to_str_map, validator=env_names, repr=masked_repr)
 
     @replicas.validator
@@ -187,6 +201,7 @@ class Role:
         if isinstance(value, bool) or not isinstance(value, int):
             fail(attribute, f"must be a whole number or 'auto', got {value!r}")
         non_negative(self, attribute, value)
+        at_most(bounds.MAX_REPLICAS, " replicas of one role")(self, attribute, value)
 
 
 # --- inheritance: the role as each replica really gets it -------------------------------------
@@ -213,9 +228,9 @@ class EffectiveRole:
     memory_gb: Optional[float]
     disk_gb: Optional[int]
     image: Optional[str]
-    command: tuple[str, ...]
-    args: tuple[str, ...]
-    env: dict[str, str]
+    command: tuple[str, ...] = attrs.field(repr=masked_argv_repr)
+    args: tuple[str, ...] = attrs.field(repr=masked_argv_repr)
+    env: dict[str, str] = attrs.field(repr=masked_repr)
 
     @property
     def gpus(self) -> int:

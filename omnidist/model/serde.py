@@ -15,10 +15,10 @@ from __future__ import annotations
 import difflib
 import enum
 import json
+import math
 import os
 import re
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any, Optional, TypeVar
 
 import attrs
@@ -29,6 +29,8 @@ from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.gen import override as override  # re-exported: the model modules name field overrides with it
 
 from omnidist.errors import Problem, ValidationError
+from omnidist.model import documents as documents_
+from omnidist.model.limits import clipped_repr
 
 T = TypeVar("T")
 
@@ -53,9 +55,8 @@ def lazy(build: Callable[[], Any]) -> Any:
 
 def kind(value: Any) -> str:
     """How an error names what it got: ``a mapping``, ``a list``, ``int 4``…"""
-    return {dict: "a mapping", list: "a list", bool: "true/false", type(None): "empty (null)"}.get(
-        type(value), f"{type(value).__name__} {value!r}"
-    )
+    named = {dict: "a mapping", list: "a list", bool: "true/false", type(None): "empty (null)"}.get(type(value))
+    return named or f"{type(value).__name__} {clipped_repr(value)}"
 
 
 def structure_str(value: Any, _: type = str) -> str:
@@ -78,6 +79,8 @@ def _structure_int(value: Any, _: type) -> int:
 
 
 def _structure_float(value: Any, _: type) -> float:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"expected a finite number, got {value}")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         return value
     raise ValueError(f"expected a number, got {kind(value)}")
@@ -93,9 +96,9 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
     choices = [m.value for m in cls]
     if isinstance(value, str) and value.lower() in choices:
         return cls(value.lower())
-    close = difflib.get_close_matches(str(value).lower(), choices, n=1)
+    close = difflib.get_close_matches(str(value).lower(), choices, n=1) if len(str(value)) < 100 else []
     hint = f"; did you mean {close[0]!r}?" if close else ""
-    raise ValueError(f"{value!r} is not one of {', '.join(choices)}{hint}")
+    raise ValueError(f"{clipped_repr(value)} is not one of {', '.join(choices)}{hint}")
 
 
 def structure_argv(value: Any, _: type = tuple) -> tuple[str, ...]:
@@ -276,7 +279,7 @@ def _join(path: str, step: str) -> str:
 
 
 def _suggest(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1)
+    close = difflib.get_close_matches(key, known, n=1) if len(key) < 100 else []
     return f"; did you mean {close[0]!r}?" if close else "."
 
 
@@ -302,31 +305,20 @@ def unstructure(value: Any) -> Any:
 # --- documents ----------------------------------------------------------------------------------
 
 def parse_yaml(text: str, *, source: str | None = None, documents: bool = False) -> Any:
-    """Parse YAML (JSON is a subset) with the safe loader; syntax errors name line and column.
+    """Parse YAML (JSON is a subset) with the safe loader, within omnidist's bounds (no key twice,
+    aliases, nesting and size limited: :func:`omnidist.model.documents.parse_yaml`); errors
+    name line and column.
 
     With ``documents``, a stream of several documents (``---`` between them, as in Kubernetes
     manifests) is read as the list of its non-empty documents; one document is read as itself.
     """
-    try:
-        if not documents:
-            return yaml.safe_load(text)
-        found = [d for d in yaml.safe_load_all(text) if d is not None]
-        return found[0] if len(found) == 1 else (found or None)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise ValidationError(f"{where}not valid YAML/JSON ({problem})", source=source) from None
+    return documents_.parse_yaml(text, source=source, documents=documents)
 
 
 def read_document(path: str | os.PathLike[str]) -> Any:
-    """Read any YAML/JSON document (native specs, configs) with the same error rules."""
-    source = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ValidationError(f"cannot read the file ({exc.strerror or exc})", source=source) from None
-    return parse_yaml(text, source=source)
+    """Read any YAML/JSON document (native specs, configs) with the same error rules: a regular
+    UTF-8 file within the size limit (:func:`omnidist.model.documents.read_text`)."""
+    return parse_yaml(documents_.read_text(path), source=str(path))
 
 
 class _Dumper(yaml.SafeDumper):
@@ -337,7 +329,10 @@ class _Dumper(yaml.SafeDumper):
 
 
 def _str_presenter(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    style = "|" if "\n" in value else None
+    # Text with a character a plain, single-quoted or block scalar cannot carry unchanged (a line
+    # break other than \n, a control character) is double-quoted, where every one is escaped: the
+    # emitter's own choice loses some (a lone NEL comes back as a space).
+    style = '"' if _UNPRINTABLE.search(value.replace("\n", "")) else "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
@@ -347,6 +342,27 @@ _Dumper.add_representer(str, _str_presenter)
 def dump_yaml(data: Any) -> str:
     """Render plain data as YAML, keeping key order."""
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+_UNPRINTABLE = re.compile("[^\x09\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+"""What one YAML comment line cannot hold as it is: line breaks (``\\n``, ``\\r``, NEL, the Unicode line
+and paragraph separators), control characters, surrogates and the byte-order mark."""
+
+
+def yaml_comment(text: str) -> str:
+    """``text`` as one YAML comment line holds it: every line break and unprintable character
+    written as an escape (``\\n``, ``\\u2028``…), so that text from a native file or a user cannot
+    end the comment and start a key of its own."""
+    return _UNPRINTABLE.sub(_escape_char, str(text))
+
+
+def _escape_char(match: re.Match[str]) -> str:
+    char = match[0]
+    named = {"\n": "\\n", "\r": "\\r"}.get(char)
+    if named:
+        return named
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def dump_json(data: Any) -> str:

@@ -12,6 +12,7 @@ import attrs
 from omnidist.errors import ValidationError
 from omnidist.model import serde
 from omnidist.model.fields import choice, fail
+from omnidist.model.limits import MAX_TRIALS
 
 
 class ParameterType(str, enum.Enum):
@@ -210,6 +211,8 @@ def _count(minimum: int) -> Callable[[Any, attrs.Attribute, Any], None]:
             fail(attribute, f"expected a whole number, got {value!r}")
         if value < minimum:
             fail(attribute, f"must be >= {minimum}, got {value}")
+        if value > MAX_TRIALS:
+            fail(attribute, f"{value} is more than the {MAX_TRIALS} trials omnidist allows (docs/security.md)")
 
     return check
 

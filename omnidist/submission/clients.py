@@ -64,7 +64,8 @@ class Idempotency(enum.Enum):
 
     LABEL = "label"
     """The cloud names the job; the create carries the key as the ``omnidist-request-id`` label.
-    After an attempt that got no answer the template looks for the label before creating again,
+    After an attempt whose outcome is unknown (no answer, or a 5xx) the template looks for the
+    label before creating again,
     and after one that timed out it waits for a late copy, keeps the earliest job and cancels the
     others."""
     CHOSEN_ID = "chosen_id"
@@ -175,6 +176,13 @@ def labelled(request: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {**request, "labels": {**(request.get("labels") or {}), REQUEST_ID_LABEL: key}}
 
 
+def outcome_unknown(exc: TransientBackendError) -> bool:
+    """Whether a failed create may have made its job: no answer came back (a reset, a lost
+    response, a timeout) or the server answered 5xx (it may fail after making it). A 429 or 408
+    says the request was not carried out."""
+    return exc.status is None or exc.status >= 500
+
+
 @attrs.define
 class _Creates:
     """What a submit's create attempts did, for deciding whether duplicates must be looked for."""
@@ -183,7 +191,7 @@ class _Creates:
     made: int = 0
     """Creates that answered with a job."""
     unanswered: int = 0
-    """Creates that got no answer (reset, lost response, timeout)."""
+    """Creates whose outcome is unknown (:func:`outcome_unknown`: no answer, or a 5xx)."""
     pending: int = 0
     """Creates abandoned while the server may still be working on them (timeouts)."""
     settle_until: float = 0.0
@@ -461,8 +469,8 @@ class Client(ABC, Generic[N]):
         creates = _Creates()
 
         def attempt() -> N:
-            # A NAME create looks before every repeat; a LABEL one after an attempt that got no
-            # answer (a 429/503 answer made nothing).
+            # A NAME create looks before every repeat; a LABEL one after an attempt whose outcome is
+            # unknown (no answer, or a 5xx: the server may have made the job before failing).
             if creates.attempts and (self.idempotency is Idempotency.NAME or creates.unanswered):
                 found = self._found(keyed)
                 if found:
@@ -472,7 +480,7 @@ class Client(ABC, Generic[N]):
                 job = self._sent(keyed)
             except TransientBackendError as exc:
                 cause = exc.__cause__ or exc
-                creates.unanswered += exc.status is None
+                creates.unanswered += outcome_unknown(exc)
                 if self.timed_out(cause):
                     creates.pending += 1
                     creates.settle_until = self.injected.clock() + self.settle_s
@@ -487,7 +495,7 @@ class Client(ABC, Generic[N]):
         return job
 
     def _settle(self, keyed: Keyed, job: N, creates: _Creates) -> N:
-        """After creates that got no answer: wait for a late job to appear (while a timed-out one
+        """After creates whose outcome was unknown: wait for a late job to appear (while a timed-out one
         may still land), keep the earliest, cancel the rest (best effort, logged)."""
         label = f"{REQUEST_ID_LABEL}={keyed.key}"
         made = self.id_of(keyed, job)

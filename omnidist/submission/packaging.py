@@ -1,42 +1,43 @@
-"""A local ``code`` folder as one archive: which files go (ignore files honoured), a content
-hash, and a deterministic source distribution that backends upload once per content.
+"""A local ``code`` folder as one archive: which files go (:mod:`~omnidist.submission.code_files`:
+ignore files, no link out of the folder, no secret file), a content hash, and a deterministic
+source distribution that backends upload once per content.
 
 The archive is a Python source distribution (``omnidist_code-0.0.0/…`` inside a ``.tar.gz``),
 so the same file serves Vertex ``pythonPackageSpec`` / AI Platform ``packageUris`` (pip
 installs it; a ``setup.py`` is added when the folder has neither ``setup.py`` nor
-``pyproject.toml``) and command jobs (unpacked with ``--strip-components=1``). Files are
-chosen like Azure ML chooses them: the folder's ``.amlignore`` when it has one, else its
-``.gitignore`` (gitignore syntax, read with ``pathspec``); ``.git`` never goes.
+``pyproject.toml``) and command jobs (unpacked with ``--strip-components=1``). Azure ML uploads
+a folder itself: :func:`stage` gives it a copy holding exactly the files that ship.
 
 The content hash covers each file's path, bytes and executable bit, not the archive, so it
-names the content: two folders with the same files share one upload. A cloud whose containers
-unpack the archive themselves into the working folder (SageMaker's script mode) takes the
-:data:`FLAT` layout instead: the files at the archive's root, nothing added.
+names the content: two folders with the same files share one upload. Each file is read once,
+for the hash and the archive together; a file that changes meanwhile is an error naming it, and
+no temporary archive is left behind. A cloud whose containers unpack the archive themselves into
+the working folder (SageMaker's script mode) takes the :data:`FLAT` layout instead: the files at
+the archive's root, nothing added.
 """
 
 from __future__ import annotations
 
+import base64
 import gzip
 import hashlib
 import io
 import logging
 import os
+import shutil
 import stat
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import BinaryIO, Optional
 
 import attrs
 
+from omnidist.errors import ConflictError, ValidationError
+from omnidist.submission.code_files import IGNORE_FILES, CodeFile, scan_folder
+
 log = logging.getLogger("omnidist.submission.packaging")
-
-IGNORE_FILES = (".amlignore", ".gitignore")
-"""Ignore files read, first found wins (Azure ML's own rule, so every cloud ships the same files)."""
-
-ALWAYS_LEFT_OUT = (".git/",)
-"""Patterns never shipped, whatever the ignore files say."""
 
 SDIST_ROOT = "omnidist_code-0.0.0"
 """The archive's top folder (a source distribution's ``NAME-VERSION``)."""
@@ -76,14 +77,6 @@ PKG_INFO = "Metadata-Version: 2.1\nName: omnidist-code\nVersion: 0.0.0\n"
 
 
 @attrs.frozen(kw_only=True)
-class CodeFile:
-    """One file that ships: its path inside the folder (``/``-separated) and its size."""
-
-    path: str
-    size: int
-
-
-@attrs.frozen(kw_only=True)
 class CodePackage:
     """A packed code folder.
 
@@ -93,6 +86,7 @@ class CodePackage:
         sha256: the content hash (hex), which names the upload.
         archive: the ``.tar.gz`` on disk (a temporary file; :meth:`remove` deletes it).
         size: the archive's size in bytes.
+        md5: the archive's MD5, base64 (how Cloud Storage keeps an object's ``md5Hash``).
     """
 
     folder: Path
@@ -100,6 +94,7 @@ class CodePackage:
     sha256: str
     archive: Path
     size: int
+    md5: str = ""
 
     @property
     def total_bytes(self) -> int:
@@ -111,52 +106,94 @@ class CodePackage:
         self.archive.unlink(missing_ok=True)
 
 
-def _spec(folder: Path):
-    import pathspec
-
-    lines = list(ALWAYS_LEFT_OUT)
-    for name in IGNORE_FILES:
-        ignore = folder / name
-        if ignore.is_file():
-            lines += ignore.read_text(encoding="utf-8", errors="replace").splitlines()
-            break
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+class ChangedWhilePacking(ValidationError):
+    """A file of the code folder changed (or went) while it was being packed."""
 
 
-def scan_folder(folder: Path) -> tuple[CodeFile, ...]:
-    """The files of ``folder`` that ship (ignore files honoured; symbolic links followed to
-    files, never into folders), sorted by path."""
-    spec = _spec(folder)
-    found: list[CodeFile] = []
-    for root, dirs, names in os.walk(folder):
-        rel_root = Path(root).relative_to(folder).as_posix()
-        prefix = "" if rel_root == "." else rel_root + "/"
-        dirs[:] = sorted(d for d in dirs if not spec.match_file(prefix + d + "/")
-                         and not os.path.islink(os.path.join(root, d)))
-        for name in names:
-            rel = prefix + name
-            full = Path(root) / name
-            if spec.match_file(rel) or not full.is_file():
-                continue
-            found.append(CodeFile(path=rel, size=full.stat().st_size))
-    return tuple(sorted(found, key=lambda f: f.path))
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def _executable(path: Path) -> bool:
-    return bool(path.stat().st_mode & stat.S_IXUSR)
+class _Source(io.RawIOBase):
+    """One file of the folder, read once for the archive and the hash together: opened without
+    following a link (the scan resolved links), checked through the descriptor before and after,
+    and never read past the size the scan saw.
+
+    Raises:
+        ChangedWhilePacking: it went away, or its size, time or kind changed since the scan.
+    """
+
+    def __init__(self, folder: Path, item: CodeFile) -> None:
+        super().__init__()
+        self._folder, self._item, self._left = folder, item, item.size
+        self.digest = hashlib.sha256()
+        try:
+            self._fd = os.open(folder / item.read_from, _OPEN_FLAGS)
+        except OSError:
+            raise self._changed("went away") from None
+        self._stat = os.fstat(self._fd)
+        if not stat.S_ISREG(self._stat.st_mode) or (self._stat.st_size, self._stat.st_mtime_ns) != (
+                item.size, item.mtime_ns):
+            os.close(self._fd)
+            raise self._changed("changed")
+        self.executable = bool(self._stat.st_mode & stat.S_IXUSR)
+
+    def _changed(self, what: str) -> ChangedWhilePacking:
+        return ChangedWhilePacking(f"{self._folder / self._item.read_from} {what} while the code folder was being "
+                                   "packed; pack again once nothing writes to it (or list it in .gitignore)",
+                                   path="code")
+
+    def readable(self) -> bool:
+        return True
+
+    def read(self, size: int = -1) -> bytes:
+        want = self._left if size is None or size < 0 else min(size, self._left)
+        parts, got = [], 0
+        while got < want:
+            part = os.read(self._fd, want - got)
+            if not part:
+                raise self._changed("shrank")
+            parts.append(part)
+            got += len(part)
+        block = b"".join(parts)
+        self._left -= got
+        self.digest.update(block)
+        return block
+
+    def finish(self) -> bytes:
+        """Read to the end the scan saw and check nothing changed; the file's SHA-256."""
+        while self._left:
+            self.read(1 << 20)
+        after = os.fstat(self._fd)
+        if os.read(self._fd, 1) or (after.st_size, after.st_mtime_ns) != (self._stat.st_size, self._stat.st_mtime_ns):
+            raise self._changed("changed")
+        return self.digest.digest()
+
+    def close(self) -> None:
+        if not self.closed:
+            os.close(self._fd)
+        super().close()
+
+
+class _Hash:
+    """The content hash: SHA-256 over each file's path, executable bit and bytes' SHA-256, in path order."""
+
+    def __init__(self) -> None:
+        self._digest = hashlib.sha256()
+
+    def add(self, item: CodeFile, source: _Source, file_digest: bytes) -> None:
+        self._digest.update(item.path.encode() + b"\0" + (b"x" if source.executable else b"-") + b"\0")
+        self._digest.update(file_digest)
+
+    def hexdigest(self) -> str:
+        return self._digest.hexdigest()
 
 
 def content_hash(folder: Path, files: tuple[CodeFile, ...]) -> str:
     """SHA-256 over each file's path, executable bit and bytes, in path order."""
-    digest = hashlib.sha256()
+    digest = _Hash()
     for item in files:
-        full = folder / item.path
-        digest.update(item.path.encode() + b"\0" + (b"x" if _executable(full) else b"-") + b"\0")
-        file_digest = hashlib.sha256()
-        with open(full, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                file_digest.update(block)
-        digest.update(file_digest.digest())
+        with _Source(Path(folder), item) as source:
+            digest.add(item, source, source.finish())
     return digest.hexdigest()
 
 
@@ -166,8 +203,10 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> Non
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO, layout: str = SDIST) -> None:
+def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO, layout: str = SDIST) -> str:
+    """Write the archive, each file read once; the content hash of what it holds."""
     # mtime 0, owner 0, sorted entries and a fixed gzip header: the same files give the same bytes.
+    digest = _Hash()
     root = f"{SDIST_ROOT}/" if layout == SDIST else ""
     with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
@@ -177,12 +216,12 @@ def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO, lay
             if layout == SDIST and "PKG-INFO" not in paths:
                 _add(tar, "PKG-INFO", PKG_INFO.encode())
             for item in files:
-                full = folder / item.path
-                info = tarfile.TarInfo(f"{root}{item.path}")
-                info.size, info.mtime = item.size, 0
-                info.mode = 0o755 if _executable(full) else 0o644
-                with open(full, "rb") as fh:
-                    tar.addfile(info, fh)
+                with _Source(folder, item) as source:
+                    info = tarfile.TarInfo(f"{root}{item.path}")
+                    info.size, info.mtime, info.mode = item.size, 0, 0o755 if source.executable else 0o644
+                    tar.addfile(info, source)
+                    digest.add(item, source, source.finish())
+    return digest.hexdigest()
 
 
 def large_folder_warning(files: tuple[CodeFile, ...], limit: Optional[int] = None) -> Optional[str]:
@@ -206,27 +245,101 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def pack(folder: Path, warn: Callable[[str], None] = log.warning, layout: str = SDIST) -> CodePackage:
+def pack(folder: Path, warn: Callable[[str], None] = log.warning, ship_secrets: Sequence[str] = (),
+         layout: str = SDIST) -> CodePackage:
     """Pack ``folder`` into a temporary archive and hash its content.
 
     Args:
         folder: the code folder (it must exist).
-        warn: called with a message when the folder is unusually large.
+        warn: called with each message about what was left out, and when the folder is unusually large.
+        ship_secrets: the job's ``ship_secrets`` (secret-looking files that ship anyway).
         layout: :data:`SDIST` (a source distribution) or :data:`FLAT` (the files at the root).
+
+    Raises:
+        ChangedWhilePacking: a file changed while it was packed (no archive is left behind).
     """
     if layout not in LAYOUTS:
         raise ValueError(f"unknown archive layout {layout!r}: {', '.join(LAYOUTS)}")
     folder = Path(folder).resolve()
-    files = scan_folder(folder)
+    files = scan_folder(folder, ship_secrets, warn=warn)
     warning = large_folder_warning(files)
     if warning:
         warn(warning)
-    sha = content_hash(folder, files)
     handle, name = tempfile.mkstemp(prefix="omnidist-code-", suffix=".tar.gz")
-    with os.fdopen(handle, "wb") as out:
-        _write_archive(folder, files, out, layout)
     archive = Path(name)
-    return CodePackage(folder=folder, files=files, sha256=sha, archive=archive, size=archive.stat().st_size)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            sha = _write_archive(folder, files, out, layout)
+    except BaseException:
+        archive.unlink(missing_ok=True)
+        raise
+    return CodePackage(folder=folder, files=files, sha256=sha, archive=archive, size=archive.stat().st_size,
+                       md5=_md5(archive))
+
+
+def _md5(path: Path) -> str:
+    digest = hashlib.md5(usedforsecurity=False)
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return base64.b64encode(digest.digest()).decode()
+
+
+@attrs.frozen(kw_only=True)
+class StagedCode:
+    """A copy of a code folder holding exactly the files that ship (for a cloud whose SDK uploads a
+    folder itself: Azure ML), under a temporary folder of its own.
+
+    Attributes:
+        path: the copy (named like the folder it copies).
+        files: what it holds.
+        sha256: the content hash, as :func:`pack` computes it.
+    """
+
+    path: Path
+    files: tuple[CodeFile, ...]
+    sha256: str
+
+    def remove(self) -> None:
+        """Delete the copy and its temporary folder."""
+        shutil.rmtree(self.path.parent, ignore_errors=True)
+
+
+def stage(folder: Path, warn: Callable[[str], None] = log.warning, ship_secrets: Sequence[str] = ()) -> StagedCode:
+    """Copy the files of ``folder`` that ship into a new temporary folder: what an SDK that
+    uploads a folder itself then uploads is what omnidist chose (no link out of the folder, no
+    secret file, nested ignore files honoured), whatever rules the SDK has.
+
+    Raises:
+        ChangedWhilePacking: a file changed while it was copied (no copy is left behind).
+    """
+    folder = Path(folder).resolve()
+    files = scan_folder(folder, ship_secrets, warn=warn)
+    warning = large_folder_warning(files)
+    if warning:
+        warn(warning)
+    parent = Path(tempfile.mkdtemp(prefix="omnidist-code-"))
+    copy = parent / folder.name
+    digest = _Hash()
+    try:
+        copy.mkdir()
+        # An SDK reads the root's ignore file only, and applies it to every folder: an empty one
+        # keeps it from leaving out what a nested .gitignore re-includes (nothing else is there).
+        (copy / IGNORE_FILES[0]).write_bytes(b"")
+        for item in files:
+            if item.path == IGNORE_FILES[0]:
+                continue
+            target = copy / item.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with _Source(folder, item) as source, open(target, "xb") as out:
+                shutil.copyfileobj(source, out)
+                digest.add(item, source, source.finish())
+            if source.executable:
+                os.chmod(target, 0o755)
+    except BaseException:
+        shutil.rmtree(parent, ignore_errors=True)
+        raise
+    return StagedCode(path=copy, files=files, sha256=digest.hexdigest())
 
 
 def upload_once(package: CodePackage, exists: Callable[[], bool],
@@ -253,6 +366,44 @@ def upload_once(package: CodePackage, exists: Callable[[], bool],
                       desc=f"uploading code to {what}") as bar:
                 upload(_Progress(fh, bar.update), package.size)
     return True
+
+
+def upload_verified(package: CodePackage, names: Sequence[str], stored: Callable[[str], Optional[str]],
+                    upload: Callable[[str, BinaryIO, int], None], *,
+                    progress_above: int = PROGRESS_ABOVE_BYTES) -> tuple[str, bool]:
+    """Upload ``package`` under the first of ``names`` that is free or already holds this very
+    archive: a name is never trusted for what it says. An object whose stored MD5 is not the
+    archive's (someone else's bytes, or another build of the same files) is left alone and named in
+    a warning, and the next name is tried; what an upload left there is checked the same way (a
+    lost race puts the winner's bytes there).
+
+    Args:
+        names: where the archive may go, best first (the content-hash name, then one with the
+            archive's MD5 in it).
+        stored: the MD5 (base64) the store keeps for a name, ``""`` when it keeps none, ``None``
+            when nothing is there.
+        upload: sends the archive to a name (a readable file, its size); a create that finds the
+            name taken meanwhile returns quietly.
+
+    Returns:
+        The name the archive is at, and whether this call uploaded it.
+
+    Raises:
+        ConflictError: every name holds other bytes.
+    """
+    for name in names:
+        found, uploaded = stored(name), False
+        if found is None:
+            upload_once(package, exists=lambda: False, upload=lambda fh, size: upload(name, fh, size),  # noqa: B023
+                        what=name, progress_above=progress_above)
+            found, uploaded = stored(name), True
+        if found == package.md5:
+            log.info("code %s is at %s", package.sha256[:12], name)
+            return name, uploaded
+        log.warning("%s holds other bytes than this code's archive (MD5 %s, not %s): not used", name, found or "none",
+                    package.md5)
+    raise ConflictError(f"{', '.join(names)} all hold other bytes than this code's archive (MD5 {package.md5}); "
+                        "delete them (they are not this code) or use a staging bucket only you write to")
 
 
 class _Progress(io.RawIOBase):

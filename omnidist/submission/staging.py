@@ -1,10 +1,13 @@
 """A job's local ``code`` folder uploaded to a cloud's object store once per content, for any
-cloud: the store is two calls the backend gives (does the object exist, put it).
+cloud: the store is two calls the backend gives (the MD5 it keeps for an object, put it).
 
 The compiled request names the object with :data:`omnidist.compiler.code_data.CODE_HASH` in its
 place (``compile`` uploads nothing); at submit the folder is packed
-(:mod:`omnidist.submission.packaging`), the object is uploaded unless its content is already there,
-and the hash is filled in. Both calls go through the backend client's retrying
+(:mod:`omnidist.submission.packaging`), the object is uploaded unless this very archive is already
+there — a name is never trusted for what it says: an object whose stored MD5 is not the archive's
+is left alone, and the archive goes beside it under a name that also holds its MD5
+(:func:`omnidist.submission.packaging.upload_verified`) — and the name is filled in.
+Both calls go through the backend client's retrying
 :meth:`~omnidist.submission.clients.Client.call`, with the store SDK's errors translated by the
 translator the backend gives. Google Cloud Storage (:func:`omnidist.clouds.google_cloud.stage_code`)
 and Amazon S3 (the SageMaker plugin) are stores of this kind.
@@ -12,6 +15,7 @@ and Amazon S3 (the SageMaker plugin) are stores of this kind.
 
 from __future__ import annotations
 
+import base64
 import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
@@ -35,13 +39,14 @@ class ObjectStore:
     the caller retries).
 
     Attributes:
-        exists: whether the object is there.
+        stored: the MD5 (base64) the store keeps for the object, ``""`` when it keeps none, ``None``
+            when nothing is there.
         upload: puts the archive (a readable file at its start, and its size in bytes); an
-            upload that finds the same content already there is no error.
+            upload that finds the name taken meanwhile returns quietly (what is there is checked next).
         translate: the store SDK's errors as omnidist's (``None`` for an exception that is not one).
     """
 
-    exists: Callable[[str], bool]
+    stored: Callable[[str], Optional[str]]
     upload: Callable[[str, BinaryIO, int], None]
     translate: Optional[Callable[[BaseException], Optional[BackendError]]] = None
 
@@ -49,8 +54,8 @@ class ObjectStore:
 def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
                layout: str = packaging.SDIST) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
-    folder packed and uploaded to ``uri_template`` (unless its content is already there) and its
-    hash filled in everywhere.
+    folder packed and uploaded to ``uri_template`` (unless this archive is already there) and the
+    object's name filled in everywhere.
 
     Args:
         compiled: the compiled job (its ``job`` names the code folder).
@@ -63,22 +68,25 @@ def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_te
     folder = code_data.code_folder(job) if job is not None else None
     if folder is None:
         return compiled.request
-    package = packaging.pack(folder, layout=layout)
+    package = packaging.pack(folder, ship_secrets=job.ship_secrets, layout=layout)
     try:
-        uri = uri_template.replace(code_data.CODE_HASH, package.sha256)
+        # The content hash names the object; when someone else's bytes sit there, the archive goes
+        # beside it under a name that also holds its MD5 (docs/security.md).
+        keys = [package.sha256, f"{package.sha256}-{base64.b64decode(package.md5).hex()}"]
+        uris = {uri_template.replace(code_data.CODE_HASH, key): key for key in keys}
 
         def call(fn: Callable[[], Any]) -> Any:
             return client.call(fn, translate=store.translate)
 
-        def upload(stream: BinaryIO, size: int) -> None:
+        def upload(uri: str, stream: BinaryIO, size: int) -> None:
             def put() -> None:
                 stream.seek(0)  # a retried upload starts from the first byte again
                 store.upload(uri, stream, size)
             call(put)
 
-        uploaded = packaging.upload_once(package, exists=lambda: call(lambda: store.exists(uri)), upload=upload,
-                                         what=uri)
+        uri, uploaded = packaging.upload_verified(package, list(uris), lambda uri: call(lambda: store.stored(uri)),
+                                                  upload)
         log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
     finally:
         package.remove()
-    return code_data.fill_code_hash(compiled.request, package.sha256)
+    return code_data.fill_code_hash(compiled.request, uris[uri])

@@ -11,7 +11,8 @@ naming each call's operation in a header (:data:`AWS_JSON`: every call is ``POST
 writes the error bodies of injected faults the way the cloud's SDK parses them.
 
 ``drop_after_create`` runs the real handler (so the job exists) and then resets the
-connection without answering: the "ambiguous create" every client must survive.
+connection without answering: the "ambiguous create" every client must survive;
+``http_after_create`` runs it and answers a 5xx anyway (the outcome is just as unknown).
 ``close_after_create`` does the same but closes the connection cleanly, which some HTTP
 libraries (httplib2) take for a stale keep-alive connection and silently send again. ``held``
 keeps a request until the test releases it, and ``hook`` runs a test's function first, so
@@ -93,6 +94,12 @@ class Fault:
     def drop_after_create(cls) -> Fault:
         """Handle the request (side effects happen), then reset without answering."""
         return cls("drop")
+
+    @classmethod
+    def http_after_create(cls, status: int, message: str = "") -> Fault:
+        """Handle the request (side effects happen), then answer with an HTTP error anyway: a
+        server that made the job and failed before saying so (a 5xx whose outcome is unknown)."""
+        return cls("status_after", status=status, message=message or f"injected {status} after the create")
 
     @classmethod
     def close_after_create(cls) -> Fault:
@@ -276,6 +283,9 @@ class FakeServer:
             else:
                 time.sleep(fault.delay)
         response = self._dispatch(record)
+        if fault and fault.kind == "status_after":
+            _send(handler, Response(fault.status, error_body(fault.status, fault.message)))
+            return
         if fault and fault.kind == "drop":
             _reset(handler)
             return

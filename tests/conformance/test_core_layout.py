@@ -23,7 +23,7 @@ CORE = ROOT / "omnidist"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("omnidist.runtime", "omnidist.secrets", "omnidist.notebook", "omnidist.model.features",
-     "omnidist.model.accelerators"),
+     "omnidist.model.accelerators", "omnidist.model.limits"),
     ("omnidist.errors",),
     ("omnidist.model",),
     ("omnidist.backend", "omnidist.config"),

@@ -140,3 +140,88 @@ def test_run_cli_exit_code_is_the_failing_replicas(job_dir, clean_env):
     out = subprocess.run([OMNIDIST, "run", str(job)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 7 and "worker-0 exited with code 7" in out.stderr
     assert api.load(job).name == "t"
+
+
+def _started(runner: subprocess.Popen, count: int) -> list[int]:
+    pids: list[int] = []
+    while len(pids) < count:
+        line = runner.stdout.readline()
+        assert line, runner.stderr.read()
+        if " ready " in line:
+            pids += [int(p) for p in line.split()[2:]]
+    return pids
+
+
+def _all_gone(pids: list[int]) -> bool:
+    deadline = time.monotonic() + 30  # a guard against hanging: reaping is asynchronous
+    while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return all(process_gone(p) for p in pids)
+
+
+def test_the_terminal_closing_stops_every_replica(job_dir, clean_env):
+    """SIGHUP (the terminal closed) stops the run like Ctrl-C: every replica and its children."""
+    job = job_dir({"ready.py": READY}, command=["python", "ready.py"], workers={"replicas": 2},
+                  backends={"local": {"grace_period": 1}})
+    runner = subprocess.Popen([OMNIDIST, "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pids = _started(runner, 6)
+        runner.send_signal(signal.SIGHUP)
+        assert runner.wait(timeout=15) == 128 + signal.SIGHUP
+    finally:
+        runner.kill()
+    assert "SIGHUP" in runner.stderr.read()
+    assert _all_gone(pids)
+
+
+def test_a_runner_killed_outright_leaves_no_replica_behind(job_dir, clean_env):
+    """SIGKILL cannot be caught: the runner's watchdog sees its pipe end and stops the replicas,
+    the processes they started included."""
+    job = job_dir({"ready.py": READY}, command=["python", "ready.py"], workers={"replicas": 2},
+                  backends={"local": {"grace_period": 1}})
+    runner = subprocess.Popen([OMNIDIST, "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        pids = _started(runner, 6)
+        runner.send_signal(signal.SIGKILL)
+        runner.wait(timeout=10)
+    finally:
+        runner.kill()
+    assert _all_gone(pids), [p for p in pids if not process_gone(p)]
+
+
+def test_a_supervisor_killed_outright_leaves_no_replica_behind(tmp_path):
+    from omnidist.local import watchdog
+
+    guard = watchdog.start(0.5)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    guard.stdin.write(f"+{child.pid}\n")
+    guard.stdin.flush()
+    guard.stdin.close()  # what the kernel does when the runner dies
+    assert child.wait(timeout=10) == -signal.SIGTERM
+    assert guard.wait(timeout=10) == 0
+
+
+def test_a_run_that_ends_well_tells_its_watchdog_to_leave(tmp_path):
+    """After a clean stop the watchdog signals no group (a process group id may be reused)."""
+    from omnidist.local import watchdog
+
+    guard = watchdog.start(0.5)
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        guard.stdin.write(f"+{child.pid}\ndone\n")
+        guard.stdin.close()
+        assert guard.wait(timeout=10) == 0
+        assert child.poll() is None, "the watchdog left it alone"
+    finally:
+        child.kill()
+        child.wait()
+
+
+@pytest.mark.parametrize("repeat", range(10))
+def test_the_first_of_two_failures_a_few_milliseconds_apart_is_named(tmp_path, repeat):
+    """Two replicas fail 30 ms apart, the later one first in the list: the first to fail is named."""
+    at = time.time() + 1.0  # both exit at a set moment, however long each took to start
+    late = spec("primary-0", f"import time, sys; time.sleep({at + 0.03} - time.time()); sys.exit(3)", tmp_path)
+    early = spec("worker-0", f"import time, sys; time.sleep({at} - time.time()); sys.exit(5)", tmp_path)
+    result = run([late, early], out=io.StringIO(), err=io.StringIO(), grace=1)
+    assert result.failed == "worker-0" and result.exit_code == 5

@@ -89,7 +89,7 @@ def test_yaml_is_read_with_the_safe_loader():
     ("name: a\nframework: pytorch\nprimary: {}\nenv: {X: true}", "job.yaml: env.X: expected a string, got true/false; quote the value"),
     ("name: a\nframework: pytorch\nprimary: {}\nbackends: {vertex: 3}", "job.yaml: backends.vertex: expected a mapping"),
     ("name: a\nframework: pytorch", "job.yaml: primary: required"),
-    ("name: a\nframework: [pytorch", "job.yaml: line 2, column 20: not valid YAML/JSON"),
+    ("name: a\nframework: [pytorch", "job.yaml: line 3, column 1: not valid YAML/JSON"),
     ("- just a list", "job.yaml: a job file holds a mapping of keys"),
 ])
 def test_bad_input_names_the_file_and_field_path(text, expected):

@@ -1,5 +1,6 @@
 """The ambiguous create on every cloud backend: the server makes the job, then the connection
-ends without an answer, by a reset or by a clean close. Whatever the SDK's transport does with
+ends without an answer, by a reset or by a clean close, or the server answers a 5xx anyway
+(whose outcome the client cannot know: it must look before it creates again). Whatever the SDK's transport does with
 that (httplib2 sends the create again by itself on a clean close; requests and azure-core's
 RequestsTransport do not), the submit succeeds, its handle names the job, and exactly one exists.
 """
@@ -10,7 +11,8 @@ import pytest
 
 from omnidist.testing import Fault
 
-FAULTS = {"reset": Fault.drop_after_create(), "closed": Fault.close_after_create()}
+FAULTS = {"reset": Fault.drop_after_create(), "closed": Fault.close_after_create(),
+          **{f"{status}-after-create": Fault.http_after_create(status) for status in (500, 502, 503, 504)}}
 
 
 @pytest.mark.parametrize("fault", sorted(FAULTS))
@@ -21,6 +23,19 @@ def test_created_then_connection_dropped_leaves_exactly_one_job(cloud, fault):
     assert cloud.job_count() == 1
     assert handle.status().state.value in ("queued", "pending", "running"), "the handle names that job"
     assert 1 <= cloud.creates() <= 2, "the create, and at most one repeat that made nothing"
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_concurrent_submits_answered_5xx_after_the_create_make_one_job_each(cloud, status):
+    """Each submit settles its own unknown create by its own key: N submits, N jobs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    cloud.server.fail(*cloud.create, *[Fault.http_after_create(status)] * 5)
+    with ThreadPoolExecutor(5) as pool:
+        handles = list(pool.map(lambda _: cloud.submit(), range(5)))
+    assert cloud.server.wait_idle()
+    assert len({h.id for h in handles}) == 5
+    assert cloud.job_count() == 5, "one job per submit, however the creates were answered"
 
 
 def test_a_second_submit_after_an_ambiguous_create_makes_a_second_job(cloud):

@@ -34,6 +34,7 @@ from omnidist.kit import (
     UnsupportedFeatureError,
     ValidationError,
     best_trial,
+    clipped_repr,
     structure,
     trials_at_once,
 )
@@ -221,6 +222,8 @@ def native_to_parameter(native: NativeParameter, path: str, notes: list[Note]) -
         else:
             key = "discreteValues" if kind is ParameterType.DISCRETE else "categoricalValues"
             values = unused.pop(key)
+            if values is not None and not isinstance(values, (list, tuple)):
+                raise ValidationError(f"expected a list of values, got {clipped_repr(values, 80)}", path=key)
             if native.scaleType not in (None, "NONE"):
                 notes.append(Note(kind=NoteKind.DROPPED, field=field,
                                   message=f"scaleType {native.scaleType}: portable {kind.value} parameters have no "

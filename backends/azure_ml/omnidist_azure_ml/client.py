@@ -34,6 +34,7 @@ import re
 import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
@@ -52,6 +53,7 @@ from omnidist.kit import (
     LogStart,
     OmnidistError,
     Shortage,
+    StagedCode,
     TransientBackendError,
     code_folder,
     dump_yaml,
@@ -60,6 +62,7 @@ from omnidist.kit import (
     parse_retry_after,
     scan_folder,
     secret_values,
+    stage,
 )
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import NAME, SHORTAGE_CODES, native_state
@@ -189,12 +192,30 @@ class AzureMLClient(Client[Any]):
         """The ``MLClient`` (made on first use)."""
         return ml_client(self.settings, show_progress=self._show_progress)
 
-    def prepare(self, compiled: CompiledJob) -> CompiledJob:
-        """The SDK uploads a local code folder itself, during the create: warn when it is unusually
-        large, and show the SDK's progress bar for it."""
+    _staged: Optional[StagedCode] = None
+    """The copy of the local code folder the SDK uploads (removed once the submit ends)."""
 
-        self._show_progress = announce_upload(compiled)
-        return compiled
+    def prepare(self, compiled: CompiledJob) -> CompiledJob:
+        """The SDK uploads a local code folder itself, during the create, by rules of its own (it
+        follows links out of the folder, reads only the root's ignore file): it is given a copy
+        holding exactly the files omnidist ships (:func:`omnidist.submission.packaging.stage`),
+        with a warning for what was left out or is unusually large, and its progress bar."""
+        folder = local_code(compiled)
+        if folder is None:
+            return compiled
+        job = compiled.job
+        self._staged = stage(folder, warn=self.log.warning, ship_secrets=job.ship_secrets if job is not None else ())
+        self._show_progress = sum(f.size for f in self._staged.files) > PROGRESS_ABOVE_BYTES
+        return attrs.evolve(compiled, request={**compiled.request, "code": str(self._staged.path)})
+
+    def submit(self, compiled: CompiledJob) -> tuple[str, str]:
+        """The template's submit; the staged copy of the code is removed however it ends."""
+        try:
+            return super().submit(compiled)
+        finally:
+            if self._staged is not None:
+                self._staged.remove()
+                self._staged = None
 
     def translate(self, exc: BaseException) -> BackendError:
         """:func:`translate`."""
@@ -518,6 +539,19 @@ class _LogTail:
         raise _http_error(response, f"log file {path}")
 
 
+def local_code(compiled: Any) -> Optional[Path]:
+    """The local folder the request's ``code`` names (the job's ``code`` or the ``code`` setting),
+    resolved as ``load_job`` resolves it (against the job file's folder); ``None`` for none or a
+    remote one."""
+    code = compiled.request.get("code")
+    if not isinstance(code, str) or not code or re.match(r"^[a-z][a-z0-9+.-]*:", code, re.IGNORECASE):
+        return None
+    source = compiled.job.source if compiled.job is not None else None
+    base = os.path.dirname(os.path.abspath(source)) if source else os.getcwd()
+    folder = Path(base, code)
+    return folder if folder.is_dir() else None
+
+
 def announce_upload(compiled: Any, warn: Any = None, large_above: Optional[int] = None) -> bool:
     """Before submit: warn when the local code folder the SDK is about to upload is unusually
     large (naming its biggest files; ``large_above`` bytes, default the core's threshold); True
@@ -526,7 +560,7 @@ def announce_upload(compiled: Any, warn: Any = None, large_above: Optional[int] 
     folder = code_folder(job) if job is not None else None
     if folder is None:
         return False
-    files = scan_folder(folder)  # the same files the SDK picks: .amlignore, else .gitignore
+    files = scan_folder(folder)  # the same files the copy the SDK uploads holds
     warning = large_folder_warning(files, limit=large_above)
     if warning:
         (warn or logging.getLogger("omnidist.azure_ml").warning)(warning)

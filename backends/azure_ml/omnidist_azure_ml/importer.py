@@ -41,6 +41,7 @@ from omnidist.kit import (
     ValidationError,
     auto_processes,
     cannot_hold,
+    check_one_line,
     dropped_note,
     is_data,
     native_duration,
@@ -371,10 +372,10 @@ def check_inputs(inputs: Mapping[str, Any]) -> None:
         if extra:
             raise ValidationError(f"not a key of a job input; keys: {', '.join(sorted(INPUT_KEYS))}",
                                   path=f"{path}.{extra[0]}")
-        if kind not in INPUT_TYPES:
+        if not isinstance(kind, str) or kind not in INPUT_TYPES:
             raise ValidationError(f"{kind!r} is not a data input type ({', '.join(sorted(INPUT_TYPES))}); a literal "
                                   "input is written as its value", path=f"{path}.type")
-        if mode is not None and mode not in INPUT_MODES:
+        if mode is not None and (not isinstance(mode, str) or mode not in INPUT_MODES):
             raise ValidationError(f"{mode!r} is not an input mode; modes: {', '.join(sorted(INPUT_MODES))}",
                                   path=f"{path}.mode")
 
@@ -404,7 +405,7 @@ def native_to_inputs(inputs: Mapping[str, Any], notes: list[Note]) -> dict[str, 
         if not isinstance(uri, str) or not uri.strip():
             raise ValidationError("a data input needs a path (a URI, an azureml: asset or a local path)",
                                   path=f"{path}.path")
-        mode = value.get("mode", "ro_mount")
+        mode = value.get("mode") or "ro_mount"  # `mode: null` is Azure's default too
         kind = value.get("type", "uri_folder")
         found[name] = JobInput(uri=uri, mode=INPUT_MODES_PORTABLE[mode])
         if mode != INPUT_MODES_PORTABLE[mode]:
@@ -541,6 +542,9 @@ def local_code(code: Optional[str]) -> Optional[str]:
 
 def _settings_block(native: NativeCommandJob, environment: Optional[str],
                     sku: Optional[catalog.Sku]) -> dict[str, dict[str, Any]]:
+    for key in ("compute", "experiment_name"):  # names, quoted in remarks and requests: one line each
+        check_one_line(getattr(native, key), key)
+    check_one_line(native.resources.instance_type, "resources.instance_type")
     name = native_to_name(native)
     compute = native.compute.removeprefix("azureml:") if native.compute else None
     tier = (native.queue_settings.job_tier or "").lower()

@@ -45,6 +45,7 @@ from omnidist.kit import (
     UnsupportedFeatureError,
     ValidationError,
     best_trial,
+    clipped_repr,
     trials_at_once,
 )
 from omnidist_azure_ml.tables import NAME, native_state
@@ -218,13 +219,22 @@ def _mapping(value: Any, path: str) -> Mapping[str, Any]:
 
 def _number(value: Any, path: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise ValidationError(f"expected a number, got {value!r}", path=path)
+        raise ValidationError(f"expected a number, got {clipped_repr(value, 80)}", path=path)
+    try:
+        finite = math.isfinite(value)
+    except OverflowError:  # an integer past every float
+        finite = False
+    if not finite:
+        raise ValidationError(f"expected a finite number, got {clipped_repr(value, 80)}", path=path)
     return value
 
 
-def _exp(value: float) -> float:
+def _exp(value: float, path: str) -> float:
     # exp(log(x)) is x to about 15 digits; 12 give back every bound people write.
-    return float(f"{math.exp(value):.12g}")
+    try:
+        return float(f"{math.exp(value):.12g}")
+    except OverflowError:
+        raise ValidationError(f"e^{value:g} is past the largest number", path=path) from None
 
 
 def _choice_to_parameter(values: Any, path: str, field: str, notes: list[Note]) -> Parameter:
@@ -267,7 +277,8 @@ def native_to_parameter(raw: Any, path: str, field: str, notes: list[Note]) -> P
     if kind == "uniform":
         return Parameter(type="double", min=num("min_value"), max=num("max_value"))
     if kind == "loguniform":
-        return Parameter(type="double", min=_exp(num("min_value")), max=_exp(num("max_value")), scale="log")
+        return Parameter(type="double", min=_exp(num("min_value"), path), max=_exp(num("max_value"), path),
+                         scale="log")
     if kind == "randint":
         upper = raw.get("upper")
         if isinstance(upper, bool) or not isinstance(upper, int) or upper < 1:
@@ -282,7 +293,7 @@ def native_to_parameter(raw: Any, path: str, field: str, notes: list[Note]) -> P
         changed(f"{kind}(…, q={q:g}) became a {'log-scaled ' if kind == 'qloguniform' else ''}double range: "
                 f"values are no longer rounded to multiples of {q:g}")
         if kind == "qloguniform":
-            return Parameter(type="double", min=_exp(low), max=_exp(high), scale="log")
+            return Parameter(type="double", min=_exp(low, path), max=_exp(high, path), scale="log")
         return Parameter(type="double", min=low, max=high)
     if kind in ("normal", "qnormal", "lognormal", "qlognormal"):
         low, high = _spread(num("mu"), num("sigma"))
@@ -290,7 +301,7 @@ def native_to_parameter(raw: Any, path: str, field: str, notes: list[Note]) -> P
         changed(f"{kind}(mu={num('mu'):g}, sigma={num('sigma'):g}) became a {'log-scaled ' if log else ''}double "
                 "range over mu ± 3 sigma, drawn evenly instead of bell-shaped"
                 + (" and no longer rounded to multiples of q" if kind.startswith("q") else ""))
-        return Parameter(type="double", min=_exp(low) if log else low, max=_exp(high) if log else high,
+        return Parameter(type="double", min=_exp(low, path) if log else low, max=_exp(high, path) if log else high,
                          scale="log" if log else "linear")
     raise ValidationError(
         f"{raw.get('type')!r} is not a search-space expression (choice, uniform, loguniform, "

@@ -4,6 +4,7 @@ and submit's code upload through MLClient's own upload, at its transport (a loca
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -195,3 +196,28 @@ def test_a_built_python_package_is_not_code_azure_ml_can_run(code):
         omnidist.compile(job, backend="azure_ml", settings={})
     assert err.value.subject == "code" and err.value.exit_code == 3
     assert "is a built Python package" in str(err.value) and "source folder" in str(err.value)
+
+
+def test_the_sdk_uploads_exactly_what_omnidist_ships(tmp_path, azure, settings, caplog):
+    """The SDK follows links out of the folder and reads the root's ignore file only: it is given a
+    copy of what ships, so a link to a file outside, a secret and a nested .gitignore's rules hold
+    on Azure ML as on every other cloud."""
+    code = FakeAzureCode(azure.server)
+    src = code_folder(tmp_path)
+    outside = tmp_path / "passwd"
+    outside.write_text("root:x:0:0\n")
+    (src / "passwd").symlink_to(outside)
+    (src / ".env").write_text("TOKEN=s3cr3t\n")
+    (src / "trainer" / ".gitignore").write_text("*.ckpt\n")
+    (src / "trainer" / "model.ckpt").write_bytes(b"weights")
+    job = container({"code": "./src", "module": "trainer.task", "command": []})
+    copies = lambda: {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("omnidist-code-")}  # noqa: E731
+    before = copies()
+    with caplog.at_level("WARNING"):
+        AzureMLBackend(suffix=lambda: "s1", sleep=lambda s: None).submit(build(tmp_path, job), settings)
+    assert code.uploaded_files() == ["src/.amlignore", "src/trainer/.gitignore", "src/trainer/__init__.py",
+                                     "src/trainer/task.py"]
+    assert all(b"root:x" not in data and b"s3cr3t" not in data for data in code.blobs.values())
+    assert "left out of the code archive as secrets: .env" in caplog.text
+    assert "links that leave the code folder (passwd -> " in caplog.text
+    assert copies() == before, "the copy is removed"

@@ -473,8 +473,8 @@ def block_from_pods(roles: dict[RoleName, tuple[int, NativePod]], launcher: Opti
     tolerations = _uniform([list(pod.tolerations) for pod in every], "tolerations", notes) or []
     if spot:
         spot_keys = set(block.get("spot_node_selector", SPOT_NODE_SELECTOR))
-        spot_tolerations = [t for t in tolerations if t.get("key") in spot_keys]
-        tolerations = [t for t in tolerations if t.get("key") not in spot_keys]
+        spot_tolerations = [t for t in tolerations if _key(t) in spot_keys]
+        tolerations = [t for t in tolerations if _key(t) not in spot_keys]
         if spot_tolerations != list(SPOT_TOLERATIONS):
             block["spot_tolerations"] = spot_tolerations
     if tolerations:
@@ -669,3 +669,8 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     except ValidationError as exc:  # pragma: no cover - the importer writes what the job format takes
         raise exc.prefixed("(imported)") from None
 
+
+def _key(toleration: Any) -> Optional[str]:
+    """A toleration's ``key`` when it is text (another kind matches no node's taint)."""
+    key = toleration.get("key") if isinstance(toleration, Mapping) else None
+    return key if isinstance(key, str) else None

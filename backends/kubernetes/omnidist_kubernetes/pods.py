@@ -319,8 +319,9 @@ def native_to_pod(template: Any, kind: Kind, path: str, notes: list[Note]) -> Na
     path = f"{path}.spec"
     meta = mapping(template.get("metadata"), f"{path[:-5]}.metadata")
     for key in ("labels", "annotations"):
-        if meta.get(key):
-            dropped(notes, f"{path[:-5]}.metadata.{key}", f"pod {key} ({', '.join(meta[key])}) are not carried")
+        found = mapping(meta.get(key), f"{path[:-5]}.metadata.{key}")  # the API server takes a mapping only
+        if found:
+            dropped(notes, f"{path[:-5]}.metadata.{key}", f"pod {key} ({', '.join(map(str, found))}) are not carried")
     container = main_container(pod, kind, path, notes)
     where = f"{path}.containers[{list(items(pod['containers'], path)).index(container)}]"
     command, args, refs = program(container, where)
@@ -356,8 +357,8 @@ def native_to_pod(template: Any, kind: Kind, path: str, notes: list[Note]) -> Na
 def _other_keys(block: Mapping[str, Any], known: frozenset[str], path: str, notes: list[Note]) -> None:
     for key in sorted(set(block) - known):
         value = block[key]
-        if key == "ports" and all(isinstance(p, Mapping) and p.get("name") in DEFAULT_PORT_NAMES
-                                  for p in items(value, f"{path}.ports")):
+        if key == "ports" and all(isinstance(p, Mapping) and isinstance(p.get("name"), str)
+                                  and p["name"] in DEFAULT_PORT_NAMES for p in items(value, f"{path}.ports")):
             continue  # the operator's own port, added to every job it reads
         if value in (None, {}, []):
             continue

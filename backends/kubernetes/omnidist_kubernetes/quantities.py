@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
-from omnidist.kit import ValidationError
+from omnidist.kit import ValidationError, clipped_repr
 
 SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -34,6 +34,9 @@ _QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|
 
 GIB = Decimal(2) ** 30
 
+LARGEST = Decimal(2) ** 63
+"""A quantity the API server stores is below this (an int64)."""
+
 
 def parse(value: Any, path: str) -> Decimal:
     """The value of a quantity as the API server reads it.
@@ -43,6 +46,8 @@ def parse(value: Any, path: str) -> Decimal:
             string that is no quantity, or a negative one.
     """
     if isinstance(value, bool) or not isinstance(value, (int, str)):
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ValidationError(f"{value!r} is not a quantity; write e.g. \"4\", \"500m\" or \"64Gi\"", path=path)
         if isinstance(value, float):
             hint = f'"{value:g}"' if value >= 1 else f'"{round(value * 1000)}m"'
             raise ValidationError(f"{value!r} is a number with a fraction; the Kubeflow CRDs take a quantity as a "
@@ -55,8 +60,11 @@ def parse(value: Any, path: str) -> Decimal:
     number, exponent, suffix = match.groups()
     try:
         amount = Decimal(number) * (Decimal(10) ** int(exponent[1:]) if exponent else SUFFIXES[suffix or ""])
-    except InvalidOperation:  # pragma: no cover - the pattern admits only numbers
-        raise ValidationError(f"{text!r} is not a quantity", path=path) from None
+    except (ArithmeticError, ValueError):  # an exponent past the decimal context's (or int's) range
+        amount = None
+    if amount is None or abs(amount) >= LARGEST:
+        raise ValidationError(f"{clipped_repr(text, 60)} is too large for a quantity (the API server takes "
+                              "less than 2^63)", path=path)
     if amount < 0:
         raise ValidationError(f"must not be negative, got {text!r}", path=path)
     return amount

@@ -13,7 +13,10 @@ A local code folder is uploaded to S3 once per content (:func:`omnidist.kit.stag
 
 from __future__ import annotations
 
+import base64
 import functools
+import hashlib
+import re
 import socket
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
@@ -58,6 +61,9 @@ if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
 
 TRAINING_NAME_MAX = 63
+
+MD5_ETAG = re.compile(r"[0-9a-f]{32}")
+"""An S3 ETag that is the object's MD5 (not a multipart or KMS-encrypted object's)."""
 
 THROTTLING = frozenset({"RequestLimitExceeded", "SlowDown", "Throttling", "ThrottlingException",
                         "TooManyRequestsException", "ThrottledException", "ProvisionedThroughputExceededException"})
@@ -186,7 +192,7 @@ class SageMakerClient(Client[dict]):
         """A quota or capacity refusal by its AWS error code (:data:`~omnidist_sagemaker.tables.SHORTAGE_CODES`:
         ``ResourceLimitExceeded`` is the account's instance quota), else the template's reading."""
         found = SHORTAGE_CODES.get(_code(exc))
-        return found if found is not None else super().shortage(exc, error)
+        return Shortage(found) if found is not None else super().shortage(exc, error)
 
     # --- create ------------------------------------------------------------------------------
 
@@ -196,21 +202,30 @@ class SageMakerClient(Client[dict]):
         if compiled.job is None or compiled.job.code is None:
             return compiled
         bucket = self.settings.staging_bucket or default_bucket(self.settings)
-        store = ObjectStore(exists=self._exists, upload=self._upload, translate=translate_error)
+        store = ObjectStore(stored=self._stored, upload=self._upload, translate=translate_error)
         request = stage_folder(compiled, self, store, f"{bucket.rstrip('/')}/{CODE_OBJECT}", layout=FLAT_ARCHIVE)
         return attrs.evolve(compiled, request=request)
 
-    def _exists(self, uri: str) -> bool:
+    def _stored(self, uri: str) -> Optional[str]:
+        """The object's MD5 (base64): its ETag when that is one (a single-part upload without
+        KMS), else read from its bytes; ``None`` when nothing is there."""
         from botocore import exceptions as aws
 
         bucket, key = split_s3(uri)
         try:
-            self._s3.head_object(Bucket=bucket, Key=key)
+            head = self._s3.head_object(Bucket=bucket, Key=key)
         except aws.ClientError as exc:
             if _status(exc) == 404 or _code(exc) in NOT_FOUND:
-                return False
+                return None
             raise
-        return True
+        etag = str(head.get("ETag") or "").strip('"')
+        if MD5_ETAG.fullmatch(etag):
+            return base64.b64encode(bytes.fromhex(etag)).decode()
+        digest = hashlib.md5(usedforsecurity=False)
+        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
+        for chunk in iter(lambda: body.read(1 << 20), b""):
+            digest.update(chunk)
+        return base64.b64encode(digest.digest()).decode()
 
     def _upload(self, uri: str, stream: BinaryIO, size: int) -> None:
         bucket, key = split_s3(uri)

@@ -4,8 +4,8 @@
 creates exactly once, cancels unless finished and masks. Every SDK call runs with the SDK's own
 retries off (``retry=None``) and the request timeout. Vertex lets the client choose no job id, so
 a create carries a request-id label (:attr:`~omnidist.submission.clients.Idempotency.LABEL`): a create whose
-answer was lost is found by it, and one that timed out while the server kept working is waited
-for and its duplicate cancelled. The values of secret-looking variables in a job's
+answer was lost or was a 5xx is found by it before any retry, and one that timed out while the
+server kept working is waited for and its duplicate cancelled. The values of secret-looking variables in a job's
 ``containerSpec.env`` are masked wherever Vertex repeats them.
 
 A job with a ``tuning`` block is a ``HyperparameterTuningJob``: the same protocol runs over the

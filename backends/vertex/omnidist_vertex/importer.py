@@ -59,6 +59,7 @@ from omnidist.kit import (
     is_default_tpu_host,
     is_package,
     job_from_dict,
+    native_text,
     parse_proto_duration,
     pick_name,
     proto_json_keys,
@@ -492,7 +493,8 @@ def _referenced(pool: NativePool, places: Mapping[str, str]) -> NativePool:
 def spec_outputs(spec: Mapping[str, Any], primary_env: Mapping[str, str], notes: list[Note]) -> dict[str, Any]:
     """The job's ``outputs``: those a spec compiled by omnidist names in its hints, else
     ``model: default`` for a ``baseOutputDirectory`` (where Vertex points ``AIP_MODEL_DIR``)."""
-    prefix = _mapping(spec.get("baseOutputDirectory") or {}, "baseOutputDirectory").get("outputUriPrefix")
+    prefix = native_text(_mapping(spec.get("baseOutputDirectory") or {}, "baseOutputDirectory").get("outputUriPrefix"),
+                         "baseOutputDirectory.outputUriPrefix")
     if hints.JOB_NAME in primary_env:
         base = f"/gcs/{str(prefix or '').removeprefix('gs://').rstrip('/')}/"
         return {name[len(hints.OUTPUT_PREFIX):]: "default" if value == f"{base}{name[len(hints.OUTPUT_PREFIX):]}"

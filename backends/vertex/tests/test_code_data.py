@@ -3,6 +3,7 @@ CustomJob type) and submit's code upload against a local Cloud Storage."""
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import pytest
 
 import omnidist
 from omnidist.kit import (
+    ConflictError,
     DistributedJob,
     NoteKind,
     Target,
@@ -302,6 +304,41 @@ def test_upload_failures_that_persist_are_backend_errors(tmp_path, services):
     with pytest.raises(TransientBackendError):
         submit(tmp_path, services, base_output_dir="gs://bucket/out", retry_attempts=2)
     assert vertex.jobs == {}  # no job without its code
+
+
+def test_an_object_under_the_content_name_is_checked_by_its_stored_md5(tmp_path, services):
+    """The staging bucket is not trusted by name: other bytes under the content hash's name are
+    left alone, named in a warning, and the archive goes beside them under a name holding its MD5."""
+    _, storage = services
+    code_folder(tmp_path)
+    job = submit(tmp_path, services, base_output_dir="gs://bucket/out")
+    ((key, archive),) = storage.objects.items()
+    uri = job["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"][0]
+    storage.objects.clear()
+    storage.objects[key] = b"planted by someone else"
+    job = submit(tmp_path, services, base_output_dir="gs://bucket/out")
+    md5 = hashlib.md5(archive).hexdigest()
+    beside = uri.replace(".tar.gz", f"-{md5}.tar.gz")
+    assert job["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] == [beside]
+    assert storage.objects[key] == b"planted by someone else", "someone else's object is left alone"
+    assert storage.objects[("stage", beside.removeprefix("gs://stage/"))] == archive
+    again = submit(tmp_path, services, base_output_dir="gs://bucket/out")  # both names checked, nothing uploaded
+    assert again["jobSpec"]["workerPoolSpecs"][0]["pythonPackageSpec"]["packageUris"] == [beside]
+    assert len(storage.uploads()) == 2
+
+
+def test_other_bytes_under_every_name_stop_the_submit(tmp_path, services):
+    vertex, storage = services
+    code_folder(tmp_path)
+    submit(tmp_path, services, base_output_dir="gs://bucket/out")
+    ((key, archive),) = storage.objects.items()
+    md5 = hashlib.md5(archive).hexdigest()
+    storage.objects[key] = b"planted"
+    storage.objects[(key[0], key[1].replace(".tar.gz", f"-{md5}.tar.gz"))] = b"planted too"
+    jobs = dict(vertex.jobs)
+    with pytest.raises(ConflictError, match="hold other bytes than this code's archive"):
+        submit(tmp_path, services, base_output_dir="gs://bucket/out")
+    assert vertex.jobs == jobs, "no job runs someone else's code"
 
 
 def test_a_package_job_that_runs_several_processes_per_node_is_refused(tmp_path):
