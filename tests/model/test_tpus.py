@@ -139,3 +139,9 @@ def test_the_shipped_catalog_has_a_row_for_every_tpu_machine():
     v6e = [r for r in prices.read_rows(prices.SHIPPED) if r.name == "ct6e-standard-1t" and r.on_demand is not None]
     assert [(r.region, r.on_demand, r.spot) for r in v6e] == [("us-central1", 2.7, 0.648)]
     assert "skypilot-catalog" in v6e[0].source
+
+
+def test_a_tpu_pod_slice_is_bounded_by_its_sizes_not_by_the_gpu_limit():
+    assert load("TPU-V3:2048").primary.accelerator.count == 2048  # the largest v3 Pod slice
+    with pytest.raises(ValidationError, match="more than the 1024 accelerators per replica"):
+        load("A100:2048")
