@@ -104,3 +104,13 @@ def test_python_m_omnidist_cli_has_every_command(tmp_path):
     migrate = subprocess.run([sys.executable, "-m", "omnidist.cli", "migrate", "--help"], capture_output=True,
                              text=True, cwd=tmp_path, timeout=120)
     assert migrate.returncode == 0 and "--strict" in migrate.stdout
+
+
+def test_a_native_spec_given_as_a_job_says_whose_it_is_and_how_to_import_it(tmp_path):
+    native = tmp_path / "legacy.yaml"
+    native.write_text("trainingInput:\n  scaleTier: BASIC\n  masterConfig: {imageUri: gcr.io/p/t:1}\n")
+    result = run_cli("validate", str(native))
+    assert result.returncode == 2
+    assert result.stderr.strip() == (f"error: {native}: not a job file: it reads as ai_platform's native spec. "
+                                     f"`omnidist import {native}` turns it into a job file; `omnidist migrate "
+                                     f"{native} --to BACKEND` compiles it for another backend")
