@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from omnidist.testing.cli import run_cli
+from omnidist.testing.cli import OMNIDIST, run_cli
 
 PLUGINS = Path(__file__).parent / "plugins"
 
@@ -114,3 +115,44 @@ def test_a_native_spec_given_as_a_job_says_whose_it_is_and_how_to_import_it(tmp_
     assert result.stderr.strip() == (f"error: {native}: not a job file: it reads as ai_platform's native spec. "
                                      f"`omnidist import {native}` turns it into a job file; `omnidist migrate "
                                      f"{native} --to BACKEND` compiles it for another backend")
+
+
+CLOUD_JOB = """name: creds
+framework: pytorch
+image: img:1
+command: [python, train.py]
+primary: {accelerator: A100:8}
+workers: {replicas: 1}
+backends:
+  vertex: {project: p, region: us-central1}
+  ai_platform: {project: p, region: us-central1}
+  azure_ml: {subscription_id: 00000000-0000-0000-0000-000000000000, resource_group: rg, workspace: ws, compute: gpu}
+"""
+
+
+@pytest.mark.parametrize("backend, fix", [
+    ("azure_ml", "no Azure credentials: run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "
+                 "AZURE_CLIENT_SECRET"),
+    ("vertex", "no Google credentials: run `gcloud auth application-default login`"),
+    ("ai_platform", "no Google credentials: run `gcloud auth application-default login`"),
+    ("kubernetes", "no kubeconfig and not inside a cluster: get one with your cluster's tool"),
+])
+def test_no_credentials_is_one_line_with_the_fix_and_exit_1(backend, fix, tmp_path):
+    """A machine without credentials, as a new user's: the real SDKs look in an empty HOME with no
+    credential variables and no cloud CLI on PATH. One rule on every cloud: exit 1 and one line
+    naming the login command; the SDKs' own warnings (Azure's credential chain, its "experimental
+    field" notice for queue_settings) stay out of it.
+
+    Azure's chain is held to its developer credentials (AZURE_TOKEN_CREDENTIALS=dev) and google.auth
+    skips the metadata server (NO_GCE_CHECK): on a cloud-hosted test machine both would otherwise
+    find that machine's own identity."""
+    job = tmp_path / "job.yaml"
+    job.write_text(CLOUD_JOB + ("spot: true\n" if backend == "azure_ml" else ""))  # Azure: queue_settings
+    env = {"HOME": str(tmp_path), "PATH": str(tmp_path / "bin"), "AZURE_TOKEN_CREDENTIALS": "dev",
+           "NO_GCE_CHECK": "True", "PYTHONDONTWRITEBYTECODE": "1"}
+    result = subprocess.run([OMNIDIST, "submit", str(job), "--backend", backend], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=180)
+    assert result.returncode == 1, result.stderr
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith(f"error: {backend}: {fix}"), result.stderr

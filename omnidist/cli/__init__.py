@@ -13,7 +13,7 @@ from __future__ import annotations
 import click
 
 from omnidist.cli import container, jobs
-from omnidist.cli.common import Group
+from omnidist.cli.common import Group, setup_logging
 from omnidist.cli.migrate import import_command, migrate_command
 
 
@@ -24,6 +24,7 @@ from omnidist.cli.migrate import import_command, migrate_command
 def main(ctx: click.Context, debug: bool) -> None:
     """omnidist: one distributed training job for Vertex AI, AI Platform, Azure ML and your laptop."""
     ctx.meta["omnidist.debug"] = debug
+    setup_logging(debug)
 
 
 for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,

@@ -4,11 +4,14 @@ choices read when first needed, and plain-text tables."""
 from __future__ import annotations
 
 import difflib
+import logging
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 import click
 
+from omnidist.cli import style
 from omnidist.errors import OmnidistError
 
 
@@ -21,7 +24,7 @@ class Group(click.Group):
         except OmnidistError as exc:
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"error: {exc}", err=True)
+            style.echo_error(str(exc))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -31,9 +34,48 @@ class Group(click.Group):
         except Exception as exc:  # a bug in omnidist or a plugin: say so briefly, never a traceback
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"internal error: {type(exc).__name__}: {exc} (rerun with --debug for the traceback "
-                       "and report it)", err=True)
+            style.echo_error(f"{type(exc).__name__}: {exc} (rerun with --debug for the traceback and report it)",
+                             prefix="internal error:")
             ctx.exit(1)
+
+
+class _Messages(logging.Handler):
+    """Log records on stderr as the command's own lines: ``warning: …`` (stderr read when a record
+    comes, so a test's or a caller's replacement of it is honoured)."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__(logging.DEBUG if debug else logging.WARNING)
+        self.debug = debug
+        if not debug:  # the SDKs' loggers (and Python warnings) only with --debug
+            self.addFilter(lambda record: record.name == "omnidist" or record.name.startswith("omnidist."))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            on = style.enabled(sys.stderr)
+            if self.debug:
+                line = f"{record.levelname.lower()}: {record.name}: {message}"
+            elif record.levelno >= logging.ERROR:
+                line = f"{style.paint('error:', on, fg='red', bold=True)} {message}"
+            else:
+                line = style.warning(message, on)
+            click.echo(line, err=True, color=on)
+        except Exception:  # noqa: BLE001 - logging never takes the command down
+            self.handleError(record)
+
+
+def setup_logging(debug: bool) -> None:
+    """What the command shows of log records and Python warnings: omnidist's own warnings, one
+    line each; the cloud SDKs' loggers and warnings (credential chains, "experimental field"
+    notices, HTTP retries) only with ``--debug``, where everything down to debug records shows.
+    Called once per command; a second call replaces the first's handler."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _Messages)]:
+        root.removeHandler(handler)
+    root.addHandler(_Messages(debug))
+    if debug:
+        root.setLevel(logging.DEBUG)
+    logging.captureWarnings(True)  # warnings.warn goes to the "py.warnings" logger: shown with --debug
 
 
 class LazyChoice(click.Choice):
