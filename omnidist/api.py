@@ -104,6 +104,8 @@ def prepare(
     target = config.resolve(profile=profile, backend=backend)
     driver = registry.get(target.backend)
     resolved = config.settings_for(driver.settings_type, target.backend, target, job, settings)
+    if target.profile is not None and target.profile.backend != target.backend:
+        resolved = driver.under_profile_of(target.profile.backend, resolved)
     return job, driver, resolved
 
 

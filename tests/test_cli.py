@@ -156,3 +156,93 @@ def test_no_credentials_is_one_line_with_the_fix_and_exit_1(backend, fix, tmp_pa
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"error: {backend}: {fix}"), result.stderr
+
+
+def test_compile_without_a_backend_says_which_and_why(tmp_path):
+    path = _job(tmp_path)
+    result = run_cli("compile", str(path), cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("note: backend local: no profile and no --backend (--backend ") and "|vertex" in first
+    (tmp_path / "omnidist.toml").write_text('default = "gcp"\n[profiles.gcp]\nbackend = "vertex"\nproject = "p"\n')
+    result = run_cli("compile", str(path), cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.stderr.splitlines()[0].startswith(
+        f"note: backend vertex: profile gcp (the default in {tmp_path / 'omnidist.toml'})")
+    assert "note: backend" not in run_cli("compile", str(path), "-b", "vertex", cwd=tmp_path,
+                                          env={"HOME": str(tmp_path)}).stderr
+
+
+def test_backend_choices_are_listed_completed_and_checked(tmp_path):
+    helped = run_cli("compile", "--help")
+    assert "--backend [ai_platform|azure_ml|kubernetes|local|vertex]" in " ".join(helped.stdout.split())
+    wrong = run_cli("compile", str(_job(tmp_path)), "--backend", "vertx")
+    assert wrong.returncode == 2 and "Did you mean 'vertex'?" in wrong.stderr
+    completed = run_cli(env={"_OMNIDIST_COMPLETE": "bash_complete", "COMP_WORDS": "omnidist compile job.yaml -b a",
+                             "COMP_CWORD": "4"})
+    assert completed.stdout.split() == ["plain,ai_platform", "plain,azure_ml"]
+
+
+def test_every_command_has_an_example_in_its_help():
+    from omnidist import cli
+
+    missing = [name for name, command in cli.main.commands.items()
+               if f"omnidist {name}" not in (command.help or "").partition("Examples:")[2]]
+    assert missing == []
+
+
+def test_a_one_off_job_needs_no_file(tmp_path):
+    result = run_cli("compile", "-b", "vertex", "--nodes", "3", "--accelerator", "A100:8", "--image", "img:1",
+                     "--", "python", "train.py", "--lr", "0.1", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    pools = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"]
+    assert [p["replicaCount"] for p in pools] == ["1", "2"]
+    assert pools[0]["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_A100"
+    assert pools[0]["containerSpec"]["command"] == ["python", "train.py", "--lr", "0.1"]
+    assert json.loads(result.stdout)["displayName"] == "train"
+    ran = run_cli("run", "--nodes", "2", "--", "python", "-c", "import os; print(os.environ['CLUSTER_SPEC'][:11])",
+                  cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert ran.returncode == 0 and sorted(ran.stdout.splitlines()) == ['[primary-0] {"cluster":', '[worker-0] {"cluster":']
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--accelerator", "v100x8", "--", "python", "t.py"],
+     "error: the command line: --accelerator: unknown accelerator 'v100x8'; did you mean 'V100:8'?"),
+    (["--name", "Bad_Name", "--", "python", "t.py"], "error: the command line: --name: 'Bad_Name' is not a valid"),
+    (["job.yaml", "--nodes", "2"], "error: --nodes: --nodes make a one-off job from a command"),
+])
+def test_one_off_flags_name_the_flag(args, message, tmp_path):
+    (tmp_path / "job.yaml").write_text(JOB)
+    result = run_cli("compile", *args, cwd=tmp_path)
+    assert result.returncode == 2 and result.stderr.splitlines()[-1].startswith(message), result.stderr
+
+
+def test_validate_wraps_long_reasons_to_the_terminal_width(tmp_path):
+    path = _job(tmp_path, JOB.replace("primary: {}", "primary: {accelerator: A100:8}\ninterconnect: infiniband"))
+    wide = run_cli("validate", str(path))
+    narrow = run_cli("validate", str(path), env={"COLUMNS": "80"})
+    assert max(map(len, wide.stdout.splitlines())) > 200  # a pipe gets whole rows, one per line
+    assert max(map(len, narrow.stdout.splitlines())) <= 80
+    assert [w for w in narrow.stdout.split() if not w.startswith("-")] == \
+           [w for w in wide.stdout.split() if not w.startswith("-")]
+
+
+def test_colour_only_on_a_terminal_and_never_with_no_color(tmp_path):
+    path = _job(tmp_path, JOB.replace("framework: custom", "framework: pytorx"))
+    plain = run_cli("validate", str(path))
+    forced = run_cli("validate", str(path), env={"FORCE_COLOR": "1"})
+    refused = run_cli("validate", str(path), env={"FORCE_COLOR": "1", "NO_COLOR": "1"})
+    assert "\x1b[" not in plain.stderr and "\x1b[" not in refused.stderr
+    assert forced.stderr.startswith("\x1b[31m\x1b[1merror:\x1b[0m ")
+    assert forced.stderr.replace("\x1b[31m\x1b[1m", "").replace("\x1b[0m", "") == plain.stderr
+
+
+def test_the_migration_report_colours_each_fidelity_and_reads_the_same_without(tmp_path):
+    native = Path(__file__).parent / "migration" / "golden" / "inputs" / "ai_platform_doc_example.yaml"
+    plain = run_cli("migrate", str(native), "--to", "vertex")
+    forced = run_cli("migrate", str(native), "--to", "vertex", env={"FORCE_COLOR": "1"})
+    assert plain.returncode == forced.returncode == 0
+    assert "\x1b[32mexact\x1b[0m" in forced.stderr and "\x1b[33mapproximated\x1b[0m" in forced.stderr
+    import re
+
+    assert re.sub(r"\x1b\[[0-9;]*m", "", forced.stderr) == plain.stderr
+    assert forced.stdout == plain.stdout  # the request itself never gets colour

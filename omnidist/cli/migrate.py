@@ -8,6 +8,7 @@ from typing import Optional
 
 import click
 
+from omnidist.cli import style
 from omnidist.cli.common import BACKENDS, FRAMEWORKS
 
 
@@ -16,7 +17,13 @@ from omnidist.cli.common import BACKENDS, FRAMEWORKS
 @click.option("--from", "source", type=BACKENDS, help="The spec's backend (detected from the content when omitted).")
 @click.option("--framework", type=FRAMEWORKS, help="Set the framework instead of inferring it.")
 def import_command(native_file: str, source: Optional[str], framework: Optional[str]) -> None:
-    """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML."""
+    """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML.
+
+    \b
+    Examples:
+      omnidist import customjob.json > job.yaml
+      omnidist import config.yaml --from ai_platform --framework tensorflow
+    """
     from omnidist import migration
     from omnidist.migration.imports import import_job
 
@@ -45,6 +52,12 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     mapped exactly, what was inferred or approximated, what changed or was dropped. With
     --strict, a drop or a change in meaning prints the report and exits 3. With -o json,
     stderr is one JSON document, errors included: the report, or an ``error`` object.
+
+    \b
+    Examples:
+      omnidist migrate config.yaml --to vertex > customjob.json
+      omnidist migrate job.yml --from azure_ml --to vertex --strict
+      omnidist migrate config.yaml --to azure_ml --image gcr.io/p/trainer:1 -o json
     """
     from omnidist import migration
     from omnidist.errors import OmnidistError
@@ -57,13 +70,15 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
             if report is not None:
-                click.echo(str(report), err=True)
+                click.echo(style.report(report, style.enabled()), err=True, color=style.enabled())
             raise
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
         sys.exit(exc.exit_code)
     click.echo(compiled.render())
-    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else str(report), err=True)
+    on = style.enabled() and output != "json"
+    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else style.report(report, on), err=True,
+               color=on)
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:

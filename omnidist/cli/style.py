@@ -105,7 +105,7 @@ def report(report: Any, on: bool) -> str:
     lines = [f"migration {report.source} -> {report.target}"]
     for entry in report.entries:
         word = entry.fidelity.value
-        lines.append(f"  {note_kind(word, on)}{' ' * max(12 - len(word), 1)}{entry.field}: {entry.message}")
+        lines.append(f"  {note_kind(word, on)}{' ' * max(12 - len(word), 0)} {entry.field}: {entry.message}")
     if report.breaks_strict:
         lines.append(paint(f"  {len(report.breaks_strict)} change(s) in meaning: --strict would refuse this migration",
                            on, fg="red"))

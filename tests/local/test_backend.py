@@ -170,9 +170,9 @@ def test_processes_per_node_gives_the_world_the_platform_would(job_dir, clean_en
     assert sorted(r["local_rank"] for r in found) == [0, 0, 1, 1]
     if emulate == "ai_platform":
         assert "--nproc-per-node=2" in out.stdout + out.stderr
-        assert "ai_platform compile: 2 processes per node: carried as" in out.stderr
+        assert "ai_platform compile: processes_per_node: 2 processes per node: carried as" in out.stderr
     elif launch:
-        assert "azure_ml compile: 1: the command is `omnidist launch" in out.stderr
+        assert "azure_ml compile: distribution.process_count_per_instance: 1: the command is `omnidist launch" in out.stderr
     else:
         assert {line.split("]")[0] for line in out.stdout.splitlines() if "WORLD " in line} == {
             "[primary-0.0", "[primary-0.1", "[worker-0.0", "[worker-0.1"}
@@ -274,4 +274,4 @@ def test_default_runs_dir_is_the_users_state_directory(clean_env, tmp_path):
     assert runs_root(None, {"HOME": "/h"}) == Path("/h/.local/state/omnidist/runs")
     assert runs_root(None, {"XDG_STATE_HOME": "/s"}) == Path("/s/omnidist/runs")
     assert runs_root("~/r", {}) == Path("~/r").expanduser()
-    assert LocalSettings().emulate == "vertex"
+    assert LocalSettings().emulate is None  # unset: chosen per job (tests/local/test_emulation_choice.py)

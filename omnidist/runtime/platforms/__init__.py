@@ -47,7 +47,8 @@ A platform the local backend can emulate also defines:
 ==================================  ========================================================
 
 and may define ``roles(decided)`` (the roles its environment can place; default all) and
-``notes(job, decided)`` (``(field, message)`` hints for ``omnidist run``). When a backend of the
+``notes(job, decided)`` (``(field, message)`` hints for ``omnidist run``, or ``(field, message,
+kind)`` with a note kind's value, ``"changed"`` for a run that will not do what the job means). When a backend of the
 same name compiles for the platform, the emulation follows that compile, and the module says how:
 
 ==================================  ========================================================
