@@ -218,7 +218,7 @@ def test_one_off_flags_name_the_flag(args, message, tmp_path):
 
 def test_validate_wraps_long_reasons_to_the_terminal_width(tmp_path):
     path = _job(tmp_path, JOB.replace("primary: {}", "primary: {accelerator: A100:8}\ninterconnect: infiniband"))
-    wide = run_cli("validate", str(path))
+    wide = run_cli("validate", str(path), env={"COLUMNS": ""})
     narrow = run_cli("validate", str(path), env={"COLUMNS": "80"})
     assert max(map(len, wide.stdout.splitlines())) > 200  # a pipe gets whole rows, one per line
     assert max(map(len, narrow.stdout.splitlines())) <= 80

@@ -234,7 +234,7 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
 @job_argument
 @click.option("--emulate", type=EMULATIONS,
               help="Platform environment to give the replicas (default: the local backend's setting, else the "
-                   "profile's cloud, else the cloud of the job's backends block, else vertex).")
+                   "profile's cloud, else the cloud of the job's backends block, else the first choice).")
 @profile_option
 @verbose_option
 @one_off_options

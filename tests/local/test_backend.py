@@ -223,7 +223,7 @@ def _wait(handle, timeout=30):
 
 
 def test_submit_runs_detached_and_records_success(job_dir, clean_env, tmp_path):
-    job = job_dir({"hi.py": "import os\nprint('hello from', os.environ['OMNIDIST_ROLE'])\n"},
+    job = job_dir({"hi.py": "from omnidist.runtime import context\nprint('hello from', context().role)\n"},
                   command=["python", "hi.py"], workers={"replicas": 1}, image="x:1")
     handle = _submit(job, tmp_path)
     assert handle.id.startswith("t-") and handle.url.startswith("file://")
@@ -236,7 +236,8 @@ def test_submit_runs_detached_and_records_success(job_dir, clean_env, tmp_path):
 
 
 def test_submit_records_the_first_failure(job_dir, clean_env, tmp_path):
-    job = job_dir({"f.py": "import os, sys, time\nif os.environ['OMNIDIST_ROLE'] == 'worker': sys.exit(4)\n"
+    job = job_dir({"f.py": "import sys, time\nfrom omnidist.runtime import context\n"
+                           "if context().role == 'worker': sys.exit(4)\n"
                            "time.sleep(30)\n"}, command=["python", "f.py"], workers={"replicas": 1})
     handle = _submit(job, tmp_path)
     final = _wait(handle)

@@ -73,7 +73,7 @@ def test_a_profile_for_a_cloud_makes_a_local_run_emulate_it(clean_env, tmp_path,
 def test_validate_shows_no_cloud_advice_in_the_local_row(clean_env, tmp_path):
     path = tmp_path / "job.yaml"
     path.write_text(DistributedJob.from_dict(INFINIBAND).to_yaml())
-    result = run_cli("validate", str(path), env={"HOME": str(tmp_path)})
+    result = run_cli("validate", str(path), env={"HOME": str(tmp_path), "COLUMNS": ""})
     local = next(line for line in result.stdout.splitlines() if line.startswith("local "))
     assert "--emulate azure_ml" in local and "H200" not in local and "vertex cannot express it" in local
 
