@@ -43,8 +43,8 @@ Translate = Callable[[BaseException], Optional[BackendError]]
 
 
 NO_CREDENTIALS = ("no Google credentials: run `gcloud auth application-default login`, or set "
-                  "GOOGLE_APPLICATION_CREDENTIALS (or the credentials setting) to a service-account key file; "
-                  'credentials = "anonymous" for a local endpoint')
+                  "GOOGLE_APPLICATION_CREDENTIALS to a service-account key file; credentials = \"anonymous\" for a "
+                  "local endpoint")
 """The error for a machine with no Application Default Credentials (google.auth's own message,
 with its link, is the error's cause: ``--debug`` shows it)."""
 
