@@ -246,3 +246,40 @@ def test_the_migration_report_colours_each_fidelity_and_reads_the_same_without(t
 
     assert re.sub(r"\x1b\[[0-9;]*m", "", forced.stderr) == plain.stderr
     assert forced.stdout == plain.stdout  # the request itself never gets colour
+
+
+def test_the_sdks_own_messages_show_with_debug(tmp_path):
+    """What --debug adds to a credential error: the SDK's own account of every source it tried."""
+    job = tmp_path / "job.yaml"
+    job.write_text(CLOUD_JOB + "spot: true\n")
+    env = {"HOME": str(tmp_path), "PATH": str(tmp_path / "bin"), "AZURE_TOKEN_CREDENTIALS": "dev",
+           "PYTHONDONTWRITEBYTECODE": "1"}
+    result = subprocess.run([OMNIDIST, "--debug", "submit", str(job), "--backend", "azure_ml"], cwd=tmp_path,
+                            env=env, capture_output=True, text=True, timeout=180)
+    assert result.returncode == 1
+    assert "DefaultAzureCredential failed to retrieve a token" in result.stderr  # the chain, from the SDK's logger
+    assert "Field 'queue_settings': This is an experimental field" in result.stderr
+    assert "AuthenticationError: azure_ml: no Azure credentials" in result.stderr  # the traceback's last line
+
+
+def test_only_omnidists_own_log_records_reach_stderr(capsys):
+    import logging
+
+    from omnidist.cli.common import _Messages, setup_logging
+
+    root = logging.getLogger()
+    level = root.level
+    try:
+        setup_logging(False)
+        logging.getLogger("azure.identity._credentials.chained").warning("DefaultAzureCredential failed …")
+        logging.getLogger("omnidist.azure_ml").warning("src is 2.1 GB: check .amlignore")
+        logging.getLogger("omnidist.azure_ml").info("not shown either: below warning")
+        assert capsys.readouterr().err == "warning: src is 2.1 GB: check .amlignore\n"
+        setup_logging(True)  # replaces the first handler: nothing printed twice
+        logging.getLogger("azure.identity._credentials.chained").warning("DefaultAzureCredential failed …")
+        assert capsys.readouterr().err == "warning: azure.identity._credentials.chained: DefaultAzureCredential failed …\n"
+    finally:
+        for handler in [h for h in root.handlers if isinstance(h, _Messages)]:
+            root.removeHandler(handler)
+        root.setLevel(level)
+        logging.captureWarnings(False)
