@@ -33,3 +33,18 @@ def pytest_report_header(config) -> str:
     """Say which examples this run draws, so a CI log shows how to reproduce it."""
     how = "derandomized (seeded by each test's name)" if settings.default.derandomize else "random"
     return f"hypothesis: profile {PROFILE!r}, examples {how}, shrinking capped at {SHRINK_SECONDS} s"
+
+
+import pytest  # noqa: E402 - the fixture below is the only pytest use here
+
+
+@pytest.fixture(autouse=True)
+def _private_state(tmp_path_factory, monkeypatch):
+    """Every test writes omnidist's state (the job ledger, refreshed prices, local runs) into a
+    folder of its own, never into the user's home: ``OMNIDIST_STATE_DIR`` for this process, and
+    ``XDG_STATE_HOME`` for the commands tests start (which drop ``OMNIDIST_*`` variables)."""
+    state = tmp_path_factory.mktemp("state")
+    monkeypatch.setenv("OMNIDIST_STATE_DIR", str(state / "omnidist"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    monkeypatch.delenv("OMNIDIST_NO_LEDGER", raising=False)
+    monkeypatch.delenv("OMNIDIST_PRICES", raising=False)

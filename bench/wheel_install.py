@@ -56,9 +56,14 @@ def build(workdir: Path | None = None) -> Path:
     """Make the environment; returns its ``bin`` folder (``python`` and the ``omnidist`` script)."""
     root = Path(workdir or tempfile.mkdtemp(prefix="omnidist-wheel-"))
     wheels, venv = root / "wheels", root / "venv"
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-                    "--wheel-dir", str(wheels), str(ROOT), *map(str, _plugins())], check=True,
-                   stdout=subprocess.DEVNULL)
+    sources = [ROOT, *_plugins()]
+    scratch = [s / "build" for s in sources if not (s / "build").exists()]  # setuptools builds in the tree
+    try:
+        subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                        "--wheel-dir", str(wheels), *map(str, sources)], check=True, stdout=subprocess.DEVNULL)
+    finally:
+        for folder in scratch:
+            shutil.rmtree(folder, ignore_errors=True)
     base = getattr(sys, "_base_executable", sys.executable)
     subprocess.run([base, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = venv / "bin" / "python"

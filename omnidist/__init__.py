@@ -34,10 +34,14 @@ _LAZY = {
     "Trial": "omnidist.backend.values",
     "attach": "omnidist.api",
     "compile": "omnidist.api",
+    "import_all": "omnidist.migration",
     "import_native": "omnidist.migration",
+    "jobs": "omnidist.api",
+    "plan": "omnidist.placement.plan",
     "load": "omnidist.api",
     "migrate": "omnidist.migration",
-    "submit": "omnidist.api",
+    "migrate_all": "omnidist.migration",
+    "submit": "omnidist.placement.failover",
     "use": "omnidist.config",
 }
 

@@ -20,6 +20,7 @@ from omnidist.model.job import DistributedJob
 
 if TYPE_CHECKING:  # compile and load never load the submission floor; submit and attach do
     from omnidist.submission.handle import JobHandle
+    from omnidist.submission.ledger import JobList, JobRecord
 
 JobLike = Union[DistributedJob, str, "os.PathLike[str]", Mapping[str, Any]]
 
@@ -142,7 +143,11 @@ def submit(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
 ) -> JobHandle:
-    """Compile ``job`` and create it on the backend; returns a :class:`JobHandle`."""
+    """Compile ``job`` and create it on one backend; returns a :class:`JobHandle`.
+
+    This is the bare create, recorded nowhere: ``omnidist.submit``
+    (:func:`omnidist.placement.failover.submit`) records it in the job ledger and can try several
+    profiles."""
     job, driver, resolved = prepare(job, backend, profile, settings)
     try:
         compiled = driver.compile(job, resolved)
@@ -159,7 +164,23 @@ def attach(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
 ) -> JobHandle:
-    """A handle for a job submitted earlier (by id), to follow or cancel it."""
+    """A handle for a job submitted earlier, to follow or cancel it.
+
+    ``job_id`` is the cloud's id, or a job's name: with no ``backend`` or ``profile``, the job
+    ledger is asked first (it knows the job's backend and profile, so none needs naming); a name
+    means the newest job of that name.
+
+    Raises:
+        NotFoundError: a name the ledger holds only attempts of that made no job.
+        LedgerError: the ledger cannot be read.
+    """
+    if backend is None and profile is None and not settings:
+        from omnidist.submission import ledger
+
+        book = ledger.Ledger.default()
+        record = book.find(job_id) if book is not None and book.path.exists() else None
+        if record is not None:
+            return attach_record(record)
     from omnidist.submission.handle import JobHandle
 
     target = config.resolve(profile=profile, backend=backend)
@@ -167,3 +188,87 @@ def attach(
     resolved = config.settings_for(driver.settings_type, target.backend, target, None, settings)
     return JobHandle(backend=target.backend, id=job_id, url=driver.console_url(job_id, resolved),
                      settings=resolved, driver=driver)
+
+
+def attach_record(record: JobRecord) -> JobHandle:
+    """A handle for a job of the ledger, its settings from the profile it was submitted with (looked up
+    from the folder it was submitted from).
+
+    Raises:
+        NotFoundError: the record is an attempt that made no job.
+    """
+    from pathlib import Path
+
+    from omnidist.errors import NotFoundError
+    from omnidist.submission.handle import JobHandle
+
+    if record.id is None:
+        raise NotFoundError(f"job {record.name!r} was never created: its last attempt was {record.state} "
+                            f"on {record.profile or record.backend} ({record.reason or 'no reason recorded'}); "
+                            "omnidist jobs lists every attempt", backend=record.backend)
+    folder = Path(record.config_dir) if record.config_dir and os.path.isdir(record.config_dir) else None
+    target = config.resolve(profile=record.profile, backend=record.backend, cwd=folder)
+    driver = registry.get(target.backend)
+    resolved = config.settings_for(driver.settings_type, target.backend, target, None, None)
+    return JobHandle(backend=target.backend, id=record.id, url=record.url or driver.console_url(record.id, resolved),
+                     settings=resolved, driver=driver)
+
+
+REFRESH_WORKERS = 16
+"""How many clouds ``jobs(refresh=True)`` asks at once."""
+
+
+def jobs(*, refresh: bool = False, backend: Optional[str] = None, state: Optional[str] = None,
+         limit: Optional[int] = None) -> JobList:
+    """The job ledger: every submit and placement attempt, newest first (a table in notebooks).
+
+    Args:
+        refresh: ask the clouds for each live job's state first (in parallel) and record it.
+        backend: only this backend's jobs.
+        state: only jobs in this state (``running``, ``refused``…).
+        limit: at most this many.
+
+    Raises:
+        LedgerError: the ledger is off (``OMNIDIST_NO_LEDGER``), locked or damaged.
+    """
+    from omnidist.errors import LedgerError
+    from omnidist.submission import ledger
+
+    book = ledger.Ledger.default()
+    if book is None:
+        raise LedgerError("the job ledger is off (OMNIDIST_NO_LEDGER is set): no submit was recorded")
+    if refresh:
+        refresh_states(book, [r for r in book.records(backend=backend) if r.live])
+    return book.records(backend=backend, state=state, limit=limit)
+
+
+def refresh_states(book: Any, records: list[JobRecord]) -> None:
+    """Ask each record's cloud for its job's state, all at once (threads), and write what they say;
+    a job a cloud cannot report keeps its state, with the reason recorded."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from omnidist.errors import NotFoundError, OmnidistError
+
+    def ask(record: JobRecord, handle: Any) -> tuple[JobRecord, dict[str, Any]]:
+        try:
+            if isinstance(handle, OmnidistError):
+                raise handle
+            status = handle.status()
+        except NotFoundError as exc:
+            return record, {"state": "unknown", "reason": f"the cloud no longer knows it ({exc})"}
+        except OmnidistError as exc:
+            return record, {"reason": f"refresh failed: {exc}"}
+        return record, {"state": status.state.value, "reason": status.message}
+
+    if not records:
+        return
+    handles: list[Any] = []
+    for record in records:  # the configuration is read here, once; the clouds are asked at once below
+        try:
+            handles.append(attach_record(record))
+        except OmnidistError as exc:
+            handles.append(exc)
+    with ThreadPoolExecutor(max_workers=min(REFRESH_WORKERS, len(records))) as pool:
+        answers = list(pool.map(ask, records, handles))
+    for record, fields in answers:
+        book.update(record.seq, **fields)

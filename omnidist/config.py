@@ -217,6 +217,70 @@ def _profiles(files: list[tuple[str, dict[str, Any]]]) -> dict[str, Profile]:
     return profiles
 
 
+def state_dir(environ: Mapping[str, str] = os.environ) -> Path:
+    """omnidist's state folder (the job ledger, refreshed prices, local runs):
+    ``$OMNIDIST_STATE_DIR``, else ``$XDG_STATE_HOME/omnidist``, else ``~/.local/state/omnidist``."""
+    if environ.get("OMNIDIST_STATE_DIR"):
+        return Path(environ["OMNIDIST_STATE_DIR"]).expanduser()
+    base = environ.get("XDG_STATE_HOME") or str(Path(environ.get("HOME") or Path.home()) / ".local" / "state")
+    return Path(base) / "omnidist"
+
+
+def profiles(*, cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> dict[str, Profile]:
+    """Every profile the configuration files define, by name (nearer files win), in file order."""
+    found = _lookup(cwd, environ)
+    if found.profiles is None:
+        found.profiles = _profiles(found.files)
+    return dict(found.profiles)
+
+
+GROUP_ORDERS = ("listed", "cheapest")
+"""How a group (``[groups.NAME]``) orders its profiles: as listed, or cheapest first (``omnidist plan``)."""
+
+
+@attrs.frozen(kw_only=True)
+class Group:
+    """A named list of profiles that a placement tries in turn (SPEC §12).
+
+    Attributes:
+        name: the group's name (chosen like a profile: ``--profile NAME``).
+        profiles: the profiles, as listed.
+        order: ``listed`` or ``cheapest``.
+        source: the file that defined it.
+    """
+
+    name: str
+    profiles: tuple[str, ...]
+    order: str = "listed"
+    source: str = ""
+
+
+def groups(*, cwd: Optional[Path] = None, environ: Mapping[str, str] = os.environ) -> dict[str, Group]:
+    """Every ``[groups.NAME]`` of the configuration files (nearer files win).
+
+    Raises:
+        ConfigError: a malformed group, naming the file and the key.
+    """
+    found: dict[str, Group] = {}
+    for label, data in reversed(_lookup(cwd, environ).files):
+        table = data.get("groups", {})
+        if not isinstance(table, Mapping):
+            raise ConfigError(f"{label}: groups: expected a table of groups, e.g. [groups.gpu] profiles = [\"gcp\"]")
+        for name, body in table.items():
+            where = f"{label}: groups.{name}"
+            if not isinstance(body, Mapping) or not isinstance(body.get("profiles"), list) or not body["profiles"] \
+                    or not all(isinstance(p, str) for p in body["profiles"]):
+                raise ConfigError(f"{where}.profiles: a group lists its profiles, e.g. profiles = [\"gcp\", \"azure\"]")
+            order = body.get("order", "listed")
+            if order not in GROUP_ORDERS:
+                raise ConfigError(f"{where}.order: {order!r} is not one of {', '.join(GROUP_ORDERS)}")
+            unknown = sorted(set(body) - {"profiles", "order"})
+            if unknown:
+                raise ConfigError(f"{where}: unknown key {unknown[0]!r}; a group has profiles and order")
+            found[name] = Group(name=name, profiles=tuple(body["profiles"]), order=order, source=label)
+    return found
+
+
 def use(profile: Optional[str] = None, backend: Optional[str] = None) -> None:
     """Set the profile and/or backend for the rest of this Python session (notebooks).
 

@@ -10,8 +10,11 @@ process exit code the CLI uses for it (SPEC §3)::
     ├── UnsupportedFeatureError        exit 3  the target cannot express the job
     │   └── NotPortableError                   a native spec holds what the portable job cannot
     ├── RuntimeEnvError (ValueError)   exit 2  a platform variable inside the container is malformed
+    ├── LedgerError                    exit 1  the job ledger (SQLite) is locked, damaged or cannot be written
+    ├── PlacementError                 exit 1  no profile of a placement took the job (every attempt's reason)
     └── BackendError                   exit 1  a call to a cloud failed (translated at the client boundary)
         ├── TransientBackendError              429, 5xx, resets, timeouts: the only retried kind
+        ├── ShortageError                      the cloud refused for lack of quota or capacity (placement moves on)
         ├── AuthenticationError                401 / missing credentials
         ├── PermissionDeniedError              403
         ├── NotFoundError                      404
@@ -187,6 +190,8 @@ class BackendError(OmnidistError):
     def __init__(self, message: str, *, backend: str = "", status: int | None = None,
                  retry_after: float | None = None):
         self.backend, self.status, self.retry_after = backend, status, retry_after
+        self.detail = message
+        """The message without the backend's name and the status."""
         prefix = f"{backend}: " if backend else ""
         code = f" (HTTP {status})" if status else ""
         super().__init__(f"{prefix}{message}{code}")
@@ -194,6 +199,28 @@ class BackendError(OmnidistError):
 
 class TransientBackendError(BackendError):
     """A failure worth retrying: throttling, a server error, a dropped connection, a timeout."""
+
+
+class ShortageError(BackendError):
+    """The cloud refused the job for lack of quota or capacity: not retried in place (the same
+    request meets the same limit), and a placement moves on to its next profile.
+
+    Attributes:
+        shortage: ``"quota"`` (an account limit: GPUs, cores), ``"capacity"`` (the cloud has no
+            machines of that kind left there), or ``"queue"`` (a placement stopped waiting for the
+            job to start: ``--max-queue``).
+    """
+
+    def __init__(self, message: str, *, shortage: str, backend: str = "", status: int | None = None):
+        self.shortage = shortage
+        super().__init__(message, backend=backend, status=status)
+
+    def __reduce__(self):  # pickled with its keyword arguments (pytest-xdist, multiprocessing)
+        return _shortage, (self.detail, self.shortage, self.backend, self.status)
+
+
+def _shortage(message: str, shortage: str, backend: str, status: int | None) -> ShortageError:
+    return ShortageError(message, shortage=shortage, backend=backend, status=status)
 
 
 class AuthenticationError(BackendError):
@@ -218,6 +245,32 @@ class InvalidRequestError(BackendError):
 
 class JobFailedError(BackendError):
     """A job reached a failed terminal state."""
+
+
+class LedgerError(OmnidistError):
+    """The job ledger cannot be read or written: locked by another process for too long, damaged,
+    or in a place that cannot be written. The message names the file and what to do."""
+
+    exit_code = 1
+
+
+class PlacementError(OmnidistError):
+    """A placement found no profile to run the job: each was skipped (it cannot express the job)
+    or refused it (quota, capacity, a queue too long). ``attempts`` holds each one's line; the exit
+    code is 3 when every profile was skipped (no backend can express the job), else 1."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, attempts: Sequence[str] = (), *, exit_code: int = 1):
+        self.attempts, self.summary, self.exit_code = tuple(attempts), message, exit_code
+        super().__init__(message + "".join(f"\n  {line}" for line in self.attempts))
+
+    def __reduce__(self):  # pickled with its keyword argument (pytest-xdist, multiprocessing)
+        return _placement_error, (self.summary, self.attempts, self.exit_code)
+
+
+def _placement_error(message: str, attempts: Sequence[str], exit_code: int) -> PlacementError:
+    return PlacementError(message, attempts, exit_code=exit_code)
 
 
 _BY_STATUS: dict[int, type[BackendError]] = {

@@ -12,15 +12,16 @@ from __future__ import annotations
 
 import importlib
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.values import CompiledJob, JobStatus, Note
+from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
 from omnidist.model.job import DistributedJob, Framework
+from omnidist.model.labels import LabelRules
 from omnidist.model.roles import RoleName
 
 if TYPE_CHECKING:
@@ -97,8 +98,9 @@ class MigrationPolicy:
             that setting stays behind (other settings that stay are reported as hints).
         machine_setting: the settings key naming machines: role -> machine type with per-role
             machines, else the one machine of every training node.
-        label_rules: its compiler holds labels to :mod:`omnidist.clouds.google_labels`'s rules (Google
-            Cloud's), so migration rewrites tags other clouds allow and it refuses.
+        label_rules: the rules its compiler holds labels to (:class:`omnidist.model.labels.LabelRules`:
+            Google Cloud's labels, SageMaker's tags), so migration rewrites tags other clouds allow
+            and it refuses; ``None`` when any tag goes.
         inputs_setting: the settings key of the inputs its commands reference as
             ``${{inputs.NAME}}``: literal ones are written into the command when a job leaves.
         module_setting: the settings key naming a Python module its jobs run without an image
@@ -111,7 +113,7 @@ class MigrationPolicy:
     shared_settings: frozenset[str] = frozenset()
     left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
     machine_setting: str = ""
-    label_rules: bool = False
+    label_rules: Optional[LabelRules] = attrs.field(default=None, hash=False)
     inputs_setting: str = ""
     module_setting: str = ""
     runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
@@ -153,6 +155,12 @@ class Backend(ABC):
     :class:`LazyClient` naming one); ``None`` for a backend that talks to no cloud."""
     migration: ClassVar[MigrationPolicy] = MigrationPolicy()
     """How its jobs move to and from other backends."""
+    emulation_settings: ClassVar[Mapping[str, Any]] = {}
+    """Settings ``omnidist run --emulate <name>`` compiles with where the job's block gives none: stand-ins
+    for what only a real account has (SageMaker's ``role_arn``); nothing is sent anywhere."""
+    strict_json: ClassVar[bool] = False
+    """Its own tools read a native ``.json`` file as strict JSON (the AWS CLI's ``--cli-input-json``):
+    a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""
     native_formats: ClassVar[tuple[str, ...]] = ()
     """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
     testing: ClassVar[str] = ""
@@ -193,6 +201,12 @@ class Backend(ABC):
         ``--from``. Pure and cheap; the default recognises nothing."""
         return False
 
+    def split_jobs(self, native: Any) -> Sequence[Any]:
+        """``native`` once per training job it holds, each part what :meth:`import_with_notes`
+        reads (SPEC §10: a YAML stream of several jobs imports as one portable job per job).
+        Pure; the default holds one job, ``[native]``."""
+        return [native]
+
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
         """Create the job: on a cloud, retried on transient errors, never twice."""
         raise self._no_cloud()
@@ -215,6 +229,16 @@ class Backend(ABC):
     def console_url(self, job_id: str, settings: Any) -> str:
         """Where a person can look at the job; empty when there is no console."""
         return ""
+
+    def footprint(self, compiled: CompiledJob, settings: Any) -> Optional[Footprint]:
+        """What ``compiled`` runs on: the priced service, the region and the machines per role, read
+        from the backend's own request (``omnidist plan`` prices it; the ledger records it). Pure.
+        The default: ``None``, the backend does not say (plan shows its price as unknown)."""
+        return None
+
+    def region(self, settings: Any) -> Optional[str]:
+        """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
+        return getattr(settings, "region", None)
 
     def machine_alias(self, name: str) -> Optional[str]:
         """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google

@@ -170,3 +170,68 @@ class JobStatus:
 
     def _repr_html_(self) -> str:
         return notebook.status_html(self)
+
+
+@attrs.frozen(kw_only=True)
+class Pool:
+    """Machines of one kind that a compiled job runs at once (one role's replicas).
+
+    Attributes:
+        role: the role (``primary``, ``workers``, ``parameter_servers``, ``evaluators``,
+            ``reduction_servers``).
+        replicas: how many machines.
+        machine: the cloud's machine type (``a2-highgpu-8g``, ``Standard_ND96asr_v4``).
+        accelerator: the portable accelerator each machine carries (built in or attached), or
+            ``None``.
+        count: how many of ``accelerator`` each machine carries.
+        assumed: why the machine is an assumption rather than what the request names (a compute
+            cluster whose VM size the request does not carry, a Kubernetes node), else ``""``.
+    """
+
+    role: str
+    replicas: int
+    machine: str
+    accelerator: Optional[str] = None
+    count: int = 0
+    assumed: str = ""
+
+
+@attrs.frozen(kw_only=True)
+class Footprint:
+    """What a compiled job runs on, for pricing it (``omnidist plan``) and for the job ledger.
+
+    A backend says it from its own compiled request (:meth:`omnidist.backend.contract.Backend.footprint`);
+    the placement floor prices it from its price catalog.
+
+    Attributes:
+        service: the priced service, as the price catalog names it (``vertex_ai``,
+            ``ai_platform_training``, ``azure_machine_learning``, ``gke``, ``sagemaker``, ``local``).
+        region: where the machines run (``None``: the settings do not say).
+        pools: the machines, one pool per role that has replicas.
+        spot: spot / preemptible / low-priority capacity.
+        parallel: how many copies of :attr:`pools` run at once (a tuning job's parallel trials).
+        offered: whether the machines are there, when the backend knows it itself (this machine's
+            GPUs); ``None``: the price catalog says.
+    """
+
+    service: str
+    region: Optional[str]
+    pools: tuple[Pool, ...] = attrs.field(default=(), converter=tuple)
+    spot: bool = False
+    parallel: int = 1
+    offered: Optional[bool] = None
+
+    @property
+    def machines(self) -> dict[str, str]:
+        """Role -> machine type."""
+        return {pool.role: pool.machine for pool in self.pools}
+
+    @property
+    def accelerators(self) -> Optional[str]:
+        """Every accelerator the job holds at once, ``"A100:16"`` (``+``-joined when several
+        kinds), or ``None`` without any."""
+        totals: dict[str, int] = {}
+        for pool in self.pools:
+            if pool.accelerator and pool.count:
+                totals[pool.accelerator] = totals.get(pool.accelerator, 0) + pool.count * pool.replicas * self.parallel
+        return "+".join(f"{name}:{count}" for name, count in totals.items()) or None

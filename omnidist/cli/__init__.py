@@ -4,7 +4,8 @@ Every command runs inside :func:`main`, whose group (:class:`~omnidist.cli.commo
 omnidist's errors into a one-line message on stderr and the SPEC's exit code (2 invalid input, 3
 cannot express, 1 failed); ``--debug`` shows the traceback instead. The commands live by what
 they are for: :mod:`~omnidist.cli.jobs` (a job to a backend and back), :mod:`~omnidist.cli.migrate`
-(native files), :mod:`~omnidist.cli.container` (inside a training container). Each imports what
+(native files), :mod:`~omnidist.cli.container` (inside a training container),
+:mod:`~omnidist.cli.placement` (where to run: ``plan``, ``catalog``, ``jobs``). Each imports what
 it needs when it runs, so ``omnidist compile`` loads no client, migration or runtime code.
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from omnidist.cli import container, jobs
+from omnidist.cli import container, jobs, placement
 from omnidist.cli.common import Group, setup_logging
 from omnidist.cli.migrate import import_command, migrate_command
 
@@ -41,7 +42,8 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,
-                jobs.run, import_command, migrate_command, container.env, container.launch):
+                jobs.run, import_command, migrate_command, container.env, container.launch, placement.plan,
+                placement.catalog, placement.jobs_command):
     main.add_command(command)
 
 

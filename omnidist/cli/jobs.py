@@ -139,24 +139,31 @@ def _print_status(status: Any) -> None:
 @click.command()
 @job_argument
 @backend_option
-@profile_option
+@click.option("--profile", "-p", help="Profile, group, or profiles to try in turn (a,b,c): see docs/placement.md.")
+@click.option("--max-queue", metavar="DURATION",
+              help="With several profiles: move on when the job has not started after this long (30m, 2h).")
 @click.option("--wait", is_flag=True, help="Follow state changes and logs until the job ends.")
 @click.option("--poll", type=float, default=None,
               help="Seconds between status polls with --wait (default: the backend's).")
 @one_off_options
-def submit(job: tuple[str, ...], backend: Optional[str], profile: Optional[str], wait: bool, poll: Optional[float],
-           **one_off_flags: Any) -> None:
+def submit(job: tuple[str, ...], backend: Optional[str], profile: Optional[str], max_queue: Optional[str], wait: bool,
+           poll: Optional[float], **one_off_flags: Any) -> None:
     """Create JOB_FILE's job (or a one-off job's) on the backend; prints the job id and console URL.
+
+    With several profiles (--profile a,b,c or a group), tries them in turn: skips those that cannot
+    express the job, moves on when a cloud refuses for quota or capacity, and prints each attempt.
+    Every submit is recorded in the job ledger (omnidist jobs).
 
     \b
     Examples:
       omnidist submit job.yaml --profile gcp --wait
       omnidist submit job.yaml --backend azure_ml
+      omnidist submit job.yaml --profile gcp,azure --max-queue 30m
       omnidist submit -p gcp --nodes 2 --accelerator A100:8 --image IMG -- python train.py
     """
-    from omnidist import api
+    from omnidist.placement import failover
 
-    handle = api.submit(one_off(job, **one_off_flags), backend=backend, profile=profile)
+    handle = failover.submit(one_off(job, **one_off_flags), backend=backend, profile=profile, max_queue=max_queue)
     click.echo(handle.id)
     if handle.url:
         click.echo(handle.url)
@@ -179,11 +186,12 @@ def _follow(handle: Any, poll: Optional[float]) -> None:
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
 @profile_option
 def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
-    """Print a submitted job's state (a tuning job's trials too).
+    """Print a submitted job's state (a tuning job's trials too): by id, or by name (the job ledger
+    knows its backend and profile).
 
     \b
     Examples:
@@ -196,12 +204,12 @@ def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
 @profile_option
 @click.option("--follow", "-f", is_flag=True, help="Keep streaming until the job ends.")
 def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bool) -> None:
-    """Print a submitted job's logs.
+    """Print a submitted job's logs: by id, or by name (the job ledger knows its backend and profile).
 
     \b
     Examples:
@@ -214,11 +222,11 @@ def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bo
 
 
 @click.command()
-@click.argument("job_id")
+@click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
 @profile_option
 def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
-    """Cancel a submitted job (nothing happens if it already ended).
+    """Cancel a submitted job, by id or by name (nothing happens if it already ended).
 
     \b
     Examples:
@@ -226,8 +234,9 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
     """
     from omnidist import api
 
-    api.attach(job_id, backend=backend, profile=profile).cancel()
-    click.echo(f"cancel requested for {job_id}")
+    handle = api.attach(job_id, backend=backend, profile=profile)
+    handle.cancel()
+    click.echo(f"cancel requested for {handle.id}")
 
 
 @click.command()

@@ -19,16 +19,21 @@ from omnidist.cli.common import BACKENDS, FRAMEWORKS
 def import_command(native_file: str, source: Optional[str], framework: Optional[str]) -> None:
     """Turn a native job spec (NATIVE_FILE) into a portable job; prints its YAML.
 
+    A file holding several training jobs (Kubernetes manifests) prints one portable job per
+    training job, as a YAML stream (``---`` between them).
+
     \b
     Examples:
       omnidist import customjob.json > job.yaml
       omnidist import config.yaml --from ai_platform --framework tensorflow
+      omnidist import pytorchjobs.yaml --from kubernetes
     """
     from omnidist import migration
-    from omnidist.migration.imports import import_job
+    from omnidist.migration.imports import import_jobs
 
-    job, source, entries = import_job(native_file, source, framework)
-    click.echo(migration.job_yaml_with_comments(job, entries, source, native_file), nl=False)
+    parts, source = import_jobs(native_file, source, framework)
+    click.echo("---\n".join(migration.job_yaml_with_comments(job, entries, source, native_file)
+                            for job, entries in parts), nl=False)
 
 
 @click.command("migrate")
@@ -52,6 +57,8 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     mapped exactly, what was inferred or approximated, what changed or was dropped. With
     --strict, a drop or a change in meaning prints the report and exits 3. With -o json,
     stderr is one JSON document, errors included: the report, or an ``error`` object.
+    A file holding several training jobs compiles each: the requests as a YAML stream, one
+    report per job (a JSON list with -o json).
 
     \b
     Examples:
@@ -64,8 +71,8 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     from omnidist.migration.report import StrictMigrationError
 
     try:
-        compiled, report = migration.migrate(native_file, source, target, strict=strict, framework=framework,
-                                             image=image, profile=profile, command=command)
+        results = migration.migrate_all(native_file, source, target, strict=strict, framework=framework,
+                                        image=image, profile=profile, command=command)
     except OmnidistError as exc:
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
@@ -75,10 +82,20 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
         sys.exit(exc.exit_code)
-    click.echo(compiled.render())
-    on = style.enabled() and output != "json"
-    click.echo(json.dumps(report.to_dict(), indent=2) if output == "json" else style.report(report, on), err=True,
-               color=on)
+    if len(results) == 1:
+        click.echo(results[0][0].render())
+    else:  # a YAML stream (JSON documents are YAML too)
+        click.echo("---\n".join(compiled.render().rstrip("\n") + "\n" for compiled, _ in results), nl=False)
+    if output == "json":
+        reports = [report.to_dict() for _, report in results]
+        click.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2), err=True)
+        return
+    on = style.enabled()
+    for i, (compiled, report) in enumerate(results):
+        if len(results) > 1:
+            name = compiled.job.name if compiled.job is not None else ""
+            click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {name}", err=True)
+        click.echo(style.report(report, on), err=True, color=on)
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:

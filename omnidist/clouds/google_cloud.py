@@ -124,7 +124,8 @@ def translate_storage_error(exc: BaseException, backend: str) -> Optional[Backen
 
 def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translate: Translate) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
-    folder uploaded (unless its content is already there) and its hash filled in.
+    folder uploaded to the settings' ``staging_bucket`` (unless its content is already there) and
+    its hash filled in (:func:`omnidist.submission.staging.stage_code` over Cloud Storage).
 
     Args:
         compiled: the compiled job (its ``job`` names the code folder).
@@ -132,43 +133,30 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
         credentials: google.auth credentials for the upload.
         translate: the backend's translation of the storage client's errors.
     """
-    settings = client.settings
-
-    def call(fn: Any) -> Any:
-        return client.call(fn, translate=translate)
+    from omnidist.submission import staging  # settings checks import this module; only staging packs
 
     job = compiled.job
-    folder = code_data.code_folder(job) if job is not None else None
-    if folder is None:
+    if job is None or code_data.code_folder(job) is None:
         return compiled.request
-    import logging
+    settings = client.settings
+    bucket = storage_client(settings, credentials)
 
-    from omnidist.submission import packaging  # settings checks import this module; only staging packs
-
-    log = logging.getLogger(LOGGER)
-
-    package = packaging.pack(folder)
-    try:
-        uri = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}".replace(
-            code_data.CODE_HASH, package.sha256
-        )
+    def blob(uri: str) -> Any:
         bucket_name, name = split_gs(uri)
-        blob = storage_client(settings, credentials).bucket(bucket_name).blob(name)
+        return bucket.bucket(bucket_name).blob(name)
 
-        def upload(stream: BinaryIO, size: int) -> None:
-            from google.api_core import exceptions
+    def upload(uri: str, stream: BinaryIO, size: int) -> None:
+        import logging
 
-            stream.seek(0)  # a retried upload starts from the first byte again
-            try:
-                blob.upload_from_file(stream, size=size, content_type="application/gzip", if_generation_match=0,
-                                      checksum="md5", timeout=settings.request_timeout_s, retry=None)
-            except exceptions.PreconditionFailed:  # the same content got there first
-                log.info("code %s was uploaded meanwhile", package.sha256[:12])
+        from google.api_core import exceptions
 
-        uploaded = packaging.upload_once(
-            package, exists=lambda: call(lambda: blob.exists(timeout=settings.request_timeout_s, retry=None)),
-            upload=lambda stream, size: call(lambda: upload(stream, size)), what=uri)
-        log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
-    finally:
-        package.remove()
-    return code_data.fill_code_hash(compiled.request, package.sha256)
+        try:
+            blob(uri).upload_from_file(stream, size=size, content_type="application/gzip", if_generation_match=0,
+                                       checksum="md5", timeout=settings.request_timeout_s, retry=None)
+        except exceptions.PreconditionFailed:  # the same content got there first
+            logging.getLogger(LOGGER).info("code %s was uploaded meanwhile", uri)
+
+    store = staging.ObjectStore(exists=lambda uri: blob(uri).exists(timeout=settings.request_timeout_s, retry=None),
+                                upload=upload, translate=translate)
+    template = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}"
+    return staging.stage_code(compiled, client, store, template)

@@ -135,18 +135,27 @@ def fill_code_hash(request: Any, sha256: str) -> Any:
 # --- code ----------------------------------------------------------------------------------------
 
 def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings_path: str,
-                    notes: list[Note]) -> str:
-    """Where a local code folder goes at submit (``<staging_bucket>/omnidist/code/<sha256>.tar.gz``),
-    with a note saying so.
+                    notes: list[Note], *, object_name: str = CODE_OBJECT,
+                    form: str = "gs://BUCKET[/PATH]") -> str:
+    """Where a local code folder goes at submit (``<staging_bucket>/<object_name>``, by default
+    ``omnidist/code/<sha256>.tar.gz``), with a note saying so.
+
+    Args:
+        job: the job (its ``code`` folder).
+        staging_bucket: the backend's staging location (any object store's URI).
+        settings_path: where the backend's settings live (``backends.vertex``), for the error.
+        notes: where the note goes.
+        object_name: the object's name under the bucket, with :data:`CODE_HASH` in it.
+        form: how the backend's staging locations are written, for the error (``s3://BUCKET``).
 
     Raises:
         ValidationError: no staging bucket is set (exit 2, naming the setting).
     """
     if not staging_bucket:
         raise ValidationError(f"the code folder {job.code} is uploaded at submit to the staging bucket: set "
-                              f"{settings_path}.staging_bucket (gs://BUCKET[/PATH]) or staging_bucket in the profile",
+                              f"{settings_path}.staging_bucket ({form}) or staging_bucket in the profile",
                               source=job.source, path=f"{settings_path}.staging_bucket")
-    uri = f"{staging_bucket.rstrip('/')}/{CODE_OBJECT}"
+    uri = f"{staging_bucket.rstrip('/')}/{object_name}"
     notes.append(Note(kind=NoteKind.HINT, field="code", message=f"{job.code} is packed at submit and uploaded "
                       f"once per content to {uri} ({CODE_HASH}: the SHA-256 of its files)"))
     return uri
@@ -256,8 +265,8 @@ def _version_key(version: str) -> tuple:
 
 def default_output_base(job: DistributedJob, configured: Optional[str], staging_bucket: Optional[str],
                         setting: str, notes: list[Note]) -> Optional[str]:
-    """Where ``default`` outputs go on a Google backend: the configured folder, else one under
-    the staging bucket (noted), else None."""
+    """Where ``default`` outputs go: the configured folder, else one under the staging bucket
+    (noted), else None."""
     if configured:
         return configured.rstrip("/")
     if not staging_bucket:

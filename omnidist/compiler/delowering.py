@@ -25,6 +25,7 @@ from omnidist.errors import NotPortableError, UnsupportedFeatureError, Validatio
 from omnidist.model import serde
 from omnidist.model.data import NO_ACCELERATOR
 from omnidist.model.features import Feature
+from omnidist.model.fields import ENV_NAME
 from omnidist.model.job import NAME_PATTERN
 from omnidist.model.roles import INHERITS_FROM_PRIMARY, Accelerator, EffectiveRole, Role, RoleName
 
@@ -228,6 +229,39 @@ def dropped_note(field: str, message: str) -> Note:
     return Note(kind=NoteKind.DROPPED, field=field, message=message)
 
 
+def portable_env(env: Mapping[str, str], field: str, notes: list[Note]) -> dict[str, str]:
+    """The variables of a native ``env`` whose names every platform takes (letters, digits and
+    ``_``, :data:`~omnidist.model.fields.ENV_NAME`).
+
+    Kubernetes and Azure ML also take ``.`` and ``-`` in a name; Vertex, SageMaker and a shell do
+    not, so such a variable cannot move. It is left out with a ``dropped`` note naming it, not
+    refused: the file its platform accepts still imports.
+    """
+    kept: dict[str, str] = {}
+    for name, value in env.items():
+        if ENV_NAME.match(name):
+            kept[name] = value
+        else:
+            notes.append(Note(kind=NoteKind.DROPPED, field=f"{field}.{name}", message=(
+                f"{name!r} is not a name every platform takes (letters, digits, _): rename it to move it")))
+    return kept
+
+
+def trials_at_once(max_trials: int, parallel: int, field: str, notes: list[Note]) -> int:
+    """Trials at a time as the portable job holds them: no more than the trials in all.
+
+    Every tuning service accepts a parallel count above the total and simply starts them all at
+    once, so the importer reads it that way too (``approximated``) rather than refusing a file the
+    service runs.
+    """
+    if isinstance(max_trials, int) and isinstance(parallel, int) and 1 <= max_trials < parallel:
+        notes.append(Note(kind=NoteKind.APPROXIMATED, field="tuning.parallel_trials", message=(
+            f"{field} {parallel} is more than the {max_trials} trials in all; the service starts them "
+            f"all at once, so {max_trials}")))
+        return max_trials
+    return parallel
+
+
 def cannot_hold(subject: str, message: str, hint: str = "", *,
                 feature: Feature = Feature.NATIVE) -> NotPortableError:
     """The error for what a native spec holds and the portable job cannot (exit 3): ``subject``
@@ -235,7 +269,7 @@ def cannot_hold(subject: str, message: str, hint: str = "", *,
     return NotPortableError(feature, message, hint, subject=subject)
 
 
-TPU_MESSAGE = "TPUs are not portable: no other cloud runs TPU jobs"
+TPU_MESSAGE = "omnidist does not import TPU jobs yet (Vertex, legacy AI Platform and GKE run them)"
 """What an importer says about a TPU (a TPU machine, accelerator or runtime setting)."""
 
 TPU_HINT = "Rewrite the job for GPUs to move it."

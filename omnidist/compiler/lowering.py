@@ -17,7 +17,15 @@ import attrs
 
 from omnidist.errors import Problem, ValidationError
 from omnidist.model.job import DistributedJob
-from omnidist.model.roles import EffectiveRole, RoleName, effective_role, has_gpus, processes_per_node, replica_count
+from omnidist.model.roles import (
+    AUTO,
+    EffectiveRole,
+    RoleName,
+    effective_role,
+    has_gpus,
+    processes_per_node,
+    replica_count,
+)
 
 # --- Reduction Server sizing ---------------------------------------------------------------------
 
@@ -131,10 +139,19 @@ def _reducers_need_gpu_trainers(job: DistributedJob) -> Optional[Problem]:
                    f"have no accelerator: {', '.join(without)}; give them one or remove reduction_servers")
 
 
+def _tensorflow_runs_one_process_per_node(job: DistributedJob) -> Optional[Problem]:
+    if job.framework.value != "tensorflow" or job.processes_per_node in (AUTO, 1):
+        return None
+    return Problem("processes_per_node",
+                   f"a TensorFlow job runs one process per node (tf.distribute drives the node's GPUs from it), "
+                   f"got {job.processes_per_node}; remove processes_per_node")
+
+
 PORTABLE_RULES = (
     _reducers_run_without_accelerators,
     _reducers_or_parameter_servers,
     _reducers_need_gpu_trainers,
+    _tensorflow_runs_one_process_per_node,
 )
 """Rules a job breaks on every backend alike, each a function of the job returning the
 problem (or ``None``); each looks only at the roles it is about, so a job without them costs

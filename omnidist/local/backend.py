@@ -22,7 +22,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Optional
 import attrs
 
 from omnidist.backend.contract import Backend, Capabilities
-from omnidist.backend.values import CompiledJob, JobState, JobStatus, Note, NoteKind
+from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
 from omnidist.local import code_data, emulated, gpus, plan, runner
 from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
@@ -31,7 +31,7 @@ from omnidist.local.runs import RunDir, runs_root
 from omnidist.model import accelerators
 from omnidist.model.features import Feature, NoteCode
 from omnidist.model.job import DistributedJob, Framework
-from omnidist.model.roles import Role, RoleName
+from omnidist.model.roles import Role, RoleName, effective_roles, replica_count
 from omnidist.runtime import hints, platforms
 
 if TYPE_CHECKING:  # compiling for local loads no submission code
@@ -200,6 +200,19 @@ class LocalBackend(Backend):
             tuning.check(job.tuning)
             request["tuning"] = tuning.describe(job)
         return CompiledJob(backend=self.name, request=request, diagnostics=notes, format=self.output_format, job=job)
+
+    def footprint(self, compiled: CompiledJob, settings: LocalSettings) -> Optional[Footprint]:
+        """Every replica on this machine, for nothing; offered when the machine has the GPUs the
+        training replicas need (each process one), unknown for a job without GPUs."""
+        job = compiled.job
+        if job is None:
+            return None
+        pools = [Pool(role=role.name.value, replicas=replica_count(job, role.name) or 1, machine="this machine",
+                      accelerator=role.accelerator.type if role.accelerator else None,
+                      count=role.accelerator.count if role.accelerator else 0) for role in effective_roles(job)]
+        needed = sum(p.count * p.replicas for p in pools)
+        offered = len(gpus.visible_gpus()) >= needed if needed else None
+        return Footprint(service="local", region=None, pools=pools, offered=offered)
 
     def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
         """A job from a local plan: roles by replica count, the primary's command, the job's env.

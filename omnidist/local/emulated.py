@@ -128,7 +128,9 @@ def _data_kept_local(job: DistributedJob) -> DistributedJob:
 
 def _compiled(job: DistributedJob, emulate: str) -> CompiledJob:
     driver = registry.get(emulate)
-    settings = config.settings_for(driver.settings_type, emulate, config.Target(backend=emulate), job)
+    block = job.backends.get(emulate, {})
+    stand_ins = {k: v for k, v in driver.emulation_settings.items() if k not in block}
+    settings = config.settings_for(driver.settings_type, emulate, config.Target(backend=emulate), job, stand_ins)
     needs_image = any(not r.image for r in effective_roles(job) if r.name is not RoleName.REDUCTION_SERVERS)
     target = attrs.evolve(job, image=job.image or PLACEHOLDER_IMAGE) if needs_image else job
     target = _data_kept_local(target)

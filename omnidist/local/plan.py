@@ -18,6 +18,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.backend.values import Note, NoteKind
+from omnidist.compiler.launchers import start_processes
 from omnidist.errors import ValidationError
 from omnidist.local import code_data, environments
 from omnidist.local.emulated import Native, job_facts, native
@@ -26,7 +27,7 @@ from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
 from omnidist.model.features import NoteCode
 from omnidist.model.job import DistributedJob
-from omnidist.model.roles import RoleName, effective_role, effective_roles, processes_per_node
+from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_role, effective_roles, processes_per_node
 from omnidist.runtime import platforms
 from omnidist.runtime.launch import carry_processes_per_node
 
@@ -36,7 +37,6 @@ PREVIEW_PORT = 29500
 PYTHON_NAMES = frozenset({"python", "python3"})
 """Program names replaced by the interpreter running omnidist (or the ``python`` setting)."""
 
-TRAINING_ROLES = frozenset({RoleName.PRIMARY, RoleName.WORKERS})
 """Roles whose replicas are nodes of the training world (they get GPUs)."""
 
 
@@ -168,6 +168,8 @@ def _argv(command: tuple[str, ...], args: tuple[str, ...], python: Optional[str]
     argv = (*command, *args)
     if argv and argv[0] in PYTHON_NAMES:
         argv = (python or sys.executable, *argv[1:])
+    elif argv and argv[0] == "omnidist":  # this interpreter's omnidist, whether or not it is on PATH
+        argv = (python or sys.executable, "-m", "omnidist.cli", *argv[1:])
     return argv
 
 
@@ -219,6 +221,9 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
         command = role.command
         if not platforms.emulation(settings.emulate).ENV_FIELD:  # no field for the hint: the command carries it
             command = carry_processes_per_node(command, processes_per_node(job))
+        if slot.role in TRAINING_ROLES and slot.processes == 1:  # the platform starts one: as compile, a launcher
+            program = _argv(command, (), settings.python)  # the launcher's processes run this interpreter too
+            command = start_processes(job, program, processes_per_node(job), settings.emulate)[0]
         gpu = {} if visible is None else {GPU_VARIABLE: visible}
         env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
         specs.append(ReplicaSpec(role=slot.role.singular, index=slot.index, cwd=cwd, env=env,

@@ -40,7 +40,7 @@ from omnidist.local import plan, runner
 from omnidist.local.plan import ReplicaSpec
 from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob
-from omnidist.model.tuning import Algorithm, Goal, ParameterType, Scale, Tuning
+from omnidist.model.tuning import RANGE_TYPES, Algorithm, Goal, ParameterType, Scale, Tuning
 from omnidist.runtime import platforms
 from omnidist.runtime.trials import HYPERTUNE_FILE, METRICS_FILE, TRIAL
 
@@ -153,8 +153,13 @@ def suggest(trial: Any, tuning: Tuning) -> dict[str, Any]:
     """The trial's values, one per parameter."""
     values: dict[str, Any] = {}
     for name, p in tuning.parameters.items():
-        log = p.scale is Scale.LOG
-        if p.type is ParameterType.DOUBLE:
+        log = p.scale is not Scale.LINEAR
+        if p.type in RANGE_TYPES and p.scale is Scale.REVERSE_LOG and tuning.algorithm is not Algorithm.GRID:
+            # optuna has no reverse log scale: draw on a log scale, then mirror it (min + max - x), so
+            # values near max come up as often as log puts them near min
+            suggest_range = trial.suggest_float if p.type is ParameterType.DOUBLE else trial.suggest_int
+            values[name] = p.min + p.max - suggest_range(f"{name} (mirrored)", p.min, p.max, log=True)
+        elif p.type is ParameterType.DOUBLE:
             values[name] = trial.suggest_float(name, p.min, p.max, log=log)
         elif p.type is ParameterType.INTEGER:
             values[name] = trial.suggest_int(name, p.min, p.max, log=log)

@@ -11,6 +11,8 @@ The steps, one module each, each reporting what it did:
    the target's compiler once;
 4. :mod:`~omnidist.migration.entries`: which machine the target chose for each role (its request
    read back), the region, and what mapped exactly;
+5. :mod:`~omnidist.migration.readback`: the target's request read back with its own importer and
+   compared with the source job; a difference no other line covers becomes a ``changed`` line;
 
 and :mod:`~omnidist.migration.report` holds the report they write. ``--strict`` refuses any drop
 or change in meaning. A machine picked for the same accelerator type and count is not a change
@@ -27,10 +29,11 @@ from omnidist.backend import registry
 from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
-from omnidist.migration.imports import import_job
+from omnidist.migration.imports import import_job, import_jobs
 from omnidist.migration.move import move_job
 from omnidist.migration.native import Native, detect_backend
 from omnidist.migration.plan import compile_dropping
+from omnidist.migration.readback import read_back, unreported
 from omnidist.migration.report import (
     Fidelity,
     MigrationReport,
@@ -42,7 +45,8 @@ from omnidist.migration.report import (
 from omnidist.model.job import DistributedJob, Framework, job_to_yaml
 
 __all__ = [
-    "Fidelity", "MigrationReport", "ReportEntry", "StrictMigrationError", "detect_backend", "import_native", "migrate",
+    "Fidelity", "MigrationReport", "ReportEntry", "StrictMigrationError", "detect_backend", "import_all",
+    "import_native", "migrate", "migrate_all",
 ]
 
 
@@ -104,14 +108,61 @@ def migrate(
             (an image only the source has, without ``image``, among them).
         ValidationError: when the native spec is malformed, or no ``target`` is named.
     """
+    _check_target(target)
+    imported, source, entries = import_job(native, source, framework)
+    return _move(imported, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
+                 command=command)
+
+
+def import_all(
+    native: Union[Mapping[str, Any], str, os.PathLike[str], Any],
+    backend: Optional[str] = None,
+    *,
+    framework: Optional[str] = None,
+) -> list[DistributedJob]:
+    """Every training job of a native spec as a portable job: one for most specs, one per job of
+    a file holding several (a Kubernetes YAML stream with two PyTorchJobs gives two). Arguments
+    and errors as :func:`import_native`."""
+    return [job for job, _ in import_jobs(native, backend, framework)[0]]
+
+
+def migrate_all(
+    native: Native,
+    source: Optional[str] = None,
+    target: Optional[str] = None,
+    *,
+    strict: bool = False,
+    framework: Optional[Union[Framework, str]] = None,
+    image: Optional[str] = None,
+    profile: Optional[str] = None,
+    settings: Optional[Mapping[str, Any]] = None,
+    command: Optional[str] = None,
+) -> list[tuple[CompiledJob, MigrationReport]]:
+    """:func:`migrate` for every training job of the spec (SPEC §10): one compiled request and
+    report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
+    the first job that breaks it raises."""
+    _check_target(target)
+    parts, source = import_jobs(native, source, framework)
+    return [_move(job, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
+                  command=command) for job, entries in parts]
+
+
+def _check_target(target: Optional[str]) -> None:
     if not target:
         raise ValidationError(f"name the backend to migrate to (target=…, or --to): {', '.join(registry.installed())}")
-    imported, source, entries = import_job(native, source, framework)
+
+
+def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], target: str, *, strict: bool,
+          image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
+          command: Optional[str]) -> tuple[CompiledJob, MigrationReport]:
+    """Steps 2-5 for one imported job (see the module docstring)."""
     job, entries = move_job(imported, source, target, image, command, entries)
     compiled, final, given_up = compile_dropping(job, target, profile, settings)
-    machines, consumed = machine_entries(imported, final, compiled, source, target)
+    readback = read_back(compiled, target)
+    machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
+    entries += unreported(imported, readback, target, entries)
     entries += exact_entries(final, entries, imported)
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:

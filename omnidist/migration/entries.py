@@ -12,10 +12,8 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import api
-from omnidist.backend import registry
 from omnidist.backend.values import CompiledJob, Note
 from omnidist.compiler.delowering import shorten
-from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.migration.move import machines_named
 from omnidist.migration.report import ReportEntry
 from omnidist.model import serde
@@ -45,13 +43,11 @@ def _same_gpus(a: Optional[Accelerator], b: Optional[Accelerator]) -> bool:
 
 
 def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: CompiledJob, source: str,
-                    target: str) -> tuple[list[ReportEntry], set[Note]]:
+                    target: str, readback: Optional[DistributedJob]) -> tuple[list[ReportEntry], set[Note]]:
     """One entry per role whose machine the target chose: the machine, what the source ran, and
     why (the target's own note, which is consumed). Reading the target's request back with its
-    importer tells the GPUs the machine really has: another model or count is a change in meaning."""
-    try:
-        readback, _ = registry.get(target).import_with_notes(compiled.request)
-    except (ValidationError, UnsupportedFeatureError):  # pragma: no cover - compilers write what importers read
+    importer (``readback``) tells the GPUs the machine really has: another model or count is a change in meaning."""
+    if readback is None:  # pragma: no cover - compilers write what their importers read
         return [], set()
     chosen, before, carried = (
         machines_named(readback, target),
@@ -134,7 +130,8 @@ def exact_entries(job: DistributedJob, entries: list[ReportEntry],
     """What mapped exactly: each role that kept its replicas and hardware, and each job-wide
     field that no other entry mentions."""
     spoken = {part for e in entries for part in e.field.split(".")}
-    changed = {e.field.split(".")[0] for e in entries if e.fidelity.breaks_strict or "." not in e.field}
+    changed = {e.field.split(".")[0] for e in entries
+               if e.fidelity.breaks_strict or "." not in e.field or e.field.endswith((".cpus", ".memory_gb"))}
     found = [ReportEntry(fidelity="exact", field=r.name.value,
                          message=f"{r.replicas} replica(s), {_hardware(_as_imported(r, imported))}")
              for r in effective_roles(job) if r.name.value not in changed]

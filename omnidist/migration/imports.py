@@ -1,5 +1,6 @@
 """Step 1 of a migration: import the native spec with the source backend's importer, then settle
-the framework (the flag's, or one inferred when the spec names none)."""
+the framework (the flag's, or one inferred when the spec names none) and the processes per node
+(a launcher line in the command read back into the program and its count, SPEC §10)."""
 
 from __future__ import annotations
 
@@ -8,10 +9,13 @@ from typing import Optional, Union
 import attrs
 
 from omnidist.backend import registry
-from omnidist.errors import ValidationError
+from omnidist.compiler.delowering import shorten
+from omnidist.compiler.launchers import read_launcher
+from omnidist.errors import Problem, ValidationError
 from omnidist.migration.native import Native, detect_backend, read_native
-from omnidist.migration.report import ReportEntry, entry_for
+from omnidist.migration.report import Fidelity, ReportEntry, entry_for
 from omnidist.model.job import DistributedJob, Framework
+from omnidist.model.roles import AUTO, RoleName, auto_processes, processes_per_node
 
 _IMAGE_HINTS = (
     ("deepspeed", Framework.DEEPSPEED),
@@ -37,6 +41,22 @@ def infer_framework(job: DistributedJob) -> tuple[Framework, str]:
     return Framework.CUSTOM, "nothing in the spec says; set it with --framework (pytorch, tensorflow, …)"
 
 
+def check_json(filename: str) -> None:
+    """A ``.json`` file for a backend whose tools read JSON strictly must be JSON.
+
+    Raises:
+        ValidationError: naming the file and where its JSON breaks.
+    """
+    import json
+    from pathlib import Path
+
+    try:
+        json.loads(Path(filename).read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValidationError(f"not JSON ({exc}); its cloud's own tools read .json files as strict JSON",
+                              source=filename) from None
+
+
 def import_job(
     native: Native,
     source: Optional[str] = None,
@@ -45,26 +65,137 @@ def import_job(
     """Import a native spec: the job, the source backend's name, and what was inferred.
 
     The framework is ``framework`` when given; a spec that names none (the importer gave
-    ``custom``) gets one from :func:`infer_framework`, replacing the importer's own remark.
+    ``custom``) gets one from :func:`infer_framework`, replacing the importer's own remark. A
+    file holding several training jobs gives its first (the others are noted as dropped;
+    :func:`import_jobs` reads each).
     """
     data, filename = read_native(native)
+    explicit = source is not None
+    source = _source(data, source, filename)
+    job, entries = _import_one(data, filename, source, framework, explicit)
+    return job, source, entries
+
+
+def import_jobs(
+    native: Native,
+    source: Optional[str] = None,
+    framework: Optional[Union[Framework, str]] = None,
+) -> tuple[list[tuple[DistributedJob, list[ReportEntry]]], str]:
+    """Every training job of a native spec (SPEC §10: a YAML stream of several jobs gives one
+    portable job per job), each with what was inferred, and the source backend's name."""
+    data, filename = read_native(native)
+    explicit = source is not None
+    source = _source(data, source, filename)
+    parts = registry.get(source).split_jobs(data)
+    return [_import_one(part, filename, source, framework, explicit) for part in parts], source
+
+
+def _looks_like(data: object, source: str) -> Optional[str]:
+    """The one other backend that recognizes ``data``, if detection disagrees with ``source``."""
+    try:
+        detected = detect_backend(data)
+    except ValidationError:
+        return None
+    return detected if detected != source else None
+
+
+def _source(data: object, source: Optional[str], filename: Optional[str]) -> str:
     try:
         source = source or detect_backend(data)
-        job, notes = registry.get(source).import_with_notes(data)
+        if registry.get(source).strict_json and filename and filename.endswith(".json"):
+            check_json(filename)
+        return source
     except ValidationError as exc:
         raise (exc if exc.source else exc.with_source(filename)) from None
+
+
+def _import_one(data: object, filename: Optional[str], source: str, framework: Optional[Union[Framework, str]],
+                explicit: bool = False) -> tuple[DistributedJob, list[ReportEntry]]:
+    try:
+        job, notes = registry.get(source).import_with_notes(data)
+    except ValidationError as exc:
+        problems = exc.problems
+        other = _looks_like(data, source) if explicit else None
+        if other is not None:  # a wrong --from: say whose spec it is before that backend's schema errors
+            problems = (Problem("--from", f"this looks like a {other} spec, not {source}: pass --from {other} "
+                                          "(or leave --from out to detect it)"), *problems)
+        raise ValidationError(problems, source=exc.source or filename) from None
     entries = [entry_for(n) for n in notes]
+    job, unwrapped = unwrap_launchers(job)
+    entries += unwrapped
     if filename and job.source is None:  # a local code folder or input is relative to the native file
         job = attrs.evolve(job, source=filename)
     if framework is not None:
-        job = attrs.evolve(job, framework=framework)
+        job = with_framework(job, Framework(framework))
         entries = [e for e in entries if e.field != "framework"]
         entries.append(
             ReportEntry(fidelity="exact", field="framework", message=f"{job.framework.value} (from --framework)")
         )
     elif job.framework is Framework.CUSTOM:
         guessed, why = infer_framework(job)
-        job = attrs.evolve(job, framework=guessed)
+        job = with_framework(job, guessed)
         entries = [e for e in entries if e.field != "framework"]
         entries.append(ReportEntry(fidelity="inferred", field="framework", message=f"{guessed.value}: {why}"))
-    return job, source, entries
+    return job, entries
+
+
+def with_framework(job: DistributedJob, framework: Framework) -> DistributedJob:
+    """The job with another framework, running the processes per node it ran: ``auto`` means one
+    per accelerator for some frameworks and one per node for others (:func:`auto_processes`), so a
+    count the native job left implicit is written down when the new framework's ``auto`` differs."""
+    ran = processes_per_node(job)
+    job = attrs.evolve(job, framework=framework)
+    if job.processes_per_node == AUTO and auto_processes(framework.value, job.primary.accelerator) != ran:
+        job = attrs.evolve(job, processes_per_node=ran)
+    return job
+
+
+def _split(program: tuple[str, ...], args: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The program as ``(command, args)``, keeping ``args`` as the native job split it when they end it."""
+    if args and len(program) > len(args) and program[-len(args):] == args:
+        return program[: len(program) - len(args)], args
+    return program, ()
+
+
+def unwrap_launchers(job: DistributedJob) -> tuple[DistributedJob, list[ReportEntry]]:
+    """A launcher line in the command (``torchrun …``, ``python -m torch.distributed.run …``,
+    ``deepspeed …``, ``omnidist launch …``) read back into the program each process runs and the
+    processes per node it started: each target starts the node's processes its own way, so no
+    platform's launcher (a bare torchrun relies on the Kubeflow operator's ``PET_*`` variables)
+    travels with the job (SPEC §10). Options with no portable meaning are reported left behind."""
+    entries: list[ReportEntry] = []
+    changes: dict[str, object] = {}
+    processes = None
+    holders = [("", job.command, job.args)] + [
+        (f"{name.value}.", role.command, role.args or ())
+        for name in RoleName if (role := job.role(name)) is not None and role.command]
+    for prefix, command, args in holders:
+        launcher = read_launcher((*command, *args))
+        if launcher is None:
+            continue
+        new_command, new_args = _split(launcher.program, tuple(args))
+        if prefix:
+            role = job.role(prefix[:-1])
+            changes[prefix[:-1]] = attrs.evolve(role, command=new_command, args=new_args or None)
+        else:
+            changes.update(command=new_command, args=new_args)
+        if prefix in ("", "primary.") and launcher.processes is not None:
+            processes = launcher.processes
+        if launcher.kind != "omnidist" or launcher.wiring or launcher.other:
+            count = f"{launcher.processes} processes per node" if launcher.processes else "the processes per node"
+            wiring = (f"; its rendezvous ({', '.join(launcher.wiring)}) is each target launcher's own"
+                      if launcher.wiring else "")
+            entries.append(ReportEntry(
+                fidelity=Fidelity.APPROXIMATED, field=f"{prefix}command",
+                message=f"`{shorten(' '.join((*command, *args)), 60)}` read as the program "
+                        f"(`{shorten(' '.join(launcher.program), 40)}`) and {count}: every target starts a "
+                        f"node's processes its own way{wiring}"))
+        entries += [ReportEntry(fidelity=Fidelity.DROPPED, field=f"{prefix}command",
+                                message=f"{launcher.kind} option {option}: no portable equivalent")
+                    for option in launcher.other]
+    if not changes:
+        return job, []
+    job = attrs.evolve(job, **changes)
+    if processes is not None and processes != processes_per_node(job):
+        job = attrs.evolve(job, processes_per_node=processes)
+    return job, entries

@@ -13,10 +13,10 @@ import attrs
 
 from omnidist.backend import registry
 from omnidist.backend.contract import MigrationPolicy
-from omnidist.clouds import google_labels
 from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.needs import give_command, give_image
+from omnidist.migration.references import rewrite_bound_references
 from omnidist.migration.report import ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.job import DistributedJob
@@ -128,15 +128,18 @@ package memory differently (``n1-standard-4`` has 15 GB, ``Standard_D4s_v3`` 16 
 same class of machine should fit."""
 
 
-def size_for_target(job: DistributedJob, source: str) -> DistributedJob:
+def size_for_target(job: DistributedJob, source: str, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
     """Across providers, size each role whose source machine is known the way the target sizes one.
 
     A GPU role goes by its accelerator alone: the vCPUs and memory the importer read off that
     machine are one cloud's packaging, and would rule out the other cloud's machines for the
-    same GPUs. A CPU role keeps its vCPUs and asks for :data:`MEMORY_SLACK` of its memory.
+    same GPUs. A CPU role keeps its vCPUs and asks for :data:`MEMORY_SLACK` of its memory, and
+    the report says so where the target asks for that memory as it is (a Kubernetes pod, capped
+    there); a target that picks a machine for it (its policy's ``machine_setting``) reports the
+    machine instead.
     """
     named = machines_named(job, source)
-    roles = {}
+    roles, entries = {}, []
     for name in RoleName:
         role = job.role(name)
         effective = effective_role(job, name)
@@ -145,30 +148,36 @@ def size_for_target(job: DistributedJob, source: str) -> DistributedJob:
         if effective.accelerator:
             roles[name.value] = attrs.evolve(role, cpus=None, memory_gb=None)
         elif role.memory_gb is not None:
-            roles[name.value] = attrs.evolve(role, memory_gb=round(role.memory_gb * MEMORY_SLACK, 1))
-    return attrs.evolve(job, **roles)
+            memory = round(role.memory_gb * MEMORY_SLACK, 1)
+            roles[name.value] = attrs.evolve(role, memory_gb=memory)
+            if not policy(target).machine_setting:
+                entries.append(ReportEntry(fidelity="approximated", field=f"{name.value}.memory_gb", message=(
+                    f"{memory:g} GB, {MEMORY_SLACK:.0%} of the {named[name.value]}'s {role.memory_gb:g} GB: "
+                    "clouds package memory differently, so the same class of machine fits")))
+    return attrs.evolve(job, **roles), entries
 
 
 def labels_for_target(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
-    """For a target that holds labels to Google Cloud's rules (its policy's ``label_rules``), tags
-    those rules refuse (other clouds allow any) rewritten into valid labels
-    (:func:`omnidist.clouds.google_labels.rewrite`): each rewrite is a change (``--strict`` refuses it), each
-    tag beyond what a job can carry is dropped."""
-    if not policy(target).label_rules or not google_labels.problems(job.labels):
+    """For a target whose labels follow rules (its policy's ``label_rules``: Google Cloud's labels,
+    SageMaker's tags), tags those rules refuse (other clouds allow them) rewritten into valid
+    labels (:meth:`omnidist.model.labels.LabelRules.rewrite`): each rewrite is a change
+    (``--strict`` refuses it), each tag beyond what a job can carry is dropped."""
+    rules = policy(target).label_rules
+    if rules is None or not rules.problems(job.labels):
         return job, []
-    rewritten, changes = google_labels.rewrite(job.labels)
+    rewritten, changes = rules.rewrite(job.labels)
     entries = [
         ReportEntry(
             fidelity="changed",
             field=f"labels.{c.tag}",
-            message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({google_labels.RULES})",
+            message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({rules.summary})",
         )
         if c.key is not None
         else ReportEntry(
             fidelity="dropped",
             field=f"labels.{c.tag}",
-            message=f"{shorten(c.tag_value)}: a Google Cloud job carries at most {google_labels.MAX_JOB_LABELS} "
-            "labels besides omnidist's own",
+            message=f"{shorten(c.tag_value)}: a job carries at most {rules.max_job_labels} {rules.name} "
+            "besides omnidist's own",
         )
         for c in changes
     ]
@@ -189,8 +198,12 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
     if inputs:
         job, inlined = inline_inputs(job, inputs, f"backends.{source}.{key}")
         moved += inlined
+    if source != target:
+        job, bound = rewrite_bound_references(job, target)
+        moved += bound
     if not policy(source).shares_with(policy(target)) and source != target:
-        job = size_for_target(job, source)
+        job, sized = size_for_target(job, source, target)
+        moved += sized
     job, carried = carry_backend_block(job, source, target)
     job, relabelled = labels_for_target(job, target)
     job, code = carry_code(job, source, target)

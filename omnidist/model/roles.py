@@ -177,6 +177,9 @@ class Role:
 # --- inheritance: the role as each replica really gets it -------------------------------------
 
 
+TRAINING_ROLES = frozenset({RoleName.PRIMARY, RoleName.WORKERS})
+"""The roles whose nodes train together (the nodes ``processes_per_node`` counts on)."""
+
 INHERITS_FROM_PRIMARY = frozenset({RoleName.WORKERS, RoleName.EVALUATORS})
 """The roles that run the primary's program on the primary's hardware unless they say otherwise."""
 
@@ -274,12 +277,27 @@ def num_nodes(job: DistributedJob) -> int:
     return 1 + replica_count(job, RoleName.WORKERS)
 
 
+ONE_PROCESS_PER_NODE = frozenset({"tensorflow", "custom"})
+"""Frameworks whose ``processes_per_node: auto`` is one process per node: tf.distribute drives
+every GPU of a node from one process, and a custom program starts what it needs itself."""
+
+
+def auto_processes(framework: str, accelerator: Optional[Union[Accelerator, str]]) -> int:
+    """What ``processes_per_node: auto`` is for a ``framework`` (its value) on a node with
+    ``accelerator``: one per accelerator (1 without any) for the frameworks that run one process
+    per device (pytorch, deepspeed, horovod), 1 for those that run one per node
+    (:data:`ONE_PROCESS_PER_NODE`). Importers compare what a native job ran with it."""
+    if framework in ONE_PROCESS_PER_NODE or not isinstance(accelerator, Accelerator):
+        return 1
+    return accelerator.count
+
+
 def processes_per_node(job: DistributedJob) -> int:
-    """``processes_per_node``, with ``auto`` = the primary's accelerator count, else 1."""
+    """``processes_per_node``, with ``auto`` worked out (:func:`auto_processes`): the same N
+    processes start on every node of every backend (SPEC §10)."""
     if job.processes_per_node != AUTO:
         return job.processes_per_node
-    primary = job.primary.accelerator
-    return primary.count if primary else 1
+    return auto_processes(job.framework.value, job.primary.accelerator)
 
 
 def has_gpus(role: Optional[EffectiveRole]) -> bool:

@@ -324,12 +324,6 @@ def parse_yaml(text: str, *, source: str | None = None, documents: bool = False)
         raise ValidationError(f"{where}not valid YAML/JSON ({problem})", source=source) from None
 
 
-
-
-
-
-
-
 def read_document(path: str | os.PathLike[str]) -> Any:
     """Read any YAML/JSON document (native specs, configs) with the same error rules."""
     source = str(path)

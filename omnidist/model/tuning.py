@@ -24,10 +24,13 @@ class ParameterType(str, enum.Enum):
 
 
 class Scale(str, enum.Enum):
-    """How a range is searched: evenly (``linear``) or evenly in its logarithm (``log``)."""
+    """How a range is searched: evenly (``linear``), evenly in its logarithm (``log``: more of the
+    values tried near ``min``), or the mirror of that (``reverse_log``: more near ``max``; Vertex's
+    and AI Platform's ``UNIT_REVERSE_LOG_SCALE``, SageMaker's ``ReverseLogarithmic``)."""
 
     LINEAR = "linear"
     LOG = "log"
+    REVERSE_LOG = "reverse_log"
 
 
 class Goal(str, enum.Enum):
@@ -120,9 +123,9 @@ class Parameter:
         low, high = _number(self.min, "min", whole), _number(self.max, "max", whole)
         if low > high:  # min == max pins the value, as the clouds allow
             raise ValidationError(f"must be <= max ({high}), got {low}", path="min")
-        if self.scale is Scale.LOG and low <= 0:
-            raise ValidationError(f"scale: log needs min > 0 (the logarithm of {low} does not exist); "
-                                  "raise min or use scale: linear", path="min")
+        if self.scale is not Scale.LINEAR and low <= 0:
+            raise ValidationError(f"scale: {self.scale.value} needs min > 0 (the logarithm of {low} does not "
+                                  "exist); raise min or use scale: linear", path="min")
         return low, high
 
     def _list(self) -> tuple[Union[int, float, str], ...]:
@@ -149,7 +152,7 @@ class Parameter:
 
     def __str__(self) -> str:
         if self.type in RANGE_TYPES:
-            scale = ", log scale" if self.scale is Scale.LOG else ""
+            scale = "" if self.scale is Scale.LINEAR else f", {self.scale.value.replace('_', ' ')} scale"
             return f"{self.type.value} in [{self.min:g}, {self.max:g}]{scale}"
         shown = ", ".join(v if isinstance(v, str) else f"{v:g}" for v in self.values)
         return f"{self.type.value} of {shown}"

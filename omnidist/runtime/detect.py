@@ -66,16 +66,21 @@ from omnidist.runtime.view import ROLES, RuntimeContext
 def _with_data(ctx: RuntimeContext, env: Env, argv: Sequence[str]) -> RuntimeContext:
     """``inputs``, ``outputs`` and ``model_dir`` from the hints and each platform's own sources.
 
+    ``inputs``: the detected platform's own (its module's ``inputs(env)``, SageMaker's
+    ``SM_CHANNEL_*``), under the ``OMNIDIST_INPUT_*`` hints.
+
     ``model_dir``: the first folder a platform's own variable or argument names (its module's
     ``model_dir(env, argv)``, in detection order: a platform sets it only on its own machines),
     else ``OMNIDIST_MODEL_DIR``, else the output named ``model``, else the detected platform's
     ``default_model_dir()``.
     """
-    inputs = {k[len(hints.INPUT_PREFIX):]: v for k, v in env.items() if k.startswith(hints.INPUT_PREFIX)}
+    detected = platforms.named(ctx.platform)
+    own_inputs = detected.inputs(env) if hasattr(detected, "inputs") else {}
+    inputs = {**own_inputs, **{k[len(hints.INPUT_PREFIX):]: v for k, v in env.items()
+                               if k.startswith(hints.INPUT_PREFIX)}}
     outputs = {k[len(hints.OUTPUT_PREFIX):]: v for k, v in env.items() if k.startswith(hints.OUTPUT_PREFIX)}
     own = (m.model_dir(env, argv) for m in platforms.modules() if hasattr(m, "model_dir"))
     model_dir = next((d for d in own if d), None) or env.get(hints.MODEL_DIR) or outputs.get("model")
-    detected = platforms.named(ctx.platform)
     if model_dir is None and hasattr(detected, "default_model_dir"):
         model_dir = detected.default_model_dir()
     return dataclasses.replace(ctx, inputs=dict(sorted(inputs.items())), outputs=dict(sorted(outputs.items())),

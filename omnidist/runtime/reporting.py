@@ -15,7 +15,11 @@ go, the first that applies wins:
 3. A platform whose module says ``METRICS = "mlflow"`` (Azure ML): ``mlflow.log_metric(name,
    value, step=step)``, which the sweep reads as its ``primary_metric``; without ``mlflow`` installed, a
    warning says so (nothing crashes).
-4. Anywhere else nothing is listening: a warning, once.
+4. A platform whose module says ``METRICS = "logs"`` (SageMaker): one line per metric on standard
+   output, ``[omnidist] metric accuracy=0.91 step=100``
+   (:func:`omnidist.runtime.trials.metric_line`), which the tuner reads from the job's logs with the
+   pattern the compiler gave it (:func:`omnidist.runtime.trials.metric_regex`).
+5. Anywhere else nothing is listening: a warning, once.
 
 The channels and the trial id are in :mod:`omnidist.runtime.trials`.
 """
@@ -39,8 +43,10 @@ from omnidist.runtime.trials import (
     HYPERTUNE_FILE,
     HYPERTUNE_KEEP,
     HYPERTUNE_TRIAL,
+    LOGS,
     METRICS_FILE,
     MLFLOW,
+    metric_line,
 )
 
 _entries: dict[str, collections.deque] = {}
@@ -107,6 +113,17 @@ def log_mlflow(metrics: dict[str, float], step: Optional[int]) -> bool:
     return True
 
 
+def print_metrics(metrics: dict[str, float], step: Optional[int]) -> None:
+    """One :func:`~omnidist.runtime.trials.metric_line` per metric on standard output, flushed (a
+    tuner reading the logs sees it while the trial runs)."""
+    import sys
+
+    with _lock:
+        for name, value in metrics.items():
+            sys.stdout.write(metric_line(name, value, step) + "\n")
+        sys.stdout.flush()
+
+
 def report(step: Optional[int] = None, **metrics: float) -> str:
     """Report metrics of this trial to the platform's tuner (see the module docstring for where).
 
@@ -116,7 +133,7 @@ def report(step: Optional[int] = None, **metrics: float) -> str:
             is the one the tuner optimizes.
 
     Returns:
-        Where the metrics went: ``local``, ``hypertune``, ``mlflow`` or ``none``.
+        Where the metrics went: ``local``, ``hypertune``, ``mlflow``, ``logs`` or ``none``.
 
     Raises:
         ValueError: no metric, or a bad ``step``.
@@ -140,6 +157,10 @@ def report(step: Optional[int] = None, **metrics: float) -> str:
         return HYPERTUNE
     if channel == MLFLOW:
         return MLFLOW if log_mlflow(values, step) else "none"
+    if channel == LOGS:
+        print_metrics(values, step)
+        return LOGS
+    listening = ", ".join(m.NAME for m in platforms.modules() if getattr(m, "METRICS", None))
     _warn(f"no tuner is listening here (platform {ctx.platform}); {', '.join(values)} not recorded. "
-          "Inside omnidist run, Vertex AI, AI Platform or Azure ML it is.")
+          f"Inside omnidist run it is, and on these platforms: {listening}.")
     return "none"

@@ -76,3 +76,26 @@ def hypertune_trial_env(env: Mapping[str, str], trial: str) -> dict[str, str]:
             spec.setdefault("task", {})["trial"] = trial
             found[name] = json.dumps(spec)
     return found
+
+
+LOGS = "logs"
+"""A platform whose tuner reads metrics from the job's log lines with regular expressions (its
+module's ``METRICS``): :func:`omnidist.runtime.reporting.report` prints :func:`metric_line`, and the
+platform's compiler asks its tuner to match :func:`metric_regex`."""
+
+
+METRIC_LINE_PREFIX = "[omnidist] metric"
+"""How a metric line starts (what a log-reading tuner's pattern anchors on)."""
+
+
+def metric_line(name: str, value: float, step: Optional[int] = None) -> str:
+    """The log line that reports one metric: ``[omnidist] metric accuracy=0.91 step=100``."""
+    return f"{METRIC_LINE_PREFIX} {name}={value!r}" + (f" step={step}" if step is not None else "")
+
+
+def metric_regex(name: str) -> str:
+    """The regular expression whose one group captures ``name``'s value in a :func:`metric_line`
+    (the value runs to the next space; ``re`` and Java syntax alike)."""
+    import re
+
+    return re.escape(f"{METRIC_LINE_PREFIX} {name}=") + r"(\S+)"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import re
 import time
 import uuid
 from abc import ABC, abstractmethod
@@ -33,6 +34,7 @@ from omnidist.errors import (
     InvalidRequestError,
     NotFoundError,
     OmnidistError,
+    ShortageError,
     TransientBackendError,
 )
 from omnidist.submission import retry
@@ -72,6 +74,39 @@ class Idempotency(enum.Enum):
     NAME = "name"
     """The create is a PUT by a name chosen once per submit (the key): before every repeat the
     template looks the name up, so a create whose answer was lost or was an error is not sent again."""
+
+
+class Shortage(str, enum.Enum):
+    """Why a cloud refused a job that a placement may take elsewhere (SPEC §12)."""
+
+    QUOTA = "quota"
+    """An account limit: the GPUs, cores or jobs the project or subscription may use."""
+    CAPACITY = "capacity"
+    """The cloud has no machines of that kind left there (a stock-out)."""
+
+
+_RATE_LIMIT = re.compile(r"per (?:minute|second|hour)|rate exceeded|rate limit|too many requests|throttl", re.I)
+"""Words of a request-rate limit: retried in place, never a reason to move."""
+_QUOTA = re.compile(
+    r"exceeds? (?:the )?quota|quota (?:metrics )?exceed|quota (?:failure|limit|exhausted)|exceeded quota|"
+    r"insufficient quota|exceeds the allowed maximum|quota of \d+|quota exceeded|exceeding approved \S+ quota", re.I)
+"""Words of a resource quota refusal (the clouds' own texts, see docs/placement.md)."""
+_CAPACITY = re.compile(
+    r"resources are insufficient|insufficient (?:\S+ )?capacity|out of capacity|no (?:more )?capacity|stock-?out|"
+    r"resource.pool.exhausted|unable to provision|temporarily unavailable in|not enough capacity", re.I)
+"""Words of a capacity refusal."""
+
+
+def shortage_in(text: str) -> Optional[Shortage]:
+    """The shortage a cloud's message speaks of: a quota, a capacity stock-out, or ``None`` (also
+    for a request-rate limit, which says "per minute" or "rate")."""
+    if not text or _RATE_LIMIT.search(text):
+        return None
+    if _QUOTA.search(text):
+        return Shortage.QUOTA
+    if _CAPACITY.search(text):
+        return Shortage.CAPACITY
+    return None
 
 
 @attrs.frozen(kw_only=True)
@@ -248,6 +283,30 @@ class Client(ABC, Generic[N]):
         return ConflictError(f"a job with this id already exists and this submit did not make it ({exc})",
                              backend=self.name, status=409)
 
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """Whether a refused create is the cloud's lack of quota or capacity (a placement then moves
+        on to its next profile), given the SDK's exception and its translation.
+
+        A plugin refines this with its cloud's own codes. The default reads the message
+        (:func:`shortage_in`) of an error that is not retried in place: a 5xx or a dropped
+        connection is transient, and a 429 that carries ``Retry-After`` or speaks of a request
+        rate is a rate limit (retried as any other); a 429 that names a resource quota is not."""
+        if error.retry_after is not None or (isinstance(error, TransientBackendError) and error.status != 429):
+            return None
+        return shortage_in(error.detail)
+
+    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[ShortageError]:
+        """Whether a created job that has not started says the cloud lacks quota or capacity for it
+        (a placement watching it with ``--max-queue`` moves on): the shortage, as the error the
+        placement reports, or ``None``. Requests go through :meth:`call`. The default reads a failed
+        job's message (:func:`shortage_in`)."""
+        found = shortage_in(status.message) if status.state is JobState.FAILED else None
+        return self.shortage_error(found, status.message) if found else None
+
+    def shortage_error(self, shortage: Shortage | str, message: str) -> ShortageError:
+        """The error a placement reports for a shortage this cloud met."""
+        return ShortageError(message, shortage=Shortage(shortage).value, backend=self.name)
+
     def timed_out(self, exc: BaseException) -> bool:
         """Whether a failed create timed out waiting for its answer (the server may still make it)."""
         return False
@@ -374,9 +433,24 @@ class Client(ABC, Generic[N]):
         except NotFoundError:
             return []
 
+    def _sent(self, keyed: Keyed) -> N:
+        """One create, translated; a refusal for quota or capacity (:meth:`shortage`) is raised as
+        :class:`~omnidist.errors.ShortageError`, which is not retried."""
+        return self.translated(lambda: self.create_job(keyed), self._create_error)
+
+    def _create_error(self, exc: BaseException) -> Optional[BackendError]:
+        error = self.translate(exc)
+        if error is None:
+            return None
+        found = self.shortage(exc, error)
+        if found is None:
+            return error
+        return ShortageError(error.detail, shortage=Shortage(found).value, backend=error.backend or self.name,
+                             status=error.status)
+
     def _create_or_adopt(self, keyed: Keyed) -> N:
         try:
-            return self.translated(lambda: self.create_job(keyed))
+            return self._sent(keyed)
         except ConflictError as exc:
             found = self._found(keyed)
             if found:
@@ -395,7 +469,7 @@ class Client(ABC, Generic[N]):
                     return found[0]
             creates.attempts += 1
             try:
-                job = self.translated(lambda: self.create_job(keyed))
+                job = self._sent(keyed)
             except TransientBackendError as exc:
                 cause = exc.__cause__ or exc
                 creates.unanswered += exc.status is None

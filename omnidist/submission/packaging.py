@@ -9,7 +9,9 @@ chosen like Azure ML chooses them: the folder's ``.amlignore`` when it has one, 
 ``.gitignore`` (gitignore syntax, read with ``pathspec``); ``.git`` never goes.
 
 The content hash covers each file's path, bytes and executable bit, not the archive, so it
-names the content: two folders with the same files share one upload.
+names the content: two folders with the same files share one upload. A cloud whose containers
+unpack the archive themselves into the working folder (SageMaker's script mode) takes the
+:data:`FLAT` layout instead: the files at the archive's root, nothing added.
 """
 
 from __future__ import annotations
@@ -38,6 +40,14 @@ ALWAYS_LEFT_OUT = (".git/",)
 
 SDIST_ROOT = "omnidist_code-0.0.0"
 """The archive's top folder (a source distribution's ``NAME-VERSION``)."""
+
+SDIST = "sdist"
+"""The source-distribution layout (the files under :data:`SDIST_ROOT`, a ``setup.py`` added)."""
+
+FLAT = "flat"
+"""The files at the archive's root, as they are in the folder, nothing added."""
+
+LAYOUTS = (FLAT, SDIST)
 
 PROGRESS_ABOVE_BYTES = 4 * 1024 * 1024
 """Uploads bigger than this show a progress bar."""
@@ -156,18 +166,19 @@ def _add(tar: tarfile.TarFile, name: str, data: bytes, mode: int = 0o644) -> Non
     tar.addfile(info, io.BytesIO(data))
 
 
-def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO) -> None:
+def _write_archive(folder: Path, files: tuple[CodeFile, ...], out: BinaryIO, layout: str = SDIST) -> None:
     # mtime 0, owner 0, sorted entries and a fixed gzip header: the same files give the same bytes.
+    root = f"{SDIST_ROOT}/" if layout == SDIST else ""
     with gzip.GzipFile(fileobj=out, mode="wb", mtime=0, filename="") as gz:
         with tarfile.open(fileobj=gz, mode="w", format=tarfile.PAX_FORMAT) as tar:
             paths = {f.path for f in files}
-            if not {"setup.py", "pyproject.toml"} & paths:
+            if layout == SDIST and not {"setup.py", "pyproject.toml"} & paths:
                 _add(tar, "setup.py", SETUP_PY.encode())
-            if "PKG-INFO" not in paths:
+            if layout == SDIST and "PKG-INFO" not in paths:
                 _add(tar, "PKG-INFO", PKG_INFO.encode())
             for item in files:
                 full = folder / item.path
-                info = tarfile.TarInfo(f"{SDIST_ROOT}/{item.path}")
+                info = tarfile.TarInfo(f"{root}{item.path}")
                 info.size, info.mtime = item.size, 0
                 info.mode = 0o755 if _executable(full) else 0o644
                 with open(full, "rb") as fh:
@@ -195,13 +206,16 @@ def _size(count: int) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def pack(folder: Path, warn: Callable[[str], None] = log.warning) -> CodePackage:
-    """Pack ``folder`` into a temporary source-distribution archive and hash its content.
+def pack(folder: Path, warn: Callable[[str], None] = log.warning, layout: str = SDIST) -> CodePackage:
+    """Pack ``folder`` into a temporary archive and hash its content.
 
     Args:
         folder: the code folder (it must exist).
         warn: called with a message when the folder is unusually large.
+        layout: :data:`SDIST` (a source distribution) or :data:`FLAT` (the files at the root).
     """
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown archive layout {layout!r}: {', '.join(LAYOUTS)}")
     folder = Path(folder).resolve()
     files = scan_folder(folder)
     warning = large_folder_warning(files)
@@ -210,7 +224,7 @@ def pack(folder: Path, warn: Callable[[str], None] = log.warning) -> CodePackage
     sha = content_hash(folder, files)
     handle, name = tempfile.mkstemp(prefix="omnidist-code-", suffix=".tar.gz")
     with os.fdopen(handle, "wb") as out:
-        _write_archive(folder, files, out)
+        _write_archive(folder, files, out, layout)
     archive = Path(name)
     return CodePackage(folder=folder, files=files, sha256=sha, archive=archive, size=archive.stat().st_size)
 

@@ -3,7 +3,7 @@ injection, the base class of every fake cloud service, and the :class:`Harness` 
 declares so the shared suites and benchmarks drive it, for driving the real cloud SDKs end to
 end (backends' tests, the benchmarks, and plugin authors' own tests)."""
 
-from omnidist.testing.fakeserver import FakeServer, Fault, Recorded, Response
+from omnidist.testing.fakeserver import AWS_JSON, REST, FakeServer, Fault, Protocol, Recorded, Response
 from omnidist.testing.fakeservice import FakeService
 from omnidist.testing.harness import Harness
 from omnidist.testing.study import FakeStudy, FakeTrial
@@ -17,5 +17,5 @@ class SleepRecorder(list):
         self.append(seconds)
 
 
-__all__ = ["FakeServer", "FakeService", "FakeStudy", "FakeTrial", "Fault", "Harness", "Recorded", "Response",
-           "SleepRecorder"]
+__all__ = ["AWS_JSON", "REST", "FakeServer", "FakeService", "FakeStudy", "FakeTrial", "Fault", "Harness", "Protocol",
+           "Recorded", "Response", "SleepRecorder"]

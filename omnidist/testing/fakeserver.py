@@ -5,6 +5,11 @@ Faults are queued per route and consumed one per matching request::
 
     server.fail("POST", r"/customJobs", Fault.http(429, retry_after=0), Fault.drop_after_create())
 
+A route's pattern is searched in the request's path, or, on a server that speaks a protocol
+naming each call's operation in a header (:data:`AWS_JSON`: every call is ``POST /`` with
+``X-Amz-Target: SageMaker.CreateTrainingJob``), in that operation name; the protocol also
+writes the error bodies of injected faults the way the cloud's SDK parses them.
+
 ``drop_after_create`` runs the real handler (so the job exists) and then resets the
 connection without answering: the "ambiguous create" every client must survive.
 ``close_after_create`` does the same but closes the connection cleanly, which some HTTP
@@ -41,6 +46,13 @@ class Recorded:
     body: Any
     raw: bytes = b""
     """The body's bytes as sent (uploads: ``body`` is decoded JSON or text)."""
+    operation: str = ""
+    """The operation the protocol's header names (``SageMaker.CreateTrainingJob``), else ``""``."""
+
+    @property
+    def route(self) -> str:
+        """What route patterns are searched in: the operation, else the path."""
+        return self.operation or self.path
 
 
 @attrs.frozen
@@ -63,11 +75,14 @@ class Fault:
     delay: float = 0.0
     release: Optional[threading.Event] = attrs.field(default=None, eq=False)
     call: Optional[Callable[[], None]] = attrs.field(default=None, eq=False)
+    code: str = ""
 
     @classmethod
-    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None) -> Fault:
-        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``)."""
-        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after)
+    def http(cls, status: int, message: str = "", retry_after: Optional[float] = None, code: str = "") -> Fault:
+        """Answer with an HTTP error (JSON ``{"error": {"code", "message", "status"}}``; ``code``: the
+        error's code as a string, as Azure APIs send it, instead of the number)."""
+        return cls("status", status=status, message=message or f"injected {status}", retry_after=retry_after,
+                   code=code)
 
     @classmethod
     def reset(cls) -> Fault:
@@ -113,10 +128,52 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": _STATUS_NAMES.get(status, "UNKNOWN")}}
 
 
+def rest_error(status: int, message: str, code: str = "") -> Response:
+    """A Google or Azure error (:func:`error_body`); ``code`` replaces the numeric ``error.code``
+    with a service's own (Azure's ``QuotaExceeded``…)."""
+    body = error_body(status, message)
+    if code:
+        body["error"]["code"] = code
+    return Response(status, body)
+
+
+@attrs.frozen(kw_only=True)
+class Protocol:
+    """How a cloud's API names the operation of a request and writes an error.
+
+    Attributes:
+        operation_header: the header naming each call's operation (``None``: the path does).
+        error: the response an injected ``Fault.http(status, message, code=…)`` answers with.
+    """
+
+    operation_header: Optional[str] = None
+    error: Callable[[int, str, str], Response] = rest_error
+
+
+AWS_ERROR_CODES = {400: "ValidationException", 403: "AccessDeniedException", 404: "ResourceNotFound",
+                   409: "ResourceInUse", 429: "ThrottlingException", 500: "InternalFailure",
+                   503: "ServiceUnavailable"}
+"""HTTP status -> the error code an AWS JSON service answers with (for injected faults)."""
+
+
+def aws_error(status: int, message: str, code: str = "") -> Response:
+    """An AWS JSON protocol error: ``{"__type": CODE, "message": …}``, which botocore parses."""
+    return Response(status, {"__type": code or AWS_ERROR_CODES.get(status, "UnknownError"), "message": message},
+                    {"x-amzn-RequestId": "fake-request"})
+
+
+REST = Protocol()
+"""Google's and Azure's REST APIs: the path names the operation; errors are ``{"error": {…}}``."""
+
+AWS_JSON = Protocol(operation_header="X-Amz-Target", error=aws_error)
+"""AWS's JSON protocol (SageMaker, CloudWatch Logs): ``POST /``, the operation in ``X-Amz-Target``."""
+
+
 class FakeServer:
     """A local HTTP server for SDK round trips. Use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, protocol: Protocol = REST) -> None:
+        self.protocol = protocol
         self.requests: list[Recorded] = []
         self._routes: list[tuple[str, re.Pattern[str], Handler]] = []
         self._faults: list[tuple[str, re.Pattern[str], list[Fault]]] = []
@@ -147,7 +204,7 @@ class FakeServer:
         self._server.server_close()
 
     def route(self, method: str, pattern: str, handler: Handler) -> None:
-        """Answer ``method`` requests whose path matches ``pattern`` (re.search) with ``handler``."""
+        """Answer ``method`` requests whose path (or operation) matches ``pattern`` (re.search) with ``handler``."""
         self._routes.append((method.upper(), re.compile(pattern), handler))
 
     def fail(self, method: str, pattern: str, *faults: Fault) -> None:
@@ -158,7 +215,7 @@ class FakeServer:
     def calls(self, method: str, pattern: str = "") -> list[Recorded]:
         """The recorded requests with this method whose path matches ``pattern``."""
         rx = re.compile(pattern)
-        return [r for r in self.requests if r.method == method.upper() and rx.search(r.path)]
+        return [r for r in self.requests if r.method == method.upper() and rx.search(r.route)]
 
     def wait_idle(self, limit: float = 60.0) -> bool:
         """Wait until no request is being handled (a held or slow one has finished), at most
@@ -177,10 +234,10 @@ class FakeServer:
                 self._busy -= 1
                 self._idle.notify_all()
 
-    def _next_fault(self, method: str, path: str) -> Optional[Fault]:
+    def _next_fault(self, method: str, route: str) -> Optional[Fault]:
         with self._lock:
             for m, rx, queue in self._faults:
-                if m == method and rx.search(path) and queue:
+                if m == method and rx.search(route) and queue:
                     return queue.pop(0)
         return None
 
@@ -196,16 +253,20 @@ class FakeServer:
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
-        record = Recorded(method, parts.path, parse_qs(parts.query), dict(handler.headers.items()), body, raw)
+        header = self.protocol.operation_header
+        operation = (handler.headers.get(header) or "") if header else ""
+        record = Recorded(method, parts.path, parse_qs(parts.query), dict(handler.headers.items()), body, raw,
+                          operation)
         with self._lock:
             self.requests.append(record)
-        fault = self._next_fault(method, parts.path)
+        fault = self._next_fault(method, record.route)
         if fault and fault.kind == "reset":
             _reset(handler)
             return
         if fault and fault.kind == "status":
             headers = {} if fault.retry_after is None else {"Retry-After": str(int(fault.retry_after))}
-            _send(handler, Response(fault.status, error_body(fault.status, fault.message), headers))
+            error = self.protocol.error(fault.status, fault.message, fault.code or "")
+            _send(handler, attrs.evolve(error, headers={**error.headers, **headers}))
             return
         if fault and fault.kind == "slow":
             if fault.call is not None:
@@ -225,13 +286,13 @@ class FakeServer:
 
     def _dispatch(self, record: Recorded) -> Response:
         for method, rx, fn in self._routes:
-            match = rx.search(record.path)
+            match = rx.search(record.route)
             if method == record.method and match:
                 try:
                     return fn(record, match)
                 except Exception as exc:  # a bug in a test's handler: answer 500 and say why
-                    return Response(500, error_body(500, f"fake server handler failed: {exc!r}"))
-        return Response(404, error_body(404, f"no route for {record.method} {record.path}"))
+                    return self.protocol.error(500, f"fake server handler failed: {exc!r}")
+        return self.protocol.error(404, f"no route for {record.method} {record.route}")
 
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self

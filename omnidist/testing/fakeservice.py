@@ -20,7 +20,7 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import Any, ClassVar, Optional
 
-from omnidist.testing.fakeserver import FakeServer, Fault, Recorded
+from omnidist.testing.fakeserver import REST, FakeServer, Fault, Protocol, Recorded
 from omnidist.testing.study import DEFAULT_VALUES, FakeStudy
 
 
@@ -43,7 +43,10 @@ class FakeService:
     """
 
     ROUTES: ClassVar[Mapping[str, tuple[str, str]]] = {}
-    """Operation -> (HTTP method, path regex); each is answered by the method ``on_<operation>``."""
+    """Operation -> (HTTP method, path regex, or operation regex under a :attr:`PROTOCOL` that names
+    operations in a header); each is answered by the method ``on_<operation>``."""
+    PROTOCOL: ClassVar[Protocol] = REST
+    """How the cloud's API names operations and writes errors (the server is switched to it)."""
     TIMELINE: ClassVar[tuple[str, ...]] = ()
     """The native states a new job steps through by default."""
     STATE: ClassVar[tuple[str, ...]] = ("state",)
@@ -59,6 +62,7 @@ class FakeService:
 
     def __init__(self, server: FakeServer) -> None:
         self.server = server
+        server.protocol = self.PROTOCOL
         self.jobs: dict[Hashable, dict[str, Any]] = {}
         self.studies: dict[Hashable, FakeStudy] = {}
         self.trial_values: list[Optional[float]] = list(DEFAULT_VALUES)

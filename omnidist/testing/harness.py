@@ -45,6 +45,12 @@ class Harness:
         check_request: checks a compiled request with the SDK's own types or schema (raising
             ``AssertionError`` naming what the SDK refuses), given a scratch folder for files the
             SDK reads (the corpus suite checks every migration's output with it).
+        required_settings: what compiling cannot go without (SageMaker's ``role_arn``), as a user's
+            profile would give it: the suites that compile, import and migrate pass it
+            (:func:`required_settings`).
+        migration_settings: the profile a user migrating other clouds' files here would have
+            (prefix rewrites for the data they copied, where code goes), for the corpus suite.
+        trial_number: a tuning trial's number (from 1) from its id on this cloud (default: the id).
     """
 
     service: type[FakeService]
@@ -55,6 +61,9 @@ class Harness:
     native_builder: Optional[Callable[[], Callable[[JobDocument], Any]]] = None
     direct_submit: Optional[Callable[[FakeService], Callable[[JobDocument], Any]]] = None
     check_request: Optional[Callable[[Mapping[str, Any], Path], None]] = None
+    required_settings: Mapping[str, Any] = attrs.field(factory=dict)
+    migration_settings: Mapping[str, Any] = attrs.field(factory=dict)
+    trial_number: Callable[[str], int] = int
 
 
 def hand_written(doc: JobDocument) -> tuple[str, int, dict[str, str]]:
@@ -64,6 +73,19 @@ def hand_written(doc: JobDocument) -> tuple[str, int, dict[str, str]]:
     hints = {"OMNIDIST_JOB_NAME": doc["name"], "OMNIDIST_FRAMEWORK": doc["framework"],
              "OMNIDIST_PROCESSES_PER_NODE": count}
     return kind, int(count), {**hints, **doc.get("env", {})}
+
+
+def required_settings(name: str) -> dict[str, Any]:
+    """The settings backend ``name`` cannot compile without (its harness's ``required_settings``;
+    empty for a backend without a harness, or that needs none)."""
+    found = harness(name) if name in _installed() else None
+    return dict(found.required_settings) if found is not None else {}
+
+
+def _installed() -> list[str]:
+    from omnidist.backend import registry
+
+    return registry.installed()
 
 
 def harness(name: str) -> Optional[Harness]:

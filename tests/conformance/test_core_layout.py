@@ -8,11 +8,13 @@ surely as one at the top); only ``if TYPE_CHECKING:`` blocks, which never run, a
 from __future__ import annotations
 
 import ast
+import json
 from pathlib import Path
 
 import pytest
 
 from omnidist.backend import registry
+from omnidist.testing.harness import required_settings
 
 from .test_plugin_layout import cycle
 
@@ -195,10 +197,26 @@ def test_compiling_through_the_kit_loads_no_client_code():
     import sys
 
     client_code = ("omnidist.submission.clients", "omnidist.submission.handle", "omnidist.submission.retry",
-                   "omnidist.submission.packaging", "tenacity", "tqdm", "pathspec", "logging")
-    probe = ("import sys, omnidist; omnidist.compile({'name': 'a', 'framework': 'pytorch', 'image': 'i', "
-             "'command': ['x'], 'primary': {}}, backend=sys.argv[1]); "
+                   "omnidist.submission.packaging", "tenacity", "tqdm", "pathspec", "logging",
+                   "omnidist.submission.ledger", "omnidist.placement", "sqlite3")
+    probe = ("import json, sys, omnidist; omnidist.compile({'name': 'a', 'framework': 'pytorch', 'image': 'i', "
+             "'command': ['x'], 'primary': {}}, backend=sys.argv[1], settings=json.loads(sys.argv[2])); "
              f"print(' '.join(m for m in {client_code!r} if m in sys.modules))")
     for name in registry.installed():
-        done = subprocess.run([sys.executable, "-c", probe, name], capture_output=True, text=True, check=True)
+        needs = json.dumps(required_settings(name))  # what a profile gives (SageMaker's role_arn)
+        done = subprocess.run([sys.executable, "-c", probe, name, needs], capture_output=True, text=True, check=True)
         assert done.stdout.split() == [], f"compiling for {name} loads {done.stdout}"
+
+
+def test_the_compile_command_loads_no_placement_ledger_or_sqlite(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "job.yaml").write_text("name: a\nframework: pytorch\nimage: i\ncommand: [x]\nprimary: {}\n")
+    heavy = ("omnidist.placement", "omnidist.submission.ledger", "sqlite3", "omnidist.submission.clients")
+    probe = ("import sys; from omnidist.cli import main\n"
+             "try:\n    main(['compile', 'job.yaml', '--backend', 'local', '--no-notes'])\n"
+             "except SystemExit:\n    pass\n"
+             f"print('LOADED', ' '.join(m for m in sys.modules if m.startswith({heavy!r})))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
+    assert done.stdout.rsplit("LOADED", 1)[1].split() == []

@@ -20,7 +20,7 @@ import pytest
 
 from omnidist.backend import registry
 from omnidist.runtime import platforms
-from omnidist.testing.harness import SUITES, OptOut, cloud_backends, harnesses, suite_backends
+from omnidist.testing.harness import SUITES, OptOut, cloud_backends, harnesses, required_settings, suite_backends
 
 CORE = Path(__file__).resolve().parents[2] / "omnidist"
 PLUGINS = [n for n in registry.installed() if type(registry.get(n)).__module__.split(".")[0] != "omnidist"]
@@ -139,7 +139,7 @@ def test_a_backend_recognizes_what_it_compiles(name, isolated):
 
     job = {"name": "mine", "framework": "pytorch", "image": "gcr.io/p/t:1", "command": ["python", "t.py"],
            "primary": {"accelerator": "T4:1"}, "workers": {"replicas": 1}}
-    request = api.compile(job, backend=name).request
+    request = api.compile(job, backend=name, settings=required_settings(name)).request
     claims = [other for other in registry.installed() if registry.get(other).recognizes(request)]
     assert claims == [name]
 

@@ -164,8 +164,10 @@ def _lowered(*globs: str, names: Optional[Mapping[str, Any]] = None) -> Check:
 
 
 def _scale(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
-    """A log scale is some parameter's ``scale: log``; a linear one is the default."""
+    """A (reverse) log scale is some parameter's ``scale: log`` (``reverse_log``); a linear one is the default."""
     scales = _values(flat, ["tuning.parameters.*.scale"])
+    if "REVERSE_LOG" in str(value):
+        return "reverse_log" in scales
     return "log" in scales if "LOG" in str(value) else str(value) in ("UNIT_LINEAR_SCALE", "NONE")
 
 
@@ -272,7 +274,115 @@ def _data_type(kind: str) -> Check:
     return check
 
 
+def _under(*prefixes: str) -> Check:
+    """The leaf's value is some value of the portable job under one of ``prefixes`` (dotted)."""
+    wanted = [tuple(p.split(".")) for p in prefixes]
+
+    def check(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+        return any(p[:len(w)] == w and _same(value, v) for p, v in flat.items() for w in wanted)
+    return check
+
+
+def _hyperparameter(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """A SageMaker hyperparameter: script mode's own (its program, code, distribution), one of the
+    program's args, or one kept for the image in ``backends.sagemaker.hyperparameters``."""
+    key = path[1] if len(path) == 2 else ""
+    if path[-1] == "name" and not str(value).startswith("sagemaker_"):
+        return any(str(v) == f"--{value}" for p, v in flat.items() if p[:1] == ("args",)) or any(
+            p[:3] == ("backends", "sagemaker", "hyperparameters") and p[-1] == str(value) for p in flat)
+    text = str(value)
+    decoded = text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text
+    return key.startswith("sagemaker_") or (path[-1] == "value" and any(
+        _same(decoded, v) for p, v in flat.items() if p[:1] in (("args",), ("command",), ("code",),
+                                                                ("processes_per_node",)))) or any(
+        _same(decoded, v) for p, v in flat.items() if p[:1] in (("args",), ("command",), ("code",))
+        or p[:3] == ("backends", "sagemaker", "hyperparameters")) or _same(value, _sm_key(flat, key))
+
+
+def _sm_key(flat: Mapping[tuple[str, ...], Any], key: str) -> Any:
+    return flat.get(("backends", "sagemaker", "hyperparameters", key))
+
+
+def _dlc(flat: Mapping[tuple[str, ...], Any], value: Any, path: tuple[str, ...]) -> bool:
+    """An AWS Deep Learning Container became ``framework_version``."""
+    version = flat.get(("framework_version",))
+    return version is not None and f":{version}" in str(value)
+
+
+SAGEMAKER_TUNING = [
+    ("HyperParameterTuningJobConfig.Strategy",
+     lambda flat, v, p: str(v).lower() == flat.get(("tuning", "algorithm"), "bayesian")),
+    ("HyperParameterTuningJobConfig.HyperParameterTuningJobObjective.Type", _lowered("tuning.metric.goal")),
+    ("HyperParameterTuningJobConfig.HyperParameterTuningJobObjective.MetricName", at("tuning.metric.name")),
+    ("HyperParameterTuningJobConfig.ResourceLimits.MaxNumberOfTrainingJobs", at("tuning.max_trials")),
+    ("HyperParameterTuningJobConfig.ResourceLimits.MaxParallelTrainingJobs", _count("tuning.parallel_trials", 1)),
+    ("HyperParameterTuningJobConfig.ParameterRanges.*.*.Name", _parameter),
+    ("HyperParameterTuningJobConfig.ParameterRanges.*.*.MinValue", at("tuning.parameters.*.min")),
+    ("HyperParameterTuningJobConfig.ParameterRanges.*.*.MaxValue", at("tuning.parameters.*.max")),
+    ("HyperParameterTuningJobConfig.ParameterRanges.*.*.Values.*", at("tuning.parameters.*.values.*")),
+    ("HyperParameterTuningJobConfig.ParameterRanges.*.*.ScalingType",
+     lambda flat, v, p: _scale(flat, "LOG" if v == "Logarithmic" else "NONE", p)),
+    ("HyperParameterTuningJobConfig.TrainingJobEarlyStoppingType",
+     lambda flat, v, p: v == "Off" or _stops_early(flat, v, p)),
+    ("HyperParameterTuningJobName", at("name", norm=importing.portable_name)),
+]
+"""Where a SageMaker tuning job's search lives in the portable job."""
+
+
 RULES: dict[str, list[tuple[str, Check]]] = {
+    "sagemaker": [
+        *SAGEMAKER_TUNING,
+        ("apiVersion", fixed("sagemaker.aws.amazon.com/v1", "sagemaker.services.k8s.aws/v1alpha1")),
+        ("kind", fixed("TrainingJob", "HyperParameterTuningJob", "HyperparameterTuningJob")),
+        ("metadata.**", lambda flat, v, p: True),  # the resource's own name and bookkeeping
+        ("status.**", lambda flat, v, p: True),  # a resource's status: what ran, not the job
+        ("TrainingJobName", at("name", norm=importing.portable_name)),
+        ("RoleArn", at("backends.sagemaker.role_arn")),
+        ("Region", at("backends.sagemaker.region")),
+        ("AlgorithmSpecification.TrainingImage", lambda flat, v, p: at(*PROGRAM)(flat, v, p) or _dlc(flat, v, p)),
+        ("AlgorithmSpecification.TrainingInputMode",
+         lambda flat, v, p: v in ("File", "FastFile") or at("backends.sagemaker.input_mode")(flat, v, p)),
+        ("AlgorithmSpecification.MetricDefinitions.*.*",
+         _under("backends.sagemaker.metric_definitions", "tuning.metric.name")),
+        ("AlgorithmSpecification.EnableSageMakerMetricsTimeSeries", at("backends.sagemaker.metrics_time_series")),
+        ("AlgorithmSpecification.ContainerEntrypoint.*", at(*COMMAND)),
+        ("AlgorithmSpecification.ContainerArguments.*", at(*ARGS)),
+        ("HyperParameters.**", _hyperparameter),
+        ("InputDataConfig.*.ChannelName", lambda flat, v, p: any(k[:2] == ("inputs", str(v)) for k in flat)
+         or _under("backends.sagemaker.channels")(flat, v, p) or (v == "code" and ("code",) in flat)),
+        ("InputDataConfig.*.InputMode", lambda flat, v, p: True if v in ("File", "FastFile")
+         else _under("backends.sagemaker.channels")(flat, v, p)),
+        ("InputDataConfig.*.DataSource.S3DataSource.S3Uri", _under("inputs", "code", "backends.sagemaker.channels")),
+        ("InputDataConfig.*.DataSource.S3DataSource.S3DataType", lambda flat, v, p: v == "S3Prefix"
+         or _under("backends.sagemaker.channels")(flat, v, p)),
+        ("InputDataConfig.*.DataSource.S3DataSource.S3DataDistributionType",
+         lambda flat, v, p: v == "FullyReplicated" or _under("backends.sagemaker.channels")(flat, v, p)),
+        ("InputDataConfig.**", _under("backends.sagemaker.channels")),
+        ("OutputDataConfig.S3OutputPath", at("backends.sagemaker.base_output_dir")),
+        ("OutputDataConfig.KmsKeyId", at("backends.sagemaker.output_kms_key_id")),
+        ("ResourceConfig.InstanceType", at("backends.sagemaker.instance_types.*")),
+        ("ResourceConfig.InstanceCount", _nodes),
+        ("ResourceConfig.VolumeSizeInGB", at("*.disk_gb")),
+        ("ResourceConfig.VolumeKmsKeyId", at("backends.sagemaker.volume_kms_key_id")),
+        ("StoppingCondition.MaxRuntimeInSeconds", at("timeout", norm=serde.format_duration)),
+        ("StoppingCondition.MaxWaitTimeInSeconds", at("backends.sagemaker.max_wait")),
+        ("EnableManagedSpotTraining", lambda flat, v, p: flat.get(("spot",)) is True),
+        ("CheckpointConfig.S3Uri", at("backends.sagemaker.checkpoint_s3_uri", "outputs.checkpoints.uri")),
+        ("CheckpointConfig.LocalPath", fixed("/opt/ml/checkpoints", "/opt/ml/checkpoints/")),
+        ("Environment.*", at("env.*")),
+        ("VpcConfig.SecurityGroupIds.*", at("backends.sagemaker.security_group_ids.*")),
+        ("VpcConfig.Subnets.*", at("backends.sagemaker.subnets.*")),
+        ("Tags.*.Key", lambda flat, v, p: ("labels", str(v)) in flat),
+        ("Tags.*.Value", at("labels.*")),
+        ("EnableNetworkIsolation", at("backends.sagemaker.enable_network_isolation")),
+        ("EnableInterContainerTrafficEncryption", at("backends.sagemaker.encrypt_inter_container_traffic")),
+        ("RetryStrategy.MaximumRetryAttempts", at("backends.sagemaker.max_retries")),
+        *[(key, lambda flat, v, p: True) for key in (
+            "TrainingJobArn", "TrainingJobStatus", "SecondaryStatus", "SecondaryStatusTransitions.**",
+            "CreationTime", "LastModifiedTime", "TrainingStartTime", "TrainingEndTime", "TrainingTimeInSeconds",
+            "BillableTimeInSeconds", "ModelArtifacts.**", "FinalMetricDataList.**", "ProfilingStatus",
+            "FailureReason", "WarmPoolStatus.**")],  # a description's account of the run
+    ],
     "vertex": [
         ("displayName", at("name", norm=importing.portable_name)),
         ("labels.*", at("labels.*")),
@@ -437,6 +547,16 @@ def native_path(path: tuple[str, ...], source: str) -> tuple[str, ...]:
     trial as the command job it is."""
     if source == "azure_ml" and path[:1] == ("trial",) and path[1:2] != ("command",):
         return path[1:]
+    if source == "sagemaker":
+        from omnidist_sagemaker.importer import _pascal_key
+
+        path = path[1:] if path[:1] == ("spec",) else path
+        if path[:1] in (("metadata",), ("status",), ("apiVersion",), ("kind",)):
+            return path
+        named = tuple(s if s.isdigit() or i and path[i - 1] in MAP_KEYS else _pascal_key(s) for i, s in enumerate(path))
+        if named[:1] == ("TrainingJobDefinition",):
+            named = named[1:]
+        return ("HyperParameters", *named[1:]) if named[:1] == ("StaticHyperParameters",) else named
     if source != "vertex":
         return path
     camel = tuple(importing.camel(s) for s in path)
@@ -444,6 +564,11 @@ def native_path(path: tuple[str, ...], source: str) -> tuple[str, ...]:
     if camel[:1] == ("workerPoolSpecs",) and len(camel) > 1 and not camel[1].isdigit():
         camel = (camel[0], "0", *camel[1:])  # one pool written as a mapping, not a list
     return camel
+
+
+MAP_KEYS = ("Environment", "HyperParameters", "StaticHyperParameters", "environment", "hyperParameters",
+            "staticHyperParameters")
+"""SageMaker members whose keys are the user's own (not PascalCased)."""
 
 
 def spoken_of(path: tuple[str, ...], fields: Iterable[str]) -> bool:
@@ -497,6 +622,8 @@ def _carried(check: Check, flat: Mapping[tuple[str, ...], Any], value: Any, path
              report: list[str]) -> bool:
     """A value the job keeps in the source's block survives a migration only as a report line
     about that key (carried, dropped, a hint), or about the machine the target chose for it."""
+    from omnidist.backend import registry
+
     outside = {p: v for p, v in flat.items() if p[:2] != ("backends", source)}
     if _where(check, outside, value, path):
         return True
@@ -505,7 +632,8 @@ def _carried(check: Check, flat: Mapping[tuple[str, ...], Any], value: Any, path
         prefix = norm_path(f"backends.{source}.{key}")
         if any(norm_path(field)[:len(prefix)] == prefix for field in report):
             return True
-        if key in ("machine_types", "instance_type") and any(field.endswith(".machine") for field in report):
+        machines = registry.get(source).migration.machine_setting
+        if key in (machines, "instance_type") and any(field.endswith(".machine") for field in report):
             return True
     return False
 
@@ -520,6 +648,10 @@ def _vcpus(backend: str, machine: Optional[str]) -> Optional[int]:
         from omnidist_azure_ml import catalog as azure
 
         found = azure.lookup(machine)
+    elif backend == "sagemaker":
+        from omnidist_sagemaker import catalog as sagemaker
+
+        found = sagemaker.machine(machine)
     elif backend == "ai_platform":
         from omnidist_ai_platform import catalog as legacy
 
@@ -533,7 +665,7 @@ def _vcpus(backend: str, machine: Optional[str]) -> Optional[int]:
 
 def _machine_of(job: DistributedJob, backend: str, role: str) -> Optional[str]:
     block = job.backends.get(backend, {})
-    return (block.get("machine_types") or {}).get(role) or (
+    return (block.get("machine_types") or block.get("instance_types") or {}).get(role) or (
         block.get("instance_type") if role in ("primary", "workers") else None)
 
 

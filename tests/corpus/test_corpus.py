@@ -37,22 +37,38 @@ COMMAND = "python train.py"
 
 REFUSED: dict[tuple[str, Optional[str]], str] = {
     ("vertex/distillix-l4.yaml", "ai_platform"): "accelerator L4",
+    ("ai_platform/ml-engine-standard-p100.yaml", "sagemaker"): "accelerator P100",
+    ("ai_platform/seed-rl-atari-custom-container.yaml", "sagemaker"): "accelerator P100",
+    # SageMaker's script mode ships its code as a packed archive: legacy containers get nothing but
+    # their image, and Azure ML ships code as a folder.
+    **{(f"sagemaker/{file}", target): "cannot express code" for file in (
+        "aws-yolo-code-channel-gpu-image-on-cpu.json", "k8s-sm-hyperopt-log-categorical.yaml",
+        "mindmate-spot-checkpoint-no-max-wait.json", "sport-llm-g5-2xlarge-script-mode.json")
+       for target in ("ai_platform", "azure_ml")},
+    # A SageMaker tuning job runs the image's entrypoint: a sweep whose trials run a command cannot move there.
+    ("azure_ml/heart-failure-sweep-bandit.yml", "sagemaker"): "tuning with a command",
+    # Bayesian sampling on Azure ML has no early termination; SageMaker's Bayesian searches stop early.
+    **{(f"sagemaker/{file}", "azure_ml"): "tuning.early_stopping" for file in (
+        "ack-hpo-warm-start-tags.yaml", "operator-xgboost-mnist-hpo.yaml")},
     ("vertex/distillix-l4.yaml", "azure_ml"): "accelerator L4",
     ("ai_platform/ml-engine-standard-p100.yaml", "azure_ml"): "accelerator P100",
     ("ai_platform/seed-rl-atari-custom-container.yaml", "azure_ml"): "accelerator P100",
-    ("ai_platform/structured-cloud-tpu-worker.yaml", None): "TPUs are not portable",
+    ("ai_platform/structured-cloud-tpu-worker.yaml", None): "does not import TPU jobs",
     # Bayesian sampling on Azure ML has no log-scaled double (loguniform): the search would change.
     ("vertex/compromise-heatmap-hptuning-studyspec.yaml", "azure_ml"): "tuning.parameters.learning_rate",
     ("ai_platform/census-hptuning-config.yaml", "azure_ml"): "tuning.parameters.scale-factor",
+    # SageMaker's reverse log scale takes ranges within 0 <= x < 1; [0.1, 1] reaches 1.
+    ("ai_platform/census-hptuning-config.yaml", "sagemaker"): "tuning.parameters.scale-factor",
     ("ai_platform/mimicknet-hptuning-basic-gpu.yaml", "azure_ml"): "tuning.parameters.lr",
     # Registered Azure ML data assets are not locations another cloud can read.
     **{(f"azure_ml/{file}", target): f"inputs.{name}: azureml:" for file, name in (
         ("activity-no-type-curated-env.yml", "train_data"), ("churn-mltable-direct.yml", "training_data"),
         ("pix2seq-accelerate-pytorch-shm.yaml", "coco"), ("protein-folded-backslash-upload.yml", "data"),
         ("pytorch-cifar-distributed-serverless.yml", "cifar"), ("simlingo-two-nodes-acr-image.yml", "training_data"),
-        ("yolov8-custom-model-input.yaml", "training_data")) for target in ("vertex", "ai_platform")},
-    # A local data folder Azure ML uploads at submit; Google jobs read Cloud Storage.
+        ("yolov8-custom-model-input.yaml", "training_data")) for target in ("vertex", "ai_platform", "sagemaker")},
+    # A local data folder Azure ML uploads at submit; Google and AWS jobs read their object stores.
     ("azure_ml/pytorch-word-language-model-serverless.yml", "vertex"): "inputs.corpus: data is a local location",
+    ("azure_ml/pytorch-word-language-model-serverless.yml", "sagemaker"): "inputs.corpus: data is a local location",
     ("azure_ml/pytorch-word-language-model-serverless.yml", "ai_platform"): "inputs.corpus: data is a local location",
     # A code folder (here the file's own, which exists): legacy containers get nothing but their image.
     ("azure_ml/node-health-check-docker-args.yaml", "ai_platform"): "cannot express code",
@@ -146,11 +162,14 @@ SETTINGS: dict[str, dict[str, Any]] = {
     "vertex": {"staging_bucket": "gs://migrated-staging", "data_map": {
         "azureml://": "gs://migrated-data/azureml/",
         "https://azuremlexamples.blob.core.windows.net/": "gs://migrated-data/azuremlexamples/",
-        "wasbs://datasets@azuremlexamples.blob.core.windows.net/": "gs://migrated-data/azuremlexamples/"}},
-    "azure_ml": {"data_map": {"gs://": "azureml://datastores/migrated/paths/"}},
+        "wasbs://datasets@azuremlexamples.blob.core.windows.net/": "gs://migrated-data/azuremlexamples/",
+        "s3://": "gs://migrated-data/s3/"}},
+    "azure_ml": {"data_map": {"gs://": "azureml://datastores/migrated/paths/",
+                              "s3://": "azureml://datastores/migrated/paths/s3/"}},
 }
 """The profile a user migrating these files would have: where default outputs and code go on
-Google, and prefix rewrites for the data they copied (``data_map``). Registered Azure ML assets
+Google, and prefix rewrites for the data they copied (``data_map``); a backend's harness gives its
+own (``Harness.migration_settings``). Registered Azure ML assets
 (``azureml:name:1``) are not mapped: the migration must refuse them, naming the input."""
 SETTINGS["ai_platform"] = SETTINGS["vertex"]
 
@@ -162,7 +181,8 @@ def migrate(name: str, target: str) -> tuple[Any, Any, dict[str, str]]:
     given: dict[str, str] = {}
     while True:
         try:
-            compiled, report = omnidist.migrate(CORPUS / name, target=target, settings=SETTINGS[target], **given)
+            settings = {**HARNESSES[target].migration_settings, **SETTINGS.get(target, {})}
+            compiled, report = omnidist.migrate(CORPUS / name, target=target, settings=settings, **given)
             return compiled, report, given
         except UnsupportedFeatureError as exc:
             wanted = ASKS_FOR.get(exc.subject.split(".")[-1])

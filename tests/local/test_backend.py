@@ -153,7 +153,8 @@ dist.destroy_process_group()
 """
 
 
-@pytest.mark.parametrize(("emulate", "launch"), [("ai_platform", True), ("azure_ml", True), ("azure_ml", False)])
+@pytest.mark.parametrize(("emulate", "launch"), [("ai_platform", True), ("azure_ml", True), ("azure_ml", False),
+                                                 ("vertex", False)])
 def test_processes_per_node_gives_the_world_the_platform_would(job_dir, clean_env, emulate, launch):
     """2 nodes x processes_per_node 2 is a world of 4 under every emulation: AI Platform through the
     command's --nproc-per-node (its compiler writes the same), Azure ML through one process per node
@@ -171,6 +172,9 @@ def test_processes_per_node_gives_the_world_the_platform_would(job_dir, clean_en
     if emulate == "ai_platform":
         assert "--nproc-per-node=2" in out.stdout + out.stderr
         assert "ai_platform compile: processes_per_node: 2 processes per node: carried as" in out.stderr
+    elif emulate == "vertex":  # a plain program: the launcher compile adds starts the node's processes
+        assert "vertex compile: processes_per_node: 2 processes per node: vertex starts the command once per node" \
+            in out.stderr
     elif launch:
         assert "azure_ml compile: distribution.process_count_per_instance: 1: the command is `omnidist launch" in out.stderr
     else:

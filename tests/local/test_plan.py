@@ -149,19 +149,24 @@ def test_ai_platform_emulation_carries_processes_per_node_as_compile_does():
                workers=Role(replicas=2))
     specs = plan.build(job, settings(emulate="ai_platform"), range(3))
     compiled = omnidist.compile(job, backend="ai_platform").request["trainingInput"]
-    assert all(s.argv == tuple(compiled["masterConfig"]["containerCommand"]) for s in specs)
-    assert specs[0].argv == ("omnidist", "launch", "--nproc-per-node=2", "--", "train.py")
+    local = (sys.executable, "-m", "omnidist.cli")  # this interpreter's omnidist, on PATH or not
+    assert all(s.argv == (*local, *compiled["masterConfig"]["containerCommand"][1:]) for s in specs)
+    assert specs[0].argv == (*local, "launch", "--nproc-per-node=2", "--", "train.py")
     assert "OMNIDIST_PROCESSES_PER_NODE" not in specs[0].env  # the platform has no env field for it
     found = [n for n in plan.notes(job, settings(emulate="ai_platform")) if n.field == "processes_per_node"]
     assert [n.kind for n in found] == [NoteKind.APPROXIMATED] and "ai_platform compile:" in found[0].message
 
 
-def test_ai_platform_emulation_says_loudly_when_the_platform_drops_processes_per_node():
+@pytest.mark.parametrize("emulate", ["ai_platform", "vertex"])
+def test_a_platform_that_starts_the_command_once_gets_a_launcher_as_compile_writes(emulate):
+    """SPEC §10: 2 processes per node on every backend. Where the platform starts each replica's
+    command once, compile runs it under `omnidist launch`, and so does the local run."""
     job = demo(processes_per_node=2)
-    specs = plan.build(job, settings(emulate="ai_platform"), range(3))
-    assert specs[0].argv == (sys.executable, "train.py", "--lr", "1")
-    (note,) = [n for n in plan.notes(job, settings(emulate="ai_platform")) if n.field == "processes_per_node"]
-    assert note.kind is NoteKind.DROPPED and "legacy has no field for it" in note.message
+    specs = plan.build(job, settings(emulate=emulate), range(3))
+    assert specs[0].argv == (sys.executable, "-m", "omnidist.cli", "launch", "--nproc-per-node=2", "--",
+                             sys.executable, "train.py", "--lr", "1")
+    (note,) = [n for n in plan.notes(job, settings(emulate=emulate)) if n.field == "processes_per_node"]
+    assert note.kind is NoteKind.APPROXIMATED and f"{emulate} starts the command once per node" in note.message
 
 
 def test_azure_tensorflow_emulation_notes_the_empty_ps():

@@ -229,7 +229,7 @@ def test_tpus_exit_3_saying_they_are_not_portable(tmp_path):
     path.write_text(yaml.safe_dump({"trainingInput": {"scaleTier": "CUSTOM", "masterType": "complex_model_m",
                                                       "workerType": "cloud_tpu", "workerCount": 1}}))
     done = run_cli("import", str(path), cwd=tmp_path)
-    assert done.returncode == 3 and "TPUs are not portable" in done.stderr
+    assert done.returncode == 3 and "does not import TPU jobs" in done.stderr
     assert "the portable job cannot hold trainingInput.workerType" in done.stderr
 
 

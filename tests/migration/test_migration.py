@@ -33,6 +33,7 @@ from omnidist.migration.imports import import_job
 from omnidist.migration.move import machines_named, move_job
 from omnidist.migration.native import detect_backend, read_native
 from omnidist.migration.plan import compile_dropping, plan
+from omnidist.migration.readback import read_back
 from omnidist.migration.report import Fidelity, ReportEntry, StrictMigrationError
 from omnidist.model import serde
 from omnidist.model.features import Feature
@@ -510,7 +511,8 @@ def test_the_machine_a_target_chose_is_read_from_its_note_data(isolated):
     assert line.message.endswith("picked a2-ultragpu-1g (12 vCPUs, 170 GB, 1×A100-80GB); name a machine here to choose")
     imported, source, _ = import_job(INPUTS / "azure_ml_a100_80gb.yaml")
     words_only = attrs.evolve(compiled, diagnostics=[attrs.evolve(n, code=None) for n in compiled.diagnostics])
-    entries, consumed = machine_entries(imported, compiled.job, words_only, source, "vertex")
+    entries, consumed = machine_entries(imported, compiled.job, words_only, source, "vertex",
+                                        read_back(compiled, "vertex"))
     assert consumed == set() and entries[0].message.endswith("the target's machine for it"), \
         "a note that only says the machine's name in words is not the target's choice"
 

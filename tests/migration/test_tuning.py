@@ -67,8 +67,9 @@ def test_tuning_moves_in_every_direction(source, target):
 def test_strict_refuses_a_tuning_migration_that_changes_a_distribution():
     data = native("vertex")
     data["studySpec"]["parameters"][0]["scaleType"] = "UNIT_REVERSE_LOG_SCALE"
-    with pytest.raises(StrictMigrationError) as caught:
-        omnidist.migrate(data, source="vertex", target="ai_platform", strict=True)
+    data["studySpec"]["algorithm"] = "RANDOM_SEARCH"
+    with pytest.raises(StrictMigrationError) as caught:  # Azure ML has no reverse log scale
+        omnidist.migrate(data, source="vertex", target="azure_ml", strict=True)
     assert "tuning.parameters.lr" in str(caught.value.report)
 
 
@@ -127,8 +128,8 @@ def test_corpus_vertex_study_spec_config():
 def test_corpus_ai_platform_census_config():
     job, _, entries = import_job(CORPUS / "ai_platform" / "census-hptuning-config.yaml")
     assert job.tuning.parameters["first-layer-size"].max == 500
-    reverse = next(e for e in entries if e.field == "tuning.parameters.scale-factor")
-    assert reverse.fidelity.value == "changed" and "UNIT_REVERSE_LOG_SCALE" in reverse.message
+    assert job.tuning.parameters["scale-factor"].scale.value == "reverse_log"  # AI Platform's own scale, carried
+    assert not [e for e in entries if e.field == "tuning.parameters.scale-factor"]
 
 
 @needs_corpus

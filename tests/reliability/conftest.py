@@ -84,9 +84,10 @@ class Cloud:
         return routes.get(f"tuning_{operation}", routes[operation])
 
     @property
-    def poll(self) -> str:
-        """Path regex of the GET that reads one job's status."""
-        return self.service.ROUTES["get"][1]
+    def poll(self) -> tuple[str, str]:
+        """``(method, path regex)`` of the request that reads one job's status (a GET on REST APIs,
+        a POST naming the operation on AWS's)."""
+        return self.service.ROUTES["get"]
 
     def settings(self, **overrides: Any) -> Any:
         """Settings for the fake with fast, bounded retries (4 attempts)."""

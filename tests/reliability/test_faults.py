@@ -99,8 +99,8 @@ def test_persistent_outage_stops_at_retry_attempts(cloud):
 
 def test_throttled_status_poll_is_retried(cloud):
     handle = cloud.submit()
-    polls = len(cloud.server.calls("GET", cloud.poll))
-    cloud.server.fail("GET", cloud.poll, Fault.http(429, "slow down", retry_after=0), Fault.reset())
+    polls = len(cloud.server.calls(*cloud.poll))
+    cloud.server.fail(*cloud.poll, Fault.http(429, "slow down", retry_after=0), Fault.reset())
     assert handle.status().state.value in ("queued", "pending", "running")
-    assert len(cloud.server.calls("GET", cloud.poll)) - polls == 3, "two failed polls, then the answer"
+    assert len(cloud.server.calls(*cloud.poll)) - polls == 3, "two failed polls, then the answer"
     assert len(cloud.sleeps) == 2 and cloud.sleeps[0] == 0.0

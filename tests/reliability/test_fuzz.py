@@ -28,7 +28,7 @@ from omnidist.runtime.launch import plan_launch
 from omnidist.runtime.tf_setup import tf_config_fix
 from omnidist.testing import strategies
 from omnidist.testing.cli import run_cli
-from omnidist.testing.harness import Harness, suite_backends, suite_harness
+from omnidist.testing.harness import Harness, required_settings, suite_backends, suite_harness
 
 ROOT = Path(__file__).resolve().parents[2]
 BACKENDS = tuple(registry.installed())
@@ -149,7 +149,7 @@ def native_seeds(backend: str) -> tuple[dict[str, Any], ...]:
     seeds = []
     for data in SEED_JOBS:
         try:
-            compiled = omnidist.compile(job_from_dict(data), backend=backend)
+            compiled = omnidist.compile(job_from_dict(data), backend=backend, settings=required_settings(backend))
         except errors.UnsupportedFeatureError:
             continue
         seeds.append(json.loads(serde.dump_json(compiled.request)))
@@ -355,6 +355,6 @@ def test_python_api_accelerator_shorthand_is_accepted_everywhere(isolated, spell
     local = omnidist.compile(job, backend="local").request
     assert local["replicas"][0]["env"]["OMNIDIST_PROCESSES_PER_NODE"] == "8"
     for backend in CLOUD_BACKENDS:  # each cloud writes it its own way, and reads it back as written
-        request = omnidist.compile(job, backend=backend).request
+        request = omnidist.compile(job, backend=backend, settings=required_settings(backend)).request
         back = registry.get(backend).import_native(json.loads(serde.dump_json(request)))
         assert back.primary.accelerator == Accelerator(type="V100", count=8), backend

@@ -22,7 +22,7 @@ from omnidist.secrets import MASK
 from omnidist.submission.handle import JobHandle
 from omnidist.testing import Fault
 from omnidist.testing.cli import run_cli
-from omnidist.testing.harness import cloud_backends
+from omnidist.testing.harness import cloud_backends, required_settings
 
 pytestmark = pytest.mark.suite("secrets")
 
@@ -103,8 +103,8 @@ def test_role_repr_masks_secrets():
 
 @pytest.mark.parametrize("source, target", PAIRS)
 def test_migration_report_shows_no_secret(isolated, source, target):
-    native = omnidist.compile(job_from_dict(JOB), backend=source).request
-    compiled, report = migration.migrate(native, source, target)
+    native = omnidist.compile(job_from_dict(JOB), backend=source, settings=required_settings(source)).request
+    compiled, report = migration.migrate(native, source, target, settings=required_settings(target))
     assert SECRETS["API_KEY"] in compiled.render(), "the migrated request still carries the job's env"
     for shown in (str(report), json.dumps(report.to_dict()), report._repr_html_()):
         assert leaks(shown) == [], shown
@@ -112,7 +112,8 @@ def test_migration_report_shows_no_secret(isolated, source, target):
 
 def _compile_cli(tmp_path, backend):
     job_file = tmp_path / "job.yaml"
-    job_file.write_text(serde.dump_yaml(JOB))
+    needs = required_settings(backend)
+    job_file.write_text(serde.dump_yaml({**JOB, "backends": {backend: needs}} if needs else JOB))
     return run_cli("compile", str(job_file), "--backend", backend, cwd=tmp_path, env={
         "AZURE_CLIENT_SECRET": CREDENTIAL, "GOOGLE_OAUTH_ACCESS_TOKEN": CREDENTIAL})
 
@@ -130,10 +131,21 @@ def test_cli_note_lines_show_no_secret(tmp_path, backend):
 def test_cli_migration_report_shows_no_secret(tmp_path, backend, target):
     native = tmp_path / "native.json"
     native.write_text(_compile_cli(tmp_path, backend).stdout)
-    migrated = run_cli("migrate", str(native), "--from", backend, "--to", target, cwd=tmp_path)
+    profile = _target_profile(tmp_path, target)
+    migrated = run_cli("migrate", str(native), "--from", backend, "--to", target, *profile, cwd=tmp_path)
     assert migrated.returncode == 0, migrated.stderr
     assert "migration" in migrated.stderr and leaks(migrated.stderr) == [], migrated.stderr
     assert SECRETS["API_KEY"] in migrated.stdout
+
+
+def _target_profile(tmp_path, target) -> list[str]:
+    """``--profile target`` naming the settings the target cannot compile without, when it has any."""
+    needs = required_settings(target)
+    if not needs:
+        return []
+    keys = "".join(f"{k} = {json.dumps(v)}\n" for k, v in needs.items())
+    (tmp_path / "omnidist.toml").write_text(f'[profiles.target]\nbackend = "{target}"\n{keys}')
+    return ["--profile", "target"]
 
 
 def test_local_streamed_logs_mask_secrets(isolated, capsys):

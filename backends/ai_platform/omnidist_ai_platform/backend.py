@@ -12,11 +12,13 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from omnidist.kit import (
+    GOOGLE_LABELS,
     Capabilities,
     CloudBackend,
     CommandLine,
     CompiledJob,
     DistributedJob,
+    Footprint,
     LazyClient,
     MigrationPolicy,
     Note,
@@ -56,10 +58,10 @@ class AIPlatformBackend(CloudBackend):
     )
     migration = MigrationPolicy(
         vocabulary="compute_engine",
-        shared_settings=frozenset({"machine_types", "network", "region", "service_account"}),
+        shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         left_behind=LEFT_BEHIND,
         machine_setting="machine_types",
-        label_rules=True,
+        label_rules=GOOGLE_LABELS,
         module_setting="python_module",
         runs_instead={key: "runs a Python package on Google's runtime {runtime_version}"
                       for key in ("runtime_version", "python_module")},
@@ -93,6 +95,12 @@ class AIPlatformBackend(CloudBackend):
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+    def footprint(self, compiled: CompiledJob, settings: AIPlatformSettings) -> Footprint:
+        """Each ``trainingInput`` slot's machine, GPUs and count, priced as Vertex AI training."""
+        from omnidist_ai_platform import footprint
+
+        return footprint.footprint(compiled.request, settings)
 
     def machine_alias(self, name: str) -> Optional[str]:
         """The Compute Engine machine a deprecated legacy name (``large_model``) stands for."""

@@ -36,6 +36,7 @@ from omnidist.kit import (
     JobStatus,
     Keyed,
     LogStart,
+    Shortage,
     TransientBackendError,
     error_for_status,
     google_credentials,
@@ -45,7 +46,7 @@ from omnidist.kit import (
     translate_storage_error,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import JOB_STATES, NAME
+from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -125,6 +126,12 @@ class AIPlatformClient(Client[dict]):
         if isinstance(exc, (httplib2.HttpLib2Error, OSError)):  # DNS failures, bad URLs: not worth retrying
             return BackendError(f"cannot reach the endpoint ({type(exc).__name__}: {exc})", backend=NAME)
         return None
+
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """A quota refusal at creation ("Quota failure for project …", :data:`~omnidist_ai_platform.tables.SHORTAGES`),
+        else the template's reading."""
+        found = shortage_named(error.detail) if error.retry_after is None else None
+        return Shortage(found) if found else super().shortage(exc, error)
 
     def prepare(self, compiled: CompiledJob) -> CompiledJob:
         """Upload a local code folder to the staging bucket (once per content)."""

@@ -13,6 +13,7 @@ import attrs
 
 from omnidist.kit import (
     AUTO,
+    TRAINING_ROLES,
     CompiledJob,
     DistributedJob,
     EffectiveRole,
@@ -33,8 +34,9 @@ from omnidist.kit import (
     processes_per_node,
     size_reducers,
     smallest_fit,
+    start_processes,
 )
-from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
+from omnidist.runtime.launch import carry_processes_per_node
 from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME, REDUCER_IMAGE, REFUSALS, ROLE_PREFIXES
@@ -107,23 +109,21 @@ def machine_for(role: EffectiveRole, ctx: _Context, default: Optional[str] = Non
     return found
 
 
-def carries_processes(roles: dict[RoleName, EffectiveRole], settings: AIPlatformSettings,
-                      job: DistributedJob) -> bool:
-    """True when the primary's command is ``omnidist launch …``, which can carry the process
-    count as ``--nproc-per-node`` (legacy has no field, and no env field for the runtime hint)."""
-    return not settings.package_mode and is_launch_command(roles[RoleName.PRIMARY].command)
-
-
 def launch_command(role: EffectiveRole, ctx: _Context) -> tuple[str, ...]:
-    """The role's command, with ``--nproc-per-node=N`` added to an ``omnidist launch`` command
-    when the job runs N > 1 processes per node (the same rule the local emulation applies)."""
-    processes = processes_per_node(ctx.job)
+    """The role's command, made to start the node's processes (SPEC §10): legacy starts each
+    replica's command once, and has no field for the count (nor an environment for the hint), so
+    an ``omnidist launch`` command gets ``--nproc-per-node=N`` and any other command runs under
+    one (:func:`omnidist.compiler.launchers.start_processes`)."""
+    processes = processes_per_node(ctx.job) if role.name in TRAINING_ROLES else 1
     command = carry_processes_per_node(role.command, processes)
     if command != tuple(role.command) and role.name is RoleName.PRIMARY:
         ctx.notes.append(Note(kind=NoteKind.APPROXIMATED, field="processes_per_node",
                               message=f"{processes} processes per node: carried as `omnidist launch "
                                       f"--nproc-per-node={processes}` in the command (legacy has no field or "
                                       "environment variable for it)"))
+    command, note = start_processes(ctx.job, command, processes, NAME)
+    if note is not None and role.name is RoleName.PRIMARY:
+        ctx.notes.append(note)
     return command
 
 
@@ -212,10 +212,12 @@ def check_job(job: DistributedJob, settings: AIPlatformSettings, roles: dict[Rol
         raise refuse(Feature.SPOT)
     if job.interconnect is Interconnect.INFINIBAND:
         raise refuse(Feature.INFINIBAND)
-    if job.processes_per_node != AUTO and not carries_processes(roles, settings, job):
-        notes.append(Note(kind=NoteKind.DROPPED, field="processes_per_node",
-                          message="legacy has no field for it; start that many processes in your command "
-                                  "(omnidist launch -- … in the command carries it)"))
+    if settings.package_mode and processes_per_node(job) > 1:
+        raise UnsupportedFeatureError(
+            Feature.PROCESSES_PER_NODE, NAME, f"{processes_per_node(job)} processes per node: a runtime-version job "
+            "runs `python -m MODULE` once per replica, and has no command to put a launcher in.",
+            "Set processes_per_node: 1, or run a custom container (image: and command:).",
+            subject="processes_per_node")
     primary = roles[RoleName.PRIMARY]
     if settings.package_mode:
         if not (settings.python_module and settings.package_uris):

@@ -86,3 +86,17 @@ LEFT_BEHIND: dict[str, str] = {
     "runtime_version": "Google's runtime image is not carried: the job runs its own image",
 }
 """Setting -> why a job moved to another backend loses meaning without it."""
+
+
+SHORTAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"quota failure for project|exceeds the allowed maximum of", re.I), "quota"),
+)
+"""Legacy AI Platform's words for a shortage (a placement moves on): "Quota failure for project … The
+request for 1 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, …" at job creation. No
+capacity refusal of its own is documented; the template's reading covers the common words.
+Sources: docs/placement.md."""
+
+
+def shortage_named(text: str) -> str | None:
+    """``quota`` when ``text`` is one of :data:`SHORTAGES`, else ``None``."""
+    return next((kind for pattern, kind in SHORTAGES if pattern.search(text or "")), None)

@@ -35,6 +35,7 @@ from omnidist.kit import (
     ValidationError,
     best_trial,
     structure,
+    trials_at_once,
 )
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
@@ -68,12 +69,12 @@ TYPES: dict[ParameterType, str] = {
 TYPE_NAMES: dict[str, ParameterType] = {v: k for k, v in TYPES.items()}
 """``ParameterSpec.type`` -> portable type (derived)."""
 
-SCALES: dict[Scale, str] = {Scale.LINEAR: "UNIT_LINEAR_SCALE", Scale.LOG: "UNIT_LOG_SCALE"}
+SCALES: dict[Scale, str] = {Scale.LINEAR: "UNIT_LINEAR_SCALE", Scale.LOG: "UNIT_LOG_SCALE",
+                            Scale.REVERSE_LOG: "UNIT_REVERSE_LOG_SCALE"}
 """Portable scale of a range -> ``scaleType``."""
 
 SCALE_NAMES: dict[str, Scale] = {"NONE": Scale.LINEAR, **{v: k for k, v in SCALES.items()}}
-"""``scaleType`` -> portable scale (derived; ``NONE``, no scaling, is a linear range;
-``UNIT_REVERSE_LOG_SCALE`` is read as log, with a note)."""
+"""``scaleType`` -> portable scale (derived; ``NONE``, no scaling, is a linear range)."""
 
 GRID_TYPES = frozenset({ParameterType.INTEGER, ParameterType.DISCRETE, ParameterType.CATEGORICAL})
 """What grid search takes (the ``algorithm`` enum's documentation)."""
@@ -210,12 +211,7 @@ def native_to_parameter(native: NativeParameter, path: str, notes: list[Note]) -
         raise ValidationError(f"say one of {', '.join(TYPE_NAMES)}", path=f"{path}.type")
     kind = TYPE_NAMES[native.type]
     field = f"tuning.parameters.{native.parameterName}"
-    reverse = native.scaleType == "UNIT_REVERSE_LOG_SCALE"
-    scale = Scale.LOG if reverse else SCALE_NAMES[native.scaleType or "NONE"]
-    if reverse and kind in RANGE_TYPES:
-        notes.append(Note(kind=NoteKind.CHANGED, field=field, message=(
-            "UNIT_REVERSE_LOG_SCALE became scale: log (portable ranges are linear or log): values near the top "
-            "of the range are now tried less often, not more")))
+    scale = SCALE_NAMES[native.scaleType or "NONE"]
     unused = {"minValue": native.minValue, "maxValue": native.maxValue, "discreteValues": native.discreteValues,
               "categoricalValues": native.categoricalValues}
     try:
@@ -264,11 +260,13 @@ def native_to_tuning(raw: Any, notes: list[Note]) -> Tuning:
         raise ValidationError(f"{', '.join(repeated)} named more than once", path=f"{PATH}.params")
     parameters = {p.parameterName: native_to_parameter(p, f"{PATH}.params[{i}]", notes)
                   for i, p in enumerate(native.params)}
+    total = native.maxTrials if native.maxTrials is not None else 1
+    parallel = native.maxParallelTrials if native.maxParallelTrials is not None else 1
     try:
         return Tuning(metric={"name": metric, "goal": GOAL_NAMES.get(native.goal or "MAXIMIZE", Goal.MAXIMIZE)},
                       parameters=parameters, algorithm=ALGORITHM_NAMES[native.algorithm or "ALGORITHM_UNSPECIFIED"],
-                      max_trials=native.maxTrials if native.maxTrials is not None else 1,
-                      parallel_trials=native.maxParallelTrials if native.maxParallelTrials is not None else 1,
+                      max_trials=total,
+                      parallel_trials=trials_at_once(total, parallel, "maxParallelTrials", notes),
                       max_failed_trials=native.maxFailedTrials or 0,
                       early_stopping=bool(native.enableTrialEarlyStopping))
     except ValidationError as exc:

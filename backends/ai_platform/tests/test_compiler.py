@@ -272,5 +272,7 @@ def test_a_launch_command_carries_processes_per_node():
     (note,) = [n for n in compiled.diagnostics if n.field == "processes_per_node"]
     assert note.kind is NoteKind.APPROXIMATED and "--nproc-per-node=2" in note.message
     plain = compile_checked(base(processes_per_node=2))
-    assert [n.kind for n in plain.diagnostics if n.field == "processes_per_node"] == [NoteKind.DROPPED]
-    assert plain.request["trainingInput"]["masterConfig"]["containerCommand"] == ["python", "train.py"]
+    (note,) = [n for n in plain.diagnostics if n.field == "processes_per_node"]
+    assert note.kind is NoteKind.APPROXIMATED and "omnidist launch --nproc-per-node=2 -- …" in note.message
+    assert plain.request["trainingInput"]["masterConfig"]["containerCommand"] == [
+        "omnidist", "launch", "--nproc-per-node=2", "--", "python", "train.py"]

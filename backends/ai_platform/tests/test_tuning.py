@@ -132,12 +132,13 @@ def test_import_fills_the_apis_defaults_with_notes():
     spec["resumePreviousJobId"] = "earlier_job"
     job, notes = backend.import_with_notes(request)
     tuning = job.tuning
+    assert tuning.parameters["learning_rate"].scale.value == "reverse_log"  # carried, not changed
     assert (tuning.metric.name, tuning.metric.goal.value) == ("training/hptuning/metric", "maximize")
     assert (tuning.max_trials, tuning.parallel_trials) == (1, 1)
     kinds = {(n.kind, n.field) for n in notes}
     assert {(NoteKind.DEFAULTED, "tuning.metric.goal"), (NoteKind.DEFAULTED, "tuning.metric.name"),
             (NoteKind.DEFAULTED, "tuning.max_trials"), (NoteKind.DEFAULTED, "tuning.parallel_trials"),
-            (NoteKind.CHANGED, "tuning.parameters.learning_rate"), (NoteKind.DROPPED, "tuning.parameters.batch_size"),
+            (NoteKind.DROPPED, "tuning.parameters.batch_size"),
             (NoteKind.DROPPED, "tuning")} <= kinds
 
 
@@ -148,7 +149,7 @@ def test_import_fills_the_apis_defaults_with_notes():
     (lambda s: s["params"][2].update(discreteValues=[]), "params[2].discreteValues: a discrete parameter needs"),
     (lambda s: s["params"].append(dict(s["params"][0])), "learning_rate named more than once"),
     (lambda s: s.update(maxTrial=3), "trainingInput.hyperparameters.maxTrial: unknown key; did you mean 'maxTrials'"),
-    (lambda s: s.update(maxParallelTrials=99), "trainingInput.hyperparameters.parallel_trials: 99 trials at a time"),
+    (lambda s: s.update(maxParallelTrials=0), "trainingInput.hyperparameters.parallel_trials: must be >= 1"),
 ])
 def test_import_errors_name_the_native_field(change, text):
     request = compile_checked(rich()).request

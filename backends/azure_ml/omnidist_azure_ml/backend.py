@@ -13,6 +13,7 @@ from omnidist.kit import (
     CloudBackend,
     CompiledJob,
     DistributedJob,
+    Footprint,
     Framework,
     LazyClient,
     MigrationPolicy,
@@ -85,6 +86,12 @@ class AzureMLBackend(CloudBackend):
                 or "component" in keys or len(keys & NATIVE_KEYS) >= 2):
             return True
         return "command" in keys and len(keys) > 1 and keys <= COMMAND_JOB_KEYS
+
+    def footprint(self, compiled: CompiledJob, settings: AzureMLSettings) -> Footprint:
+        """``instance_count`` nodes of the job's VM size, priced as Azure VMs in the ``region`` setting."""
+        from omnidist_azure_ml import footprint
+
+        return footprint.footprint(compiled.request, settings, compiled.diagnostics)
 
     def console_url(self, job_id: str, settings: AzureMLSettings) -> str:
         """The Azure ML studio page of the job (built locally, no network)."""

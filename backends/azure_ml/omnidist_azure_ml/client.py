@@ -52,6 +52,7 @@ from omnidist.kit import (
     LogPage,
     LogStart,
     OmnidistError,
+    Shortage,
     TransientBackendError,
     code_folder,
     dump_yaml,
@@ -62,7 +63,7 @@ from omnidist.kit import (
     secret_values,
 )
 from omnidist_azure_ml.settings import AzureMLSettings
-from omnidist_azure_ml.tables import NAME, native_state
+from omnidist_azure_ml.tables import NAME, SHORTAGE_CODES, native_state
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -257,6 +258,16 @@ class AzureMLClient(Client[Any]):
         """``POST …/jobs/{name}/cancel``; accepted at once (``polling=False``), status() shows
         CancelRequested -> Canceled."""
         self.ml.jobs.begin_cancel(job_id, polling=False)
+
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """A quota or capacity refusal by its Azure error code (:data:`~omnidist_azure_ml.tables.SHORTAGE_CODES`),
+        the nested ``innererror`` codes included, else by its text."""
+        code = getattr(getattr(exc, "error", None), "code", None)
+        inner = getattr(getattr(exc, "error", None), "innererror", None) or {}
+        for found in (code, inner.get("code") if isinstance(inner, dict) else None):
+            if found in SHORTAGE_CODES:
+                return Shortage(SHORTAGE_CODES[found])
+        return super().shortage(exc, error)
 
     def status_of(self, job: Any) -> JobStatus:
         """The status through :data:`~omnidist_azure_ml.tables.STATES`."""

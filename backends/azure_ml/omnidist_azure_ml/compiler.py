@@ -42,7 +42,6 @@ from omnidist_azure_ml.catalog import Sku
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import (
     FRAMEWORK_DISTRIBUTIONS,
-    LAUNCHES_OWN_PROCESSES,
     NAME,
     PARAMETER_SERVERS_ADD_NODES,
     REFUSALS,
@@ -339,12 +338,6 @@ def distribution_to_native(job: DistributedJob, notes: list[Note]) -> dict[str, 
         return {"type": kind, "worker_count": num_nodes(job), "parameter_server_count": servers}
     processes = processes_per_node(job)
     launches = is_launch_command(effective_role(job, RoleName.PRIMARY).command)
-    if job.framework in LAUNCHES_OWN_PROCESSES:
-        notes.append(Note(kind=NoteKind.HINT, field="framework",
-                          message="custom: Azure starts the command once per node with MASTER_ADDR, NODE_RANK "
-                                  "and WORLD_SIZE set; start your processes_per_node processes yourself "
-                                  "(e.g. `omnidist launch -- …`)"))
-        return {"type": kind, "process_count_per_instance": 1}
     if launches and kind == "pytorch":
         # One launcher, never two: Azure starting N processes that each run torchrun with N more
         # would make N x N per node.

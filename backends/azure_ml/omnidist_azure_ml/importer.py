@@ -39,11 +39,13 @@ from omnidist.kit import (
     NoteKind,
     Role,
     ValidationError,
+    auto_processes,
     cannot_hold,
     dropped_note,
     is_data,
     native_duration,
     pick_name,
+    portable_env,
     retired_gpu,
     shell_argv,
     shorten,
@@ -55,9 +57,7 @@ from omnidist_azure_ml import catalog, prebuilt
 from omnidist_azure_ml.tables import (
     DISTRIBUTION_FRAMEWORKS,
     FRAMEWORK_DISTRIBUTIONS,
-    LAUNCHES_OWN_PROCESSES,
     NAME,
-    PARAMETER_SERVERS_ADD_NODES,
     UNSUPPORTED_NATIVE_KEYS,
 )
 
@@ -219,21 +219,21 @@ def import_command_job(request: Mapping[str, Any]) -> tuple[DistributedJob, tupl
     check_inputs(native.inputs)
     inputs = native_to_inputs(native.inputs, notes)
     outputs = native_to_outputs(native.outputs, notes)
-    env = dict(native.environment_variables)
+    env = portable_env(native.environment_variables, "environment_variables", notes)
     framework, per_node = native_to_framework(native.distribution, env, notes)
     command = native_to_command(native.command, notes)
     if is_launch_command(command) and framework is not Framework.HOROVOD:
         per_node = _hinted_processes(env) or per_node  # Azure starts 1 per node; the launcher starts the rest
     sku = catalog.lookup(native.resources.instance_type) if native.resources.instance_type else None
     accelerator = _accelerator(sku, native, notes)
-    nodes, servers = native_to_nodes(native.distribution, native.resources.instance_count)
+    nodes, servers = native_to_nodes(native.distribution, native.resources.instance_count, notes)
     env = _strip_tuning(hints.strip(env), sku)
     image, environment = native_to_environment(native.environment, notes)
     curated = prebuilt.recognize(environment) if environment else None
     framework_version = None
     if curated is not None and prebuilt.ENVIRONMENT_FRAMEWORK.get(framework) is curated[0]:
         framework_version, environment = curated[1], None  # compiling picks the same curated environment
-    default_per_node = accelerator.count if accelerator else 1
+    default_per_node = auto_processes(framework.value, accelerator)
     job = DistributedJob(
         name=native_to_name(native, notes),
         framework=framework,
@@ -276,7 +276,7 @@ def native_to_framework(distribution: Optional[Mapping[str, Any]], env: Mapping[
     framework = DISTRIBUTION_FRAMEWORKS[kind]
     if hinted_framework is not None and FRAMEWORK_DISTRIBUTIONS[hinted_framework] == kind:
         framework = hinted_framework
-    if kind == "tensorflow" or framework in LAUNCHES_OWN_PROCESSES:
+    if kind == "tensorflow":
         return framework, _hinted_processes(env)  # Azure starts one process per node for these
     return framework, _count(distribution, "process_count_per_instance", 1, minimum=1)
 
@@ -293,11 +293,14 @@ def _count(distribution: Mapping[str, Any], key: str, default: int, minimum: int
     return value
 
 
-def native_to_nodes(distribution: Optional[Mapping[str, Any]], instance_count: int) -> tuple[int, int]:
+def native_to_nodes(distribution: Optional[Mapping[str, Any]], instance_count: int,
+                    notes: list[Note]) -> tuple[int, int]:
     """Training nodes (primary + workers) and parameter servers.
 
-    TensorFlow jobs count nodes by ``worker_count``; ``instance_count`` must agree with it
-    under :data:`PARAMETER_SERVERS_ADD_NODES` (either convention is read).
+    TensorFlow jobs count nodes by ``worker_count`` (one TensorFlow worker per node, as compiling
+    writes them, under :data:`omnidist_azure_ml.tables.PARAMETER_SERVERS_ADD_NODES`). Azure also runs a file whose
+    ``instance_count`` is neither: it spreads the tasks over the nodes it has. That file is read
+    with a node per worker and a ``changed`` note, not refused.
     """
     if instance_count < 1:
         raise ValidationError(f"must be >= 1, got {instance_count}", path="resources.instance_count")
@@ -306,9 +309,9 @@ def native_to_nodes(distribution: Optional[Mapping[str, Any]], instance_count: i
     workers = _count(distribution, "worker_count", instance_count, minimum=1)
     servers = _count(distribution, "parameter_server_count", 0)
     if instance_count not in (workers, workers + servers):
-        expected = workers + servers if PARAMETER_SERVERS_ADD_NODES else workers
-        raise ValidationError(f"{instance_count} nodes cannot hold worker_count {workers} with "
-                              f"parameter_server_count {servers}; use {expected}", path="resources.instance_count")
+        notes.append(Note(kind=NoteKind.CHANGED, field="workers.replicas", message=(
+            f"Azure spreads worker_count {workers} and parameter_server_count {servers} over instance_count "
+            f"{instance_count} nodes; the portable job gives each worker a node of its own ({workers} nodes)")))
     return workers, servers
 
 

@@ -27,6 +27,9 @@ class AzureMLSettings(ClientSettings):
     subscription_id: Optional[str] = None
     resource_group: Optional[str] = None
     workspace: Optional[str] = None
+    region: Optional[str] = None
+    """The workspace's location (``eastus``): not sent (the workspace decides), read by ``omnidist plan``
+    to price the job offline and recorded in the job ledger."""
     compute: Optional[str] = None
     """Compute cluster name; omitted -> serverless compute sized by ``resources.instance_type``."""
     instance_type: Optional[str] = None

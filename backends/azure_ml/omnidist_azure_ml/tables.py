@@ -10,7 +10,7 @@ NAME = platform.NAME
 """The backend's name (entry point, ``backends.azure_ml`` block, runtime platform)."""
 
 FRAMEWORK_DISTRIBUTIONS: dict[Framework, str] = {f: platform.DISTRIBUTIONS[f.value] for f in sorted(Framework)}
-"""Portable framework -> Azure ``distribution.type`` (custom: see LAUNCHES_OWN_PROCESSES): the
+"""Portable framework -> Azure ``distribution.type`` : the
 platform's own table (:data:`omnidist.runtime.platforms.azure_ml.DISTRIBUTIONS`), which decides
 the variables the nodes get."""
 
@@ -19,10 +19,6 @@ DISTRIBUTION_FRAMEWORKS: dict[str, Framework] = {
     for kind in sorted(set(FRAMEWORK_DISTRIBUTIONS.values()))
 }
 """Azure ``distribution.type`` -> framework: derived, preferring the framework of the same name."""
-
-LAUNCHES_OWN_PROCESSES: frozenset[Framework] = frozenset({Framework.CUSTOM})
-"""Frameworks whose command starts its own per-node processes, so Azure starts one per node
-(``process_count_per_instance: 1``) and only wires MASTER_ADDR/NODE_RANK/WORLD_SIZE."""
 
 PARAMETER_SERVERS_ADD_NODES = False
 """Whether TensorFlow parameter servers get nodes of their own on top of the workers.
@@ -119,6 +115,20 @@ LEFT_BEHIND: dict[str, str] = {
     "environment": "a registered Azure ML environment is not pulled by other clouds: the job runs its image",
 }
 """Setting -> why a job moved to another backend loses meaning without it."""
+
+
+SHORTAGE_CODES: dict[str, str] = {
+    "ClusterMinNodesExceedCoreQuota": "quota",
+    "JobNodeCountExceedsCoreQuota": "quota",
+    "NotAvailableForSubscription": "capacity",
+    "QuotaExceeded": "quota",
+    "SkuNotAvailable": "capacity",
+}
+"""Azure error code -> the shortage it reports (a placement moves on): the subscription's vCPU
+quota for the VM family (``JobNodeCountExceedsCoreQuota`` "…has a Standard DSv2 family vCPU quota of
+2…", ``ClusterMinNodesExceedCoreQuota``, ``QuotaExceeded``), a size the region or subscription
+does not offer. ``OperationNotAllowed`` is read by its text ("exceeding approved LowPriorityCores
+quota"). Sources: docs/placement.md."""
 
 
 def native_state(state: str) -> JobState:

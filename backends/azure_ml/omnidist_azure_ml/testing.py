@@ -360,5 +360,6 @@ HARNESS = Harness(
     native_builder=lambda: (lambda build: lambda doc: build(doc)._to_rest_object())(_hand_built()),
     settings=lambda url: {"subscription_id": "sub-1", "resource_group": "rg-1", "workspace": "ws-1",
                           "credential": "anonymous", "endpoint": url, "poll_interval_s": 0.0},
-    sample_settings={"instance_type": "Standard_NC24s_v3", "shm_size": "8g", "job_tier": "standard"})
+    sample_settings={"instance_type": "Standard_NC24s_v3", "shm_size": "8g", "job_tier": "standard"},
+    trial_number=lambda trial: int(trial.rsplit("_", 1)[1]) + 1)  # child runs are named <sweep>_<index>
 """Azure ML for the reliability suite, the fuzzing and ``bench/``."""

@@ -45,6 +45,7 @@ from omnidist.kit import (
     UnsupportedFeatureError,
     ValidationError,
     best_trial,
+    trials_at_once,
 )
 from omnidist_azure_ml.tables import NAME, native_state
 
@@ -120,10 +121,11 @@ def _integer_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: l
                       "type: double and round in the program.")
     why = ("randint starts at 0" if tuning.algorithm is Algorithm.RANDOM
            else f"{ALGORITHMS[tuning.algorithm]} sampling takes no randint")
-    if parameter.scale is Scale.LOG:
+    if parameter.scale is not Scale.LINEAR:
+        scale = parameter.scale.value.replace("_", " ")
         notes.append(Note(kind=NoteKind.CHANGED, field=f"tuning.parameters.{name}", message=(
-            f"integer range {low} … {high} (log scale) became a choice of its {count} values ({why}): they are "
-            "drawn evenly, not on a log scale")))
+            f"integer range {low} … {high} ({scale} scale) became a choice of its {count} values ({why}): they "
+            f"are drawn evenly, not on a {scale} scale")))
     else:
         notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"tuning.parameters.{name}", message=(
             f"integer range {low} … {high} became a choice of its {count} values ({why})")))
@@ -133,7 +135,11 @@ def _integer_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: l
 def parameter_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: list[Note]) -> dict[str, Any]:
     """One search-space expression, refused (exit 3) when the sampling algorithm cannot take it."""
     kind = parameter.type
-    if kind is ParameterType.DOUBLE and parameter.scale is Scale.LOG:
+    if kind is ParameterType.DOUBLE and parameter.scale is Scale.REVERSE_LOG:
+        notes.append(Note(kind=NoteKind.CHANGED, field=f"tuning.parameters.{name}", message=(
+            "scale: reverse_log became loguniform (Azure ML has no reverse log scale): values near min are now "
+            "tried more often, not those near max")))
+    if kind is ParameterType.DOUBLE and parameter.scale is not Scale.LINEAR:
         native: dict[str, Any] = {"type": "loguniform", "min_value": math.log(parameter.min),
                                   "max_value": math.log(parameter.max)}
     elif kind is ParameterType.DOUBLE:
@@ -361,7 +367,7 @@ def _limits(raw: Any, notes: list[Note]) -> tuple[int, int, Optional[Any]]:
         notes.append(Note(kind=NoteKind.DROPPED, field="limits.timeout", message=(
             f"{limits['timeout']} for the whole sweep has no portable form (the job's timeout "
             "holds for each trial)")))
-    return total, parallel, limits.get("trial_timeout")
+    return total, trials_at_once(total, parallel, "limits.max_concurrent_trials", notes), limits.get("trial_timeout")
 
 
 def native_to_tuning(native: Mapping[str, Any], names: dict[str, str], notes: list[Note]) -> tuple[Tuning, Any]:

@@ -90,11 +90,14 @@ def test_tensorflow_counts_workers_and_parameter_servers(compile_, to_rest):
     assert any(n.kind is NoteKind.APPROXIMATED and n.field == "parameter_servers" for n in compiled.diagnostics)
 
 
-def test_custom_gets_one_process_per_node_and_a_hint(compile_, to_rest):
+def test_custom_runs_one_process_per_node_unless_it_says_more(compile_, to_rest):
+    """`auto` is one process per node for a custom program (it decides itself); a count it gives is
+    how many Azure starts (SPEC §10)."""
     compiled = compile_(job(framework="custom", primary={"accelerator": "V100:4"}, workers={"replicas": 1}))
     assert compiled.request["distribution"] == {"type": "pytorch", "process_count_per_instance": 1}
-    assert compiled.request["environment_variables"]["OMNIDIST_PROCESSES_PER_NODE"] == "4"
-    assert any(n.kind is NoteKind.HINT and n.field == "framework" for n in compiled.diagnostics)
+    assert compiled.request["environment_variables"]["OMNIDIST_PROCESSES_PER_NODE"] == "1"
+    told = compile_(job(framework="custom", primary={"accelerator": "V100:4"}, processes_per_node=4))
+    assert told.request["distribution"] == {"type": "pytorch", "process_count_per_instance": 4}
     to_rest(compiled.request)
 
 

@@ -298,7 +298,6 @@ def test_an_sdk_command_object_is_read_through_its_own_serialization(tmp_path):
     ("command: x\nresources: {gpus: 4}\n", "resources.gpus"),
     ("command: x\nlimits: {timeout: soon}\n", "limits.timeout"),
     ("command: x\ndistribution: {type: pytorch, process_count_per_instance: -1}\n", "distribution.process_count_per_instance"),
-    ("command: x\ndistribution: {type: tensorflow, worker_count: 4}\nresources: {instance_count: 2}\n", "resources.instance_count"),
     ("command: x\nenvironment: {name: only}\n", "environment.image"),
     ("command: x\nenvironment: [a]\n", "environment"),
     ("command: \"python 'unclosed\"\n", "command"),

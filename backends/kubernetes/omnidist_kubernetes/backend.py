@@ -7,13 +7,14 @@ followed. Imports flow one way: tables <- compiler / importer / client <- this f
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
     DistributedJob,
+    Footprint,
     Framework,
     LazyClient,
     Note,
@@ -49,8 +50,8 @@ class KubernetesBackend(CloudBackend):
     client = LazyClient("omnidist_kubernetes.client:KubernetesClient")
     testing = "omnidist_kubernetes.testing:HARNESS"
     native_formats = (
-        "a Kubeflow PyTorchJob, TFJob or MPIJob manifest (YAML or JSON; several documents, or kubectl's "
-        "kind: List)",
+        "a Kubeflow PyTorchJob, TFJob or MPIJob manifest (YAML or JSON; several documents, one job each, or "
+        "kubectl's kind: List)",
     )
     opts_out = {"tuning": "Kubeflow training jobs run one configuration; a job with a tuning block is refused "
                           "(exit 3) before anything reaches the cluster",
@@ -76,6 +77,12 @@ class KubernetesBackend(CloudBackend):
         job, notes = importer.import_job(request)
         return job, tuple(notes)
 
+    def split_jobs(self, native: Any) -> list[Any]:
+        """Each PyTorchJob, TFJob or MPIJob of a file that holds several; pure."""
+        from omnidist_kubernetes import importer
+
+        return importer.split_jobs(native)
+
     @staticmethod
     def recognizes(native: Any) -> bool:
         """True for a Kubeflow training job (``apiVersion: kubeflow.org/…`` and a kind omnidist
@@ -83,6 +90,16 @@ class KubernetesBackend(CloudBackend):
         from omnidist_kubernetes import importer
 
         return importer.recognizes(native)
+
+    def footprint(self, compiled: CompiledJob, settings: KubernetesSettings) -> Footprint:
+        """Each replica type's pods as GKE nodes in the ``gke_region`` setting (one pod per node)."""
+        from omnidist_kubernetes import footprint
+
+        return footprint.footprint(compiled.request, settings)
+
+    def region(self, settings: KubernetesSettings) -> Optional[str]:
+        """The ``gke_region`` setting."""
+        return settings.gke_region
 
     def console_url(self, job_id: str, settings: KubernetesSettings) -> str:
         """Kubernetes has no console of its own: empty (``kubectl describe`` shows the job)."""

@@ -42,6 +42,8 @@ from omnidist.kit import (
     Keyed,
     LogPage,
     NotFoundError,
+    Shortage,
+    ShortageError,
     TransientBackendError,
     ValidationError,
     error_for_status,
@@ -60,8 +62,10 @@ from omnidist_kubernetes.tables import (
     MAX_NAME,
     NAME,
     QUEUE_LABEL,
+    QUOTA_REFUSAL,
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
+    UNSCHEDULABLE,
     Kind,
 )
 
@@ -313,6 +317,26 @@ class KubernetesClient(Client[dict]):
         """``NAMESPACE/KIND/NAME``."""
         namespace, kind, name = self._where(job if job.get("metadata") else keyed.request)
         return job_id(namespace, kind, name)
+
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """A create over a namespace's ``ResourceQuota`` (403 "exceeded quota: …") is a quota refusal."""
+        if error.status == 403 and QUOTA_REFUSAL.search(error.detail):
+            return Shortage.QUOTA
+        return super().shortage(exc, error)
+
+    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[ShortageError]:
+        """A job whose pods no node can take (``PodScheduled=False``, reason ``Unschedulable``: "0/6
+        nodes are available: 6 Insufficient nvidia.com/gpu.") lacks capacity; a Kubernetes job is
+        never refused otherwise, it waits."""
+        if status.state not in (JobState.PENDING, JobState.QUEUED):
+            return super().queued_shortage(job_id, status)
+        job = self.call(lambda: self.get_job(job_id))
+        for pod in self.pods(job):
+            for condition in (pod.status.conditions or []) if pod.status is not None else []:
+                if condition.type == "PodScheduled" and condition.status == "False" and \
+                        condition.reason == UNSCHEDULABLE:
+                    return self.shortage_error(Shortage.CAPACITY, f"pod {pod.metadata.name}: {condition.message}")
+        return None
 
     def state_line(self, job_id: str, status: JobStatus) -> str:
         """``job state: running`` with the condition's message."""

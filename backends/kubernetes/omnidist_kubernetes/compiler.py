@@ -15,11 +15,11 @@ import attrs
 
 from omnidist.kit import (
     REQUEST_ID_LABEL,
+    TRAINING_ROLES,
     CompiledJob,
     DataValues,
     DistributedJob,
     EffectiveRole,
-    Framework,
     Interconnect,
     JobInput,
     JobOutput,
@@ -38,10 +38,10 @@ from omnidist.kit import (
     replica_count,
     resolve_data,
     runtime_hints,
+    start_processes,
     substituted,
     with_module,
 )
-from omnidist.runtime.launch import is_launch_command
 from omnidist_kubernetes import expansion, names, quantities
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
 from omnidist_kubernetes.tables import (
@@ -115,11 +115,6 @@ def check_job(job: DistributedJob, kind: Kind, notes: list[Note]) -> None:
                           f"replicas (framework {job.framework.value}).",
                           "Use framework: tensorflow (a TFJob has PS and Evaluator replicas), or drop "
                           f"{role.value}.")
-    if job.framework is Framework.CUSTOM:
-        notes.append(Note(kind=NoteKind.HINT, field="framework",
-                          message="custom: a PyTorchJob, whose operator starts your command once per pod with "
-                                  "MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK (the pod's rank) set; start "
-                                  "processes_per_node processes yourself (e.g. `omnidist launch -- …`)"))
 
 
 def _same_as_primary(role: EffectiveRole, primary: EffectiveRole) -> None:
@@ -346,20 +341,18 @@ def _mpi_replicas(kind: Kind, roles: dict[RoleName, EffectiveRole], job: Distrib
     }
 
 
-TORCH_LAUNCHERS = ("torchrun", "torch.distributed.run", "torch.distributed.launch")
-"""Programs (or ``python -m`` modules) that start a pod's processes from ``PET_NPROC_PER_NODE``."""
-
-
-def _launcher_hint(command: tuple[str, ...], processes: int, notes: list[Note]) -> None:
-    """``nprocPerNode`` counts processes the pod's command must start itself: say so when the
-    command is no launcher (the operator's ``WORLD_SIZE`` would wait for processes that never come)."""
-    launcher = is_launch_command(command) or any(
-        word.rsplit("/", 1)[-1] in TORCH_LAUNCHERS for word in command[:3])
-    if command and not launcher:
-        notes.append(Note(kind=NoteKind.HINT, field="processes_per_node",
-                          message=f"nprocPerNode {processes}: the operator starts the command once per pod and "
-                                  f"sets WORLD_SIZE to pods x {processes}; start it with torchrun or `omnidist "
-                                  "launch -- …`, which run that many processes"))
+def _pod_processes(roles: dict[RoleName, EffectiveRole], job: DistributedJob, processes: int,
+                   notes: list[Note]) -> dict[RoleName, EffectiveRole]:
+    """A PyTorchJob's training pods with a command that starts ``nprocPerNode`` processes: the
+    operator starts the command once per pod and sets torchrun's defaults (``PET_*``), so a plain
+    program runs under a bare ``torchrun`` (SPEC §10)."""
+    ready = dict(roles)
+    for name in TRAINING_ROLES & set(roles):
+        command, note = start_processes(job, roles[name].command, processes, NAME, launcher="torchrun")
+        ready[name] = attrs.evolve(roles[name], command=command)
+        if note is not None and name is RoleName.PRIMARY:
+            notes.append(note)
+    return ready
 
 
 def run_policy_to_native(kind: Kind, job: DistributedJob, settings: KubernetesSettings) -> dict[str, Any]:
@@ -436,12 +429,9 @@ def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJo
     processes = processes_per_node(job)
     if kind.kind == "PyTorchJob" and processes > 1:
         spec["nprocPerNode"] = str(processes)
-        _launcher_hint(roles[RoleName.PRIMARY].command, processes, notes)
+        roles = _pod_processes(roles, job, processes, notes)
     if kind.kind == "MPIJob":
         spec["slotsPerWorker"] = processes
-    if kind.kind == "TFJob" and job.processes_per_node != "auto" and processes > 1:
-        notes.append(Note(kind=NoteKind.DROPPED, field="processes_per_node",
-                          message="a TFJob starts one process per pod; tf.distribute uses the pod's GPUs itself"))
     policy = run_policy_to_native(kind, job, settings)
     if policy:
         spec["runPolicy"] = policy

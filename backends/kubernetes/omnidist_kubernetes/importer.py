@@ -27,6 +27,7 @@ from omnidist.kit import (
     NoteKind,
     RoleName,
     ValidationError,
+    auto_processes,
     delower,
     job_from_dict,
     pick_name,
@@ -101,9 +102,37 @@ def is_training_job(doc: Any) -> bool:
     return group == GROUP and version in VERSIONS[doc["kind"]]
 
 
+def is_older_job(doc: Any) -> bool:
+    """A Kubeflow job of a kind omnidist reads, in an API version it does not (``v1alpha2``…)."""
+    if not isinstance(doc, Mapping) or not isinstance(doc.get("kind"), str) or doc["kind"] not in KINDS:
+        return False
+    group, _, version = str(doc.get("apiVersion", "")).partition("/")
+    return group == GROUP and version not in VERSIONS[doc["kind"]]
+
+
 def recognizes(native: Any) -> bool:
-    """True when ``native`` holds a Kubeflow training job omnidist reads."""
-    return any(is_training_job(doc) for doc in documents(native))
+    """True when ``native`` holds a Kubeflow training job, in a version omnidist reads or an
+    older one (which :func:`pick_job` then names in its error)."""
+    return any(is_training_job(doc) or is_older_job(doc) for doc in documents(native))
+
+
+@attrs.frozen
+class JobInStream:
+    """One training job of a file that holds several: all the documents, and which one to read
+    (paths in notes and errors keep their place in the file)."""
+
+    documents: tuple[Any, ...]
+    index: int
+
+
+def split_jobs(native: Any) -> list[Any]:
+    """``native`` once per training job it holds: itself when it holds one (or none, for the
+    error), else a :class:`JobInStream` for each job."""
+    docs = documents(native)
+    jobs = [i for i, doc in enumerate(docs) if is_training_job(doc)]
+    if len(jobs) < 2:
+        return [native]
+    return [JobInStream(tuple(docs), i) for i in jobs]
 
 
 def _what(doc: Any) -> str:
@@ -114,24 +143,40 @@ def _what(doc: Any) -> str:
     return f"{doc.get('apiVersion', '?')} {doc.get('kind', '?')}" + (f" {name}" if isinstance(name, str) else "")
 
 
+def _versions() -> str:
+    return "; ".join(f"{kind} {', '.join(f'{GROUP}/{v}' for v in versions)}" for kind, versions in VERSIONS.items())
+
+
 def pick_job(native: Any, notes: list[Note]) -> tuple[Mapping[str, Any], str]:
-    """The first training job of ``native`` and the path prefix of its document (``[1]`` among
-    several); the other documents are noted.
+    """The training job of ``native`` (the first, or the one a :class:`JobInStream` names) and the
+    path prefix of its document (``[1].`` among several); the other documents are noted.
 
     Raises:
-        ValidationError: no document is a training job omnidist reads.
+        ValidationError: no document is a training job omnidist reads (an older API version of a
+            known kind is named, with the versions read).
     """
-    docs = documents(native)
+    chosen = native.index if isinstance(native, JobInStream) else None
+    docs = list(native.documents) if isinstance(native, JobInStream) else documents(native)
     jobs = [i for i, doc in enumerate(docs) if is_training_job(doc)]
     if not jobs:
+        older = [(i, d) for i, d in enumerate(docs) if is_older_job(d)]
+        if older:
+            i, doc = older[0]
+            raise ValidationError(
+                f"{_what(doc)} is an older API version than omnidist reads ({_versions()}); rewrite it for the "
+                "operator's current version (its replica specs mostly carry over) and import that",
+                path=f"[{i}].apiVersion" if len(docs) > 1 else "apiVersion")
         found = ", ".join(_what(d) for d in docs[:5]) or "nothing"
-        raise ValidationError(f"not a Kubeflow training job: expected apiVersion kubeflow.org/v1 with kind "
-                              f"PyTorchJob or TFJob, or kubeflow.org/v2beta1 MPIJob; found {found}")
-    first = jobs[0]
+        raise ValidationError(f"not a Kubeflow training job: expected {_versions()}; found {found}")
+    first = jobs[0] if chosen is None else chosen
     for i, doc in enumerate(docs):
-        if i != first:
-            how = "another job: import it on its own" if i in jobs else "not a training job"
-            dropped(notes, f"[{i}]", f"{_what(doc)}: {how}", NoteKind.DROPPED if i in jobs else NoteKind.HINT)
+        if i == first:
+            continue
+        if i not in jobs:
+            dropped(notes, f"[{i}]", f"{_what(doc)}: not a training job", NoteKind.HINT)
+        elif chosen is None:
+            dropped(notes, f"[{i}]", f"{_what(doc)}: another job: import the file with `omnidist import` (one "
+                                     "portable job per training job) or import_all()")
     return docs[first], f"[{first}]." if len(docs) > 1 else ""
 
 
@@ -447,7 +492,8 @@ def _metadata(obj: Mapping[str, Any], path: str, job: dict[str, Any], block: dic
     return name
 
 
-def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, path: str, notes: list[Note]) -> Any:
+def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, framework: str, path: str,
+               notes: list[Note]) -> Any:
     """``processes_per_node`` from ``nprocPerNode`` / ``slotsPerWorker`` (the hint when it is there)."""
     told = primary.env.get(hints.PROCESSES_PER_NODE)
     if kind.kind == "PyTorchJob":
@@ -469,8 +515,8 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, path: st
         value = _int(spec.get("slotsPerWorker"), f"{path}spec.slotsPerWorker", default=MPI_SLOTS_DEFAULT, minimum=1)
     else:  # a TFJob runs one process per pod whatever the job says; only the hint tells
         value = int(told) if told and told.isdigit() else "auto"
-    auto = primary.gpus if primary.gpus and primary.accelerator else 1
-    return "auto" if value in ("auto", auto) else value
+    gpus = Accelerator(type=primary.accelerator, count=primary.gpus) if primary.gpus and primary.accelerator else None
+    return "auto" if value in ("auto", auto_processes(framework, gpus)) else value
 
 
 def _spec_extras(kind: Kind, spec: Mapping[str, Any], path: str, notes: list[Note]) -> None:
@@ -531,7 +577,7 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     _references([pod for _, pod in roles.values()], notes)
     delowered = delower({name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()})
     job.update(delowered.job_dict())
-    processes = _processes(kind, spec, primary, path, notes)
+    processes = _processes(kind, spec, primary, str(job["framework"]), path, notes)
     if processes != "auto":
         job["processes_per_node"] = processes
     if spot:

@@ -15,7 +15,12 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist.kit import Note, NoteKind, ValidationError
+from omnidist.kit import (
+    Note,
+    NoteKind,
+    ValidationError,
+    portable_env,
+)
 from omnidist_kubernetes import expansion, quantities
 from omnidist_kubernetes.tables import (
     CPU,
@@ -190,7 +195,7 @@ def env_to_portable(value: Any, path: str, notes: list[Note]) -> tuple[dict[str,
             raise ValidationError(f"expected a string, got {raw!r}; quote it", path=f"{path}[{i}].value")
         env[name], found = expansion.unescape(raw)
         refs.extend(found)
-    return env, tuple(refs)
+    return portable_env(env, path, notes), tuple(refs)
 
 
 def program(container: Mapping[str, Any], path: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -217,6 +222,13 @@ def resources_to_portable(container: Mapping[str, Any], path: str, notes: list[N
     resources = mapping(container.get("resources"), where)
     requests, limits = _quantities(resources, "requests", where), _quantities(resources, "limits", where)
     either = {**limits, **requests}
+    for name, beyond in ((CPU, "CPUs beyond it are"), (MEMORY, "memory beyond it is")):
+        if name in requests and name in limits and requests[name] != limits[name]:
+            asked, cap = resources["requests"][name], resources["limits"][name]
+            capped = " and caps the pod there" if name == MEMORY else ""
+            dropped(notes, f"{where}.limits.{name}", (
+                f"requests {asked}, limits {cap}: the portable job holds the request; compile asks for it{capped}, "
+                f"so {beyond} not carried"), NoteKind.APPROXIMATED)
     found: dict[str, Any] = {}
     if CPU in either:
         found["cpus"] = quantities.to_cpus(either[CPU])

@@ -171,3 +171,6 @@ class KubernetesSettings(ClientSettings):
     """Where ``default`` outputs go (a URI the program writes, or a path on a volume of the image)."""
     data_map: dict[str, str] = attrs.field(factory=dict, validator=check_data_map)
     """Prefix rewrites for input, output and code URIs (``{"azureml://…/" = "gs://bkt/"}``)."""
+    gke_region: Optional[str] = None
+    """The region of the GKE Standard cluster the job goes to (``us-central1``): never sent, read by
+    ``omnidist plan`` to price the pods as the Compute Engine nodes they need and recorded in the ledger."""

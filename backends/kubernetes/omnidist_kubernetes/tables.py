@@ -275,3 +275,11 @@ carries a Kueue queue label is waiting for admission: queued (see the client).""
 CONDITION_ORDER: tuple[str, ...] = ("Failed", "Succeeded", "Suspended", "Restarting", "Running", "Created")
 """Which true condition says the state when several are true: the first in this order."""
 
+
+
+UNSCHEDULABLE = "Unschedulable"
+"""The reason of a pod's ``PodScheduled=False`` condition when no node can take it ("0/6 nodes are
+available: 6 Insufficient nvidia.com/gpu."): a placement watching the job moves on (capacity)."""
+
+QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
+"""How the API server refuses a create over a ``ResourceQuota`` (403 "exceeded quota: gpus, requested: …")."""

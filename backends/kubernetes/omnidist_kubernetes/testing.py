@@ -288,7 +288,15 @@ class FakeKubernetes(FakeService):
         self.logs: dict[str, str] = {}
         self.output = "{tag}: step {step}\n"
         """What each pod of a running job logs (``{tag}`` is ``master-0``…, ``{step}`` its line)."""
+        self.pending_reason = ""
+        """When set (:meth:`unschedulable`), new jobs stay created and their pods pending."""
         super().__init__(server)
+
+    def unschedulable(self, message: str) -> None:
+        """New jobs never start: their pods stay ``Pending`` with ``PodScheduled=False``, reason
+        ``Unschedulable`` and ``message`` (what the scheduler says when no node can take a pod)."""
+        self.pending_reason = message
+        self.timeline = ["Created"]
 
     def add_pod(self, namespace: str, job: str, replica_type: str, index: Optional[int], log: str = "",
                 container: str = "pytorch", phase: str = "Running", restarts: int = 0) -> str:
@@ -308,8 +316,15 @@ class FakeKubernetes(FakeService):
         return pod
 
     def stepped(self, key: Hashable, job: dict[str, Any]) -> None:
-        """A job that starts running gets its pods, each with :attr:`output` for a log."""
+        """A job that starts running gets its pods, each with :attr:`output` for a log (an
+        unschedulable one its pending pods when it is made)."""
         namespace, plural, name = key
+        if self.pending_reason and not any(p["metadata"]["labels"][JOB_NAME_LABEL] == name
+                                           for p in self.pods.get(namespace, [])):
+            self.add_pod(namespace, name, "Master", 0, phase="Pending")
+            self.pods[namespace][-1]["status"]["conditions"] = [{
+                "type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": self.pending_reason}]
+            return
         if self.state(job) != self.RUNNING or any(p["metadata"]["labels"][JOB_NAME_LABEL] == name
                                                    for p in self.pods.get(namespace, [])):
             return

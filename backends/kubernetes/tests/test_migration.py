@@ -32,9 +32,13 @@ REFUSED = {
     ("mnist-gke-t4-pytorchjob.yaml", "azure_ml"): "command",
     ("nccl-deadlock-two-pytorchjobs-efa.yaml", "ai_platform"): "accelerator H100",
     ("nccl-deadlock-two-pytorchjobs-efa.yaml", "azure_ml"): "command",
+    **{(mpijob, target): "processes_per_node" for mpijob in ("nccl-efa-mpijob-p5.yaml",
+                                                            "scorehive-mpijob-master-replica.yaml")
+       for target in ("vertex", "ai_platform")},
 }
 """(file, target) -> the feature the target refuses: the job runs its image's ENTRYPOINT (Azure ML
-always runs a command), or needs a GPU legacy AI Platform never had."""
+always runs a command), needs a GPU legacy AI Platform never had, or runs several MPI ranks per
+node, which only a platform with an MPI launcher starts (SPEC §10)."""
 
 TARGETS = ("vertex", "ai_platform", "azure_ml")
 

@@ -9,11 +9,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omnidist.kit import (
+    GOOGLE_LABELS,
     Capabilities,
     CloudBackend,
     CommandLine,
     CompiledJob,
     DistributedJob,
+    Footprint,
     LazyClient,
     MigrationPolicy,
     Note,
@@ -53,9 +55,9 @@ class VertexBackend(CloudBackend):
     )
     migration = MigrationPolicy(
         vocabulary="compute_engine",
-        shared_settings=frozenset({"machine_types", "network", "region", "service_account"}),
+        shared_settings=frozenset({"enable_web_access", "machine_types", "network", "region", "service_account"}),
         machine_setting="machine_types",
-        label_rules=True,
+        label_rules=GOOGLE_LABELS,
     )
 
     def compile(self, job: DistributedJob, settings: VertexSettings) -> CompiledJob:
@@ -88,6 +90,12 @@ class VertexBackend(CloudBackend):
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
+
+    def footprint(self, compiled: CompiledJob, settings: VertexSettings) -> Footprint:
+        """Each worker pool's machine, GPUs and replicas, priced from Vertex AI's training prices."""
+        from omnidist_vertex import footprint
+
+        return footprint.footprint(compiled.request, settings or VertexSettings())
 
     def console_url(self, job_id: str, settings: VertexSettings) -> str:
         """The Cloud Console page for ``job_id`` (a full resource name or a bare number)."""

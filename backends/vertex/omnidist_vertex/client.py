@@ -35,6 +35,8 @@ from omnidist.kit import (
     Keyed,
     LogPage,
     LogStart,
+    Shortage,
+    ShortageError,
     TransientBackendError,
     ValidationError,
     error_for_status,
@@ -46,7 +48,7 @@ from omnidist.kit import (
     storage_media_error,
 )
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import JOB_STATES, resource_name
+from omnidist_vertex.tables import JOB_STATES, resource_name, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -155,6 +157,18 @@ class VertexClient(Client[Any]):
         if isinstance(exc, auth_exceptions.GoogleAuthError):
             return AuthenticationError(str(exc), backend=BACKEND)
         return None
+
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """A GPU quota refusal (a 429 ``RESOURCE_EXHAUSTED`` naming quota metrics, not a request rate)
+        or a region's stock-out (:data:`~omnidist_vertex.tables.SHORTAGES`), else the template's reading."""
+        found = shortage_named(error.detail) if error.retry_after is None else None
+        return Shortage(found) if found else super().shortage(exc, error)
+
+    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[ShortageError]:
+        """A job that failed with a quota refusal (code 8) or "Resources are insufficient in region"."""
+        if status.state is JobState.FAILED and (found := shortage_named(status.message)):
+            return self.shortage_error(found, status.message)
+        return super().queued_shortage(job_id, status)
 
     def timed_out(self, exc: BaseException) -> bool:
         """A read timeout: the client stopped waiting, the server may still make the job."""

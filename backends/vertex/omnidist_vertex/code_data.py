@@ -22,6 +22,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
+    TRAINING_ROLES,
     DataValues,
     DistributedJob,
     EffectiveRole,
@@ -41,17 +42,19 @@ from omnidist.kit import (
     foreign_uri,
     is_azure_storage,
     is_package,
+    processes_per_node,
     resolve_data,
     staged_code_uri,
+    start_processes,
     substituted,
     unknown_version,
     with_module,
 )
 from omnidist_vertex import prebuilt
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import multi_region
+from omnidist_vertex.tables import NAME, multi_region
 
-BACKEND = "vertex"
+BACKEND = NAME
 SETTINGS = "backends.vertex"
 CODE_DIR = "/tmp/omnidist-code"
 """Where a command job's code is unpacked and run from."""
@@ -84,17 +87,32 @@ class Plan:
     unpack: Optional[str] = None
     base_output: Optional[str] = None
 
-    def role(self, role: EffectiveRole) -> EffectiveRole:
-        """The role with the entrypoint, references, data hints and prebuilt image applied."""
+    def role(self, role: EffectiveRole, notes: list[Note]) -> EffectiveRole:
+        """The role with the entrypoint, references, data hints, prebuilt image and the node's
+        processes (SPEC §10: a launcher where the job runs more than one per node) applied."""
         if role.name is RoleName.REDUCTION_SERVERS:
             return role
         role = substituted(with_module(role, self.job), self.values)
         env = {**data_hints(self.values), **role.env}
         image = role.image or self._prebuilt(role)
-        command = role.command
+        command = self._processes(role, notes)
         if self.unpack:
             command = ("sh", "-c", f'set -e; {self.unpack}; cd {CODE_DIR}; exec "$@"', "omnidist-code", *command)
         return attrs.evolve(role, env=env, image=image, command=command)
+
+    def _processes(self, role: EffectiveRole, notes: list[Note]) -> tuple[str, ...]:
+        """The command that starts the node's processes: Vertex starts each replica's once."""
+        processes = processes_per_node(self.job) if role.name in TRAINING_ROLES else 1
+        if self.package_uri is not None and processes > 1:
+            raise UnsupportedFeatureError(
+                Feature.PROCESSES_PER_NODE, BACKEND, f"{processes} processes per node: the prebuilt container runs "
+                f"`python -m {self.job.module}` once per replica, and a Python-package job has no command to put "
+                "a launcher in.", "Set processes_per_node: 1, or run the module on an image with omnidist installed "
+                "(image: and command: [python, -m, MODULE]).", subject="processes_per_node")
+        command, note = start_processes(self.job, role.command, processes, BACKEND)
+        if note is not None and role.name is RoleName.PRIMARY:
+            notes.append(note)
+        return command
 
     def _prebuilt(self, role: EffectiveRole) -> Optional[str]:
         if not self.job.framework_version:

@@ -297,7 +297,7 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
     notes: list[Note] = []
     check_google_labels(job.labels)
     job, plan = code_data.prepare(job, settings, notes)  # data_map, code, inputs/outputs (SPEC §7)
-    roles = {r.name: plan.role(r) for r in effective_roles(job)}
+    roles = {r.name: plan.role(r, notes) for r in effective_roles(job)}
     check_reducers(job, roles, notes)
     placements = {name: place(role, job, settings, notes) for name, role in roles.items()}
     pools: list[dict[str, Any]] = [{}, {}, {}, {}]

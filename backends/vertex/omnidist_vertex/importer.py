@@ -45,6 +45,7 @@ from omnidist.kit import (
     NoteKind,
     RoleName,
     ValidationError,
+    auto_processes,
     cannot_hold,
     compute_engine_shape,
     delower,
@@ -568,7 +569,8 @@ def spec_to_job(spec: Mapping[str, Any], outer: Mapping[str, Any], notes: list[N
                            "framework": told or package.get("framework") or _framework(primary, notes)}
     job.update(pools_to_roles(pools, vertex.get("region", DEFAULT_REGION)))
     told = primary.env.get(hints.PROCESSES_PER_NODE)
-    auto = primary.accelerator and int(primary.accelerator.split(":")[1]) or 1
+    framework = str(getattr(job["framework"], "value", job["framework"]))
+    auto = auto_processes(framework, Accelerator.parse(primary.accelerator) if primary.accelerator else None)
     if told and told.isdigit() and int(told) != auto:
         job["processes_per_node"] = int(told)
     _scheduling(spec.get("scheduling"), job, vertex, notes)

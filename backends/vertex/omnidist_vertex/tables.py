@@ -176,3 +176,19 @@ def resource_name(job_id: str, settings: Any) -> Optional[tuple[str, str, str]]:
     if "/" in job_id or not settings.project:
         return None
     return settings.project, settings.region, job_id
+
+
+SHORTAGES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"quota metrics exceed quota limits", re.I), "quota"),
+    (re.compile(r"resources are insufficient in region", re.I), "capacity"),
+)
+"""Vertex AI's words for a shortage (a placement moves on): the GPU quota refusal, at create (HTTP 429
+``RESOURCE_EXHAUSTED``) or as a failed job (code 8), "The following quota metrics exceed quota limits:
+aiplatform.googleapis.com/custom_model_training_nvidia_a100_gpus"; and the stock-out of a region,
+"Resources are insufficient in region: us-central1". A 429 about requests per minute is a rate limit,
+retried in place. Sources: docs/placement.md."""
+
+
+def shortage_named(text: str) -> str | None:
+    """``quota`` or ``capacity`` when ``text`` is one of :data:`SHORTAGES`, else ``None``."""
+    return next((kind for pattern, kind in SHORTAGES if pattern.search(text or "")), None)

@@ -34,6 +34,7 @@ from omnidist.kit import (
     UnsupportedFeatureError,
     ValidationError,
     best_trial,
+    trials_at_once,
 )
 
 BACKEND = "vertex"
@@ -61,11 +62,12 @@ ALGORITHM_NAMES: dict[str, Algorithm] = {v: k for k, v in ALGORITHMS.items()}
 ALGORITHM_NUMBERS: dict[int, str] = {0: "ALGORITHM_UNSPECIFIED", 2: "GRID_SEARCH", 3: "RANDOM_SEARCH"}
 """``StudySpec.Algorithm`` number -> name."""
 
-SCALES: dict[Scale, str] = {Scale.LINEAR: "UNIT_LINEAR_SCALE", Scale.LOG: "UNIT_LOG_SCALE"}
+SCALES: dict[Scale, str] = {Scale.LINEAR: "UNIT_LINEAR_SCALE", Scale.LOG: "UNIT_LOG_SCALE",
+                            Scale.REVERSE_LOG: "UNIT_REVERSE_LOG_SCALE"}
 """Portable scale of a range -> ``ParameterSpec.ScaleType``."""
 
 SCALE_NAMES: dict[str, Scale] = {v: k for k, v in SCALES.items()}
-"""``ScaleType`` -> portable scale (derived; ``UNIT_REVERSE_LOG_SCALE`` is read as log, with a note)."""
+"""``ScaleType`` -> portable scale (derived)."""
 
 SCALE_NUMBERS: dict[int, str] = {0: "SCALE_TYPE_UNSPECIFIED", 1: "UNIT_LINEAR_SCALE", 2: "UNIT_LOG_SCALE",
                                  3: "UNIT_REVERSE_LOG_SCALE"}
@@ -250,11 +252,6 @@ def native_to_parameter(spec: Any, path: str, notes: list[Note]) -> tuple[str, P
     try:
         if kind in RANGE_TYPES:
             scale = SCALE_NAMES.get(raw_scale, Scale.LINEAR)
-            if raw_scale == "UNIT_REVERSE_LOG_SCALE":
-                scale = Scale.LOG
-                notes.append(Note(kind=NoteKind.CHANGED, field=field, message=(
-                    "UNIT_REVERSE_LOG_SCALE became scale: log (portable ranges are linear or log): values near "
-                    "the top of the range are now tried less often, not more")))
             # An absent bound is 0 (proto3: the API does not print a zero).
             parameter = Parameter(type=kind, min=values.get("minValue", 0), max=values.get("maxValue", 0), scale=scale)
         else:
@@ -307,6 +304,8 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
         "max_failed_trials": _count(native, "maxFailedTrialCount", 0, [], ""),
         "early_stopping": bool(stopping),
     }
+    fields["parallel_trials"] = trials_at_once(fields["max_trials"], fields["parallel_trials"],
+                                               "parallelTrialCount", notes)
     try:
         return Tuning(**fields)
     except ValidationError as exc:

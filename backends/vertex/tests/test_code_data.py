@@ -46,6 +46,7 @@ RICH = {
     "primary": {"accelerator": "V100:2"},
     "workers": {"replicas": 2},
     "evaluators": {"replicas": 1, "accelerator": "none"},
+    "processes_per_node": 1,  # the prebuilt container runs the module once per replica
 }
 SETTINGS = {"staging_bucket": "gs://stage/omni", "base_output_dir": "gs://bucket/out"}
 
@@ -301,3 +302,12 @@ def test_upload_failures_that_persist_are_backend_errors(tmp_path, services):
     with pytest.raises(TransientBackendError):
         submit(tmp_path, services, base_output_dir="gs://bucket/out", retry_attempts=2)
     assert vertex.jobs == {}  # no job without its code
+
+
+def test_a_package_job_that_runs_several_processes_per_node_is_refused(tmp_path):
+    """The prebuilt container runs `python -m MODULE` once per replica: 2 processes per node (auto on
+    V100:2) cannot start there (SPEC §10), so compile says so rather than run one."""
+    code_folder(tmp_path)
+    with pytest.raises(UnsupportedFeatureError, match="processes_per_node: 2 processes per node") as caught:
+        build(tmp_path, {k: v for k, v in RICH.items() if k != "processes_per_node"}, **SETTINGS)
+    assert "processes_per_node: 1" in caught.value.hint

@@ -368,7 +368,9 @@ def test_env_hints_per_role_and_user_wins(valid):
         "X": "1",
     }
     assert first["containerSpec"]["args"] == ["--epochs", "10"]
-    assert first["containerSpec"]["command"] == ["python", "-m", "trainer.task"]
+    # T4:4 runs 4 processes per node (auto): Vertex starts the command once, so a launcher does.
+    assert first["containerSpec"]["command"] == ["omnidist", "launch", "--nproc-per-node=4", "--", "python", "-m",
+                                                 "trainer.task"]
 
 
 def test_invalid_inputs_name_the_field():

@@ -170,9 +170,9 @@ def test_import_accepts_enum_numbers_and_notes_changed_distributions():
     study["measurementSelectionType"] = "BEST_MEASUREMENT"
     job, notes = backend.import_with_notes(request)
     assert job.tuning.metric.goal.value == "minimize" and job.tuning.algorithm is Algorithm.RANDOM
-    assert job.tuning.parameters["lr"].scale.value == "log" and job.tuning.early_stopping
+    assert job.tuning.parameters["lr"].scale.value == "reverse_log" and job.tuning.early_stopping
     kinds = {(n.kind, n.field) for n in notes}
-    assert (NoteKind.CHANGED, "tuning.parameters.lr") in kinds
+    assert not any(field == "tuning.parameters.lr" for _, field in kinds)  # Vertex's own scale, carried
     assert (NoteKind.DROPPED, "tuning.parameters.batch_size") in kinds
     assert (NoteKind.APPROXIMATED, "tuning.early_stopping") in kinds
     assert (NoteKind.DROPPED, "tuning") in kinds
@@ -183,7 +183,7 @@ def test_import_accepts_enum_numbers_and_notes_changed_distributions():
      "optimizes 2 metrics"),
     (lambda r: r["studySpec"]["parameters"][0].update(conditionalParameterSpecs=[{"parameterSpec": {}}]),
      UnsupportedFeatureError, "conditional parameters"),
-    (lambda r: r.update(parallelTrialCount=50), ValidationError, "parallelTrialCount: 50 trials at a time"),
+    (lambda r: r.update(parallelTrialCount=-2), ValidationError, "parallelTrialCount"),
     (lambda r: r["studySpec"]["parameters"][0]["doubleValueSpec"].update(minValue=1.0),
      ValidationError, "studySpec.parameters[0].doubleValueSpec.min: must be <= max"),
     (lambda r: r["studySpec"]["parameters"][1].pop("integerValueSpec"), ValidationError,

@@ -25,12 +25,16 @@ Every module of this package whose name does not start with ``_`` is a platform 
 
 Optional hooks: ``model_dir(env, argv)`` (a model folder the platform's own variable or
 argument names), ``default_model_dir()`` (where the model goes when nothing names a folder),
+``inputs(env)`` (input name -> where it is, from the platform's own variables),
 ``launched_by(ctx, env)`` (the platform already started this process as one of several on its
 node: why, else ``None``). For tuning: ``METRICS`` (where the platform's tuner reads a trial's
-metrics: ``"hypertune"`` or ``"mlflow"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
+metrics: ``"hypertune"``, ``"mlflow"`` or ``"logs"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
 (the trial this process belongs to, where the platform says it its own way) and
 ``emulate_trial(env, trial, params)`` (the variables a trial's process gets, for local tuning).
 ``claims_tf_config(spec)``: a bare ``TF_CONFIG`` (parsed) is this platform's own.
+``BOUND`` (a :class:`Bound`): what exists only inside this platform's containers (mount paths,
+variables it sets), which ``omnidist migrate`` finds in a job's command, args and env and rewrites
+for the target, or reports (SPEC §10); :func:`bound` collects every platform's.
 
 A platform the local backend can emulate also defines:
 
@@ -199,6 +203,36 @@ class Decided:
     reducers: int = 0
     processes_per_node: int = 1
     details: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+
+
+@dataclasses.dataclass(frozen=True)
+class Bound:
+    """What exists only inside one platform's containers: a job that moves elsewhere and still
+    names it reads an empty folder or an unset variable (SPEC §10, "platform-bound references").
+
+    Attributes:
+        mounts: a path prefix the platform mounts -> the URI prefix it shows there (Vertex's Cloud
+            Storage FUSE: ``/gcs/`` -> ``gs://``); ``""`` for a mount with no portable URI.
+        variables: variables only this platform sets; a name ending in ``*`` is a prefix.
+        equivalents: such a variable -> the portable reference that means the same on every
+            backend (``AIP_MODEL_DIR`` -> ``${{outputs.model}}``).
+        paths: a path the platform itself defines -> the portable reference meaning the same
+            (``/opt/ml/model`` -> ``${{outputs.model}}``).
+    """
+
+    mounts: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    variables: tuple[str, ...] = ()
+    equivalents: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    paths: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    def declares(self, variable: str) -> bool:
+        """True when ``variable`` is one of this platform's own."""
+        return any(variable == v or (v.endswith("*") and variable.startswith(v[:-1])) for v in self.variables)
+
+
+def bound() -> dict[str, Bound]:
+    """Platform name -> what exists only inside its containers (the modules that declare ``BOUND``)."""
+    return {m.NAME: m.BOUND for m in modules() if isinstance(getattr(m, "BOUND", None), Bound)}
 
 
 def hosts(slots: Sequence[Slot], *roles: str) -> list[str]:

@@ -17,7 +17,7 @@ from typing import Any, Optional
 
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.parsing import Env, cluster_keys, json_object
-from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config
+from omnidist.runtime.platforms import Bound, Decided, JobFacts, Slot, hosts, tf_config
 from omnidist.runtime.trials import HYPERTUNE, hypertune_trial_env
 from omnidist.runtime.view import RuntimeContext
 
@@ -27,6 +27,10 @@ ORDER = 20
 VARIABLE = "CLUSTER_SPEC"
 VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE})
 PREFIXES = ()
+
+BOUND = Bound(variables=("CLUSTER_SPEC", "CLOUD_ML_*"))
+"""Only inside legacy AI Platform's containers: ``CLUSTER_SPEC`` (named by task type) and the
+``CLOUD_ML_*`` variables (the job's id, the tuning service's metric file and trial)."""
 
 JOB_DIR_FLAGS = ("--job-dir", "--job_dir")
 """The argument that carries ``jobDir`` (the service writes ``--job-dir``; ``--job_dir`` is also read)."""

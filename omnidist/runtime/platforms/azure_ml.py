@@ -28,7 +28,7 @@ from typing import Any, Optional
 from omnidist.runtime import hints
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.parsing import Env, host_port, integer, json_object, node_cluster
-from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config, torchrun
+from omnidist.runtime.platforms import Bound, Decided, JobFacts, Slot, hosts, tf_config, torchrun
 from omnidist.runtime.trials import MLFLOW
 from omnidist.runtime.view import RuntimeContext
 
@@ -47,6 +47,11 @@ MPI_PREFIX = "OMPI_COMM_WORLD_"
 VARIABLES = frozenset({"LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "NODE_RANK", "RANK",
                        tf_config.VARIABLE, "WORLD_SIZE"})
 PREFIXES = (PREFIX, "AZ_BATCH", MPI_PREFIX)
+
+BOUND = Bound(mounts={"/mnt/azureml/": ""}, variables=("AZUREML_*", "AZ_BATCH*"))
+"""Only inside Azure ML's containers: its data mounts under ``/mnt/azureml/`` (a job's inputs
+there have no URI of their own: ``${{inputs.NAME}}`` is the portable way), and the
+``AZUREML_*`` / ``AZ_BATCH*`` variables."""
 
 CLIENT_VARIABLES = frozenset({"AZUREML_CURRENT_CLOUD"})
 """``AZUREML_*`` variables of the client side (the azure-ai-ml SDK sets ``AZUREML_CURRENT_CLOUD``

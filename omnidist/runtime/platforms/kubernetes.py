@@ -25,7 +25,7 @@ from typing import Any, Optional
 
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.parsing import Env, host_port, integer, json_object
-from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config
+from omnidist.runtime.platforms import Bound, Decided, JobFacts, Slot, hosts, tf_config
 from omnidist.runtime.view import RuntimeContext
 
 NAME = "kubernetes"
@@ -40,6 +40,11 @@ PET_MASTER_ADDR, PET_MASTER_PORT = "PET_MASTER_ADDR", "PET_MASTER_PORT"
 
 VARIABLES = frozenset({"MASTER_ADDR", "MASTER_PORT", "RANK", tf_config.VARIABLE, "WORLD_SIZE"})
 PREFIXES = ("PET_",)
+
+BOUND = Bound(variables=("PET_*",))
+"""Only inside a Kubeflow training operator's pods: torchrun's defaults ``PET_*`` (``PET_NNODES``,
+``PET_NPROC_PER_NODE``…), which a bare ``torchrun`` reads (import turns that into
+``processes_per_node``; a command that names them itself is platform-bound)."""
 
 DEFAULT_PORT = 23456
 """The PyTorchJob master's port when its container names none (``pytorchjob-port``)."""

@@ -18,7 +18,7 @@ from typing import Any, Optional
 
 from omnidist.runtime.errors import RuntimeEnvError
 from omnidist.runtime.parsing import Env, cluster, cluster_keys, from_cluster, json_object, pool2_role, task
-from omnidist.runtime.platforms import Decided, JobFacts, Slot, hosts, tf_config
+from omnidist.runtime.platforms import Bound, Decided, JobFacts, Slot, hosts, tf_config
 from omnidist.runtime.trials import HYPERTUNE, hypertune_trial_env
 from omnidist.runtime.view import RuntimeContext
 
@@ -28,6 +28,15 @@ ORDER = 10
 VARIABLE = "CLUSTER_SPEC"
 VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE})
 PREFIXES = ()
+
+BOUND = Bound(
+    mounts={"/gcs/": "gs://"},
+    variables=("CLUSTER_SPEC", "AIP_*", "CLOUD_ML_*"),
+    equivalents={"AIP_MODEL_DIR": "${{outputs.model}}"},
+)
+"""Only inside Vertex's containers: Cloud Storage FUSE under ``/gcs/``, ``CLUSTER_SPEC``, the
+``AIP_*`` folders of ``baseOutputDirectory`` (the model folder is the portable ``outputs.model``)
+and the tuning service's ``CLOUD_ML_*``."""
 
 MODEL_DIR = "AIP_MODEL_DIR"
 """Where Vertex tells the job to save its model (a ``gs://`` URI, when the job has a base output directory)."""

@@ -1,0 +1,59 @@
+"""What a compiled Kubeflow job runs on, read from its own manifest (for ``omnidist plan`` and the
+job ledger), priced as GKE Standard nodes in the ``gke_region`` setting: each replica type's pods,
+one pod per node, on the machine its node labels name (``node.kubernetes.io/instance-type``) or
+else the smallest Compute Engine machine that holds the pod (its GPUs, CPU and memory requests).
+An MPIJob's launcher pod is not priced (it shares a node). Pure."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Optional
+
+from omnidist.kit import COMPUTE_ENGINE, Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist_kubernetes.pods import NativePod, native_to_pod
+from omnidist_kubernetes.settings import KubernetesSettings
+from omnidist_kubernetes.tables import INSTANCE_TYPE_LABELS, KINDS, LAUNCHER, REPLICA_ROLES
+
+SERVICE = "gke"
+"""The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
+
+
+def _machine(pod: NativePod, selector: Mapping[str, str]) -> tuple[Optional[str], str]:
+    """The node's machine type, and why it is an assumption (``""``: the labels name it)."""
+    named = next((selector[label] for label in INSTANCE_TYPE_LABELS if label in selector), None)
+    if named:
+        return named, ""
+    wanted = Accelerator(type=pod.accelerator, count=pod.gpus) if pod.accelerator and pod.gpus else None
+    machine = smallest_fit(COMPUTE_ENGINE, wanted, cpus=pod.cpus, memory_gb=pod.memory_gb)
+    if machine is None:
+        return None, ""
+    return machine.name, f"priced as a GKE node {machine.name}, the smallest Compute Engine machine that holds the pod"
+
+
+def _pools(rtype: str, role: Optional[RoleName], replicas: int, pod: NativePod, machine: str,
+           assumed: str) -> list[Pool]:
+    accelerator = pod.accelerator if pod.gpus else None
+    make = lambda name, count: Pool(role=name, replicas=count, machine=machine, accelerator=accelerator,  # noqa: E731
+                                    count=pod.gpus if accelerator else 0, assumed=assumed)
+    if role is None:  # an MPIJob's Worker pods: the primary and the workers
+        return [make("primary", 1)] + ([make("workers", replicas - 1)] if replicas > 1 else [])
+    return [make(role.value, replicas)]
+
+
+def footprint(request: Mapping[str, Any], settings: KubernetesSettings) -> Footprint:
+    """One pool per replica type (the MPIJob's launcher left out)."""
+    kind = KINDS[request["kind"]]
+    pools: list[Pool] = []
+    spot = True
+    for rtype, body in (request.get("spec") or {}).get(kind.replica_specs, {}).items():
+        replicas = int(body.get("replicas", 1))
+        if rtype == LAUNCHER or replicas < 1:
+            continue
+        pod = native_to_pod(body.get("template"), kind, rtype, [])
+        selector = (body["template"].get("spec") or {}).get("nodeSelector") or {}
+        machine, assumed = _machine(pod, selector)
+        if machine is None:
+            continue
+        spot = spot and pod.spot
+        pools += _pools(rtype, REPLICA_ROLES.get(kind.kind, {}).get(rtype), replicas, pod, machine, assumed)
+    return Footprint(service=SERVICE, region=settings.gke_region, pools=pools, spot=spot and bool(pools))

@@ -1,0 +1,124 @@
+"""The commands about where jobs run and what ran where: ``plan``, ``catalog`` (``catalog refresh``)
+and ``jobs`` (SPEC §12). Each imports the placement floor or the ledger when it runs, so
+``omnidist compile`` loads neither."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Optional
+
+import click
+
+from omnidist.cli.common import BACKENDS, table
+
+
+@click.command()
+@click.argument("job_file", type=click.Path(dir_okay=False))
+@click.option("--profile", "-p", "profiles", multiple=True,
+              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration).")
+@click.option("--hours", type=click.FloatRange(min=0, min_open=True),
+              help="Hours to estimate the cost for (default: the job's timeout, else 1).")
+@click.option("--spot", is_flag=True, default=None, help="Estimate with spot prices (default: the job's spot).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
+def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot: Optional[bool], output: str) -> None:
+    """Where JOB_FILE could run: each profile's machines, accelerators, price per hour and estimated
+    cost, or why its backend cannot express the job; cheapest first, marked *. No network.
+
+    Prices are list prices from omnidist's price catalog (omnidist catalog), not quotes. Exits 3
+    when no profile can express the job.
+    """
+    from omnidist import api
+    from omnidist.placement import plan as planning
+
+    job = api.load(job_file)
+    found = planning.plan(job, profiles, hours=hours, spot=spot)
+    if output == "json":
+        click.echo(json.dumps(found.to_json(), indent=2))
+    else:
+        click.echo(table(found.rows(), planning.HEADER))
+    for note in found.notes():
+        click.echo(f"note: {note}", err=True)
+    if all(row.blocked for row in found):
+        sys.exit(max(row.exit_code for row in found))
+
+
+@click.group(invoke_without_command=True)
+@click.option("--rows", is_flag=True, help="Print every row (as CSV), not the summary by source.")
+@click.pass_context
+def catalog(ctx: click.Context, rows: bool) -> None:
+    """The price catalog plan uses: each price list's sources and dates (list prices, not quotes)."""
+    if ctx.invoked_subcommand is not None:
+        return
+    import csv
+
+    from omnidist.placement import prices
+
+    found = prices.load()
+    if rows:
+        writer = csv.writer(sys.stdout, lineterminator="\n")
+        writer.writerow(prices.COLUMNS)
+        writer.writerows(row.as_csv() for row in found.rows)
+        return
+    for path in found.files:
+        click.echo(f"catalog: {path}")
+    summary: dict[tuple[str, str, str], list[int]] = {}
+    for row in found.rows:
+        if row.kind == "region":
+            continue
+        counts = summary.setdefault((row.service, row.source, row.date or "undated"), [0, 0])
+        counts[0] += 1
+        counts[1] += row.on_demand is not None
+    lines = [(service, str(total), str(priced), date, source)
+             for (service, source, date), (total, priced) in sorted(summary.items())]
+    click.echo(table(lines, ("list", "rows", "priced", "date", "source")))
+    click.echo("\nHow each service bills:")
+    for name, service in sorted(prices.SERVICES.items()):
+        click.echo(f"  {name}: {service.rule}")
+
+
+@catalog.command("refresh")
+@click.option("--source", "sources", multiple=True, type=click.Choice(["skypilot", "azure", "gcp", "aws"]),
+              help="Only these price lists (repeatable; default: every one that can be read).")
+@click.option("--region", "regions", multiple=True, help="Only these regions (repeatable; default: all).")
+@click.option("--gcp-api-key", envvar="OMNIDIST_GCP_API_KEY",
+              help="An API key for the Cloud Billing Catalog (or OMNIDIST_GCP_API_KEY); without one it is skipped.")
+@click.option("--output", type=click.Path(dir_okay=False), help="Write here (default: the state folder's prices.csv).")
+def refresh(sources: tuple[str, ...], regions: tuple[str, ...], gcp_api_key: Optional[str],
+            output: Optional[str]) -> None:
+    """Rebuild the price catalog from the clouds' public price lists (skypilot-catalog CSVs, the
+    Azure Retail Prices API, the GCP Cloud Billing Catalog, the AWS Price List)."""
+    from pathlib import Path
+
+    from omnidist.placement import refresh as refreshing
+
+    result = refreshing.refresh(sources or None, regions=regions or None, gcp_api_key=gcp_api_key,
+                                output=Path(output) if output else None, say=lambda line: click.echo(line, err=True))
+    click.echo(f"wrote {result.rows} rows to {result.path}")
+    if result.failed:
+        sys.exit(1)
+
+
+@click.command("jobs")
+@click.option("--refresh", is_flag=True, help="Ask the clouds for each live job's state first (in parallel).")
+@click.option("--backend", "-b", type=BACKENDS, help="Only this backend's jobs.")
+@click.option("--state", "-s", help="Only jobs in this state (running, failed, refused…).")
+@click.option("--limit", "-n", type=click.IntRange(min=1), help="At most this many (newest first).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
+def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int],
+                 output: str) -> None:
+    """The job ledger: every submit and placement attempt, newest first.
+
+    Refused and skipped placement attempts are listed too, with their reason. The ledger lives in
+    $OMNIDIST_STATE_DIR/jobs.db (default ~/.local/state/omnidist); OMNIDIST_NO_LEDGER=1 turns it off.
+    """
+    from omnidist import api
+    from omnidist.submission import ledger
+
+    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=limit)
+    if output == "json":
+        click.echo(json.dumps(ledger.public(found), indent=2))
+    elif not found:
+        click.echo("no jobs recorded yet (omnidist submit records each one)", err=True)
+    else:
+        click.echo(table(found.rows(), found.HEADER))

@@ -1,0 +1,84 @@
+"""A job's local ``code`` folder uploaded to a cloud's object store once per content, for any
+cloud: the store is two calls the backend gives (does the object exist, put it).
+
+The compiled request names the object with :data:`omnidist.compiler.code_data.CODE_HASH` in its
+place (``compile`` uploads nothing); at submit the folder is packed
+(:mod:`omnidist.submission.packaging`), the object is uploaded unless its content is already there,
+and the hash is filled in. Both calls go through the backend client's retrying
+:meth:`~omnidist.submission.clients.Client.call`, with the store SDK's errors translated by the
+translator the backend gives. Google Cloud Storage (:func:`omnidist.clouds.google_cloud.stage_code`)
+and Amazon S3 (the SageMaker plugin) are stores of this kind.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, BinaryIO, Optional
+
+import attrs
+
+from omnidist.compiler import code_data
+from omnidist.submission import packaging
+
+if TYPE_CHECKING:
+    from omnidist.backend.values import CompiledJob
+    from omnidist.errors import BackendError
+    from omnidist.submission.clients import Client
+
+log = logging.getLogger("omnidist.submission.staging")
+
+
+@attrs.frozen(kw_only=True)
+class ObjectStore:
+    """Where a code archive goes, as two calls on one object URI (each made once per attempt;
+    the caller retries).
+
+    Attributes:
+        exists: whether the object is there.
+        upload: puts the archive (a readable file at its start, and its size in bytes); an
+            upload that finds the same content already there is no error.
+        translate: the store SDK's errors as omnidist's (``None`` for an exception that is not one).
+    """
+
+    exists: Callable[[str], bool]
+    upload: Callable[[str, BinaryIO, int], None]
+    translate: Optional[Callable[[BaseException], Optional[BackendError]]] = None
+
+
+def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
+               layout: str = packaging.SDIST) -> dict[str, Any]:
+    """The request to create: unchanged for a job without a local code folder; else with the
+    folder packed and uploaded to ``uri_template`` (unless its content is already there) and its
+    hash filled in everywhere.
+
+    Args:
+        compiled: the compiled job (its ``job`` names the code folder).
+        client: the backend's client (its retrying ``call``).
+        store: the object store's calls.
+        uri_template: the object's URI with :data:`~omnidist.compiler.code_data.CODE_HASH` in it.
+        layout: the archive's layout (:data:`~omnidist.submission.packaging.SDIST` or ``FLAT``).
+    """
+    job = compiled.job
+    folder = code_data.code_folder(job) if job is not None else None
+    if folder is None:
+        return compiled.request
+    package = packaging.pack(folder, layout=layout)
+    try:
+        uri = uri_template.replace(code_data.CODE_HASH, package.sha256)
+
+        def call(fn: Callable[[], Any]) -> Any:
+            return client.call(fn, translate=store.translate)
+
+        def upload(stream: BinaryIO, size: int) -> None:
+            def put() -> None:
+                stream.seek(0)  # a retried upload starts from the first byte again
+                store.upload(uri, stream, size)
+            call(put)
+
+        uploaded = packaging.upload_once(package, exists=lambda: call(lambda: store.exists(uri)), upload=upload,
+                                         what=uri)
+        log.info("code %s %s", uri, "uploaded" if uploaded else "already there")
+    finally:
+        package.remove()
+    return code_data.fill_code_hash(compiled.request, package.sha256)

@@ -1,0 +1,96 @@
+"""The report is checked (SPEC §10): migrate reads the target's request back with the target's own
+importer and compares it with the source job; what no report line covers becomes ``changed``."""
+
+from __future__ import annotations
+
+import copy
+
+import attrs
+import pytest
+
+import omnidist
+from omnidist.backend import registry
+from omnidist.migration import StrictMigrationError
+from omnidist.migration.readback import facets
+from omnidist.model.job import job_from_dict
+
+AZURE = {"$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json", "type": "command",
+         "command": "python train.py --epochs 10 --lr 0.1", "environment": {"image": "pytorch/pytorch:2.2"},
+         "compute": "azureml:gpu", "resources": {"instance_count": 3, "instance_type": "Standard_NC24ads_A100_v4"},
+         "distribution": {"type": "pytorch", "process_count_per_instance": 1},
+         "environment_variables": {"NCCL_DEBUG": "INFO"}}
+
+
+def breaking(monkeypatch, target, damage):
+    """Make ``target``'s compiler return a request ``damage`` spoils after the fact: a translation
+    that silently drops or changes something."""
+    cls = type(registry.get(target))
+    original = cls.compile
+
+    def compile_(self, job, settings):
+        compiled = original(self, job, settings)
+        request = copy.deepcopy(compiled.request)
+        damage(request)
+        return attrs.evolve(compiled, request=request)
+
+    monkeypatch.setattr(cls, "compile", compile_)
+
+
+def changed(report):
+    return {e.field: e.message for e in report.entries if e.fidelity.value == "changed"}
+
+
+def test_a_faithful_migration_adds_no_line(isolated):
+    _, report = omnidist.migrate(AZURE, source="azure_ml", target="vertex")
+    assert [e for e in report.entries if "read back" in e.message] == []
+
+
+def test_a_dropped_argument_is_caught(isolated, monkeypatch):
+    def drop_last_arg(request):
+        pool = request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]
+        pool["command"] = pool["command"][:-1]
+
+    breaking(monkeypatch, "vertex", drop_last_arg)
+    _, report = omnidist.migrate(AZURE, source="azure_ml", target="vertex")
+    assert "read back from the vertex request" in changed(report)["command"]
+    assert "--lr 0.1; the source" not in changed(report)["command"] and "--lr 0.1 (no other" in changed(report)["command"]
+    with pytest.raises(StrictMigrationError):
+        omnidist.migrate(AZURE, source="azure_ml", target="vertex", strict=True)
+
+
+def test_lost_workers_and_gpus_are_caught(isolated, monkeypatch):
+    def fewer(request):
+        pools = request["jobSpec"]["workerPoolSpecs"]
+        pools[1]["replicaCount"] = "1"
+        pools[0]["machineSpec"].pop("acceleratorType")
+        pools[0]["machineSpec"].pop("acceleratorCount")
+
+    breaking(monkeypatch, "vertex", fewer)
+    _, report = omnidist.migrate(AZURE, source="azure_ml", target="vertex")
+    found = changed(report)
+    assert "workers.replicas" in found and "the source job has 2" in found["workers.replicas"]
+    # the lost GPUs are said once: by the machine line, which reads the request back too
+    assert "CPU-only" in found["primary.machine"] and "primary.gpus" not in found
+    assert "nodes" in found
+
+
+def test_a_lost_variable_is_caught_on_every_target(isolated, monkeypatch):
+    def no_env(request):
+        request.pop("environment_variables", None)
+
+    breaking(monkeypatch, "azure_ml", no_env)
+    vertex = {"displayName": "v", "jobSpec": {"workerPoolSpecs": [{
+        "machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": "1",
+        "containerSpec": {"imageUri": "gcr.io/p/t:1", "command": ["python", "t.py"],
+                          "env": [{"name": "SEED", "value": "7"}]}}]}}
+    _, report = omnidist.migrate(vertex, source="vertex", target="azure_ml", framework="pytorch")
+    assert "SEED" in changed(report)["env"]
+
+
+def test_facets_read_data_locations_alike_whatever_their_spelling():
+    base = {"name": "j", "framework": "pytorch", "image": "i", "primary": {}}
+    by_reference = job_from_dict({**base, "command": ["python", "t.py"], "args": ["--data", "${{inputs.d}}"],
+                                  "inputs": {"d": "gs://b/x"}})
+    by_uri = job_from_dict({**base, "command": ["python", "t.py"], "args": ["--data", "gs://b/x"]})
+    assert facets(by_reference)["command"] == facets(by_uri)["command"]
+    assert facets(by_reference)["data"] == facets(by_uri)["data"] == frozenset({"gs://b/x"})
