@@ -174,7 +174,7 @@ def test_compile_without_a_backend_says_which_and_why(tmp_path):
 
 def test_backend_choices_are_listed_completed_and_checked(tmp_path):
     helped = run_cli("compile", "--help")
-    assert "--backend [ai_platform|azure_ml|kubernetes|local|vertex]" in " ".join(helped.stdout.split())
+    assert "--backend [ai_platform|azure_ml|kubernetes|local|sagemaker|vertex]" in " ".join(helped.stdout.split())
     wrong = run_cli("compile", str(_job(tmp_path)), "--backend", "vertx")
     assert wrong.returncode == 2 and "Did you mean 'vertex'?" in wrong.stderr
     completed = run_cli(env={"_OMNIDIST_COMPLETE": "bash_complete", "COMP_WORDS": "omnidist compile job.yaml -b a",
@@ -197,7 +197,9 @@ def test_a_one_off_job_needs_no_file(tmp_path):
     pools = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"]
     assert [p["replicaCount"] for p in pools] == ["1", "2"]
     assert pools[0]["machineSpec"]["acceleratorType"] == "NVIDIA_TESLA_A100"
-    assert pools[0]["containerSpec"]["command"] == ["python", "train.py", "--lr", "0.1"]
+    # a PyTorch job of 8 GPUs a node: the launcher starts the node's 8 processes (SPEC §10)
+    assert pools[0]["containerSpec"]["command"] == ["omnidist", "launch", "--nproc-per-node=8", "--",
+                                                    "python", "train.py", "--lr", "0.1"]
     assert json.loads(result.stdout)["displayName"] == "train"
     ran = run_cli("run", "--nodes", "2", "--", "python", "-c", "import os; print(os.environ['CLUSTER_SPEC'][:11])",
                   cwd=tmp_path, env={"HOME": str(tmp_path)})
@@ -218,8 +220,8 @@ def test_one_off_flags_name_the_flag(args, message, tmp_path):
 
 def test_validate_wraps_long_reasons_to_the_terminal_width(tmp_path):
     path = _job(tmp_path, JOB.replace("primary: {}", "primary: {accelerator: A100:8}\ninterconnect: infiniband"))
-    wide = run_cli("validate", str(path), env={"COLUMNS": ""})
-    narrow = run_cli("validate", str(path), env={"COLUMNS": "80"})
+    wide = run_cli("validate", path.name, env={"COLUMNS": ""}, cwd=tmp_path)
+    narrow = run_cli("validate", path.name, env={"COLUMNS": "80"}, cwd=tmp_path)
     assert max(map(len, wide.stdout.splitlines())) > 200  # a pipe gets whole rows, one per line
     assert max(map(len, narrow.stdout.splitlines())) <= 80
     assert [w for w in narrow.stdout.split() if not w.startswith("-")] == \

@@ -173,7 +173,9 @@ def table(rows: list[tuple[Any, ...]], header: tuple[str, ...], fit: Optional[in
         widths[-1] = min(widths[-1], room)
     lines = []
     for n, row in enumerate(cells):
-        parts = textwrap.wrap(row[-1], room) if room is not None and n and row[-1] else [row[-1]]
+        # a path or a machine name is never split: a reader copies it whole
+        parts = (textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False)
+                 if room is not None and n and row[-1] else [row[-1]])
         first = "  ".join(c.ljust(w) for c, w in zip((*row[:-1], parts[0]), widths)).rstrip()
         lines.append(first)
         lines += [" " * indent + part for part in parts[1:]]
