@@ -135,6 +135,14 @@ def test_nproc_per_node_only_with_several_processes(compile_):
         assert [n for n in launched.diagnostics if n.field == "processes_per_node"] == []
 
 
+
+@pytest.mark.parametrize("command, launcher", [(["python", "-m", "trainer.task"], "torchrun …"),
+                                               (["./train.sh"], "torchrun --no-python …")])
+def test_the_launcher_note_names_the_launcher(command, launcher, compile_):
+    compiled = compile_(job(processes_per_node=4, command=command))
+    [note] = [n for n in compiled.diagnostics if n.field == "processes_per_node"]
+    assert f"so it runs under `{launcher}` (the platform sets torchrun's defaults)" in note.message
+
 def test_command_less_job_runs_the_image_entrypoint(compile_):
     request = compile_({**job(args=["--data", "gs://b/d"]), "command": []}).request
     container = request["spec"]["pytorchReplicaSpecs"]["Master"]["template"]["spec"]["containers"][0]
