@@ -218,12 +218,12 @@ LEFT_BEHIND: dict[str, str] = {
 """Setting -> why a job moved to another backend loses meaning without it."""
 
 SHORTAGE_CODES: dict[str, Shortage] = {
+    # A create refused for the lack of machines of that type in the region (the failed job's own
+    # reason, "CapacityError: Unable to provision requested ML compute capacity", is read as text).
+    "CapacityError": Shortage.CAPACITY,
+    "InsufficientCapacityError": Shortage.CAPACITY,
     # "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances ...
     # Please use AWS Service Quotas to request an increase for this quota."
     "ResourceLimitExceeded": Shortage.QUOTA,
-    # A create refused for the lack of machines of that type in the region (the failed job's own
-    # reason, "CapacityError: Unable to provision requested ML compute capacity", is read as text).
-    "InsufficientCapacityError": Shortage.CAPACITY,
-    "CapacityError": Shortage.CAPACITY,
 }
 """AWS error code -> the shortage a placement moves on from (throttling codes are rate limits, retried in place)."""
