@@ -112,7 +112,12 @@ def _parses(words: list[str]) -> None:
     command = cli.main.get_command(ctx, name)
     assert command is not None, f"no command {name!r}"
     rest = (ctx.protected_args + ctx.args)[1:]
-    with command.make_context(name, list(rest), parent=ctx) as sub:
+    try:
+        sub = command.make_context(name, list(rest), parent=ctx)
+    except click.exceptions.Exit as exc:  # --help: the command prints its help and exits 0, as shown
+        assert exc.exit_code == 0, f"{name} exits {exc.exit_code} while parsing"
+        return
+    with sub:
         for param in command.params:
             if isinstance(param, click.Option) and param.required:
                 assert sub.params.get(param.name) is not None, f"{name}: {param.opts[0]} is required"
