@@ -6,8 +6,9 @@ How a page's blocks run (one temporary folder per page, holding a copy of ``exam
 the migration inputs in ``tests/migration/golden/inputs/``, a private HOME, no ``OMNIDIST_*``,
 no colour, no terminal width):
 
-- a ```yaml block whose first line is ``# NAME.yaml`` is written there as NAME.yaml, for the
-  blocks after it (the job a page shows is the job its commands use);
+- a ```yaml or ```toml block whose first line is ``# NAME.yaml`` (``# NAME.toml``) is written
+  there as that file, for the blocks after it (the job and the profiles a page shows are the ones
+  its commands use);
 - in a console block, ``$ cd DIR`` and ``$ export NAME=VALUE`` change the folder and the
   environment of the commands after them; ``$ cat FILE`` writes the lines shown as FILE;
   every other ``$`` line is run with bash, and the lines under it are its expected output (a
@@ -44,6 +45,8 @@ PAGES = sorted([*(ROOT / "docs").rglob("*.md"), ROOT / "README.md"])
 BIN = Path(sys.executable).parent
 NOT_RUN = re.compile(r"<!--\s*console:\s*not run:\s*(?P<why>[^>]+?)\s*-->\s*$")
 FENCE = re.compile(r"^```(?P<lang>\S*)\n(?P<body>.*?)^```$", re.S | re.M)
+FILES = {"yaml": "ya?ml", "toml": "toml"}
+"""The blocks written as the file their first line names: language -> the file name's ending."""
 OWN_LINES = ("note:", "error:", "warning:", "omnidist: note:", "omnidist: ")
 """Lines omnidist prints about the job: a transcript shows every one of them."""
 
@@ -216,7 +219,9 @@ def test_transcripts_are_what_the_program_prints(page, tmp_path):
     env = _env(work)
     problems = []
     for block in blocks(page):
-        if block.lang == "yaml" and (first := block.body.splitlines()[:1]) and re.fullmatch(r"# \S+\.ya?ml", first[0]):
+        first = block.body.splitlines()[:1]
+        if block.lang in FILES and first and re.fullmatch(rf"# \S+\.{FILES[block.lang]}", first[0]):
+            (work / first[0][2:]).parent.mkdir(parents=True, exist_ok=True)
             (work / first[0][2:]).write_text(block.body)
         if block in RUN:
             problems += [f"{block.name}: {p}" for p in _run_block(block, work, dict(env))]
