@@ -127,6 +127,7 @@ backends:
   vertex: {project: p, region: us-central1}
   ai_platform: {project: p, region: us-central1}
   azure_ml: {subscription_id: 00000000-0000-0000-0000-000000000000, resource_group: rg, workspace: ws, compute: gpu}
+  sagemaker: {role_arn: "arn:aws:iam::111122223333:role/Training", region: us-east-1}
 """
 
 
@@ -136,6 +137,8 @@ backends:
     ("vertex", "no Google credentials: run `gcloud auth application-default login`"),
     ("ai_platform", "no Google credentials: run `gcloud auth application-default login`"),
     ("kubernetes", "no kubeconfig and not inside a cluster: get one with your cluster's tool"),
+    ("sagemaker", "no AWS credentials: run `aws configure` (or `aws sso login`), or set AWS_ACCESS_KEY_ID and "
+                  "AWS_SECRET_ACCESS_KEY"),
 ])
 def test_no_credentials_is_one_line_with_the_fix_and_exit_1(backend, fix, tmp_path):
     """A machine without credentials, as a new user's: the real SDKs look in an empty HOME with no
@@ -143,13 +146,13 @@ def test_no_credentials_is_one_line_with_the_fix_and_exit_1(backend, fix, tmp_pa
     naming the login command; the SDKs' own warnings (Azure's credential chain, its "experimental
     field" notice for queue_settings) stay out of it.
 
-    Azure's chain is held to its developer credentials (AZURE_TOKEN_CREDENTIALS=dev) and google.auth
-    skips the metadata server (NO_GCE_CHECK): on a cloud-hosted test machine both would otherwise
-    find that machine's own identity."""
+    Azure's chain is held to its developer credentials (AZURE_TOKEN_CREDENTIALS=dev), and google.auth
+    and boto3 skip the metadata server (NO_GCE_CHECK, AWS_EC2_METADATA_DISABLED): on a cloud-hosted
+    test machine they would otherwise find that machine's own identity."""
     job = tmp_path / "job.yaml"
     job.write_text(CLOUD_JOB + ("spot: true\n" if backend == "azure_ml" else ""))  # Azure: queue_settings
     env = {"HOME": str(tmp_path), "PATH": str(tmp_path / "bin"), "AZURE_TOKEN_CREDENTIALS": "dev",
-           "NO_GCE_CHECK": "True", "PYTHONDONTWRITEBYTECODE": "1"}
+           "NO_GCE_CHECK": "True", "AWS_EC2_METADATA_DISABLED": "true", "PYTHONDONTWRITEBYTECODE": "1"}
     result = subprocess.run([OMNIDIST, "submit", str(job), "--backend", backend], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=180)
     assert result.returncode == 1, result.stderr
