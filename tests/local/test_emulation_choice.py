@@ -32,8 +32,8 @@ def test_the_default_emulation_names_the_ones_that_can_run_the_job_not_its_cloud
     error = caught.value
     assert error.backend == "local" and error.feature is Feature.INFINIBAND and error.exit_code == 3
     assert str(error) == ("local cannot express interconnect: infiniband: omnidist run emulates vertex unless told "
-                          "otherwise, and vertex cannot express it. Run it with --emulate azure_ml, which can (or set "
-                          "backends.local.emulate).")
+                          "otherwise, and vertex cannot express it. Run it with --emulate azure_ml or --emulate "
+                          "sagemaker, which can (or set backends.local.emulate).")
 
 
 def test_a_job_written_for_one_cloud_emulates_that_cloud(clean_env):
