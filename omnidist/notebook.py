@@ -68,10 +68,11 @@ def _cell(value: Any) -> str:
 
 def _breakable(text: str) -> str:
     """Escaped ``text`` that may wrap after ``.``, ``_``, ``/``, ``=`` and ``,`` (field paths,
-    variable lists, URLs) before a word has to be cut."""
+    variable lists, URLs) before a word has to be cut; never inside a number (``14.4 GB``,
+    ``2/3 replicas``), which would read as two."""
     import re
 
-    return re.sub(r"([._/=,])(?=\w)", r"\1<wbr>", text)
+    return re.sub(r"(?<!\d)[._/=,](?=\w)|[._/=,](?=[^\W\d])", lambda m: m.group(0) + "<wbr>", text)
 
 
 class Raw(str):

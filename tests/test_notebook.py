@@ -67,6 +67,14 @@ def test_a_migration_report_tells_each_fidelity_at_a_glance():
     assert summary.index(">changed<") < summary.index(">approximated<") < summary.index(">exact<")
 
 
+
+def test_long_cells_may_wrap_at_separators_but_never_inside_a_number():
+    from omnidist import notebook
+
+    html = notebook.table([("Standard_NC4as_T4_v3", "14.4 GB", "2/3 replicas", "v1.2")], ("a", "b", "c", "d"))
+    assert "Standard_<wbr>NC4as_<wbr>T4_<wbr>v3" in html
+    assert ">14.4 GB<" in html and ">2/3 replicas<" in html and ">v1.2<" in html
+
 CHROMIUM = next((p for p in ("chromium", "chromium-browser", "google-chrome") if __import__("shutil").which(p)), None)
 
 
