@@ -205,7 +205,7 @@ class Footprint:
 
     Attributes:
         service: the priced service, as the price catalog names it (``vertex_ai``,
-            ``ai_platform_training``, ``azure_machine_learning``, ``gke``, ``sagemaker``, ``local``).
+            ``ai_platform_training``, ``azure_machine_learning``, ``gke``, ``amazon_sagemaker``, ``local``).
         region: where the machines run (``None``: the settings do not say).
         pools: the machines, one pool per role that has replicas.
         spot: spot / preemptible / low-priority capacity.

@@ -46,7 +46,7 @@ class Row:
 
     Attributes:
         cloud: ``gcp``, ``azure`` or ``aws``.
-        service: the price list (``compute_engine``, ``vertex_ai``, ``azure_vm``, ``sagemaker``, ``gke``).
+        service: the price list (``compute_engine``, ``vertex_ai``, ``azure_vm``, ``amazon_sagemaker``, ``gke``).
         region: the cloud's region, or :data:`ANY_REGION`.
         kind: one of :data:`KINDS`.
         name: the machine type, the portable accelerator name, or the fee's name.
@@ -166,6 +166,10 @@ SERVICES: dict[str, Service] = {
         prices="vertex_ai", gpus_apart=True,
         rule="legacy AI Platform Training bills the Vertex AI custom-training prices (Vertex AI pricing page: "
              "the same except for prediction machine types)"),
+    "amazon_sagemaker": Service(
+        prices="amazon_sagemaker",
+        rule="SageMaker bills ml.* instances from a price list of its own, above EC2's (by 15-40 % on the "
+             "pairs the sources compare)"),
     "azure_machine_learning": Service(
         prices="azure_vm",
         rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
@@ -176,10 +180,6 @@ SERVICES: dict[str, Service] = {
         rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
              "(GKE pricing page; the fee row names it)"),
     "local": Service(free=True, rule="this machine: nothing to pay"),
-    "sagemaker": Service(
-        prices="sagemaker",
-        rule="SageMaker bills ml.* instances from a price list of its own, above EC2's (by 15-40 % on the "
-             "pairs the sources compare)"),
     "vertex_ai": Service(
         prices="vertex_ai", gpus_apart=True,
         rule="Vertex AI custom training bills its own machine and accelerator SKUs, above Compute Engine's "

@@ -395,7 +395,7 @@ def from_aws(fetch: Fetcher, regions: Optional[Sequence[str]]) -> list[Row]:
             if not name.startswith("ml.") or not region or (regions and region not in regions):
                 continue
             price = _aws_price(terms.get(sku) or {})
-            rows.append(Row(cloud="aws", service="sagemaker", region=region, kind="machine", name=name,
+            rows.append(Row(cloud="aws", service="amazon_sagemaker", region=region, kind="machine", name=name,
                             on_demand=price, source="AWS Price List API (AmazonSageMaker offer file, Training)",
                             date=date))
     return rows
@@ -417,7 +417,7 @@ def refresh(sources: Optional[Iterable[str]] = None, *, regions: Optional[Sequen
             fetch: Optional[Fetcher] = None) -> Refreshed:
     """Read the price lists and write the rows to ``output`` (default: the user catalog).
 
-    Rows of a price list (``compute_engine``, ``azure_vm``, ``sagemaker``) this refresh rebuilt
+    Rows of a price list (``compute_engine``, ``azure_vm``, ``amazon_sagemaker``) this refresh rebuilt
     replace that list's rows of the file; the file's other rows stay. A list that needs a key it
     was not given is skipped, saying so; one that fails is reported and the rest still written.
     """

@@ -121,7 +121,7 @@ def test_spot_hours_and_groups(project):
 def test_an_invalid_job_or_an_unknown_profile_is_exit_2(project):
     done = cli(project, "plan", "job.yaml", "-p", "nope")
     assert done.returncode == 2 and "profile 'nope' is not defined" in done.stderr
-    (project / "job.yaml").write_text(JOB + "workers: {replicas: -1}\n")
+    (project / "job.yaml").write_text(JOB.replace("workers: {replicas: 1}", "workers: {replicas: -1}"))
     done = cli(project, "plan", "job.yaml")
     assert done.returncode == 2 and "job.yaml: workers.replicas" in done.stderr
 

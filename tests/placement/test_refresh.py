@@ -170,7 +170,7 @@ def test_every_list_is_read_into_rows_with_its_source_and_date(lists, tmp_path):
     assert (v100.on_demand, v100.spot) == (2.48, 0.992)
     assert found["compute_engine", "us-central1", "accelerator", "A100-80GB"].on_demand == 3.93
     # the Price List: training instances only
-    p4d = found["sagemaker", "us-east-1", "machine", "ml.p4d.24xlarge"]
+    p4d = found["amazon_sagemaker", "us-east-1", "machine", "ml.p4d.24xlarge"]
     assert (p4d.on_demand, p4d.date) == (25.25, "2026-07-01") and "Price List" in p4d.source
 
 
@@ -192,7 +192,7 @@ def test_a_list_that_fails_is_reported_and_leaves_its_old_rows(lists, tmp_path):
     assert done.failed
     assert "failed gcp" in lines[0] and "HTTP 403" in lines[0] and "wrong" not in lines[0], "the key is not shown"
     found = rows_of(path)
-    assert found[old.key] == old and ("sagemaker", "us-east-1", "machine", "ml.p4d.24xlarge") in found
+    assert found[old.key] == old and ("amazon_sagemaker", "us-east-1", "machine", "ml.p4d.24xlarge") in found
 
 
 def test_the_cli_refreshes_into_the_state_folder_and_the_catalog_command_lists_sources(lists, isolated):

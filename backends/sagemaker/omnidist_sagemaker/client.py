@@ -198,7 +198,7 @@ class SageMakerClient(Client[dict]):
         """A quota or capacity refusal by its AWS error code (:data:`~omnidist_sagemaker.tables.SHORTAGE_CODES`:
         ``ResourceLimitExceeded`` is the account's instance quota), else the template's reading."""
         found = SHORTAGE_CODES.get(_code(exc))
-        return found if found is not None else super().shortage(exc, error)
+        return Shortage(found) if found is not None else super().shortage(exc, error)
 
     # --- create ------------------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ from omnidist.runtime.platforms import sagemaker as platform
 from omnidist_sagemaker import catalog
 from omnidist_sagemaker.settings import SageMakerSettings
 
-SERVICE = "sagemaker"
+SERVICE = "amazon_sagemaker"
 """The price list SageMaker training bills from."""
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Feature, Framework, InputMode, JobState, Refusal, Shortage
+from omnidist.kit import Feature, Framework, InputMode, JobState, Refusal
 from omnidist.runtime.platforms import sagemaker as platform
 
 NAME = platform.NAME
@@ -217,13 +217,14 @@ LEFT_BEHIND: dict[str, str] = {
 }
 """Setting -> why a job moved to another backend loses meaning without it."""
 
-SHORTAGE_CODES: dict[str, Shortage] = {
+SHORTAGE_CODES: dict[str, str] = {
     # A create refused for the lack of machines of that type in the region (the failed job's own
     # reason, "CapacityError: Unable to provision requested ML compute capacity", is read as text).
-    "CapacityError": Shortage.CAPACITY,
-    "InsufficientCapacityError": Shortage.CAPACITY,
+    "CapacityError": "capacity",
+    "InsufficientCapacityError": "capacity",
     # "The account-level service limit 'ml.p4d.24xlarge for training job usage' is 0 Instances ...
     # Please use AWS Service Quotas to request an increase for this quota."
-    "ResourceLimitExceeded": Shortage.QUOTA,
+    "ResourceLimitExceeded": "quota",
 }
-"""AWS error code -> the shortage a placement moves on from (throttling codes are rate limits, retried in place)."""
+"""AWS error code -> the shortage (a :class:`~omnidist.kit.Shortage` value) a placement moves on from
+(throttling codes are rate limits, retried in place)."""

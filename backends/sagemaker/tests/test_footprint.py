@@ -22,7 +22,7 @@ def footprint(data: dict, **settings):
 def test_one_instance_type_is_the_primary_and_the_workers():
     found = footprint({"primary": {"accelerator": "A100:8"}, "workers": {"replicas": 3}, "spot": True},
                       checkpoint_s3_uri="s3://bucket/ckpt")
-    assert found.service == "sagemaker" and found.region == "eu-west-1" and found.spot and found.parallel == 1
+    assert found.service == "amazon_sagemaker" and found.region == "eu-west-1" and found.spot and found.parallel == 1
     assert [(p.role, p.replicas, p.machine, p.accelerator, p.count) for p in found.pools] == [
         ("primary", 1, "ml.p4d.24xlarge", "A100", 8), ("workers", 3, "ml.p4d.24xlarge", "A100", 8)]
 
