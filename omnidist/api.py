@@ -29,9 +29,13 @@ def load(path: Union[str, os.PathLike[str]]) -> DistributedJob:
     """Read and validate a job file (YAML or JSON).
 
     Raises:
-        ValidationError: naming the file and the field path of every problem.
+        ValidationError: naming the file and the field path of every problem; for a cloud's native
+            spec, which backend's it is and how to import it.
     """
-    return job_file.load(path)
+    try:
+        return job_file.load(path)
+    except job_file.NotAJobError as exc:
+        raise _whose(exc) from None
 
 
 def as_job(job: JobLike) -> DistributedJob:
@@ -39,8 +43,31 @@ def as_job(job: JobLike) -> DistributedJob:
     if isinstance(job, DistributedJob):
         return job
     if isinstance(job, Mapping):
-        return job_file.job_from_dict(job)
-    return job_file.load(job)
+        try:
+            return job_file.job_from_dict(job)
+        except job_file.NotAJobError as exc:
+            raise _whose(exc) from None
+    return load(job)
+
+
+def _whose(exc: job_file.NotAJobError) -> ValidationError:
+    """A file that is not a job: when a backend recognizes it as its native spec, say whose and how
+    to import it (backends are asked only on this error path)."""
+    if not isinstance(exc.data, Mapping):
+        return exc
+    claims = []
+    for name in registry.installed():
+        try:
+            if registry.get(name).recognizes(exc.data):
+                claims.append(name)
+        except Exception:  # noqa: BLE001 - a broken plugin only loses its say in this message
+            continue
+    if not claims:
+        return exc
+    target = exc.source or "FILE"
+    return ValidationError(f"not a job file: it reads as {' or '.join(claims)}'s native spec. `omnidist import "
+                           f"{target}` turns it into a job file; `omnidist migrate {target} --to BACKEND` compiles "
+                           "it for another backend", source=exc.source)
 
 
 def check_backend_blocks(job: DistributedJob) -> None:
@@ -78,6 +105,8 @@ def prepare(
     target = config.resolve(profile=profile, backend=backend)
     driver = registry.get(target.backend)
     resolved = config.settings_for(driver.settings_type, target.backend, target, job, settings)
+    if target.profile is not None and target.profile.backend != target.backend:
+        resolved = driver.under_profile_of(target.profile.backend, resolved)
     return job, driver, resolved
 
 

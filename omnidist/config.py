@@ -58,10 +58,18 @@ class Profile:
 
 @attrs.frozen(kw_only=True)
 class Target:
-    """Where a job goes: the backend's name and the profile that supplies its settings."""
+    """Where a job goes: the backend's name and the profile that supplies its settings.
+
+    Attributes:
+        backend: the backend's name.
+        profile: the profile supplying settings, if any.
+        reason: why this backend, in words (``no profile and no --backend``), for a command to say
+            when the user did not name it.
+    """
 
     backend: str
     profile: Optional[Profile] = None
+    reason: str = attrs.field(default="", eq=False)
 
 
 def _read_toml(path: Path, table: Optional[str] = None) -> Optional[dict[str, Any]]:
@@ -305,12 +313,11 @@ def resolve(
     """
     found = _lookup(cwd, environ)
     files = found.files
-    profile_name = (
-        profile
-        or _session["profile"]
-        or environ.get("OMNIDIST_PROFILE")
-        or next((d["default"] for _, d in files if isinstance(d.get("default"), str)), None)
-    )
+    default = next(((label, d["default"]) for label, d in files if isinstance(d.get("default"), str)), None)
+    chosen_by = [(profile, "--profile"), (_session["profile"], "omnidist.use(profile=…)"),
+                 (environ.get("OMNIDIST_PROFILE"), "OMNIDIST_PROFILE"),
+                 (default and default[1], default and f"the default in {default[0]}")]
+    profile_name, profile_why = next(((name, why) for name, why in chosen_by if name), (None, ""))
     chosen: Optional[Profile] = None
     if profile_name:
         profiles = found.profiles
@@ -325,13 +332,12 @@ def resolve(
                 f"Define it as [profiles.{profile_name}] with a backend key in omnidist.toml."
             )
         chosen = profiles[profile_name]
-    name = (
-        backend
-        or _session["backend"]
-        or environ.get("OMNIDIST_BACKEND")
-        or (chosen.backend if chosen else DEFAULT_BACKEND)
-    )
-    return Target(backend=name, profile=chosen)
+    backends = [(backend, "--backend"), (_session["backend"], "omnidist.use(backend=…)"),
+                (environ.get("OMNIDIST_BACKEND"), "OMNIDIST_BACKEND"),
+                (chosen and chosen.backend, chosen and f"profile {chosen.name} ({profile_why})")]
+    name, reason = next(((name, why) for name, why in backends if name),
+                        (DEFAULT_BACKEND, "no profile and no --backend"))
+    return Target(backend=name, profile=chosen, reason=reason)
 
 
 def settings_for(

@@ -23,13 +23,41 @@ def _escape(text: str, quote: bool = True) -> str:
     return html.escape(mask_shapes(text), quote=quote)
 
 def table(rows: Iterable[Iterable[Any]], header: Iterable[str], caption: str = "") -> str:
-    """An HTML table with every cell escaped."""
+    """An HTML table with every cell escaped; long cells wrap (a long word too), so a table is no
+    wider than the output area it is shown in."""
     head = "".join(f"<th style='text-align:left'>{_escape(str(h))}</th>" for h in header)
     body = "".join(
-        "<tr>" + "".join(f"<td style='text-align:left'>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows
+        "<tr>" + "".join(f"<td style='{CELL}'>{_cell(c)}</td>" for c in row) + "</tr>" for row in rows
     )
     cap = f"<caption style='text-align:left'><b>{_escape(caption)}</b></caption>" if caption else ""
-    return f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table style='max-width:100%'>{cap}<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+CELL = "text-align:left;vertical-align:top;overflow-wrap:break-word"
+"""A cell's style: top-aligned, a word cut only where no break opportunity fits."""
+
+KIND_COLOURS = {
+    "exact": "#1a7f37", "inferred": "#0969da", "defaulted": "#0969da", "approximated": "#9a6700",
+    "changed": "#cf222e", "dropped": "#82071e", "hint": "#6e7781",
+}
+"""A note kind or a migration's fidelity -> its badge colour: green carried over, blue filled in,
+amber the same by other means, red a change in meaning or a loss, grey advice."""
+
+
+def badge(kind: str) -> Raw:
+    """``kind`` as a coloured label (white on the kind's colour: readable on light and dark themes)."""
+    colour = KIND_COLOURS.get(kind, "#6e7781")
+    return Raw(f"<span style='background:{colour};color:#fff;border-radius:3px;padding:0 5px;"
+               f"white-space:nowrap;font-size:90%'>{_escape(kind)}</span>")
+
+
+def counts(kinds: Iterable[str], order: Iterable[str]) -> str:
+    """``3 exact · 1 changed`` as badges, in ``order`` (kinds not in it last)."""
+    found: dict[str, int] = {}
+    for kind in kinds:
+        found[kind] = found.get(kind, 0) + 1
+    ranked = [k for k in order if k in found] + [k for k in found if k not in order]
+    return " ".join(f"{found[k]} {badge(k)}" for k in ranked)
 
 
 def _cell(value: Any) -> str:
@@ -37,7 +65,16 @@ def _cell(value: Any) -> str:
         return "<span style='color:#888'>—</span>"
     if isinstance(value, Raw):
         return str(value)
-    return _escape(str(value))
+    return _breakable(_escape(str(value)))
+
+
+def _breakable(text: str) -> str:
+    """Escaped ``text`` that may wrap after ``.``, ``_``, ``/``, ``=`` and ``,`` (field paths,
+    variable lists, URLs) before a word has to be cut; never inside a number (``14.4 GB``,
+    ``2/3 replicas``), which would read as two."""
+    import re
+
+    return re.sub(r"(?<!\d)[._/=,](?=\w)|[._/=,](?=[^\W\d])", lambda m: m.group(0) + "<wbr>", text)
 
 
 class Raw(str):
@@ -45,8 +82,9 @@ class Raw(str):
 
 
 def pre(text: str) -> str:
-    """Preformatted, escaped text."""
-    return f"<pre style='max-height:30em;overflow:auto'>{_escape(text)}</pre>"
+    """Preformatted, escaped text, scrolling inside its own box (both ways) rather than widening
+    the page."""
+    return f"<pre style='max-height:30em;max-width:100%;overflow:auto'>{_escape(text)}</pre>"
 
 
 def link(url: str, text: str = "") -> Raw:
@@ -85,12 +123,77 @@ def job_html(job: Any, roles: Iterable[Any]) -> str:
     return summary + program
 
 
+HINT_PREFIX = "OMNIDIST_"
+"""omnidist's own variables (the runtime's hints) start with this."""
+
+
+def without_hints(value: Any) -> tuple[Any, int]:
+    """``value`` for display without omnidist's ``OMNIDIST_*`` variables (a mapping's keys, or
+    ``{"name": …}`` items of a list), and how many were left out."""
+    if isinstance(value, Mapping):
+        shown, left = {}, 0
+        for key, item in value.items():
+            if isinstance(key, str) and key.startswith(HINT_PREFIX):
+                left += 1
+                continue
+            shown[key], n = without_hints(item)
+            left += n
+        return shown, left
+    if isinstance(value, list):
+        items, left = [], 0
+        for item in value:
+            name = item.get("name") if isinstance(item, Mapping) else None
+            if isinstance(name, str) and name.startswith(HINT_PREFIX):
+                left += 1
+                continue
+            shown, n = without_hints(item)
+            items.append(shown)
+            left += n
+        return items, left
+    return value, 0
+
+
 def compiled_html(compiled: Any) -> str:
-    """The request (secrets masked) and its diagnostics."""
-    text = compiled.render(request=mask_request(compiled.request))
-    notes = table([(n.kind.value, n.field, n.message) for n in compiled.diagnostics], ("note", "field", "message"),
-                  caption="diagnostics") if compiled.diagnostics else "<p>no diagnostics</p>"
-    return f"<p><b>{_escape(compiled.backend)}</b> request</p>{pre(text)}{notes}"
+    """The request (secrets masked, omnidist's runtime hints left out of the view: the request's
+    own fields come first) and its diagnostics, each kind a coloured badge."""
+    shown, left = without_hints(mask_request(compiled.request))
+    text = compiled.render(request=shown)
+    hidden = (f"<p style='color:#6e7781;font-size:90%'>{left} <code>OMNIDIST_*</code> runtime hint variables "
+              "are left out of this view; <code>.request</code> and <code>omnidist compile</code> have them</p>"
+              if left else "")
+    rows = [(badge(n.kind.value), n.field, n.message) for n in compiled.diagnostics]
+    notes = table(rows, ("note", "field", "message"), caption="diagnostics") if rows else "<p>no diagnostics</p>"
+    return f"<p><b>{_escape(compiled.backend)}</b> request</p>{pre(text)}{hidden}{notes}"
+
+
+class SideBySide:
+    """Values shown in columns of equal width that together fit the output area (each request
+    scrolls inside its own column): ``side_by_side(*compiled.values())`` in a notebook cell."""
+
+    def __init__(self, *values: Any) -> None:
+        self.values = values
+
+    def _repr_html_(self) -> str:
+        columns = "".join(f"<div style='flex:1 1 0;min-width:0'>{_html_of(v)}</div>" for v in self.values)
+        return f"<div style='display:flex;gap:16px;align-items:flex-start;max-width:100%'>{columns}</div>"
+
+    def __repr__(self) -> str:
+        return "\n\n".join(repr(v) for v in self.values)
+
+
+def side_by_side(*values: Any) -> SideBySide:
+    """Show ``values`` (compiled jobs, reports, jobs…) next to each other, fitting the width of the
+    notebook's output area.
+
+    Example:
+        >>> side_by_side(*(omnidist.compile(job, backend=b) for b in ("vertex", "azure_ml")))  # doctest: +SKIP
+    """
+    return SideBySide(*values)
+
+
+def _html_of(value: Any) -> str:
+    render = getattr(value, "_repr_html_", None)
+    return render() if render is not None else pre(repr(value))
 
 
 def handle_html(handle: Any) -> str:

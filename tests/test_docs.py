@@ -47,3 +47,26 @@ def test_every_backend_setting_is_documented(name):
 def test_readme_gives_the_two_commands():
     text = (ROOT / "README.md").read_text()
     assert "make run" in text and "make test" in text
+
+
+def test_every_table_row_is_in_a_table():
+    """A row separated from its table (by a paragraph, a blank line) renders as plain text."""
+    import re
+
+    orphans = []
+    for page in sorted([*DOCS.rglob("*.md"), ROOT / "README.md"]):
+        lines, fenced = page.read_text().splitlines(), False
+        for i, line in enumerate(lines):
+            fenced ^= line.startswith("```")
+            if fenced or not line.startswith("|") or (i and lines[i - 1].startswith("|")):
+                continue
+            if i + 1 >= len(lines) or not re.fullmatch(r"\|[-| :]+\|", lines[i + 1]):
+                orphans.append(f"{page.relative_to(ROOT)}:{i + 1}: {line[:60]}")
+    assert orphans == []
+
+
+def test_the_help_names_every_cloud_backend():
+    from click.testing import CliRunner
+
+    text = " ".join(CliRunner().invoke(cli.main, ["--help"]).output.split())
+    assert [name for name in ("Vertex AI", "Azure ML", "Kubernetes", "AI Platform") if name not in text] == []

@@ -28,8 +28,10 @@ def test_short_repr():
 
 def test_job_html_lists_roles_machines_and_masks_secrets():
     html = _job()._repr_html_()
-    assert "<table>" in html and "workers" in html and "vertex: n1-highmem-96" in html
-    assert "abc123secret" not in html and MASK in html and "NCCL_DEBUG=INFO" in html
+    assert "<table style='max-width:100%'>" in html and "workers" in html
+    text = html.replace("<wbr>", "")  # <wbr>: where a long cell may wrap
+    assert "vertex: n1-highmem-96" in text
+    assert "abc123secret" not in text and MASK in text and "NCCL_DEBUG=INFO" in text
 
 
 def test_compiled_html_masks_every_env_shape_but_the_request_keeps_values():
@@ -151,4 +153,4 @@ def test_migration_report_repr_is_a_summary():
     text = repr(report)
     assert text.startswith("MigrationReport(ai_platform -> vertex: ") and "inferred" in text and len(text) < 120
     html = report._repr_html_()
-    assert "ai_platform → vertex" in html and "<td style='text-align:left'>inferred</td>" in html
+    assert "ai_platform → vertex" in html and f"<td style='{display.CELL}'>{display.badge('inferred')}</td>" in html

@@ -195,6 +195,11 @@ class Backend(ABC):
             raise NotImplementedError(f"backend {self.name!r} implements neither import_native nor import_with_notes")
         return self.import_native(request), ()
 
+    def under_profile_of(self, backend: str, settings: Any) -> Any:
+        """The settings to use under a profile made for another ``backend`` (``omnidist run
+        --profile azure`` runs on ``local`` with the ``azure_ml`` profile); the default: as they are."""
+        return settings
+
     def recognizes(self, native: Any) -> bool:
         """True when ``native`` (a mapping or list as read from a file) is one of this backend's
         own native formats: how ``omnidist import`` and ``migrate`` tell the source without

@@ -14,7 +14,7 @@ from __future__ import annotations
 import click
 
 from omnidist.cli import container, jobs, placement
-from omnidist.cli.common import Group
+from omnidist.cli.common import Group, setup_logging
 from omnidist.cli.migrate import import_command, migrate_command
 
 
@@ -23,8 +23,22 @@ from omnidist.cli.migrate import import_command, migrate_command
 @click.version_option(package_name="omnidist", prog_name="omnidist")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
-    """omnidist: one distributed training job for Vertex AI, AI Platform, Azure ML and your laptop."""
+    """omnidist: one distributed training job for Vertex AI, Azure ML, Kubernetes (Kubeflow), legacy
+    AI Platform and your laptop.
+
+    \b
+    Examples:
+      omnidist validate job.yaml
+      omnidist compile job.yaml --backend vertex
+      omnidist run job.yaml
+      omnidist submit job.yaml --profile gcp --wait
+
+    `omnidist COMMAND --help` shows a command's options and examples. Tab completion: add
+    `eval "$(_OMNIDIST_COMPLETE=bash_source omnidist)"` to ~/.bashrc (zsh_source, fish_source
+    for zsh and fish).
+    """
     ctx.meta["omnidist.debug"] = debug
+    setup_logging(debug)
 
 
 for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,

@@ -4,25 +4,16 @@ choices read when first needed, and plain-text tables."""
 from __future__ import annotations
 
 import difflib
-import re
+import logging
+import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
 
 import click
 
+from omnidist.cli import style
+from omnidist.cli.style import shown
 from omnidist.errors import OmnidistError
-from omnidist.secrets import mask_shapes
-
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029]")
-"""Characters a terminal acts on (escape sequences, carriage returns, bells) or breaks a line at,
-but a tab and a newline."""
-
-
-def shown(text: str) -> str:
-    """Text from a job, a native file or a cloud as omnidist's own lines print it (errors, notes,
-    reports, states): secrets masked by their shape, and every control character written as an
-    escape, so that a value cannot move the cursor, clear the screen or fake a line of its own."""
-    return _CONTROL.sub(lambda m: ascii(m[0])[1:-1], mask_shapes(text))
 
 
 class Group(click.Group):
@@ -34,7 +25,7 @@ class Group(click.Group):
         except OmnidistError as exc:
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"error: {shown(str(exc))}", err=True)
+            style.echo_error(shown(str(exc)))
             ctx.exit(exc.exit_code)
         except KeyboardInterrupt:
             click.echo("interrupted", err=True)
@@ -44,9 +35,49 @@ class Group(click.Group):
         except Exception as exc:  # a bug in omnidist or a plugin: say so briefly, never a traceback
             if ctx.meta.get("omnidist.debug"):
                 raise
-            click.echo(f"internal error: {type(exc).__name__}: {shown(str(exc))} (rerun with --debug for "
-                       "the traceback and report it)", err=True)
+            style.echo_error(f"{type(exc).__name__}: {shown(str(exc))} (rerun with --debug for the traceback and "
+                             "report it)",
+                             prefix="internal error:")
             ctx.exit(1)
+
+
+class _Messages(logging.Handler):
+    """Log records on stderr as the command's own lines: ``warning: …`` (stderr read when a record
+    comes, so a test's or a caller's replacement of it is honoured)."""
+
+    def __init__(self, debug: bool) -> None:
+        super().__init__(logging.DEBUG if debug else logging.WARNING)
+        self.debug = debug
+        if not debug:  # the SDKs' loggers (and Python warnings) only with --debug
+            self.addFilter(lambda record: record.name == "omnidist" or record.name.startswith("omnidist."))
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            message = record.getMessage()
+            on = style.enabled(sys.stderr)
+            if self.debug:
+                line = f"{record.levelname.lower()}: {record.name}: {message}"
+            elif record.levelno >= logging.ERROR:
+                line = f"{style.paint('error:', on, fg='red', bold=True)} {message}"
+            else:
+                line = style.warning(message, on)
+            click.echo(line, err=True, color=on)
+        except Exception:  # noqa: BLE001 - logging never takes the command down
+            self.handleError(record)
+
+
+def setup_logging(debug: bool) -> None:
+    """What the command shows of log records and Python warnings: omnidist's own warnings, one
+    line each; the cloud SDKs' loggers and warnings (credential chains, "experimental field"
+    notices, HTTP retries) only with ``--debug``, where everything down to debug records shows.
+    Called once per command; a second call replaces the first's handler."""
+    root = logging.getLogger()
+    for handler in [h for h in root.handlers if isinstance(h, _Messages)]:
+        root.removeHandler(handler)
+    root.addHandler(_Messages(debug))
+    if debug:
+        root.setLevel(logging.DEBUG)
+    logging.captureWarnings(True)  # warnings.warn goes to the "py.warnings" logger: shown with --debug
 
 
 class LazyChoice(click.Choice):
@@ -90,19 +121,141 @@ def _emulations() -> list[str]:
     return sorted(platforms.emulations(), key=lambda name: name != platforms.DEFAULT_EMULATION)
 
 
+class BackendChoice(LazyChoice):
+    """The installed backends, as ``--backend`` lists them in ``--help`` and completes them; a
+    backend omnidist knows of but that is not installed passes through, so the registry's message
+    says which package installs it."""
+
+    def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
+        from omnidist.backend import registry
+
+        if value in registry.missing():
+            return value
+        return super().convert(value, param, ctx)
+
+
 BACKENDS = LazyChoice(_installed, "backend")
 """The installed backends."""
 EMULATIONS = LazyChoice(_emulations, "platform")
 """The platforms ``omnidist run`` can emulate, the default first."""
 FRAMEWORKS = click.Choice(["pytorch", "tensorflow", "horovod", "deepspeed", "custom", "jax"])
 
-backend_option = click.option("--backend", "-b", help="Target backend (overrides the profile's).")
+backend_option = click.option("--backend", "-b", type=BackendChoice(_installed, "backend"),
+                              help="Target backend (default: the profile's, else local).")
 profile_option = click.option("--profile", "-p", help="Profile from omnidist.toml / config.toml.")
+verbose_option = click.option("--verbose", "-v", is_flag=True, help="Also show the notes that are details "
+                              "(the interpreter a local run uses, preview ports).")
 
 
-def table(rows: list[tuple[Any, ...]], header: tuple[str, ...]) -> str:
-    """Rows as aligned plain-text columns under a header and a rule."""
-    rows = [tuple(shown(str(c)) for c in r) for r in rows]
-    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    line = lambda r: "  ".join(str(c).ljust(w) for c, w in zip(r, widths)).rstrip()  # noqa: E731
-    return "\n".join([line(header), line(tuple("-" * w for w in widths)), *map(line, rows)])
+def width() -> Optional[int]:
+    """The terminal's width when stdout is a terminal or ``COLUMNS`` says one, else ``None``
+    (output for a file or a program is not wrapped)."""
+    import os
+    import shutil
+
+    if not (sys.stdout.isatty() or os.environ.get("COLUMNS")):
+        return None
+    return shutil.get_terminal_size((100, 24)).columns
+
+
+def table(rows: list[tuple[Any, ...]], header: tuple[str, ...], fit: Optional[int] = None) -> str:
+    """Rows as aligned plain-text columns under a header and a rule.
+
+    With ``fit`` (a width in characters), the last column's long cells wrap at word boundaries
+    onto lines of their own, indented under the column, so every line fits (at least 30
+    characters are left to the last column).
+    """
+    import textwrap
+
+    cells = [tuple(shown(str(c)) for c in r) for r in [header, *rows]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(header))]
+    indent = sum(widths[:-1]) + 2 * (len(header) - 1)
+    room = max(fit - indent, 30) if fit else None
+    if room is not None:
+        widths[-1] = min(widths[-1], room)
+    lines = []
+    for n, row in enumerate(cells):
+        # a path or a machine name is never split: a reader copies it whole
+        parts = (textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False)
+                 if room is not None and n and row[-1] else [row[-1]])
+        first = "  ".join(c.ljust(w) for c, w in zip((*row[:-1], parts[0]), widths)).rstrip()
+        lines.append(first)
+        lines += [" " * indent + part for part in parts[1:]]
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+# --- a one-off job from flags: `omnidist run --nodes 2 --accelerator A100:8 -- python train.py` ---------
+
+JOB_SUFFIXES = (".yaml", ".yml", ".json")
+"""What a job file's name ends with (a lone word that does not is a command)."""
+
+
+job_argument = click.argument("job", nargs=-1, required=True, type=click.UNPROCESSED,
+                              metavar="JOB_FILE | -- COMMAND…")
+"""``JOB_FILE`` or, after ``--``, the command of a one-off job (:func:`one_off`)."""
+
+
+def one_off_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """The flags that shape a one-off job (listed last in ``--help``)."""
+    options = [
+        click.option("--nodes", type=click.IntRange(min=1), help="One-off job: training nodes (the primary and "
+                     "NODES-1 workers; default 1)."),
+        click.option("--accelerator", metavar="TYPE:COUNT", help="One-off job: each node's accelerators, e.g. "
+                     "A100:8."),
+        click.option("--framework", type=FRAMEWORKS, help="One-off job: the framework (default pytorch)."),
+        click.option("--image", help="One-off job: the container image (the clouds need one)."),
+        click.option("--name", help="One-off job: its name (default: from the command)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def one_off(job: tuple[str, ...], nodes: Optional[int], accelerator: Optional[str], framework: Optional[str],
+            image: Optional[str], name: Optional[str]) -> Any:
+    """The job file's path, or a one-off job made from a command and the flags.
+
+    A single word naming a ``.yaml``/``.yml``/``.json`` file, or an existing file, is a job file
+    (then the one-off flags are refused: the file says it all); anything else is a command.
+
+    Raises:
+        ValidationError: one-off flags with a job file, or a one-off job the flags make invalid.
+    """
+    import os
+
+    from omnidist.errors import ValidationError
+
+    flags = {"--nodes": nodes, "--accelerator": accelerator, "--framework": framework, "--image": image,
+             "--name": name}
+    if len(job) == 1 and (job[0].endswith(JOB_SUFFIXES) or os.path.isfile(job[0])):
+        given = [flag for flag, value in flags.items() if value is not None]
+        if given:
+            raise ValidationError(f"{', '.join(given)} make a one-off job from a command (omnidist run --nodes 2 "
+                                  f"-- python train.py); {job[0]} is a job file: set them in it", path=given[0])
+        return job[0]
+    from omnidist.model.job import NAME_PATTERN, DistributedJob
+
+    words = [w for w in job if not w.startswith("-") and w not in ("python", "python3", "-m")]
+    stem = os.path.splitext(os.path.basename(words[0]))[0] if words else ""
+    derived = "-".join(filter(None, "".join(c if c.isalnum() else " " for c in stem.lower()).split()))
+    derived = derived if NAME_PATTERN.match(derived or "") else "job"
+    data: dict[str, Any] = {"name": name or derived, "framework": framework or "pytorch", "command": list(job),
+                            "primary": {"accelerator": accelerator} if accelerator else {}}
+    if image:
+        data["image"] = image
+    if nodes and nodes > 1:
+        data["workers"] = {"replicas": nodes - 1}
+    try:
+        return DistributedJob.from_dict(data)
+    except ValidationError as exc:  # say it with the flag the value came from
+        from omnidist.errors import Problem
+
+        raise ValidationError([Problem(_FLAGS.get(p.path.split(".type")[0], p.path), p.message) for p in exc.problems],
+                              source="the command line") from None
+
+
+_FLAGS = {"primary.accelerator": "--accelerator", "name": "--name", "framework": "--framework", "image": "--image",
+          "workers.replicas": "--nodes", "command": "COMMAND"}
+"""A one-off job's field -> the flag that set it, for its errors."""

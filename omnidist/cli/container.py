@@ -10,7 +10,12 @@ import click
 
 @click.command()
 def env() -> None:
-    """Print this process's runtime context (inside a training container) as JSON."""
+    """Print this process's runtime context (inside a training container) as JSON.
+
+    \b
+    Examples:
+      omnidist env
+    """
     import json
 
     from omnidist import runtime
@@ -30,6 +35,11 @@ def launch(nproc_per_node: Optional[int], dry_run: bool, command: tuple[str, ...
     platform already launched (Azure ML per-process, mpirun, torchrun) run COMMAND directly,
     with TF_CONFIG made acceptable to TensorFlow. The command replaces this process (exec),
     so signals reach it unchanged.
+
+    \b
+    Examples:
+      omnidist launch -- python train.py --epochs 10
+      omnidist launch --nproc-per-node 4 --dry-run -- python -m trainer.task
     """
     import os
     import shlex

@@ -8,6 +8,7 @@ from typing import Optional
 
 import click
 
+from omnidist.cli import style
 from omnidist.cli.common import BACKENDS, FRAMEWORKS, shown
 
 
@@ -20,6 +21,12 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 
     A file holding several training jobs (Kubernetes manifests) prints one portable job per
     training job, as a YAML stream (``---`` between them).
+
+    \b
+    Examples:
+      omnidist import customjob.json > job.yaml
+      omnidist import config.yaml --from ai_platform --framework tensorflow
+      omnidist import pytorchjobs.yaml --from kubernetes
     """
     from omnidist import migration
     from omnidist.migration.imports import import_jobs
@@ -52,6 +59,12 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     stderr is one JSON document, errors included: the report, or an ``error`` object.
     A file holding several training jobs compiles each: the requests as a YAML stream, one
     report per job (a JSON list with -o json).
+
+    \b
+    Examples:
+      omnidist migrate config.yaml --to vertex > customjob.json
+      omnidist migrate job.yml --from azure_ml --to vertex --strict
+      omnidist migrate config.yaml --to azure_ml --image gcr.io/p/trainer:1 -o json
     """
     from omnidist import migration
     from omnidist.errors import OmnidistError
@@ -64,7 +77,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
             if report is not None:
-                click.echo(shown(str(report)), err=True)
+                click.echo(style.report(report, style.enabled()), err=True, color=style.enabled())
             raise
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
@@ -77,11 +90,12 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         reports = [report.to_dict() for _, report in results]
         click.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2), err=True)
         return
+    on = style.enabled()
     for i, (compiled, report) in enumerate(results):
         if len(results) > 1:
             name = compiled.job.name if compiled.job is not None else ""
             click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {shown(name)}", err=True)
-        click.echo(shown(str(report)), err=True)
+        click.echo(style.report(report, on), err=True, color=on)
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:

@@ -27,6 +27,11 @@ def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot:
 
     Prices are list prices from omnidist's price catalog (omnidist catalog), not quotes. Exits 3
     when no profile can express the job.
+
+    \b
+    Examples:
+      omnidist plan job.yaml -p gcp -p azure --hours 12
+      omnidist plan job.yaml -p everywhere --spot -o json
     """
     from omnidist import api
     from omnidist.placement import plan as planning
@@ -47,7 +52,14 @@ def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot:
 @click.option("--rows", is_flag=True, help="Print every row (as CSV), not the summary by source.")
 @click.pass_context
 def catalog(ctx: click.Context, rows: bool) -> None:
-    """The price catalog plan uses: each price list's sources and dates (list prices, not quotes)."""
+    """The price catalog plan uses: each price list's sources and dates (list prices, not quotes).
+
+    \b
+    Examples:
+      omnidist catalog
+      omnidist catalog --rows > prices.csv
+      omnidist catalog refresh --source azure --region eastus
+    """
     if ctx.invoked_subcommand is not None:
         return
     import csv
@@ -111,6 +123,11 @@ def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], li
 
     Refused and skipped placement attempts are listed too, with their reason. The ledger lives in
     $OMNIDIST_STATE_DIR/jobs.db (default ~/.local/state/omnidist); OMNIDIST_NO_LEDGER=1 turns it off.
+
+    \b
+    Examples:
+      omnidist jobs --refresh
+      omnidist jobs --backend vertex --state failed -n 5 -o json
     """
     from omnidist import api
     from omnidist.submission import ledger

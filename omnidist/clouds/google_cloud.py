@@ -42,6 +42,13 @@ SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 Translate = Callable[[BaseException], Optional[BackendError]]
 
 
+NO_CREDENTIALS = ("no Google credentials: run `gcloud auth application-default login`, or set "
+                  "GOOGLE_APPLICATION_CREDENTIALS to a service-account key file; credentials = \"anonymous\" for a "
+                  "local endpoint")
+"""The error for a machine with no Application Default Credentials (google.auth's own message,
+with its link, is the error's cause: ``--debug`` shows it)."""
+
+
 def google_credentials(mode: str, backend: str) -> Any:
     """google.auth credentials for a ``credentials`` setting (see the module docstring).
 
@@ -62,10 +69,7 @@ def google_credentials(mode: str, backend: str) -> Any:
 
         return service_account.Credentials.from_service_account_file(mode, scopes=list(SCOPES))
     except auth_exceptions.DefaultCredentialsError as exc:
-        raise AuthenticationError(
-            f"no Google credentials found ({exc}); run `gcloud auth application-default login`, set "
-            'credentials to a service-account key file, or credentials = "anonymous" for a local endpoint',
-            backend=backend) from exc
+        raise AuthenticationError(NO_CREDENTIALS, backend=backend) from exc
     except (OSError, ValueError) as exc:
         raise ConfigError(
             f"{backend}: credentials {mode!r} is not a readable service-account key file ({exc})"

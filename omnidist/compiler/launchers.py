@@ -246,7 +246,10 @@ def start_processes(job: DistributedJob, command: Sequence[str], processes: int,
     else:
         wrapped = omnidist_launch(command, processes)
         how, needs = "torchrun, wired from the platform's variables", "omnidist and torch (pip install omnidist)"
-    shown = " ".join(wrapped[: len(wrapped) - len(command)]) + " …"
+    # the launcher's words, not the program's (a bare torchrun replaces the program's `python`)
+    program = tuple(command)
+    kept = next(k for k in range(len(program), -1, -1) if wrapped[len(wrapped) - k:] == program[len(program) - k:])
+    shown = " ".join(wrapped[: len(wrapped) - kept]) + " …"
     return wrapped, Note(kind=NoteKind.APPROXIMATED, field="processes_per_node",
                          message=LAUNCH_NOTE.format(n=processes, platform=backend, launcher=shown, how=how,
                                                     needs=needs))

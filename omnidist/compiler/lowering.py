@@ -66,26 +66,30 @@ def size_reducers(roles: Mapping[RoleName, EffectiveRole], egress_gbps: Mapping[
 
 
 def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role: bool = True) -> dict[str, str]:
-    """The ``OMNIDIST_*`` variables (see :mod:`omnidist.runtime.hints`) for one role.
+    """The ``OMNIDIST_*`` variables (see :mod:`omnidist.runtime.hints`) a replica gets: those whose
+    value the runtime (or an importer reading the request back) cannot find in the platform's own
+    variables, the same for every role, so a platform that gives every node one environment
+    (Azure ML) carries them once.
+
+    - ``OMNIDIST_JOB_NAME``, ``OMNIDIST_FRAMEWORK``, ``OMNIDIST_PROCESSES_PER_NODE``: no platform
+      tells the container these (``launch`` runs a TensorFlow job's command directly and starts
+      the node's processes; importers read all three back).
+    - ``OMNIDIST_POOL2_ROLE``: only for reduction servers (without it the pool reads as parameter
+      servers, as it should for those).
+    - ``OMNIDIST_ROLE`` is not set: every platform's own variables say the role, and the pool-2
+      ambiguity is the hint above's (the runtime still checks one a user sets).
 
     Args:
         job: the job being compiled.
-        role: the role whose replicas get these variables.
-        per_role: False on platforms where every node shares one environment (Azure ML);
-            then no ``OMNIDIST_ROLE`` is set.
+        role: the role whose replicas get these variables (the set is the same for every role).
+        per_role: whether the platform gives each role its own environment (the same set either way).
     """
     from omnidist.runtime import hints
 
-    env = {
-        hints.JOB_NAME: job.name,
-        hints.FRAMEWORK: job.framework.value,
-        hints.PROCESSES_PER_NODE: str(processes_per_node(job)),
-    }
-    if per_role and role is not None:
-        env[hints.ROLE] = role.singular
-    if replica_count(job, RoleName.PARAMETER_SERVERS):
-        env[hints.POOL2_ROLE] = RoleName.PARAMETER_SERVERS.singular
-    elif job.reduction_servers is not None and job.reduction_servers.replicas != 0:
+    env = {hints.JOB_NAME: job.name, hints.FRAMEWORK: job.framework.value,
+           hints.PROCESSES_PER_NODE: str(processes_per_node(job))}
+    if job.reduction_servers is not None and job.reduction_servers.replicas != 0 \
+            and not replica_count(job, RoleName.PARAMETER_SERVERS):
         env[hints.POOL2_ROLE] = RoleName.REDUCTION_SERVERS.singular
     return env
 

@@ -25,12 +25,12 @@ from omnidist.backend.contract import Backend, Capabilities
 from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
 from omnidist.compiler.lowering import refuse_tpus
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
-from omnidist.local import code_data, gpus, plan, runner
+from omnidist.local import code_data, emulated, gpus, plan, runner
 from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.runs import RunDir, runs_root
 from omnidist.model import accelerators
-from omnidist.model.features import Feature
+from omnidist.model.features import Feature, NoteCode
 from omnidist.model.job import DistributedJob, Framework
 from omnidist.model.roles import Role, RoleName, effective_roles, replica_count
 from omnidist.runtime import hints, platforms
@@ -69,7 +69,9 @@ class LocalSettings:
 
     Attributes:
         emulate: the platform whose environment replicas get: one of
-            :func:`omnidist.runtime.platforms.emulations` (vertex, ai_platform, azure_ml, none).
+            :func:`omnidist.runtime.platforms.emulations` (vertex, ai_platform, azure_ml,
+            kubernetes, none). Unset: the cloud of the profile in use, else the one the job has a
+            ``backends.<name>`` block for, else vertex (:func:`omnidist.local.emulated.chosen`).
         workdir: the replicas' working directory (default: the job file's folder).
         python: the interpreter that replaces a leading ``python``/``python3`` in commands
             (default: the one running omnidist, so the job sees the same packages).
@@ -86,7 +88,7 @@ class LocalSettings:
             round robin when they outnumber them.
     """
 
-    emulate: str = attrs.field(default=platforms.DEFAULT_EMULATION, validator=_emulation)
+    emulate: Optional[str] = attrs.field(default=None, validator=attrs.validators.optional(_emulation))
     workdir: Optional[str] = None
     python: Optional[str] = None
     runs_dir: Optional[str] = None
@@ -112,6 +114,12 @@ STATES = {
 def default_run_id(job_name: str) -> str:
     """``<job name>-<UTC time>-<4 hex>``: sortable, unique enough for one machine."""
     return f"{job_name}-{time.strftime('%Y%m%d-%H%M%S', time.gmtime())}-{secrets.token_hex(2)}"
+
+
+def shown(note: Note, show: Callable[[Note], None], verbose: bool) -> None:
+    """``show(note)``, unless the note is a detail and ``verbose`` is off."""
+    if verbose or note.code is not NoteCode.DETAIL:
+        show(note)
 
 
 def _alive(pid: Optional[int]) -> bool:
@@ -151,18 +159,50 @@ class LocalBackend(Backend):
 
     # --- pure -------------------------------------------------------------------------------
 
+    def under_profile_of(self, backend: str, settings: LocalSettings) -> LocalSettings:
+        """Under a profile made for a cloud (``omnidist run --profile azure``), emulate that cloud
+        unless ``emulate`` says otherwise."""
+        if settings.emulate is None and backend in platforms.emulations():
+            return attrs.evolve(settings, emulate=backend)
+        return settings
+
+    @staticmethod
+    def _settled(job: DistributedJob, settings: LocalSettings) -> tuple[LocalSettings, list[Note]]:
+        """The settings with the emulation chosen (:func:`~omnidist.local.emulated.chosen`) and the
+        note saying which and why, when nobody named it; the job checked against it (its layout).
+
+        Raises:
+            UnsupportedFeatureError: the emulation cannot run the job; when it is the default,
+                naming the emulations that can (:func:`~omnidist.local.emulated.refused`).
+        """
+        name, why = emulated.chosen(job, settings.emulate)
+        settings = attrs.evolve(settings, emulate=name)
+        try:
+            plan.layout(job, settings)
+        except UnsupportedFeatureError as exc:
+            if why != emulated.DEFAULT_REASON:
+                raise
+            raise emulated.refused(job, name, exc) from None
+        if not why:
+            return settings, []
+        detail = NoteCode.DETAIL if why == emulated.DEFAULT_REASON else None  # what the docs say run does
+        return settings, [Note(kind=NoteKind.DEFAULTED, field="emulate", code=detail, message=f"the replicas get "
+                               f"{name}'s environment ({why}; --emulate or backends.local.emulate chooses another)")]
+
     def compile(self, job: DistributedJob, settings: LocalSettings) -> CompiledJob:
         """The replicas that would run, with preview ports (``run``/``submit`` pick free ones)
         and no GPUs (``run``/``submit`` give them out: :mod:`omnidist.local.gpus`)."""
         refuse_tpus(job, self.name, NO_TPUS)
+        settings, chosen = self._settled(job, settings)
         layout = plan.layout(job, settings)
         ports = range(plan.PREVIEW_PORT, plan.PREVIEW_PORT + layout.port_count)
         specs = plan.build(job, settings, ports, plan=layout)
-        notes = plan.notes(job, settings, plan=layout)
-        notes.append(Note(kind=NoteKind.HINT, field="ports", message=f"ports {plan.PREVIEW_PORT}… are a preview; "
-                          "omnidist run and submit use free ports chosen by the OS"))
-        notes.append(Note(kind=NoteKind.HINT, field="gpus", message="GPUs are given out when the job runs "
-                          f"(one {GPU_VARIABLE} per replica, from this machine's GPUs)"))
+        notes = chosen + plan.notes(job, settings, plan=layout)
+        notes.append(Note(kind=NoteKind.HINT, field="ports", code=NoteCode.DETAIL, message=f"ports "
+                          f"{plan.PREVIEW_PORT}… are a preview; omnidist run and submit use free ports chosen by "
+                          "the OS"))
+        notes.append(Note(kind=NoteKind.HINT, field="gpus", code=NoteCode.DETAIL, message="GPUs are given out when "
+                          f"the job runs (one {GPU_VARIABLE} per replica, from this machine's GPUs)"))
         request = {"emulate": settings.emulate, "replicas": [s.to_dict() for s in specs]}
         if job.tuning is not None:  # each trial runs these replicas, with its values appended
             from omnidist.local import tuning
@@ -216,19 +256,32 @@ class LocalBackend(Backend):
     # --- running ------------------------------------------------------------------------------
 
     def run(self, job: DistributedJob, settings: LocalSettings, out: Optional[IO[str]] = None,
-            err: Optional[IO[str]] = None) -> runner.RunResult:
-        """Run the job in the foreground (``omnidist run``) and return how it ended."""
+            err: Optional[IO[str]] = None, *, verbose: bool = False,
+            show: Optional[Callable[[Note], None]] = None) -> runner.RunResult:
+        """Run the job in the foreground (``omnidist run``) and return how it ended.
+
+        Args:
+            job: the job.
+            settings: the local backend's settings.
+            out: where the replicas' prefixed output goes (default stdout).
+            err: where omnidist's own lines go (default stderr).
+            verbose: also show the notes that are details (:attr:`~omnidist.model.features.NoteCode.DETAIL`).
+            show: prints one note (default: ``omnidist: note: MESSAGE`` on ``err``).
+        """
+        err = err or sys.stderr
+        settings, chosen = self._settled(job, settings)
+        show = show or (lambda note: err.write(f"omnidist: note: {note.message}\n"))
         refuse_tpus(job, self.name, NO_TPUS)
         if job.tuning is not None:  # its trials, sampled by Optuna (omnidist.local.tuning)
             from omnidist.local import tuning
 
-            return tuning.run(job, settings, out=out, err=err)
-        err = err or sys.stderr
+            return tuning.run(job, settings, out=out, err=err,
+                              show=lambda note: shown(note, show, verbose), notes=chosen)
         run_dir = runs_root(settings.runs_dir) / self.new_run_id(job.name)  # where outputs land (SPEC §7)
         specs, found = self._plan(job, settings, run_dir)
         code_data.make_output_dirs(job, settings, run_dir)
-        for note in found:
-            err.write(f"omnidist: note: {note.message}\n")
+        for note in chosen + found:
+            shown(note, show, verbose)
         err.flush()
         return runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True)
 
@@ -257,9 +310,11 @@ class LocalBackend(Backend):
         if job is None:
             raise ValidationError("the local backend submits compiled jobs that carry their job; "
                                   "use omnidist.submit(job) or omnidist.compile(job, backend='local')")
+        settings, chosen = self._settled(job, settings)
         run_id = self.new_run_id(job.name)
         store = RunDir(runs_root(settings.runs_dir) / run_id)
         specs, found = self._plan(job, settings, store.path)
+        found = chosen + found
         store.create({"job": job.name, "emulate": settings.emulate, "grace_period": settings.grace_period,
                       "notes": [n.message for n in found],
                       "replicas": [s.to_dict() for s in specs]})

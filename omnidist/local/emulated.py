@@ -71,6 +71,42 @@ class Native:
         return self.decided.processes_per_node
 
 
+DEFAULT_REASON = "the default"
+"""Why :func:`chosen` picked the default emulation (the only reason its refusals are rewritten)."""
+
+
+def chosen(job: DistributedJob, emulate: Optional[str]) -> tuple[str, str]:
+    """The platform to emulate and why (``""``: it was asked for): ``emulate`` when set; else the
+    cloud the job has a ``backends.<name>`` block for (the default first when it names several:
+    the job is written for that cloud); else :data:`~omnidist.runtime.platforms.DEFAULT_EMULATION`."""
+    if emulate:
+        return emulate, ""
+    order = sorted(platforms.emulations(), key=lambda name: name != platforms.DEFAULT_EMULATION)
+    named = [name for name in order if name in job.backends and name != "none"]
+    if named:
+        return named[0], f"the job's backends.{named[0]} block"
+    return platforms.DEFAULT_EMULATION, DEFAULT_REASON
+
+
+def refused(job: DistributedJob, emulate: str, exc: UnsupportedFeatureError) -> UnsupportedFeatureError:
+    """The error for a job the default emulation cannot run: it names the emulations that can, not
+    the default cloud's own advice (``Use accelerator H200:8`` means nothing on a laptop)."""
+    able = []
+    for other in platforms.emulations():
+        if other in (emulate, "none"):
+            continue
+        try:
+            native(job, other)
+        except (UnsupportedFeatureError, ValidationError):
+            continue
+        able.append(other)
+    way = (f"Run it with --emulate {' or --emulate '.join(able)}, which can" if able
+           else "No emulated cloud can run it; --emulate none runs the replicas with no platform environment")
+    return UnsupportedFeatureError(exc.feature, "local", f"omnidist run emulates {emulate} unless told otherwise, "
+                                   f"and {emulate} {exc.verb} it.", f"{way} (or set backends.local.emulate).",
+                                   subject=exc.subject)
+
+
 def _data_kept_local(job: DistributedJob) -> DistributedJob:
     """The job without its inputs, outputs and code, references replaced by :data:`LOCAL_DATA`:
     a cloud's compiler would refuse local paths that the local run reads directly."""

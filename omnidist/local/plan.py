@@ -21,10 +21,11 @@ from omnidist.backend.values import Note, NoteKind
 from omnidist.compiler.launchers import start_processes
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.local import code_data, environments
-from omnidist.local.emulated import Native, native
+from omnidist.local.emulated import Native, job_facts, native
 from omnidist.local.environments import Slot
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
+from omnidist.model.features import NoteCode
 from omnidist.model.job import DistributedJob
 from omnidist.model.limits import MAX_LOCAL_PROCESSES
 from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_role, effective_roles, processes_per_node
@@ -266,13 +267,16 @@ def notes(job: DistributedJob, settings: Any, plan: Optional[Layout] = None,
         found.append(Note(kind=NoteKind.DEFAULTED, field="gpus", message=devices.note))
     commands = {r.command[0] for r in effective_roles(job) if r.command}
     if commands & PYTHON_NAMES:
-        found.append(Note(kind=NoteKind.DEFAULTED, field="command", message=f"python runs as "
+        found.append(Note(kind=NoteKind.DEFAULTED, field="command", code=NoteCode.DETAIL, message=f"python runs as "
                           f"{settings.python or sys.executable} (the interpreter running omnidist; set "
                           "backends.local.python to change it)"))
     module = platforms.emulation(settings.emulate)
-    if hasattr(module, "notes") and plan.native.facts is not None:
-        found += [Note(kind=NoteKind.HINT, field=field, message=message)
-                  for field, message in module.notes(plan.native.facts, plan.native.decided)]
-    found += [Note(kind=n.kind, field=n.field, message=f"{settings.emulate} compile: {n.message}")
+    if hasattr(module, "notes"):
+        facts = plan.native.facts or job_facts(job, settings.emulate)
+        found += [Note(kind=NoteKind(kind[0]) if kind else NoteKind.HINT, field=field, message=message)
+                  for field, message, *kind in module.notes(facts, plan.native.decided)]
+    # A compile note's message follows its field ("useChiefInTfConfig: true for a TensorFlow job"):
+    # run prints messages alone, so the field goes into the sentence.
+    found += [Note(kind=n.kind, field=n.field, message=f"{settings.emulate} compile: {n.field}: {n.message}")
               for n in plan.native.notes]
     return found

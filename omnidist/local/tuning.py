@@ -28,11 +28,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import IO, Any, Optional
 
 import attrs
 
+from omnidist.backend.values import Note, NoteKind
 from omnidist.errors import ConfigError, UnsupportedFeatureError
 from omnidist.local import plan, runner
 from omnidist.local.plan import ReplicaSpec
@@ -453,15 +455,18 @@ def _on_sigterm(signum: int, frame: object) -> None:
 
 
 def search(job: DistributedJob, settings: Any, out: Optional[IO[str]] = None, err: Optional[IO[str]] = None,
-           progress: Optional[bool] = None) -> StudyResult:
+           progress: Optional[bool] = None, *, show: Optional[Callable[[Note], None]] = None,
+           notes: Sequence[Note] = ()) -> StudyResult:
     """Run the job's trials on this machine and return every trial and the best.
 
     Args:
         job: a job with a ``tuning`` block.
-        settings: the local backend's settings (``emulate``, ``grace_period``…).
+        settings: the local backend's settings (``emulate`` chosen, ``grace_period``…).
         out: where the trials' prefixed output and the final table go (default stdout).
         err: where the progress bar and omnidist's own lines go (default stderr).
         progress: show the progress bar (default: when ``err`` is a terminal).
+        show: prints one note (default: ``omnidist: note: MESSAGE`` on ``err``).
+        notes: notes to show before the run's own (the emulation chosen).
 
     Raises:
         ValidationError: the job cannot run locally (e.g. no command).
@@ -471,10 +476,12 @@ def search(job: DistributedJob, settings: Any, out: Optional[IO[str]] = None, er
     out, err = out or sys.stdout, err or sys.stderr
     check(job.tuning)
     plan.build(job, settings, range(plan.PREVIEW_PORT, plan.PREVIEW_PORT + plan.replica_count(job)))  # fail early
-    for note in plan.notes(job, settings):
-        err.write(f"omnidist: note: {note.message}\n")
+    show = show or (lambda note: err.write(f"omnidist: note: {note.message}\n"))
+    for note in [*notes, *plan.notes(job, settings)]:
+        show(note)
     if job.tuning.algorithm is Algorithm.BAYESIAN:
-        err.write("omnidist: note: bayesian search runs locally as Optuna's TPE sampler\n")
+        show(Note(kind=NoteKind.APPROXIMATED, field="tuning.algorithm",
+                  message="bayesian search runs locally as Optuna's TPE sampler"))
     err.flush()
     started = time.monotonic()
     result = _Search(job, settings, out, err, progress).run()
@@ -493,7 +500,8 @@ def search(job: DistributedJob, settings: Any, out: Optional[IO[str]] = None, er
 
 
 def run(job: DistributedJob, settings: Any, out: Optional[IO[str]] = None,
-        err: Optional[IO[str]] = None) -> runner.RunResult:
+        err: Optional[IO[str]] = None, *, show: Optional[Callable[[Note], None]] = None,
+        notes: Sequence[Note] = ()) -> runner.RunResult:
     """:func:`search`, as ``omnidist run`` reports it: the exit code of the search."""
-    result = search(job, settings, out, err)
+    result = search(job, settings, out, err, show=show, notes=notes)
     return runner.RunResult(result.exit_code, failed=None, interrupted=result.interrupted)

@@ -87,10 +87,16 @@ class MigrationReport:
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
+        import html
+
         from omnidist import notebook
 
-        return notebook.table([(e.fidelity.value, e.field, e.message) for e in self.entries],
-                             ("fidelity", "field", "message"), caption=f"{self.source} → {self.target}")
+        summary = notebook.counts((e.fidelity.value for e in self.entries), [f.value for f in _ORDER])
+        strict = ("<p style='color:#cf222e'><b>--strict would refuse this migration</b>: "
+                  f"{len(self.breaks_strict)} change(s) in meaning</p>" if self.breaks_strict else "")
+        rows = [(notebook.badge(e.fidelity.value), e.field, e.message) for e in self.entries]
+        return (f"<p><b>{html.escape(self.source)} → {html.escape(self.target)}</b>: {summary}</p>{strict}"
+                + notebook.table(rows, ("fidelity", "field", "message")))
 
 
 class StrictMigrationError(UnsupportedFeatureError):

@@ -79,3 +79,7 @@ class NoteCode(str, enum.Enum):
     MACHINE_CHOSEN = "machine.chosen"
     """The backend picked a machine the job did not name. Data: ``machine``, and ``role`` when the
     pick is one role's (without it, the pick is every training node's)."""
+    DETAIL = "detail"
+    """A detail of how the job runs that changes nothing about it (the interpreter a local run's
+    ``python`` is, the preview ports of a local plan): ``omnidist run`` and ``compile`` show it
+    only with ``--verbose``."""

@@ -120,7 +120,7 @@ class DistributedJob:
     """Hyperparameter search over trials of this job (SPEC §8); ``None``: one run."""
     backends: dict[str, dict[str, Any]] = attrs.field(factory=dict, converter=dict)
     """Backend-specific settings by backend name; each backend validates its own block."""
-    source: Optional[str] = attrs.field(default=None, eq=False, repr=False)
+    source: Optional[str] = attrs.field(default=None, eq=False, repr=False, metadata={serde.INTERNAL: True})
     """The file the job was read from, for error messages; not part of the job format."""
 
     @name.validator
@@ -191,15 +191,36 @@ serde.register_unstructure(DistributedJob, serde.lazy(lambda: serde.fields_unstr
 )))
 
 
+class NotAJobError(ValidationError):
+    """Data without the ``primary`` every job has: either a job missing it, or not a job at all
+    (another tool's file, a cloud's native spec). ``data`` is what was read, for callers that can
+    say whose file it is (:func:`omnidist.api.load` asks the backends)."""
+
+    def __init__(self, problems: Any, *, source: str | None = None, path: str = "", data: Any = None):
+        super().__init__(problems, source=source, path=path)
+        self.data = data
+
+
+def _not_a_job(data: Mapping[str, Any], source: str | None) -> NotAJobError:
+    keys = ", ".join(sorted(map(str, data))[:6]) + (", …" if len(data) > 6 else "")
+    if set(map(str, data)) & set(serde.field_names(DistributedJob)):
+        return NotAJobError("required: every job has one primary replica; write `primary: {}` for a CPU-only one",
+                            source=source, path="primary", data=data)
+    return NotAJobError(f"not a job file: none of its keys ({keys or 'none'}) is a job's. A job file names at least "
+                        "name, framework, command and primary (see docs/job-format.md)", source=source, data=data)
+
+
 def job_from_dict(data: Any, *, source: str | None = None) -> DistributedJob:
     """Build a :class:`DistributedJob` from parsed job-file data (within the bounds of
-    :func:`omnidist.model.documents.check_shape`)."""
+    :func:`omnidist.model.documents.check_shape`).
+
+    Raises:
+        NotAJobError: the data has no ``primary``: a job missing it, or no job at all.
+        ValidationError: naming the field path of every other problem.
+    """
     documents.check_shape(data, source=source)
     if isinstance(data, Mapping) and "primary" not in data:
-        raise ValidationError(
-            "required: every job has one primary replica; write `primary: {}` for a CPU-only one",
-            source=source, path="primary",
-        )
+        raise _not_a_job(data, source)
     if isinstance(data, Mapping) and data.get("primary") is None and "primary" in data:
         data = {**data, "primary": {}}
     job = serde.structure(data, DistributedJob, source=source)

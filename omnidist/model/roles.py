@@ -90,6 +90,31 @@ def topology_chips(topology: str) -> int:
     return math.prod(int(n) for n in topology.split("x"))
 
 
+_COUNTED = (re.compile(r"^\s*(?P<type>.+?)\s*[x×*]\s*(?P<count>\d+)\s*$", re.I),
+            re.compile(r"^\s*(?P<count>\d+)\s*[x×*]\s*(?P<type>.+?)\s*$", re.I))
+"""``V100x8``, ``8xV100``, ``V100*8``: a count written the way machine names and catalogs write it."""
+
+
+def _check_count_spelling(text: str) -> None:
+    """Refuse ``V100x8``-style spellings of a known accelerator with the ``V100:8`` it means (a bare
+    name that is itself an accelerator, ``A100-80GB``, passes)."""
+    try:
+        accelerators.canonical_name(text)
+        return
+    except ValueError:
+        pass
+    for pattern in _COUNTED:
+        found = pattern.match(text)
+        if found is None:
+            continue
+        try:
+            name = accelerators.canonical_name(found["type"])
+        except ValueError:
+            continue
+        raise ValidationError(f"unknown accelerator {text!r}; did you mean '{name}:{int(found['count'])}'? "
+                              "Write TYPE:COUNT (the count after a colon)")
+
+
 @attrs.frozen(kw_only=True)
 class Accelerator:
     """``count`` devices of one portable accelerator ``type`` per replica.
@@ -140,6 +165,7 @@ class Accelerator:
         """Parse ``"TYPE:COUNT"`` (``"V100:8"``) or a bare ``"TYPE"`` (one device)."""
         kind, sep, count = text.partition(":")
         if not sep:
+            _check_count_spelling(text)
             return cls(type=kind)
         try:
             number = int(count)

@@ -233,9 +233,14 @@ _converter.register_unstructure_hook(tuple, list)
 
 # --- errors: cattrs exception groups -> field paths ---------------------------------------------
 
+INTERNAL = "omnidist.internal"
+"""Field metadata key: the field is not read from input (``DistributedJob.source``), so it is
+neither offered nor suggested among a mapping's allowed keys."""
+
+
 def field_names(cls: type) -> list[str]:
-    """The attrs field names of ``cls``, in order."""
-    return [a.name for a in attrs.fields(cls)]
+    """The attrs field names of ``cls`` that input may set, in order."""
+    return [a.name for a in attrs.fields(cls) if not a.metadata.get(INTERNAL)]
 
 
 def _problems(exc: BaseException, path: str = "") -> list[Problem]:

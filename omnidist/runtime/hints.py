@@ -6,10 +6,11 @@ where a platform is vague (standard library only: this runs inside training cont
 ``OMNIDIST_FRAMEWORK``          pytorch | tensorflow | horovod | deepspeed | custom | jax
 ``OMNIDIST_PROCESSES_PER_NODE`` processes each training node runs (resolved ``auto``)
 ``OMNIDIST_ROLE``               this replica's role (primary, worker, parameter_server,
-                                evaluator, reduction_server) where the platform gives each
-                                role its own environment (Vertex pools, the local backend)
-``OMNIDIST_POOL2_ROLE``         what Vertex's workerpool2 holds: parameter_server or
-                                reduction_server (the platform does not say)
+                                evaluator, reduction_server): compilers no longer add it
+                                (every platform's own variables say the role); one that is set
+                                must agree with the platform
+``OMNIDIST_POOL2_ROLE``         what Vertex's workerpool2 holds when it is reduction_server
+                                (the platform does not say; without it, parameter_server)
 ``OMNIDIST_INPUT_<NAME>``       where input NAME is inside the container (a path, a URI or a
                                 literal), for ``context().inputs``
 ``OMNIDIST_OUTPUT_<NAME>``      where output NAME goes, for ``context().outputs``
@@ -24,8 +25,10 @@ On Azure ML the input and output values exist only once Azure has substituted
 ``${{inputs.NAME}}`` into the command, so the compiler exports ``OMNIDIST_INPUT_*`` /
 ``OMNIDIST_OUTPUT_*`` at the start of the command instead of in ``environment_variables``.
 
-Backends add them per role; a user value of the same name wins. Importers drop them, since
-they are derived from the job. Legacy AI Platform has no environment field, so it carries
+Compilers add only what the runtime or an importer cannot read elsewhere
+(:func:`omnidist.compiler.lowering.runtime_hints`), the same in every role's environment; a user
+value of the same name wins. Importers read them back and drop them, since they are derived from
+the job. Legacy AI Platform has no environment field, so it carries
 none (its ``master``/``worker``/``ps`` names are already exact).
 """
 

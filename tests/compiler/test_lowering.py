@@ -56,13 +56,16 @@ def test_processes_per_node_auto_is_the_accelerator_count():
     assert processes_per_node(_job(processes_per_node=2)) == 2
 
 
-def test_runtime_hints_name_the_role_and_pool2():
+def test_runtime_hints_are_only_what_the_runtime_cannot_read_elsewhere():
     job = _job(workers=Role(replicas=1), reduction_servers=Role(replicas=2))
     env = lowering.env_with_hints(effective_role(job, "workers"), job)
-    assert env["OMNIDIST_ROLE"] == "worker"
-    assert env["OMNIDIST_POOL2_ROLE"] == "reduction_server"
-    assert env["OMNIDIST_PROCESSES_PER_NODE"] == "4"
-    assert "OMNIDIST_ROLE" not in lowering.runtime_hints(job, RoleName.PRIMARY, per_role=False)
+    assert env == {"OMNIDIST_JOB_NAME": "j", "OMNIDIST_FRAMEWORK": "pytorch", "OMNIDIST_PROCESSES_PER_NODE": "4", "A": "job",
+                   "B": "primary",
+                   "OMNIDIST_POOL2_ROLE": "reduction_server"}
+    assert lowering.runtime_hints(job, RoleName.PRIMARY) == lowering.runtime_hints(job, RoleName.WORKERS, per_role=False)
+    servers = _job(primary=Role(), parameter_servers=Role(replicas=1))  # pool 2 reads as parameter servers anyway
+    assert lowering.runtime_hints(servers, RoleName.PRIMARY) == {
+        "OMNIDIST_JOB_NAME": "j", "OMNIDIST_FRAMEWORK": "pytorch", "OMNIDIST_PROCESSES_PER_NODE": "1"}
     user = _job(env={"OMNIDIST_JOB_NAME": "mine"})
     assert lowering.env_with_hints(effective_role(user, "primary"), user)["OMNIDIST_JOB_NAME"] == "mine"
 

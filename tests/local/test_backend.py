@@ -171,11 +171,12 @@ def test_processes_per_node_gives_the_world_the_platform_would(job_dir, clean_en
     assert sorted(r["local_rank"] for r in found) == [0, 0, 1, 1]
     if emulate == "ai_platform":
         assert "--nproc-per-node=2" in out.stdout + out.stderr
-        assert "ai_platform compile: 2 processes per node: carried as" in out.stderr
+        assert "ai_platform compile: processes_per_node: 2 processes per node: carried as" in out.stderr
     elif emulate == "vertex":  # a plain program: the launcher compile adds starts the node's processes
-        assert "vertex compile: 2 processes per node: vertex starts the command once per node" in out.stderr
+        assert "vertex compile: processes_per_node: 2 processes per node: vertex starts the command once per node" \
+            in out.stderr
     elif launch:
-        assert "azure_ml compile: 1: the command is `omnidist launch" in out.stderr
+        assert "azure_ml compile: distribution.process_count_per_instance: 1: the command is `omnidist launch" in out.stderr
     else:
         assert {line.split("]")[0] for line in out.stdout.splitlines() if "WORLD " in line} == {
             "[primary-0.0", "[primary-0.1", "[worker-0.0", "[worker-0.1"}
@@ -226,7 +227,7 @@ def _wait(handle, timeout=30):
 
 
 def test_submit_runs_detached_and_records_success(job_dir, clean_env, tmp_path):
-    job = job_dir({"hi.py": "import os\nprint('hello from', os.environ['OMNIDIST_ROLE'])\n"},
+    job = job_dir({"hi.py": "from omnidist.runtime import context\nprint('hello from', context().role)\n"},
                   command=["python", "hi.py"], workers={"replicas": 1}, image="x:1")
     handle = _submit(job, tmp_path)
     assert handle.id.startswith("t-") and handle.url.startswith("file://")
@@ -239,7 +240,8 @@ def test_submit_runs_detached_and_records_success(job_dir, clean_env, tmp_path):
 
 
 def test_submit_records_the_first_failure(job_dir, clean_env, tmp_path):
-    job = job_dir({"f.py": "import os, sys, time\nif os.environ['OMNIDIST_ROLE'] == 'worker': sys.exit(4)\n"
+    job = job_dir({"f.py": "import sys, time\nfrom omnidist.runtime import context\n"
+                           "if context().role == 'worker': sys.exit(4)\n"
                            "time.sleep(30)\n"}, command=["python", "f.py"], workers={"replicas": 1})
     handle = _submit(job, tmp_path)
     final = _wait(handle)
@@ -277,4 +279,4 @@ def test_default_runs_dir_is_the_users_state_directory(clean_env, tmp_path):
     assert runs_root(None, {"HOME": "/h"}) == Path("/h/.local/state/omnidist/runs")
     assert runs_root(None, {"XDG_STATE_HOME": "/s"}) == Path("/s/omnidist/runs")
     assert runs_root("~/r", {}) == Path("~/r").expanduser()
-    assert LocalSettings().emulate == "vertex"
+    assert LocalSettings().emulate is None  # unset: chosen per job (tests/local/test_emulation_choice.py)

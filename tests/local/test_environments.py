@@ -104,7 +104,10 @@ def test_vertex_tf_config_and_hints():
                              "ps": ["127.0.0.1:40003"]}
     assert tf["task"] == {"type": "evaluator", "index": 0} and tf["environment"] == "cloud"
     ps_hints = hint_env(job(parameter_servers=Role(replicas=1)), "vertex", RoleName.PARAMETER_SERVERS)
-    assert ps_hints["OMNIDIST_ROLE"] == "parameter_server" and ps_hints["OMNIDIST_POOL2_ROLE"] == "parameter_server"
+    assert "OMNIDIST_ROLE" not in ps_hints and "OMNIDIST_POOL2_ROLE" not in ps_hints  # pool 2 reads as servers anyway
+    rs_hints = hint_env(job(primary=Role(accelerator="V100:1"), reduction_servers=Role(replicas=1)), "vertex",
+                        RoleName.PRIMARY)
+    assert rs_hints["OMNIDIST_POOL2_ROLE"] == "reduction_server"
 
 
 def test_vertex_single_replica_has_no_tf_config():

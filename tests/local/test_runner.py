@@ -135,7 +135,8 @@ def test_ctrl_c_stops_every_replica(job_dir, clean_env):
 
 
 def test_run_cli_exit_code_is_the_failing_replicas(job_dir, clean_env):
-    job = job_dir({"fail.py": "import os, sys\nsys.exit(7 if os.environ['OMNIDIST_ROLE'] == 'worker' else 0)\n"},
+    job = job_dir({"fail.py": "import sys\nfrom omnidist.runtime import context\n"
+                              "sys.exit(7 if context().role == 'worker' else 0)\n"},
                   command=["python", "fail.py"], workers={"replicas": 1})
     out = subprocess.run([OMNIDIST, "run", str(job)], capture_output=True, text=True, timeout=30)
     assert out.returncode == 7 and "worker-0 exited with code 7" in out.stderr

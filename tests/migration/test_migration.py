@@ -340,7 +340,8 @@ def test_an_unknown_format_lists_the_formats_and_asks_for_from(tmp_path):
 def test_report_renders_as_an_html_table():
     _, report = omnidist.migrate(INPUTS / "vertex_parameter_servers.json", target="azure_ml")
     html = report._repr_html_()
-    assert "<table" in html and "vertex → azure_ml" in html and "Standard_NC4as_T4_v3" in html
+    assert "<table" in html and "vertex → azure_ml" in html
+    assert "Standard_NC4as_T4_v3" in html.replace("<wbr>", "")  # <wbr>: where a long cell may wrap
 
 
 def test_omnidist_migrate_is_the_spec_function():

@@ -91,6 +91,11 @@ def test_yaml_is_read_with_the_safe_loader():
     ("name: a\nframework: pytorch", "job.yaml: primary: required"),
     ("name: a\nframework: [pytorch", "job.yaml: line 3, column 1: not valid YAML/JSON"),
     ("- just a list", "job.yaml: a job file holds a mapping of keys"),
+    ("hello: 1\nfoo: [1]", "job.yaml: not a job file: none of its keys (foo, hello) is a job's"),
+    ("name: a\nframework: pytorch\nprimary: {accelerator: v100x8}",
+     "job.yaml: primary.accelerator: unknown accelerator 'v100x8'; did you mean 'V100:8'?"),
+    ("name: a\nframework: pytorch\nprimary: {accelerator: 8 x A100-80GB}",
+     "job.yaml: primary.accelerator: unknown accelerator '8 x A100-80GB'; did you mean 'A100-80GB:8'?"),
 ])
 def test_bad_input_names_the_file_and_field_path(text, expected):
     with pytest.raises(ValidationError) as info:
@@ -127,3 +132,12 @@ def test_a_stream_of_documents_reads_as_a_list_only_when_asked():
     assert serde.parse_yaml("---\nkind: A\n", documents=True) == {"kind": "A"}
     with pytest.raises(ValidationError, match="not valid YAML"):
         serde.parse_yaml(text)  # a job file is one document
+
+
+def test_an_internal_field_is_neither_allowed_nor_suggested():
+    """``source`` is where a job was read from, not a key a job file sets: refusing it while listing
+    it as allowed (and suggesting it for itself) would contradict itself."""
+    with pytest.raises(ValidationError) as info:
+        job_from_yaml("name: a\nframework: pytorch\nprimary: {}\nsource: x.yaml", source="job.yaml")
+    assert str(info.value).startswith("job.yaml: source: unknown key. Allowed here: name, "), str(info.value)
+    assert "source" not in str(info.value).partition("Allowed here:")[2]

@@ -131,7 +131,8 @@ def test_plan_in_python_renders_a_table_in_notebooks(project):
 
     found = omnidist.plan(job_from_dict({**__import__("yaml").safe_load(JOB)}), ["gcp", "azure"])
     html = found._repr_html_()
-    assert "cheapest: azure" in html and "Standard_NC4as_T4_v3" in html and found.cheapest.profile == "azure"
+    assert "cheapest: azure" in html and found.cheapest.profile == "azure"
+    assert "Standard_NC4as_T4_v3" in html.replace("<wbr>", "")  # <wbr>: where a long cell may wrap
 
 
 def test_profile_names_expand_lists_and_groups_once_each(project):

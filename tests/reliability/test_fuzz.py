@@ -139,6 +139,9 @@ SEED_JOBS: tuple[dict[str, Any], ...] = (
      "primary": {"accelerator": "V100:4"}, "workers": {"replicas": 1}, "timeout": "2h", "spot": True},
     {"name": "reduce", "framework": "pytorch", "image": "gcr.io/p/pt:1", "command": ["python", "r.py"],
      "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 3}, "reduction_servers": {"replicas": "auto"}},
+    {"name": "cpu-procs", "framework": "pytorch", "image": "registry.example/t:1", "command": ["python", "c.py"],
+     "args": ["--steps", "5"], "primary": {"cpus": 4, "memory_gb": 16}, "workers": {"replicas": 1},
+     "processes_per_node": 2, "labels": {"team": "x"}, "env": {"B": "2"}},  # each backend's way to start 2
 )
 """Jobs whose compiled requests seed the importer fuzzing (a backend skips the ones it cannot express)."""
 

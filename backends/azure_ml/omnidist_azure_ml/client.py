@@ -41,6 +41,7 @@ import attrs
 
 from omnidist.kit import (
     PROGRESS_ABOVE_BYTES,
+    AuthenticationError,
     BackendError,
     Client,
     ConfigError,
@@ -101,6 +102,28 @@ def credential(settings: AzureMLSettings) -> Any:
     return DefaultAzureCredential()
 
 
+NO_CREDENTIALS = ("no Azure credentials: run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "
+                  "AZURE_CLIENT_SECRET for a service principal (DefaultAzureCredential found none that gives a "
+                  "token; --debug shows what each source said)")
+"""The error for a credential chain that gave no token (one line: the chain's own message lists
+ten sources, most of which the user never meant to use)."""
+
+
+EXPERIMENTAL_LOGGERS = ("azure.ai.ml._utils._experimental", "azure.ai.ml._schema.core.fields")
+"""Where the SDK says a field or class is experimental (``queue_settings``, ``QueueSettings``), once per
+process on a handler of its own (the ``azure.ai.ml`` logger does not propagate)."""
+
+
+def quiet_sdk() -> None:
+    """Keep the SDK's "experimental field/class" warnings, logged whenever a job with such a field
+    is loaded, out of omnidist's output: they are about the SDK's API, not the user's job. A caller
+    that asked for debug records (``omnidist --debug`` sets the root logger to DEBUG) still sees them."""
+    if logging.getLogger().getEffectiveLevel() <= logging.DEBUG:
+        return
+    for name in EXPERIMENTAL_LOGGERS:
+        logging.getLogger(name).setLevel(logging.ERROR)
+
+
 def ml_client(settings: AzureMLSettings, show_progress: bool = False) -> Any:
     """An ``MLClient`` for the configured workspace, with the SDK's retries off (and its upload
     progress bar shown when ``show_progress``).
@@ -114,9 +137,7 @@ def ml_client(settings: AzureMLSettings, show_progress: bool = False) -> Any:
                           f"the job's backends.{NAME} block")
     from azure.ai.ml import MLClient
 
-    # The SDK logs an "experimental field" warning for queue_settings on every load; it is
-    # not the user's concern and would clutter `omnidist submit`.
-    logging.getLogger("azure.ai.ml._utils._experimental").setLevel(logging.ERROR)
+    quiet_sdk()
     # connection_timeout/read_timeout reach every service client's RequestsTransport (azure-core's
     # ConnectionConfiguration), so each HTTP call is bounded by request_timeout_s, not 300 s.
     kwargs: dict[str, Any] = {"retry_total": 0, "enable_telemetry": False, "show_progress": show_progress,
@@ -147,10 +168,17 @@ def _plain_http_policy() -> Any:
 
 def translate(exc: BaseException) -> OmnidistError:
     """The omnidist error for an SDK/transport exception, with the service's message."""
-    from azure.core.exceptions import HttpResponseError, ServiceRequestError, ServiceResponseError
+    from azure.core.exceptions import (
+        ClientAuthenticationError,
+        HttpResponseError,
+        ServiceRequestError,
+        ServiceResponseError,
+    )
 
     if isinstance(exc, OmnidistError):
         return exc
+    if isinstance(exc, ClientAuthenticationError) and exc.response is None:  # no token, not a refusal (401)
+        return AuthenticationError(NO_CREDENTIALS, backend=NAME)
     if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
         return TransientBackendError(f"connection failed: {exc}", backend=NAME)
     if isinstance(exc, HttpResponseError):
@@ -235,6 +263,7 @@ class AzureMLClient(Client[Any]):
         registers an inline image environment, then PUTs the job)."""
         from azure.ai.ml import load_job
 
+        quiet_sdk()  # load_job warns before the MLClient is made
         job = load_job(io.StringIO(keyed.request.text), relative_origin=keyed.request.origin)
         return self.ml.jobs.create_or_update(job)
 

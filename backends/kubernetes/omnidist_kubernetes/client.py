@@ -21,6 +21,7 @@ import copy
 import functools
 import http.client
 import json
+import os
 import secrets
 import socket
 import string
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist.kit import (
     REQUEST_ID_LABEL,
+    AuthenticationError,
     BackendError,
     Client,
     ConfigError,
@@ -435,12 +437,26 @@ class KubernetesClient(Client[dict]):
 
 # --- the SDK boundary ------------------------------------------------------------------------------
 
+NO_KUBECONFIG = ("no kubeconfig and not inside a cluster: get one with your cluster's tool (`gcloud container "
+                 "clusters get-credentials`, `az aks get-credentials`, `aws eks update-kubeconfig`) or point "
+                 "KUBECONFIG at one; or set backends.kubernetes.api_server to a `kubectl proxy`")
+"""The error for a machine with no cluster credentials at all."""
+
+
+def kubeconfig_paths() -> list[str]:
+    """Where the client looks for a kubeconfig: the files ``KUBECONFIG`` lists, else ``~/.kube/config``."""
+    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
+    return [os.path.expanduser(p) for p in listed] or [os.path.expanduser("~/.kube/config")]
+
+
 def api_client(settings: KubernetesSettings) -> Any:
     """A ``kubernetes.client.ApiClient``: for ``api_server`` (no credentials), else from the
     kubeconfig (its ``context``), else, inside a pod, from the pod's service account.
 
     Raises:
-        ConfigError: no kubeconfig and not inside a cluster.
+        AuthenticationError: no kubeconfig anywhere and not inside a cluster (exit 1, like a cloud
+            without credentials: the fix is to log in, not to edit the job).
+        ConfigError: a kubeconfig or context that is named or present but cannot be used (exit 2).
     """
     from kubernetes import client, config
 
@@ -455,11 +471,13 @@ def api_client(settings: KubernetesSettings) -> Any:
             if settings.kubeconfig or settings.context:
                 raise ConfigError(f"kubernetes: cannot use the kubeconfig ({exc}); check backends.kubernetes."
                                   "kubeconfig and context") from exc
+            found = [path for path in kubeconfig_paths() if os.path.exists(path)]
+            if found:
+                raise ConfigError(f"kubernetes: cannot use the kubeconfig {', '.join(found)} ({exc})") from exc
             try:
                 config.load_incluster_config(client_configuration=configuration)
             except config.ConfigException:
-                raise ConfigError(f"kubernetes: no kubeconfig found ({exc}) and not inside a cluster; set "
-                                  "backends.kubernetes.kubeconfig, or api_server for kubectl proxy") from exc
+                raise AuthenticationError(NO_KUBECONFIG, backend=NAME) from exc
     configuration.retries = False  # the template's retry policy is the only one
     return client.ApiClient(configuration)
 

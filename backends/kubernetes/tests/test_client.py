@@ -8,6 +8,7 @@ import socket
 import pytest
 
 from omnidist.kit import (
+    AuthenticationError,
     BackendError,
     ConfigError,
     ConflictError,
@@ -257,13 +258,26 @@ def test_kubeconfig_and_context_choose_the_cluster_and_credentials(backend, kube
     assert headers["authorization"] == "Bearer kube-token-123"
 
 
-def test_no_kubeconfig_outside_a_cluster_is_a_config_error(backend, monkeypatch, tmp_path):
+def test_no_kubeconfig_outside_a_cluster_is_missing_credentials(backend, monkeypatch, tmp_path):
+    """Exit 1 with the way to get credentials, as on the clouds: nothing in the job is wrong."""
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "missing"))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(AuthenticationError) as caught:
+        backend.status("bert", KubernetesSettings())
+    assert caught.value.exit_code == 1
+    assert str(caught.value).startswith("kubernetes: no kubeconfig and not inside a cluster: ")
+    assert "get-credentials" in str(caught.value) and "api_server" in str(caught.value)
+
+
+def test_a_kubeconfig_that_is_there_but_broken_is_a_config_error(backend, monkeypatch, tmp_path):
+    broken = tmp_path / "config"
+    broken.write_text("apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\n")
+    monkeypatch.setenv("KUBECONFIG", str(broken))
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     with pytest.raises(ConfigError) as caught:
         backend.status("bert", KubernetesSettings())
-    assert caught.value.exit_code == 2 and "api_server" in str(caught.value)
+    assert caught.value.exit_code == 2 and str(broken) in str(caught.value)
 
 
 def test_a_named_context_that_is_missing_is_a_config_error(backend, kube, tmp_path):

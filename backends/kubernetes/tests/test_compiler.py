@@ -70,9 +70,8 @@ def test_pytorchjob_carries_the_job(compile_):
     assert pod["serviceAccountName"] == "trainer" and pod["imagePullSecrets"] == [{"name": "registry"}]
     assert pod["volumes"] == [{"name": "dshm", "emptyDir": {"medium": "Memory", "sizeLimit": "16Gi"}}]
     env = {e["name"]: e["value"] for e in container["env"]}
-    assert env["OMNIDIST_ROLE"] == "primary" and env["NCCL_DEBUG"] == "INFO"
-    assert {e["name"]: e["value"] for e in worker["template"]["spec"]["containers"][0]["env"]}["OMNIDIST_ROLE"] \
-        == "worker"
+    assert "OMNIDIST_ROLE" not in env and env["NCCL_DEBUG"] == "INFO"  # the replica type says the role
+    assert "OMNIDIST_ROLE" not in {e["name"] for e in worker["template"]["spec"]["containers"][0]["env"]}
 
 
 def test_pod_templates_become_the_clients_models(compile_):
@@ -135,6 +134,14 @@ def test_nproc_per_node_only_with_several_processes(compile_):
         launched = compile_(job(processes_per_node=4, command=command))
         assert [n for n in launched.diagnostics if n.field == "processes_per_node"] == []
 
+
+
+@pytest.mark.parametrize("command, launcher", [(["python", "-m", "trainer.task"], "torchrun …"),
+                                               (["./train.sh"], "torchrun --no-python …")])
+def test_the_launcher_note_names_the_launcher(command, launcher, compile_):
+    compiled = compile_(job(processes_per_node=4, command=command))
+    [note] = [n for n in compiled.diagnostics if n.field == "processes_per_node"]
+    assert f"so it runs under `{launcher}` (the platform sets torchrun's defaults)" in note.message
 
 def test_command_less_job_runs_the_image_entrypoint(compile_):
     request = compile_({**job(args=["--data", "gs://b/d"]), "command": []}).request

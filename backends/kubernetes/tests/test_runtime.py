@@ -168,7 +168,7 @@ def test_omnidist_run_emulates_what_the_compiled_job_gives_its_pods():
     assert [(c.platform, c.role, c.node_rank, c.processes_per_node, c.job_name) for c in found] == [
         ("kubernetes", "primary", 0, 2, "demo"), ("kubernetes", "worker", 1, 2, "demo"),
         ("kubernetes", "worker", 2, 2, "demo")]
-    assert {r["env"]["OMNIDIST_ROLE"] for r in replicas} == {"primary", "worker"}
+    assert not [r for r in replicas if "OMNIDIST_ROLE" in r["env"]]  # the pods' own variables say it
     assert {r["env"]["PET_NPROC_PER_NODE"] for r in replicas} == {"2"}  # nprocPerNode, as compiled
 
 

@@ -28,6 +28,7 @@ from omnidist.kit import (
     AuthenticationError,
     BackendError,
     Client,
+    ConfigError,
     ConflictError,
     Idempotency,
     InvalidRequestError,
@@ -78,6 +79,13 @@ AUTH = frozenset({"ExpiredTokenException", "IncompleteSignature", "InvalidClient
                   "UnrecognizedClientException", "InvalidSignatureException"})
 
 
+NO_CREDENTIALS = ("no AWS credentials: run `aws configure` (or `aws sso login`), or set AWS_ACCESS_KEY_ID and "
+                  "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config; credentials = \"anonymous\" "
+                  "for a local endpoint")
+"""The error for a machine where boto3's chain (environment, ``~/.aws``, the instance's role) found
+no credentials: one line, exit 1, as on the other clouds."""
+
+
 def aws_client(settings: SageMakerSettings, service: str) -> Any:
     """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint
     (one per process for the same settings: a client reads its service model once, and is thread-safe)."""
@@ -91,10 +99,16 @@ def _client(service: str, region: str, profile: Optional[str], endpoint: Optiona
     import boto3
     from botocore import UNSIGNED
     from botocore.config import Config
+    from botocore.exceptions import ProfileNotFound
 
     config = Config(retries={"total_max_attempts": 1}, connect_timeout=timeout, read_timeout=timeout,
                     signature_version=UNSIGNED if credentials == "anonymous" else None)
-    session = boto3.session.Session(profile_name=profile, region_name=region)
+    try:
+        session = boto3.session.Session(profile_name=profile, region_name=region)
+    except ProfileNotFound as exc:  # a setting that names nothing: the user's to fix, not the cloud's
+        raise ConfigError(f"backends.{NAME}.aws_profile: {profile!r} is not a profile of ~/.aws/config or "
+                          "~/.aws/credentials (AWS_CONFIG_FILE); name one of them, or leave aws_profile out "
+                          "for boto3's default chain") from exc
     return session.client(service, endpoint_url=endpoint, config=config)
 
 
@@ -132,9 +146,7 @@ def translate_error(exc: BaseException) -> Optional[BackendError]:
                         aws.EndpointConnectionError, ConnectionError, TimeoutError, socket.timeout)):
         return TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME)
     if isinstance(exc, aws.NoCredentialsError):
-        return AuthenticationError(f"no AWS credentials found ({exc}); configure them (aws configure, "
-                                   "AWS_PROFILE) or set credentials = \"anonymous\" for a local endpoint",
-                                   backend=NAME)
+        return AuthenticationError(NO_CREDENTIALS, backend=NAME)
     if isinstance(exc, aws.ParamValidationError):
         return InvalidRequestError(f"boto3 refused the request: {exc}", backend=NAME)
     if isinstance(exc, aws.BotoCoreError):

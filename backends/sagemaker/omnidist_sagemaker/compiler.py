@@ -37,6 +37,7 @@ from omnidist.kit import (
     env_with_hints,
     processes_per_node,
     smallest_fit,
+    start_processes,
 )
 from omnidist.runtime import hints
 from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
@@ -56,8 +57,6 @@ from omnidist_sagemaker.tables import (
 
 SETTINGS = f"backends.{NAME}"
 TRAINING = (RoleName.PRIMARY, RoleName.WORKERS)
-LAUNCHER = ("omnidist", "launch")
-"""What starts a node's processes in a container SageMaker starts once per instance."""
 
 
 def _machine_path(role: RoleName) -> str:
@@ -281,11 +280,10 @@ def _launched(job: DistributedJob, per_node: int, command: tuple[str, ...], note
             f"start {per_node} processes.", "Give the job a command (omnidist launch -- …), or processes_per_node: 1.")
     if is_launch_command(command):
         return Distribution(command=carry_processes_per_node(command, per_node))
-    notes.append(Note(kind=NoteKind.APPROXIMATED, field="processes_per_node",
-                      message=f"{per_node} per instance: SageMaker starts the container once per instance, so the "
-                              f"command runs under `omnidist launch --nproc-per-node={per_node}` (torchrun wired from "
-                              "SageMaker's hosts); the image needs omnidist and torch installed"))
-    return Distribution(command=(*LAUNCHER, f"--nproc-per-node={per_node}", "--", *command))
+    launched, note = start_processes(job, command, per_node, NAME)  # the note every backend words alike
+    if note is not None:
+        notes.append(note)
+    return Distribution(command=launched)
 
 
 # --- the request ---------------------------------------------------------------------------------

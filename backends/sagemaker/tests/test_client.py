@@ -13,7 +13,7 @@ import time
 import attrs
 import pytest
 
-from omnidist.kit import BackendError, ConflictError, JobHandle, JobState, NotFoundError, job_from_dict
+from omnidist.kit import BackendError, ConfigError, ConflictError, JobHandle, JobState, NotFoundError, job_from_dict
 from omnidist.testing import Fault
 from omnidist_sagemaker.tables import LOG_GROUP
 
@@ -228,3 +228,15 @@ def test_a_capacity_failure_reads_as_sagemaker_says_it(backend, fake_settings, f
     assert handle.status().native_state == "InProgress/Pending"
     final = handle.wait(poll_interval=0, sleep=lambda s: None)
     assert final.state is JobState.FAILED and final.message.startswith("CapacityError: Unable to provision")
+
+
+def test_an_aws_profile_that_is_not_there_is_a_setting_to_fix(backend, fake_settings, monkeypatch, tmp_path):
+    """boto3's ProfileNotFound is the user's setting naming nothing: exit 2 naming the setting."""
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "credentials"))
+    settings = attrs.evolve(fake_settings, aws_profile="nope")
+    attached = JobHandle(backend="sagemaker", id="bert-s0", settings=settings, driver=backend)
+    with pytest.raises(ConfigError) as caught:
+        attached.status()
+    assert caught.value.exit_code == 2
+    assert str(caught.value).startswith("backends.sagemaker.aws_profile: 'nope' is not a profile of ~/.aws/config")

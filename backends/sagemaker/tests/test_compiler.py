@@ -230,6 +230,24 @@ def test_processes_other_than_the_gpus_use_sagemakers_mpi_distribution(tmp_path)
     assert omnidist.import_native(compile_(job).request, backend="sagemaker").processes_per_node == 4
 
 
+
+def test_an_own_image_starts_its_processes_as_every_backend_says():
+    job = {"name": "ddp", "framework": "pytorch", "image": "acct.dkr.ecr.us-east-1.amazonaws.com/t:1",
+           "command": ["python", "train.py"], "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 1}}
+    compiled = compile_(job)
+    assert compiled.request["AlgorithmSpecification"]["ContainerEntrypoint"][:4] == [
+        "omnidist", "launch", "--nproc-per-node=8", "--"]
+    [note] = [n for n in compiled.diagnostics if n.field == "processes_per_node"]
+    vertex = omnidist.compile(job_from_dict(job), backend="vertex")
+    [same] = [n for n in vertex.diagnostics if n.field == "processes_per_node"]
+    assert (note.kind, note.message) == (same.kind, same.message.replace("vertex", "sagemaker"))
+    # a command that is its own launcher is left as it is, not started under a second one
+    launched = compile_({**job, "command": ["torchrun", "--nproc-per-node=8", "train.py"]})
+    assert launched.request["AlgorithmSpecification"]["ContainerEntrypoint"][0] == "torchrun"
+    # Horovod's processes need mpirun across the instances: refused, as on Vertex AI
+    with pytest.raises(UnsupportedFeatureError, match="processes_per_node"):
+        compile_({**job, "framework": "horovod"})
+
 def test_code_with_an_image_arrives_as_a_channel_and_is_unpacked(tmp_path):
     job = {"name": "own", "framework": "pytorch", "image": "acct.dkr.ecr.us-east-1.amazonaws.com/t:1",
            "code": "s3://b/src.tar.gz", "command": ["python", "train.py"], "primary": {}}

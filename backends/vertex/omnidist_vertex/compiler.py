@@ -51,6 +51,7 @@ from omnidist_vertex.tables import (
     CLOUD_TPU_ACCELERATORS,
     NAME,
     POOL_INDEX,
+    REDUCTION_SERVER_IMAGE,
     REFUSALS,
     TPU_MACHINE,
     reduction_server_image,
@@ -273,16 +274,19 @@ def _count(role: EffectiveRole) -> int:
 
 def container_to_native(role: EffectiveRole, job: DistributedJob, settings: VertexSettings) -> dict[str, Any]:
     """``containerSpec``: image, command, args and the env (runtime hints underneath the user's)."""
+    google_reducer = False
     if role.name is RoleName.REDUCTION_SERVERS:
         own = job.reduction_servers
         image = own.image or settings.reduction_server_image or reduction_server_image(settings.region)
         command, args = own.command or (), own.args or ()
+        google_reducer = bool(REDUCTION_SERVER_IMAGE.search(image))
     else:
         image, command, args = role.image, role.command, role.args
     if not image:
         raise ValidationError("Vertex runs containers: set image (for the job or this role), or framework_version "
                               "for a prebuilt container", path=f"{role.name.value}.image")
-    env = env_with_hints(role, job)
+    # Google's reducer image runs no omnidist runtime: the hints would be read by nothing.
+    env = dict(role.env) if google_reducer else env_with_hints(role, job)
     # Hints first, then the user's variables by name: a stable order that survives an import
     # (which may regroup variables between the job and its roles).
     env = {**{k: env[k] for k in hints.ALL if k in env}, **dict(sorted(env.items()))}
@@ -295,7 +299,8 @@ def container_to_native(role: EffectiveRole, job: DistributedJob, settings: Vert
     if args:
         spec["args"] = list(args)
     # An empty value is left out, as the API itself prints it (proto3 drops empty strings).
-    spec["env"] = [{"name": k, "value": v} if v else {"name": k} for k, v in env.items()]
+    if env:  # none for Google's reducers: an empty list is left out, as the API prints it
+        spec["env"] = [{"name": k, "value": v} if v else {"name": k} for k, v in env.items()]
     return spec
 
 

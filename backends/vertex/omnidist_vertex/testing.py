@@ -217,8 +217,8 @@ def _hand_built() -> Any:
                                  accelerator_type=ACCELERATOR_TYPES[kind], accelerator_count=count)
         pools = [v1.WorkerPoolSpec(machine_spec=machine, replica_count=replicas, container_spec=v1.ContainerSpec(
             image_uri=doc["image"], command=doc["command"], args=doc["args"],
-            env=[v1.EnvVar(name=k, value=v) for k, v in {**env, "OMNIDIST_ROLE": role}.items()]))
-            for role, replicas in (("primary", 1), ("worker", doc["workers"]["replicas"]))]
+            env=[v1.EnvVar(name=k, value=v) for k, v in env.items()]))
+            for replicas in (1, doc["workers"]["replicas"])]
         return v1.CustomJob(display_name=doc["name"], labels=doc["labels"], job_spec=v1.CustomJobSpec(
             worker_pool_specs=pools, scheduling=v1.Scheduling(timeout={"seconds": parse_duration(doc["timeout"])})))
 

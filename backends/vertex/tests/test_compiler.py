@@ -104,7 +104,7 @@ def test_golden_parameter_servers_only(valid):
     assert pools(compiled)[1] == {}
     assert [machine(p) for p in (pools(compiled)[0], pools(compiled)[2])] == ["n1-standard-4", "n1-highmem-8"]
     env = {e["name"]: e["value"] for e in pools(compiled)[2]["containerSpec"]["env"]}
-    assert env["OMNIDIST_POOL2_ROLE"] == "parameter_server" and env["OMNIDIST_ROLE"] == "parameter_server"
+    assert "OMNIDIST_POOL2_ROLE" not in env and "OMNIDIST_ROLE" not in env  # pool 2 reads as parameter servers
 
 
 def test_evaluators_only_keep_middle_placeholders(valid):
@@ -364,7 +364,6 @@ def test_env_hints_per_role_and_user_wins(valid):
         "OMNIDIST_JOB_NAME": "demo",
         "OMNIDIST_FRAMEWORK": "pytorch",
         "OMNIDIST_PROCESSES_PER_NODE": "2",
-        "OMNIDIST_ROLE": "worker",
         "NCCL_DEBUG": "INFO",
         "X": "1",
     }

@@ -42,16 +42,18 @@ A platform the local backend can emulate also defines:
 ``emulate(job, slots, decided)``    the variables of each process the platform starts, in
                                     slot order: ``slot.processes`` dicts per running slot,
                                     none for the others
-``HINTS_PER_ROLE``                  the ``OMNIDIST_*`` hints its compiler adds: ``None``
-                                    none, ``False`` all but ``OMNIDIST_ROLE`` (one
-                                    environment for every node), ``True`` all
+``HINTS_PER_ROLE``                  whether its compiler adds the ``OMNIDIST_*`` hints:
+                                    ``None`` no (no environment field), ``True`` in each
+                                    role's environment, ``False`` in the one environment
+                                    every node shares (the same hints either way)
 ``ENV_FIELD``                       whether its request has an environment field (without
                                     one, the data hints are absent and a launch command
                                     carries the process count)
 ==================================  ========================================================
 
 and may define ``roles(decided)`` (the roles its environment can place; default all) and
-``notes(job, decided)`` (``(field, message)`` hints for ``omnidist run``). When a backend of the
+``notes(job, decided)`` (``(field, message)`` hints for ``omnidist run``, or ``(field, message,
+kind)`` with a note kind's value, ``"changed"`` for a run that will not do what the job means). When a backend of the
 same name compiles for the platform, the emulation follows that compile, and the module says how:
 
 ==================================  ========================================================

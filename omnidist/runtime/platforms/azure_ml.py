@@ -87,7 +87,7 @@ METRICS = MLFLOW
 """An Azure ML sweep reads its ``primary_metric`` from the trials' MLflow metrics."""
 
 HINTS_PER_ROLE: Optional[bool] = False
-"""Every hint but ``OMNIDIST_ROLE``: one environment for all nodes."""
+"""The hints, once: one environment for all nodes."""
 
 ENV_FIELD = True
 

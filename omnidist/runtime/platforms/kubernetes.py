@@ -70,7 +70,7 @@ REPLICA_TYPES: Mapping[str, Mapping[str, str]] = {
 its ``Launcher`` runs ``mpirun`` and is no node of the job."""
 
 HINTS_PER_ROLE: Optional[bool] = True
-"""Every hint, ``OMNIDIST_ROLE`` too: each replica type has its own pod template."""
+"""The hints, in each replica type's own pod template."""
 
 ENV_FIELD = True
 

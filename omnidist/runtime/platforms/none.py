@@ -38,6 +38,16 @@ def parse(env: Env) -> RuntimeContext:
                           master_port=integer(env, "MASTER_PORT", minimum=1) or torchrun.DEFAULT_PORT)
 
 
+def notes(job: JobFacts, decided: Decided) -> list[tuple[str, ...]]:
+    """Several replicas without a platform do not make one job: each is rank 0 of 1."""
+    count = sum(n for role, n in job.replicas.items() if role != "reduction_server")  # reducers never run
+    if count < 2:
+        return []
+    return [("emulate", f"{count} replicas run with no platform environment: each is a single process, rank 0 "
+                        "of 1, so they do not train as one job (--emulate vertex, azure_ml, ai_platform or "
+                        "kubernetes gives them a cluster)", "changed")]
+
+
 def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict[str, str]]:
     """No variables for any running slot."""
     return [{} for s in slots if s.runs]

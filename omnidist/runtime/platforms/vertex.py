@@ -68,7 +68,7 @@ METRICS = HYPERTUNE
 """Vertex's tuning service reads trials' metrics from cloudml-hypertune's file."""
 
 HINTS_PER_ROLE: Optional[bool] = True
-"""The compiler adds every hint, ``OMNIDIST_ROLE`` too: each pool has its own ``env``."""
+"""The compiler adds the hints to each pool's own ``env``."""
 
 ENV_FIELD = True
 

@@ -113,7 +113,8 @@ def test_a_dropped_in_platform_is_detected_in_its_order_and_emulated(drop_in):
     found = [context(r["env"], argv=[]) for r in replicas]
     assert [(c.platform, c.role, c.index, c.node_rank) for c in found] == [
         ("kube", "primary", 0, 0), ("kube", "worker", 0, 1), ("kube", "worker", 1, 2)]
-    assert {r["env"]["OMNIDIST_ROLE"] for r in replicas} == {"primary", "worker"}  # HINTS_PER_ROLE
+    assert {r["env"]["OMNIDIST_JOB_NAME"] for r in replicas} == {"demo"}  # HINTS_PER_ROLE is not None
+    assert not [r for r in replicas if "OMNIDIST_ROLE" in r["env"]]  # the platform's variables say the role
 
     from omnidist.errors import UnsupportedFeatureError
 
