@@ -180,7 +180,8 @@ class LocalBackend(Backend):
         try:
             plan.layout(job, settings)
         except UnsupportedFeatureError as exc:
-            if why != emulated.DEFAULT_REASON:
+            # this machine's own limits hold under every emulation: no other one can run the job
+            if why != emulated.DEFAULT_REASON or exc.backend == "local":
                 raise
             raise emulated.refused(job, name, exc) from None
         if not why:

@@ -36,6 +36,17 @@ def test_the_default_emulation_names_the_ones_that_can_run_the_job_not_its_cloud
                           "sagemaker, which can (or set backends.local.emulate).")
 
 
+def test_this_machines_own_limit_is_said_as_it_is_not_as_the_default_clouds(clean_env):
+    """No emulation starts more processes than this machine allows: the refusal is the local
+    limit, never "vertex cannot express it" with other emulations offered."""
+    job = DistributedJob.from_dict({**INFINIBAND, "interconnect": "any", "primary": {},
+                                    "workers": {"replicas": 600}})
+    with pytest.raises(UnsupportedFeatureError) as caught:
+        LocalBackend().compile(job, LocalSettings())
+    assert str(caught.value).startswith("local cannot express replicas: 601 processes on one machine; it starts at "
+                                        "most 512.") and "--emulate" not in str(caught.value)
+
+
 def test_a_job_written_for_one_cloud_emulates_that_cloud(clean_env):
     compiled = LocalBackend().compile(_job(backends={"azure_ml": {"compute": "gpu"}}), LocalSettings())
     assert compiled.request["emulate"] == "azure_ml"
