@@ -19,16 +19,6 @@ from typing import Any, Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT.parent / "shared" / "corpus"
-SEED_JOBS: tuple[dict[str, Any], ...] = (
-    {"name": "tf-ps", "framework": "tensorflow", "image": "gcr.io/p/tf:2", "command": ["python", "t.py"],
-     "primary": {"cpus": 8}, "workers": {"replicas": 3, "accelerator": "T4:1"}, "parameter_servers": {"replicas": 2},
-     "env": {"A": "1"}, "inputs": {"train": "gs://b/train"}, "labels": {"team": "ml"}},
-    {"name": "hvd", "framework": "horovod", "image": "gcr.io/p/hvd:1", "command": ["python", "h.py"],
-     "primary": {"accelerator": "V100:4", "memory_gb": 64}, "workers": {"replicas": 1}, "timeout": "2h",
-     "spot": True},
-    {"name": "ddp", "framework": "pytorch", "image": "gcr.io/p/pt:1", "command": "python -m trainer --lr 0.1",
-     "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 3}, "description": "a job"},
-)
 
 
 def campaigns(inputs: int, seed: int = 1) -> dict[str, Any]:
@@ -39,8 +29,8 @@ def campaigns(inputs: int, seed: int = 1) -> dict[str, Any]:
 
     found = {}
     for backend in sorted(cloud_backends()):
-        corpus = fuzz.corpus_seeds(CORPUS, backend)
-        seeds = corpus + fuzz.compiled_seeds(backend, SEED_JOBS)
+        corpus, compiled = fuzz.seeds(CORPUS, backend)
+        seeds = corpus + compiled
         targets = [t for t in registry.installed() if t != backend]
         counts = fuzz.campaign(backend, seeds, inputs, seed=seed, targets=targets)
         found[backend] = (counts, len(corpus), len(seeds))

@@ -227,6 +227,25 @@ def campaign(backend: str, seeds: Sequence[str], count: int, *, seed: int = 0, t
     return counts
 
 
+SEED_JOBS: tuple[dict[str, Any], ...] = (
+    {"name": "tf-ps", "framework": "tensorflow", "image": "gcr.io/p/tf:2", "command": ["python", "t.py"],
+     "primary": {"cpus": 8}, "workers": {"replicas": 3, "accelerator": "T4:1"}, "parameter_servers": {"replicas": 2},
+     "env": {"A": "1"}, "inputs": {"train": "gs://b/train"}, "labels": {"team": "ml"}},
+    {"name": "hvd", "framework": "horovod", "image": "gcr.io/p/hvd:1", "command": ["python", "h.py"],
+     "primary": {"accelerator": "V100:4", "memory_gb": 64}, "workers": {"replicas": 1}, "timeout": "2h",
+     "spot": True},
+    {"name": "ddp", "framework": "pytorch", "image": "gcr.io/p/pt:1", "command": "python -m trainer --lr 0.1",
+     "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 3}, "description": "a job"},
+)
+"""Jobs whose compiled requests seed every backend's campaign, corpus or not (:func:`seeds`)."""
+
+
+def seeds(corpus: Path, backend: str) -> tuple[list[str], list[str]]:
+    """A campaign's seed files for ``backend``: its native files in the corpus folder, and its
+    compiled requests for :data:`SEED_JOBS`."""
+    return corpus_seeds(corpus, backend), compiled_seeds(backend, SEED_JOBS)
+
+
 def corpus_seeds(corpus: Path, backend: str) -> list[str]:
     """The texts of the native files of ``backend`` in a corpus folder (``corpus/<backend>/``);
     none when it is absent."""
@@ -238,16 +257,21 @@ def corpus_seeds(corpus: Path, backend: str) -> list[str]:
 
 
 def compiled_seeds(backend: str, jobs: Iterable[dict[str, Any]]) -> list[str]:
-    """``backend``'s compiled requests for ``jobs`` (those it can express), as file texts."""
+    """``backend``'s compiled requests for ``jobs`` (those it can express, with the settings it
+    cannot compile without), as file texts."""
     import omnidist
     from omnidist.errors import OmnidistError
     from omnidist.model import serde
     from omnidist.model.job import job_from_dict
+    from omnidist.testing.harness import required_settings
+
+    settings = required_settings(backend)
 
     found = []
     for data in jobs:
         try:
-            found.append(serde.dump_json(omnidist.compile(job_from_dict(data), backend=backend).request))
+            found.append(serde.dump_json(omnidist.compile(job_from_dict(data), backend=backend,
+                                                          settings=settings).request))
         except OmnidistError:
             continue
     return found

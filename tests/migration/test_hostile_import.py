@@ -19,6 +19,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+import omnidist
 from omnidist import migration
 from omnidist.backend import registry
 from omnidist.errors import OmnidistError
@@ -26,6 +27,7 @@ from omnidist.migration.imports import import_job
 from omnidist.model import serde
 from omnidist.model.job import job_from_dict, job_from_yaml, job_to_yaml
 from omnidist.testing.cli import run_cli
+from omnidist.testing.harness import required_settings
 
 GOLDEN_INPUTS = Path(__file__).parent / "golden" / "inputs"
 
@@ -44,10 +46,6 @@ hostile = st.one_of(
 )
 
 
-REQUIRED_SETTINGS = {"sagemaker": {"role_arn": "arn:aws:iam::123456789012:role/hostile"}}
-"""Settings a backend cannot compile without."""
-
-
 def job_document() -> dict[str, Any]:
     return {"name": "hostile", "framework": "tensorflow", "image": "us-docker.pkg.dev/p/r/t:1",
             "command": ["python", "-m", "trainer.task"], "args": ["--epochs", "3"], "env": {"MODE": "fast"},
@@ -62,9 +60,7 @@ def native_specs() -> Iterator[tuple[str, Any]]:
         if name == "local":
             continue
         try:
-            backend = registry.get(name)
-            settings = serde.structure(REQUIRED_SETTINGS.get(name, {}), backend.settings_type)
-            compiled = backend.compile(job_from_dict(job_document()), settings)
+            compiled = omnidist.compile(job_from_dict(job_document()), backend=name, settings=required_settings(name))
         except OmnidistError:
             continue
         yield name, compiled.request

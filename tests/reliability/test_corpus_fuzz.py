@@ -30,21 +30,11 @@ INPUTS = 150
 GUARD_S = 120.0
 """A campaign stops here whatever it has left (a guard against a slow machine, not a budget)."""
 
-SEED_JOBS = (
-    {"name": "tf-ps", "framework": "tensorflow", "image": "gcr.io/p/tf:2", "command": ["python", "t.py"],
-     "primary": {"cpus": 8}, "workers": {"replicas": 3, "accelerator": "T4:1"}, "parameter_servers": {"replicas": 2},
-     "env": {"A": "1"}, "inputs": {"train": "gs://b/train"}, "labels": {"team": "ml"}},
-    {"name": "hvd", "framework": "horovod", "image": "gcr.io/p/hvd:1", "command": ["python", "h.py"],
-     "primary": {"accelerator": "V100:4", "memory_gb": 64}, "workers": {"replicas": 1}, "timeout": "2h",
-     "spot": True},
-    {"name": "ddp", "framework": "pytorch", "image": "gcr.io/p/pt:1", "command": "python -m trainer --lr 0.1",
-     "primary": {"accelerator": "A100:8"}, "workers": {"replicas": 3}, "description": "a job"},
-)
-"""Jobs whose compiled requests seed every backend, corpus or not."""
 
 
 def seeds(backend: str) -> list[str]:
-    return fuzz.corpus_seeds(CORPUS, backend) + fuzz.compiled_seeds(backend, SEED_JOBS)
+    corpus, compiled = fuzz.seeds(CORPUS, backend)
+    return corpus + compiled
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -85,7 +75,7 @@ def _edited(backend: str, path: tuple, value) -> dict:
     """The first seed job compiled for ``backend``, with the value at ``path`` replaced."""
     import json
 
-    doc = json.loads(fuzz.compiled_seeds(backend, SEED_JOBS[2:])[0])
+    doc = json.loads(fuzz.compiled_seeds(backend, fuzz.SEED_JOBS[2:])[0])
     parent = doc
     for step in path[:-1]:
         parent = parent.setdefault(step, {}) if isinstance(step, str) else parent[step]

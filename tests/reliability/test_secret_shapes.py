@@ -21,7 +21,7 @@ from omnidist.model.job import job_from_dict
 from omnidist.secrets import MASK, is_secret, mask_shapes, mask_text, secret_parts, secret_values
 from omnidist.testing import Fault
 from omnidist.testing.cli import run_cli
-from omnidist.testing.harness import cloud_backends
+from omnidist.testing.harness import cloud_backends, required_settings
 
 pytestmark = pytest.mark.suite("secrets")
 
@@ -120,16 +120,13 @@ def test_a_failed_jobs_message_shows_no_secret(cloud):
     assert final.state is JobState.FAILED and leaks(final.message) == [] and MASK in final.message, final
 
 
-REQUIRED_SETTINGS = {"sagemaker": {"role_arn": "arn:aws:iam::123456789012:role/trainer"}}
-"""Settings a backend cannot compile without."""
-
 PAIRS = [(s, t) for s, t in zip(CLOUDS, CLOUDS[1:] + CLOUDS[:1]) if s != t]
 
 
 @pytest.mark.parametrize("source, target", PAIRS)
 def test_the_migration_report_and_import_remarks_show_no_secret(isolated, source, target):
-    native = omnidist.compile(job_from_dict(JOB), backend=source, settings=REQUIRED_SETTINGS.get(source)).request
-    compiled, report = migration.migrate(native, source, target, settings=REQUIRED_SETTINGS.get(target))
+    native = omnidist.compile(job_from_dict(JOB), backend=source, settings=required_settings(source)).request
+    compiled, report = migration.migrate(native, source, target, settings=required_settings(target))
     for shown in (str(report), json.dumps(report.to_dict()), report._repr_html_()):
         assert leaks(shown) == [], shown
     from omnidist.migration.imports import import_job

@@ -72,24 +72,31 @@ def test_code_is_uploaded_to_s3_once_per_content_with_its_files_at_the_root(back
     assert len(s3.list_objects_v2(Bucket="staging")["Contents"]) == 1
 
 
+def staged(backend, settings, moto_url, tmp_path):
+    """A submit whose code folder (of this test's own content) went to the staging bucket: the
+    S3 and SageMaker clients, the fields that submit it again, and the archive's key and bytes."""
+    s3, sagemaker = boto(moto_url, "s3"), boto(moto_url, "sagemaker")
+    s3.create_bucket(Bucket="staging")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "train.py").write_text(f"print({tmp_path.name!r})\n")
+    fields = {"image": None, "framework_version": "2.3", "code": str(tmp_path / "src")}
+    key = code_key(sagemaker, submit(backend, settings, **fields).id)
+    return s3, sagemaker, fields, key, s3.get_object(Bucket="staging", Key=key)["Body"].read()
+
+
+def code_key(sagemaker, job_id):
+    """The staging bucket's key of the code a job runs."""
+    uri = sagemaker.describe_training_job(TrainingJobName=job_id)["HyperParameters"]["sagemaker_submit_directory"]
+    return uri.strip('"')[len("s3://staging/"):]
+
+
 def test_other_bytes_under_the_content_name_are_left_alone_and_the_archive_goes_beside(backend, moto_settings,
                                                                                       moto_url, tmp_path):
     """The staging bucket is not trusted by name: an object under the content hash's name is used
     only when its MD5 (the ETag of a plain upload, else its bytes) is the archive's."""
-    s3 = boto(moto_url, "s3")
-    s3.create_bucket(Bucket="staging")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "train.py").write_text(f"print({tmp_path.name!r})\n")  # content of this test only
-    fields = {"image": None, "framework_version": "2.3", "code": str(tmp_path / "src")}
-    first = submit(backend, moto_settings, **fields)
-    sagemaker = boto(moto_url, "sagemaker")
-    uri = sagemaker.describe_training_job(TrainingJobName=first.id)["HyperParameters"]["sagemaker_submit_directory"]
-    key = uri.strip('"')[len("s3://staging/"):]
-    archive = s3.get_object(Bucket="staging", Key=key)["Body"].read()
+    s3, sagemaker, fields, key, archive = staged(backend, moto_settings, moto_url, tmp_path)
     s3.put_object(Bucket="staging", Key=key, Body=b"planted by someone else")
-    second = submit(backend, moto_settings, **fields)
-    beside = sagemaker.describe_training_job(TrainingJobName=second.id)["HyperParameters"]["sagemaker_submit_directory"]
-    moved = beside.strip('"')[len("s3://staging/"):]
+    moved = code_key(sagemaker, submit(backend, moto_settings, **fields).id)
     assert moved != key and hashlib.md5(archive).hexdigest() in moved
     assert s3.get_object(Bucket="staging", Key=key)["Body"].read() == b"planted by someone else"
     assert s3.get_object(Bucket="staging", Key=moved)["Body"].read() == archive
@@ -98,24 +105,13 @@ def test_other_bytes_under_the_content_name_are_left_alone_and_the_archive_goes_
 def test_an_object_whose_etag_is_no_md5_is_checked_by_its_bytes(backend, moto_settings, moto_url, tmp_path):
     """A multipart (or KMS-encrypted) object's ETag is not its MD5: its bytes are read instead, so
     the same archive put there in parts is used and nothing is uploaded again."""
-    s3 = boto(moto_url, "s3")
-    s3.create_bucket(Bucket="staging")
-    (tmp_path / "src").mkdir()
-    (tmp_path / "src" / "train.py").write_text(f"print({tmp_path.name!r})\n")  # content of this test only
-    fields = {"image": None, "framework_version": "2.3", "code": str(tmp_path / "src")}
-    first = submit(backend, moto_settings, **fields)
-    sagemaker = boto(moto_url, "sagemaker")
-    uri = sagemaker.describe_training_job(TrainingJobName=first.id)["HyperParameters"]["sagemaker_submit_directory"]
-    key = uri.strip('"')[len("s3://staging/"):]
-    archive = s3.get_object(Bucket="staging", Key=key)["Body"].read()
+    s3, sagemaker, fields, key, archive = staged(backend, moto_settings, moto_url, tmp_path)
     upload = s3.create_multipart_upload(Bucket="staging", Key=key)["UploadId"]
     part = s3.upload_part(Bucket="staging", Key=key, UploadId=upload, PartNumber=1, Body=archive)["ETag"]
     s3.complete_multipart_upload(Bucket="staging", Key=key, UploadId=upload,
                                  MultipartUpload={"Parts": [{"ETag": part, "PartNumber": 1}]})
     assert "-" in s3.head_object(Bucket="staging", Key=key)["ETag"]
-    second = submit(backend, moto_settings, **fields)
-    again = sagemaker.describe_training_job(TrainingJobName=second.id)["HyperParameters"]["sagemaker_submit_directory"]
-    assert again == uri
+    assert code_key(sagemaker, submit(backend, moto_settings, **fields).id) == key
     content = key.split("/")[2][:64]  # the content hash: nothing else was uploaded for this code
     assert len(s3.list_objects_v2(Bucket="staging", Prefix=f"omnidist/code/{content}")["Contents"]) == 1
 
