@@ -13,6 +13,8 @@ The steps, one module each, each reporting what it did:
    read back), the region, and what mapped exactly;
 5. :mod:`~omnidist.migration.readback`: the target's request read back with its own importer and
    compared with the source job; a difference no other line covers becomes a ``changed`` line;
+   then :mod:`~omnidist.migration.observed`: what the program sees (SPEC §14), the World of the
+   source request against the World of the target request, each from its backend's ``world``;
 
 and :mod:`~omnidist.migration.report` holds the report they write. ``--strict`` refuses any drop
 or change in meaning. A machine picked for the same accelerator type and count is not a change
@@ -33,7 +35,9 @@ from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
 from omnidist.migration.imports import import_job, import_jobs
 from omnidist.migration.move import move_job
-from omnidist.migration.native import Native, detect_backend
+from omnidist.migration.native import Native, detect_backend, native_parts
+from omnidist.migration.observed import unreported as observed
+from omnidist.migration.observed import world_of
 from omnidist.migration.plan import compile_dropping
 from omnidist.migration.readback import read_back, unreported
 from omnidist.migration.report import (
@@ -116,7 +120,7 @@ def migrate(
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         imported, source, entries = import_job(native, source, framework)
     return _move(imported, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
-                 command=command, native=native)
+                 command=command, native=native, part=native_parts(native, source)[0])
 
 
 def import_all(
@@ -149,8 +153,10 @@ def migrate_all(
     _check_target(target)
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         parts, source = import_jobs(native, source, framework)
+    natives = native_parts(native, source)
+    natives = natives if len(natives) == len(parts) else [None] * len(parts)
     return [_move(job, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
-                  command=command, native=native) for job, entries in parts]
+                  command=command, native=native, part=part) for (job, entries), part in zip(parts, natives)]
 
 
 def _check_target(target: Optional[str]) -> None:
@@ -160,18 +166,22 @@ def _check_target(target: Optional[str]) -> None:
 
 def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], target: str, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
-          command: Optional[str], native: Any = None) -> tuple[CompiledJob, MigrationReport]:
+          command: Optional[str], native: Any = None, part: Any = None) -> tuple[CompiledJob, MigrationReport]:
     """Steps 2-5 for one imported job (see the module docstring); nothing the native spec or the
-    job holds secretly is shown in an error or the report."""
+    job holds secretly is shown in an error or the report. ``part``: the native request of this
+    job, whose World the target's is compared with (SPEC §14)."""
     secrets = _shown_secrets(native, imported)
+    before = world_of(source, part) if part is not None else None
     with masking_errors(secrets):
-        job, entries = move_job(imported, source, target, image, command, entries)
+        job, entries = move_job(imported, source, target, image, command, entries, before)
         compiled, final, given_up = compile_dropping(job, target, profile, settings)
     readback = read_back(compiled, target)
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
     entries += unreported(imported, readback, target, entries)
+    if source != target:
+        entries += observed(before, world_of(target, compiled.request), entries)
     entries += exact_entries(final, entries, imported)
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))

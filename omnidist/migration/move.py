@@ -187,10 +187,16 @@ def labels_for_target(job: DistributedJob, target: str) -> tuple[DistributedJob,
 
 def move_job(job: DistributedJob, source: str, target: str, image: Optional[str] = None,
              command: Optional[str] = None,
-             entries: Optional[list[ReportEntry]] = None) -> tuple[DistributedJob, list[ReportEntry]]:
+             entries: Optional[list[ReportEntry]] = None, world: Any = None) -> tuple[DistributedJob, list[ReportEntry]]:
     """Everything between import and compile: the command, the image, the source's settings,
     inputs, sizes. ``entries`` are the import's (``--image`` answers some); the result is
-    every entry, those included."""
+    every entry, those included. ``world``: what the program saw on the source (SPEC §14), which
+    :func:`~omnidist.migration.keep.keep_observed` keeps where omnidist can."""
+    if world is not None and source != target and command is None:
+        from omnidist.migration.keep import keep_observed
+
+        job, kept_world = keep_observed(job, world)
+        entries = [*(entries or []), *kept_world]
     job, commanded = give_command(job, command)
     job, kept, imaged = give_image(job, source, target, image, list(entries or []))
     moved = kept + commanded + imaged

@@ -98,6 +98,12 @@ class AIPlatformBackend(CloudBackend):
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (SPEC §14). Pure."""
+        from omnidist_ai_platform import world
+
+        return world.world(native)
+
     def footprint(self, compiled: CompiledJob, settings: AIPlatformSettings) -> Footprint:
         """Each ``trainingInput`` slot's machine, GPUs and count, priced as Vertex AI training."""
         from omnidist_ai_platform import footprint

@@ -89,6 +89,12 @@ class AzureMLBackend(CloudBackend):
             return True
         return "command" in keys and len(keys) > 1 and keys <= COMMAND_JOB_KEYS
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (SPEC §14). Pure."""
+        from omnidist_azure_ml import world
+
+        return world.world(native)
+
     def footprint(self, compiled: CompiledJob, settings: AzureMLSettings) -> Footprint:
         """``instance_count`` nodes of the job's VM size, priced as Azure VMs in the ``region`` setting."""
         from omnidist_azure_ml import footprint

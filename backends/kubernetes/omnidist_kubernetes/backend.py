@@ -93,6 +93,12 @@ class KubernetesBackend(CloudBackend):
 
         return importer.recognizes(native)
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (SPEC §14). Pure."""
+        from omnidist_kubernetes import world
+
+        return world.world(native)
+
     def footprint(self, compiled: CompiledJob, settings: KubernetesSettings) -> Footprint:
         """Each replica type's pods as GKE nodes in the ``gke_region`` setting (one pod per node)."""
         from omnidist_kubernetes import footprint

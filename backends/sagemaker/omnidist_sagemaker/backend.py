@@ -92,6 +92,12 @@ class SageMakerBackend(CloudBackend):
 
         return importer.recognizes(native)
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on SageMaker for ``native`` (SPEC §14). Pure."""
+        from omnidist_sagemaker import world
+
+        return world.world(native)
+
     def footprint(self, compiled: CompiledJob, settings: SageMakerSettings) -> Footprint:
         """The instances of ``ResourceConfig`` (a tuning job's, times its trials at once), priced as
         SageMaker training instances in the ``region`` setting."""

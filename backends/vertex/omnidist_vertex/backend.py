@@ -93,6 +93,12 @@ class VertexBackend(CloudBackend):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (SPEC §14). Pure."""
+        from omnidist_vertex import world
+
+        return world.world(native)
+
     def footprint(self, compiled: CompiledJob, settings: VertexSettings) -> Footprint:
         """Each worker pool's machine, GPUs and replicas, priced from Vertex AI's training prices."""
         from omnidist_vertex import footprint
