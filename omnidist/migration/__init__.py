@@ -34,6 +34,7 @@ from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
 from omnidist.migration.imports import import_job, import_jobs
+from omnidist.migration.keep import keep_cluster, refuse_lost_mpi
 from omnidist.migration.move import move_job
 from omnidist.migration.native import Native, detect_backend, native_parts
 from omnidist.migration.observed import unreported as observed
@@ -175,13 +176,19 @@ def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], tar
     with masking_errors(secrets):
         job, entries = move_job(imported, source, target, image, command, entries, before)
         compiled, final, given_up = compile_dropping(job, target, profile, settings)
+        after = world_of(target, compiled.request) if source != target else None
+        if before is not None and after is not None:
+            refuse_lost_mpi(before, after)
+            job, launched = keep_cluster(job, before, after)
+            if launched:
+                compiled, final, given_up = compile_dropping(job, target, profile, settings)
+                after, entries = world_of(target, compiled.request), entries + launched
     readback = read_back(compiled, target)
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
     entries += unreported(imported, readback, target, entries)
-    if source != target:
-        entries += observed(before, world_of(target, compiled.request), entries)
+    entries += observed(before, after, entries)
     entries += exact_entries(final, entries, imported)
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))

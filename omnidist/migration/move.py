@@ -186,8 +186,8 @@ def labels_for_target(job: DistributedJob, target: str) -> tuple[DistributedJob,
 
 
 def move_job(job: DistributedJob, source: str, target: str, image: Optional[str] = None,
-             command: Optional[str] = None,
-             entries: Optional[list[ReportEntry]] = None, world: Any = None) -> tuple[DistributedJob, list[ReportEntry]]:
+             command: Optional[str] = None, entries: Optional[list[ReportEntry]] = None,
+             world: Any = None) -> tuple[DistributedJob, list[ReportEntry]]:
     """Everything between import and compile: the command, the image, the source's settings,
     inputs, sizes. ``entries`` are the import's (``--image`` answers some); the result is
     every entry, those included. ``world``: what the program saw on the source (SPEC §14), which

@@ -28,7 +28,6 @@ from omnidist.kit import (
     StartedBy,
     World,
     WorldImage,
-    WorldNode,
     env_list,
     launched,
     registry_of,

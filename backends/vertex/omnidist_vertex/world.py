@@ -69,7 +69,7 @@ def world(native: Any) -> Optional[World]:
         if index == 2 and "reduction" in str(uri or ""):
             role = "reduction_servers"
         nodes.append(launched(argv, gpus, sum(replicas), own=frozenset(own), env=env, role=role))
-        nodes[-1] = _counted(nodes[-1], replicas[index])
+        nodes[-1] = _counted(nodes[-1], replicas[index] * _tpu_hosts(pool.get("machineSpec") or {}))
     if not nodes:
         return None
     primary = nodes[0]
@@ -136,6 +136,18 @@ def _count(value: Any) -> int:
     """A replica count; one the request leaves to a template (``${COUNT:-1}``) reads as 1."""
     text = str(value if value is not None else 1)
     return int(text) if text.isdigit() else 1
+
+
+def _tpu_hosts(machine: Mapping[str, Any]) -> int:
+    """The hosts one replica of a TPU VM pool runs on: a multi-host slice runs the container on each."""
+    if not machine.get("tpuTopology"):
+        return 1
+    from omnidist.kit import slice_from_host, tpu_slice
+
+    try:
+        return tpu_slice(slice_from_host(str(machine.get("machineType")), str(machine["tpuTopology"]))).hosts
+    except Exception:  # noqa: BLE001 - a slice the importer refuses: its error is the importer's
+        return 1
 
 
 def _counted(node: WorldNode, count: int) -> WorldNode:
