@@ -77,7 +77,8 @@ def world(native: Any) -> Optional[World]:
     found = [node if nodes == 1 else _evolve_count(node, "primary", 1)]
     if nodes > 1:
         found.append(_evolve_count(node, "workers", nodes - 1))
-    access = str(((definition.get("TrainingImageConfig") or {}).get("TrainingRepositoryAccessMode")) or "Platform")
+    config = algorithm.get("TrainingImageConfig") or {}  # AlgorithmSpecification.TrainingImageConfig [SM-REG]
+    access = str(config.get("TrainingRepositoryAccessMode") or "Platform")
     registry = registry_of(image)
     pullable = registry == "ecr" or access == "Vpc"
     return World(
