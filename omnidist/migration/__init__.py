@@ -190,6 +190,8 @@ def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], tar
     entries += unreported(imported, readback, target, entries)
     entries += observed(before, after, entries)
     entries += exact_entries(final, entries, imported)
+    changed = {e.field for e in entries if e.fidelity.breaks_strict}
+    entries = [e for e in entries if not (e.fidelity is Fidelity.EXACT and e.field in changed)]  # never both
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:
