@@ -62,6 +62,7 @@ _NAMES: dict[str, str] = {
     "processes_per_node": "omnidist.model.roles",
     "replica_count": "omnidist.model.roles",
     "TRAINING_ROLES": "omnidist.model.roles",
+    "INHERITS_FROM_PRIMARY": "omnidist.model.roles",
     "TOPOLOGY": "omnidist.model.roles",
     "topology_chips": "omnidist.model.roles",
     "auto_processes": "omnidist.model.roles",

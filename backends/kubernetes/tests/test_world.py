@@ -69,3 +69,15 @@ def test_a_mounted_claim_is_a_local_path():
     (data,) = world(pytorchjob(Master=master)).data
     assert (data.location, data.given.value, data.access.value, data.where) == ("persistentVolumeClaim:c", "path",
                                                                                  "ro", "/data")
+
+
+def test_a_master_variable_the_workers_lack_imports_with_a_change_note():
+    """SPEC §10: Kubernetes runs a PyTorchJob whose Master sets a variable its Workers lack, so it imports."""
+    from omnidist.kit import NoteKind
+    from omnidist_kubernetes.backend import KubernetesBackend
+
+    job = pytorchjob(Master=replica(command=["t"], env=[{"name": "ROLE", "value": "m"}]),
+                     Worker=replica(2, command=["t"]))
+    imported, notes = KubernetesBackend().import_with_notes(job)
+    assert imported.primary.env == {"ROLE": "m"} and imported.workers.env == {"ROLE": ""}
+    assert [(n.kind, n.field) for n in notes if "ROLE" in n.message] == [(NoteKind.CHANGED, "workers.env")]
