@@ -172,6 +172,13 @@ def _key(location: str) -> str:
     return location.rstrip("/")
 
 
+def _tail(location: str) -> tuple[str, ...]:
+    """A location's last two path parts: the same data moved under another prefix (``data_map``
+    rewrites prefixes, ``gs://b/data/x`` -> ``s3://c/gs/b/data/x``) keeps them."""
+    parts = tuple(p for p in _key(location).split("://", 1)[-1].split("/") if p)
+    return parts[-2:] if len(parts) >= 2 else (location,)
+
+
 def _data(before: World, after: World) -> list[Difference]:
     found = []
     for data in before.data:
@@ -179,14 +186,16 @@ def _data(before: World, after: World) -> list[Difference]:
             continue
         field = _where_field(data)
         covered = ("data",)
-        same = [d for d in after.data if _key(d.location) == _key(data.location)]
+        same = [d for d in after.data if _key(d.location) == _key(data.location)] or [
+            d for d in after.data if _tail(d.location) == _tail(data.location)]
         if not same:
             found.append(Difference(field=field, fidelity=Fidelity.DROPPED, covered_by=covered, message=(
                 f"{data.location}: the program got it as a {_form(data)} ({data.where}) on {before.platform}; "
                 f"on {after.platform} it is not given")))
             continue
         match = next((d for d in same if d.given is data.given and d.access is data.access), same[0])
-        if match.given is not data.given or (data.given is Given.PATH and data.access is Access.WRITE
+        written = field.startswith("outputs.")  # a folder declared for writing (Vertex's /gcs is writable throughout)
+        if match.given is not data.given or (written and data.given is Given.PATH and data.access is Access.WRITE
                                              and match.access is Access.READ):
             found.append(Difference(field=field, fidelity=Fidelity.CHANGED, covered_by=covered, message=(
                 f"{data.location}: a {_form(data)} ({data.where}) on {before.platform}; a {_form(match)} "

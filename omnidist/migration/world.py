@@ -196,6 +196,7 @@ def split_launcher(argv: Sequence[str]) -> tuple[Launcher, Optional[int], tuple[
     words = tuple(argv)
     if words[:1] == ("env",):  # `env K=V … CMD`: the variables are the job's (see env_prefix)
         words = words[1 + len(env_prefix(words)):]
+    words = _exec_wrapped(words)
     found = read_launcher(words)
     if found is not None:
         kind = {"torchrun": Launcher.TORCHRUN, "omnidist": Launcher.OMNIDIST, "deepspeed": Launcher.DEEPSPEED}
@@ -204,6 +205,15 @@ def split_launcher(argv: Sequence[str]) -> tuple[Launcher, Optional[int], tuple[
     if mpi is not None:
         return Launcher.MPIRUN, mpi[0], mpi[1]
     return Launcher.NONE, None, words
+
+
+def _exec_wrapped(words: tuple[str, ...]) -> tuple[str, ...]:
+    """What ``sh -c 'SET-UP; exec "$@"' NAME CMD…`` runs in the end (how a compiler unpacks code
+    before the program): ``CMD…``; any other argv as it is."""
+    if (len(words) > 4 and words[0].rsplit("/", 1)[-1] in ("sh", "bash") and words[1] == "-c"
+            and words[2].rstrip().endswith('exec "$@"')):
+        return words[4:]
+    return words
 
 
 _MPI_FLAGS = frozenset({"--allow-run-as-root", "--oversubscribe", "-oversubscribe", "--nooversubscribe", "--tag-output",

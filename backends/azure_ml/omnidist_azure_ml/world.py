@@ -67,10 +67,11 @@ def world(native: Any) -> Optional[World]:
         words = tuple(shlex.split(command))
     except ValueError:
         words = tuple(command.split())
+    words, exported = _exports(words)
     resources = request.get("resources") or trial.get("resources") or {}
     nodes = int(resources.get("instance_count", 1) or 1)
     gpus = _gpus(str(resources.get("instance_type", "")))
-    env = env_list(request.get("environment_variables") or trial.get("environment_variables") or {})
+    env = {**exported, **env_list(request.get("environment_variables") or trial.get("environment_variables") or {})}
     distribution = request.get("distribution") or trial.get("distribution") or {}
     inputs = {**(request.get("inputs") or {}), **(trial.get("inputs") or {})}
     outputs = {**(request.get("outputs") or {}), **(trial.get("outputs") or {})}
@@ -87,6 +88,24 @@ def world(native: Any) -> Optional[World]:
         hyperparameters=(ARGV if "search_space." in command else f"env {platform.SWEEP_PREFIX}*") if searched else "",
         metric=platform.METRICS if searched else "",
     )
+
+
+def _exports(words: tuple[str, ...]) -> tuple[tuple[str, ...], dict[str, str]]:
+    """A command line that starts with ``export K=V …;`` (how omnidist names data for the runtime):
+    the command after it, and the variables it sets."""
+    found: dict[str, str] = {}
+    while words[:1] == ("export",):
+        end = next((i for i, w in enumerate(words) if w.endswith(";") or w in ("&&", ";")), None)
+        if end is None:
+            break
+        for word in words[1:end + 1]:
+            key, eq, value = word.rstrip(";").partition("=")
+            if eq:
+                found[key] = value
+        words = words[end + 1:]
+        if words[:1] in (("&&",), (";",)):
+            words = words[1:]
+    return words, found
 
 
 def _gpus(sku: str) -> int:

@@ -127,7 +127,8 @@ def _node(algorithm: Mapping[str, Any], hyper: Mapping[str, str], image: str, gp
     arguments = [str(a) for a in algorithm.get("ContainerArguments") or []]
     own = {platform.JOB_NAME}
     if entrypoint:
-        return launched([*entrypoint, *arguments], gpus, nodes, own=frozenset(own), env=env)
+        argv, env = _carried([*entrypoint, *arguments], env)
+        return launched(argv, gpus, nodes, own=frozenset(own), env=env)
     argv = (ENTRYPOINT, "train", *arguments)
     program = hyper.get(platform.PROGRAM)
     if not program:  # bring your own image: `IMAGE train` runs once per instance
@@ -152,6 +153,23 @@ def _node(algorithm: Mapping[str, Any], hyper: Mapping[str, str], image: str, gp
                          program=runs, platform_env=frozenset(own | MPI_VARIABLES), env=dict(env))
     return WorldNode(role="primary", count=nodes, argv=argv, launcher=StartedBy.PLATFORM, processes=1, program=runs,
                      platform_env=frozenset(own), env=dict(env))
+
+
+def _carried(argv: list[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """``sh -c 'eval "exec ${OMNIDIST_ARGV_0}…"'``: the argv ``sh`` execs, read from the variables
+    that carry it (how omnidist passes a word longer than SageMaker's 256 characters)."""
+    import shlex
+
+    env = dict(env)
+    if argv[:2] != ["sh", "-c"] or len(argv) != 3 or not argv[2].startswith('eval "exec ${OMNIDIST_ARGV_0}'):
+        return argv, env
+    parts = []
+    while f"OMNIDIST_ARGV_{len(parts)}" in env:
+        parts.append(env.pop(f"OMNIDIST_ARGV_{len(parts)}"))
+    try:
+        return shlex.split("".join(parts)), env
+    except ValueError:
+        return argv, env
 
 
 def _evolve_count(node: WorldNode, role: str, count: int) -> WorldNode:

@@ -78,3 +78,10 @@ def test_vertex_pulls_google_and_public_registries_not_ecr():
     ecr = pool(command=["t"])
     ecr["containerSpec"]["imageUri"] = "123456789012.dkr.ecr.us-east-1.amazonaws.com/t:1"
     assert not world(job(ecr)).image.pullable
+
+
+def test_a_code_unpacking_wrapper_runs_the_program_it_execs():
+    """[V-CS]: the command runs as given; a `sh -c '…; exec "$@"' NAME CMD…` wrapper ends in CMD."""
+    wrapped = ["sh", "-c", 'tar -xzf /gcs/b/c.tar.gz; exec "$@"', "code", "omnidist", "launch", "--", "python", "t.py"]
+    node = world(job(pool(gpus=2, command=wrapped))).training
+    assert (node.launcher.value, node.processes, node.program) == ("omnidist launch", 2, ("python", "t.py"))
