@@ -64,9 +64,9 @@ def explain(file: str, source: Optional[str], backend: Optional[str], profile: O
 
 def text(world: Any) -> str:
     """A World as tables: its nodes, then its data, image and search."""
-    import shlex
+    from omnidist.migration.world import shown
 
-    nodes = [(n.role, n.count, shlex.join(n.argv), f"{n.processes} ({n.launcher.value})", shlex.join(n.program),
+    nodes = [(n.role, n.count, shown(n.argv), f"{n.processes} ({n.launcher.value})", shown(n.program),
               ", ".join(sorted(n.platform_env)) or "-", ", ".join(sorted(n.env)) or "-") for n in world.nodes]
     lines = [f"what the program sees on {world.platform}",
              table(nodes, ("role", "nodes", "argv exec'd", "processes a node", "each process runs",

@@ -40,6 +40,7 @@ from omnidist.migration.world import (
     Launcher,
     Node,
     World,
+    shown,
 )
 
 QUIET = frozenset({"GROUP_RANK", "LOCAL_WORLD_SIZE"})
@@ -92,12 +93,6 @@ def _image(before: World, after: World) -> list[Difference]:
         f"{after.platform} pulls from and pass --image"))]
 
 
-def _shown(words: Sequence[str]) -> str:
-    import shlex
-
-    return shlex.join(words).replace(shlex.quote(ENTRYPOINT), ENTRYPOINT) or "(nothing)"
-
-
 def _same_program(a: Sequence[str], b: Sequence[str]) -> bool:
     """The same words, data locations read as locations; flags in another order are the same
     (SageMaker's toolkit sorts them), and a search's values are its own (compared as the channel)."""
@@ -129,8 +124,8 @@ def _nodes(before: World, after: World, source: Node, target: Node) -> list[Diff
         found.append(Difference(
             field="args" if entry else "command", fidelity=Fidelity.CHANGED,
             covered_by=(*PROGRAM_FIELDS, "primary"),
-            message=f"each process runs `{_shown(target.program)}` on {after.platform}; on {before.platform} it ran "
-                    f"`{_shown(source.program)}`" + (
+            message=f"each process runs `{shown(target.program)}` on {after.platform}; on {before.platform} it ran "
+                    f"`{shown(source.program)}`" + (
                         f" ({ENTRYPOINT} is the image's own ENTRYPOINT)" if entry else "")))
     if source.processes != target.processes:
         found.append(Difference(

@@ -162,6 +162,13 @@ class World:
         return attrs.asdict(self, value_serializer=shown)
 
 
+def shown(words: Sequence[str]) -> str:
+    """An argv as a shell line, :data:`ENTRYPOINT` unquoted."""
+    import shlex
+
+    return shlex.join(words).replace(shlex.quote(ENTRYPOINT), ENTRYPOINT) or "(nothing)"
+
+
 # --- helpers the backends' derivations share ------------------------------------------------------------
 
 

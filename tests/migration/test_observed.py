@@ -61,7 +61,7 @@ def test_an_image_run_as_it_is_gets_train_on_sagemaker_and_the_report_says_so():
     _, report = omnidist.migrate(vertex, target="sagemaker", framework="custom",
                                  settings={"role_arn": "arn:aws:iam::123456789012:role/r"})
     line = fields(report, "changed")["args"]
-    assert "`'<image entrypoint>' train`" in line.message or "<image entrypoint> train" in line.message
+    assert "`<image entrypoint> train` on sagemaker" in line.message
 
 
 def test_kubeflow_cluster_variables_are_kept_under_omnidist_launch_with_one_gpu_a_node():
