@@ -61,7 +61,7 @@ def world(native: Any) -> Optional[World]:
     counts = {"master": 1, "worker": int(ti.workerCount or 0), "parameterServer": int(ti.parameterServerCount or 0),
               "evaluator": int(ti.evaluatorCount or 0)}
     total = sum(counts.values())
-    own = {"CLOUD_ML_JOB_ID"} | ({platform.VARIABLE, tf_config.VARIABLE} if total > 1 else set())
+    own = {platform.JOB_ID} | ({platform.VARIABLE, tf_config.VARIABLE} if total > 1 else set())
     if total > 1 and PREBUILT_PYTORCH in image:
         own |= TORCH_VARIABLES
     job_dir = [platform.JOB_DIR_FLAGS[0], ti.jobDir] if ti.jobDir else []

@@ -59,8 +59,9 @@ def world(native: Any) -> Optional[World]:
         return _mpi_world(spec, replica_specs, replicas)
     nproc = str(spec.get("nprocPerNode") or (spec.get("elasticPolicy") or {}).get("nProcPerNode") or "")
     total = sum(n for t, n in replicas.items())
-    own = {"PYTHONUNBUFFERED"}
+    own: set[str] = set()
     if kind == "PyTorchJob":
+        own.add("PYTHONUNBUFFERED")  # the PyTorchJob controller's, on every container [KF-env]
         if "Master" in replica_specs:
             own |= TORCH_VARIABLES | {"PET_MASTER_ADDR", "PET_MASTER_PORT", "PET_NODE_RANK", "PET_NNODES"}
         if nproc:

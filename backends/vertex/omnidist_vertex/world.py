@@ -53,9 +53,10 @@ def world(native: Any) -> Optional[World]:
     if isinstance(pools, Mapping):
         pools = [pools]
     replicas = [_count(p.get("replicaCount", 1)) if isinstance(p, Mapping) and p else 0 for p in pools]
-    distributed = sum(replicas) > 1
+    reducers = [i == 2 and _reducer(p, pools) for i, p in enumerate(pools)]
+    distributed = sum(n for n, reducer in zip(replicas, reducers) if not reducer) > 1  # reducers run no program
     base = (spec.get("baseOutputDirectory") or {}).get("outputUriPrefix")
-    own = {"CLOUD_ML_JOB_ID"} | ({platform.VARIABLE, tf_config.VARIABLE} if distributed else set())
+    own = {platform.JOB_ID} | ({platform.VARIABLE, tf_config.VARIABLE} if distributed else set())
     own |= set(OUTPUT_VARIABLES) if base else set()
     nodes, data, image = [], [], None
     for index, pool in enumerate(pools):
@@ -65,9 +66,7 @@ def world(native: Any) -> Optional[World]:
         image = image or uri
         gpus = _count((pool.get("machineSpec") or {}).get("acceleratorCount", 0) or 0)
         env = env_list((pool.get("containerSpec") or {}).get("env"))
-        role = ROLES.get(index, f"pool{index}")
-        if index == 2 and "reduction" in str(uri or ""):
-            role = "reduction_servers"
+        role = "reduction_servers" if reducers[index] else ROLES.get(index, f"pool{index}")
         nodes.append(launched(argv, gpus, sum(replicas), own=frozenset(own), env=env, role=role))
         nodes[-1] = _counted(nodes[-1], replicas[index] * _tpu_hosts(pool.get("machineSpec") or {}))
     if not nodes:
@@ -136,6 +135,17 @@ def _count(value: Any) -> int:
     """A replica count; one the request leaves to a template (``${COUNT:-1}``) reads as 1."""
     text = str(value if value is not None else 1)
     return int(text) if text.isdigit() else 1
+
+
+def _reducer(pool: Any, pools: Sequence[Any]) -> bool:
+    """Pool 2 holds a Reduction Server (its image, or omnidist's hint says so) rather than parameter servers."""
+    from omnidist.runtime import hints
+    from omnidist_vertex.tables import REDUCTION_SERVER_IMAGE
+
+    container = (pool or {}).get("containerSpec") or {} if isinstance(pool, Mapping) else {}
+    told = [env_list((p.get("containerSpec") or {}).get("env")).get(hints.POOL2_ROLE) for p in (pool, pools[0])
+            if isinstance(p, Mapping)]
+    return bool(REDUCTION_SERVER_IMAGE.search(str(container.get("imageUri", "")))) or "reduction_server" in told
 
 
 def _tpu_hosts(machine: Mapping[str, Any]) -> int:
