@@ -25,10 +25,10 @@ NAME = "ai_platform"
 ORDER = 20
 
 VARIABLE = "CLUSTER_SPEC"
-VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE})
-
 JOB_ID = "CLOUD_ML_JOB_ID"
 """The job's id, which the service gives every replica (the SDK's ``training_utils.environment_variables``)."""
+
+VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE, JOB_ID})
 PREFIXES = ()
 
 BOUND = Bound(variables=("CLUSTER_SPEC", "CLOUD_ML_*"))

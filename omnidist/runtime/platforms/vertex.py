@@ -26,10 +26,10 @@ NAME = "vertex"
 ORDER = 10
 
 VARIABLE = "CLUSTER_SPEC"
-VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE})
-
 JOB_ID = "CLOUD_ML_JOB_ID"
 """The job's id, which the service gives every replica (the SDK's ``training_utils.environment_variables``)."""
+
+VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE, JOB_ID})
 PREFIXES = ()
 
 BOUND = Bound(
