@@ -79,6 +79,8 @@ _NAMES: dict[str, str] = {
     "ParameterType": "omnidist.model.tuning",
     "Scale": "omnidist.model.tuning",
     "Tuning": "omnidist.model.tuning",
+    "Ending": "omnidist.model.recovery",
+    "Recovery": "omnidist.model.recovery",
     # the contract, and the values that cross it
     "Backend": "omnidist.backend.contract",
     "Capabilities": "omnidist.backend.contract",
@@ -105,6 +107,7 @@ _NAMES: dict[str, str] = {
     "JobHandle": "omnidist.submission.handle",
     # compiling
     "Catalog": "omnidist.compiler.catalog",
+    "watcher_note": "omnidist.compiler.recovery",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",
