@@ -108,6 +108,7 @@ _NAMES: dict[str, str] = {
     # compiling
     "Catalog": "omnidist.compiler.catalog",
     "watcher_note": "omnidist.compiler.recovery",
+    "classify_ending": "omnidist.recovery.endings:classify",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",

@@ -37,6 +37,8 @@ from omnidist.errors import (
     ShortageError,
     TransientBackendError,
 )
+from omnidist.model.recovery import Ending
+from omnidist.recovery import endings
 from omnidist.submission import retry
 
 if TYPE_CHECKING:
@@ -280,6 +282,12 @@ class Client(ABC, Generic[N]):
         """Why a failed job failed, when the job itself does not say (``""``: unknown)."""
         return ""
 
+    def ending_of(self, job: N, status: JobStatus) -> Optional[Ending]:
+        """How the job ended (SPEC §15), from its native resource and its status (message filled
+        in); ``None`` while it runs. The default reads the portable state only
+        (:func:`omnidist.recovery.endings.by_state`); a backend overrides it with its native facts."""
+        return endings.by_state(status)
+
     def with_trials(self, job_id: str, job: N, status: JobStatus) -> JobStatus:
         """A tuning job's status with its trials and best trial, when reading them takes calls of
         their own (through :meth:`call`); a cloud whose job carries its trials fills them in
@@ -433,6 +441,8 @@ class Client(ABC, Generic[N]):
         found = self.status_of(job)
         if found.state is JobState.FAILED and not found.message:
             found = attrs.evolve(found, message=self.failure_message(job_id, job))
+        if found.ended is None:
+            found = attrs.evolve(found, ended=self.ending_of(job, found))
         return self.with_trials(job_id, job, found)
 
     def _found(self, keyed: Keyed) -> list[N]:

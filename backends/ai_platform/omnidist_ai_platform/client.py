@@ -31,6 +31,7 @@ from omnidist.kit import (
     Client,
     ConfigError,
     ConflictError,
+    Ending,
     Idempotency,
     JobState,
     JobStatus,
@@ -38,6 +39,7 @@ from omnidist.kit import (
     LogStart,
     Shortage,
     TransientBackendError,
+    classify_ending,
     error_for_status,
     google_credentials,
     labelled,
@@ -46,7 +48,7 @@ from omnidist.kit import (
     translate_storage_error,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
+from omnidist_ai_platform.tables import FAILURE_ENDINGS, JOB_STATES, NAME, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -183,6 +185,10 @@ class AIPlatformClient(Client[dict]):
         metric, trials, best = tuning.trials_of(job)
         return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
                          message=str(job.get("errorMessage") or ""), metric=metric, trials=trials, best=best)
+
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """A failed job's ``errorMessage`` through :data:`~omnidist_ai_platform.tables.FAILURE_ENDINGS`."""
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
         """The job's ``jobId``."""

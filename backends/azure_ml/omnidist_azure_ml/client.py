@@ -45,6 +45,7 @@ from omnidist.kit import (
     BackendError,
     Client,
     ConfigError,
+    Ending,
     Idempotency,
     InvalidRequestError,
     JobState,
@@ -56,6 +57,7 @@ from omnidist.kit import (
     Shortage,
     StagedCode,
     TransientBackendError,
+    classify_ending,
     code_folder,
     dump_yaml,
     error_for_status,
@@ -66,7 +68,7 @@ from omnidist.kit import (
     stage,
 )
 from omnidist_azure_ml.settings import AzureMLSettings
-from omnidist_azure_ml.tables import NAME, SHORTAGE_CODES, native_state
+from omnidist_azure_ml.tables import FAILURE_ENDINGS, NAME, SHORTAGE_CODES, native_state
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -305,6 +307,11 @@ class AzureMLClient(Client[Any]):
             logging.getLogger("omnidist.azure_ml").debug("no error message for %s: %s", job_id, exc)
             return ""
         return _error_of(run)
+
+    def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
+        """A failed run's error (:meth:`failure_message`) through
+        :data:`~omnidist_azure_ml.tables.FAILURE_ENDINGS`: ``PreemptionError`` is a preemption."""
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def with_trials(self, job_id: str, job: Any, status: JobStatus) -> JobStatus:
         """A sweep's status with its child runs as trials, and the best so far (a plain job's as it

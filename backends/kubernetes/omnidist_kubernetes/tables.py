@@ -14,7 +14,7 @@ import re
 
 import attrs
 
-from omnidist.kit import COMPUTE_ENGINE_GPU_MACHINES, Framework, JobState, RoleName
+from omnidist.kit import COMPUTE_ENGINE_GPU_MACHINES, Ending, Framework, JobState, RoleName
 from omnidist.runtime.platforms import kubernetes as platform
 
 NAME = "kubernetes"
@@ -306,3 +306,21 @@ available: 6 Insufficient nvidia.com/gpu."): a placement watching the job moves 
 
 QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
 """How the API server refuses a create over a ``ResourceQuota`` (403 "exceeded quota: gpus, requested: …")."""
+
+
+CONDITION_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
+    (re.compile(r"Evicted"), Ending.PREEMPTION),
+)
+"""A failed job's condition (``reason message``) -> its ending: mpi-operator's ``MPIJobEvicted``."""
+
+POD_ENDINGS: dict[str, Ending] = {
+    "DeletionByPodGC": Ending.NODE_FAILURE,
+    "DeletionByTaintManager": Ending.NODE_FAILURE,
+    "Evicted": Ending.PREEMPTION,
+    "EvictionByEvictionAPI": Ending.PREEMPTION,
+    "PreemptionByScheduler": Ending.PREEMPTION,
+    "TerminationByKubelet": Ending.PREEMPTION,
+}
+"""A pod's ``status.reason`` or ``DisruptionTarget`` condition reason -> how the job it failed
+ended: taken back (a higher-priority pod, a drained or shut-down spot node, a kubelet eviction)
+or lost with its node (the node gone or not ready)."""

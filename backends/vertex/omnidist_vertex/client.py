@@ -28,6 +28,7 @@ from omnidist.kit import (
     BackendError,
     Client,
     ConfigError,
+    Ending,
     Idempotency,
     InvalidRequestError,
     JobState,
@@ -39,6 +40,7 @@ from omnidist.kit import (
     ShortageError,
     TransientBackendError,
     ValidationError,
+    classify_ending,
     error_for_status,
     google_credentials,
     labelled,
@@ -48,7 +50,7 @@ from omnidist.kit import (
     storage_media_error,
 )
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import JOB_STATES, resource_name, shortage_named
+from omnidist_vertex.tables import CAPACITY_CODE, FAILURE_ENDINGS, JOB_STATES, resource_name, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -260,6 +262,14 @@ class VertexClient(Client[Any]):
         rest = type(job).to_dict(job, use_integers_for_enums=False, preserving_proto_field_name=False)
         metric, trials, best = tuning.trials_of(rest)
         return attrs.evolve(status, metric=metric, trials=trials, best=best)
+
+    def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
+        """A failed job's ``error``: code 8 (RESOURCE_EXHAUSTED) is capacity; its message says
+        preempted, no capacity or an internal error (:data:`~omnidist_vertex.tables.FAILURE_ENDINGS`);
+        else the portable state."""
+        if status.state is JobState.FAILED and job.error and job.error.code == CAPACITY_CODE:
+            return Ending.CAPACITY
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def secrets_of(self, job: Any) -> frozenset[str]:
         """The values of the secret-looking variables the job's pools get."""
