@@ -250,11 +250,15 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
               help="Run every replica on the CPU, even on a machine with GPUs (the local backend's cpu setting). "
                    "Without it, training replicas get a GPU per process, and share the GPUs round robin when they "
                    "outnumber them.")
+@click.option("--preempt", metavar="REPLICA@DURATION",
+              help="Preempt a replica (primary-0, worker-1) after DURATION (30s, 2m) the way the emulated platform "
+                   "does: SIGTERM, then SIGKILL after its grace period; the run ends by preemption, and restarts "
+                   "from its checkpoints when the job's recovery lists preemption.")
 @profile_option
 @verbose_option
 @one_off_options
-def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, profile: Optional[str], verbose: bool,
-        **one_off_flags: Any) -> None:
+def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, preempt: Optional[str], profile: Optional[str],
+        verbose: bool, **one_off_flags: Any) -> None:
     """Run JOB_FILE (or a one-off job) on this machine: one process per replica, output prefixed
     [primary-0], [worker-0]…
 
@@ -266,13 +270,14 @@ def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, profile: Option
       omnidist run job.yaml --emulate azure_ml
       omnidist run job.yaml --cpu                     # keep every replica off the GPUs
       omnidist run --nodes 2 -- python train.py
+      omnidist run job.yaml --preempt worker-0@30s    # see the resume logic work before paying for spot
     """
     from omnidist import api
 
     given = {**({"emulate": emulate} if emulate else {}), **({"cpu": True} if cpu else {})}
     found, driver, settings = api.prepare(one_off(job, **one_off_flags), backend="local", profile=profile,
                                           settings=given or None)
-    result = driver.run(found, settings, verbose=verbose, show=style.run_note(sys.stderr))
+    result = driver.run(found, settings, verbose=verbose, show=style.run_note(sys.stderr), preempt=preempt)
     sys.exit(result.exit_code)
 
 
