@@ -112,14 +112,16 @@ def refresh(sources: tuple[str, ...], regions: tuple[str, ...], gcp_api_key: Opt
 
 
 @click.command("jobs")
+@click.argument("name", required=False)
 @click.option("--refresh", is_flag=True, help="Ask the clouds for each live job's state first (in parallel).")
 @click.option("--backend", "-b", type=BACKENDS, help="Only this backend's jobs.")
 @click.option("--state", "-s", help="Only jobs in this state (running, failed, refused…).")
 @click.option("--limit", "-n", type=click.IntRange(min=1), help="At most this many (newest first).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
-def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int],
-                 output: str) -> None:
-    """The job ledger: every submit and placement attempt, newest first.
+def jobs_command(name: Optional[str], refresh: bool, backend: Optional[str], state: Optional[str],
+                 limit: Optional[int], output: str) -> None:
+    """The job ledger: every submit and placement attempt, newest first; with NAME, that job's
+    attempts (each placement attempt and each restart of its recovery) and how each ended.
 
     Refused and skipped placement attempts are listed too, with their reason. The ledger lives in
     $OMNIDIST_STATE_DIR/jobs.db (default ~/.local/state/omnidist); OMNIDIST_NO_LEDGER=1 turns it off.
@@ -128,11 +130,19 @@ def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], li
     Examples:
       omnidist jobs --refresh
       omnidist jobs --backend vertex --state failed -n 5 -o json
+      omnidist jobs cassava                    # every attempt of job cassava
     """
     from omnidist import api
     from omnidist.submission import ledger
 
-    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=limit)
+    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=None if name else limit)
+    if name:
+        found = ledger.JobList(r for r in found if r.name == name or r.id == name)
+        if limit:
+            found = ledger.JobList(found[:limit])
+        if output == "table" and found:
+            click.echo(table(ledger.attempt_rows(found), ledger.ATTEMPT_HEADER))
+            return
     if output == "json":
         click.echo(json.dumps(ledger.public(found), indent=2))
     elif not found:
