@@ -1,0 +1,147 @@
+"""The watcher against the local clouds (each backend's real SDK client on its fake service): a
+preempted job restarts on its profile, moves with ``move: true``, gives up after ``max_restarts``,
+never restarts a failing program, and two watchers restart it once (SPEC §15)."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from omnidist import errors
+from omnidist.placement import failover
+from omnidist.recovery import watcher
+from omnidist.submission import ledger
+from omnidist.testing import FakeServer
+from omnidist.testing.cli import run_cli
+from omnidist.testing.harness import harness
+
+JOB: dict[str, Any] = {
+    "name": "spot-ddp", "framework": "pytorch", "image": "us-docker.pkg.dev/p/trainers/ddp:1.0",
+    "command": ["python", "-m", "trainer.task"], "primary": {"accelerator": "T4:1"}, "workers": {"replicas": 1},
+    "spot": True, "recovery": {"max_restarts": 2},
+}
+PROFILES = {"vtx": "vertex", "sm": "sagemaker"}
+FAST = {"retry_attempts": 3, "retry_initial_wait_s": 0.01, "retry_max_wait_s": 0.05, "poll_interval_s": 0.0}
+PREEMPTED = "The replica workerpool1-0 was preempted."
+WAITS = watcher.Waits(poll_s=0.0, sleep=lambda s: None)
+
+
+@pytest.fixture
+def clouds(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
+    servers = {name: FakeServer().__enter__() for name in PROFILES}
+    try:
+        fakes = {name: harness(PROFILES[name]).service(server) for name, server in servers.items()}
+        lines = []
+        for name, backend in PROFILES.items():
+            settings = {**harness(backend).settings(servers[name].url), **FAST}
+            lines.append(f"[profiles.{name}]\nbackend = \"{backend}\"")
+            lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+        (tmp_path / "omnidist.toml").write_text("\n".join(lines) + "\n")
+        monkeypatch.chdir(tmp_path)
+        monkeypatch.delenv("OMNIDIST_PROFILE", raising=False)
+        yield fakes
+    finally:
+        for server in servers.values():
+            server.__exit__(None, None, None)
+
+
+def submit(job: dict[str, Any], profiles: list[str]) -> str:
+    handle = failover.submit(job, profile=profiles[0], say=lambda _: None)
+    watcher.remember(ledger.Ledger.default(), handle.id, handle.job or failover.api.as_job(job), profiles)
+    return handle.id
+
+
+def attempts() -> list[ledger.JobRecord]:
+    return sorted(ledger.Ledger.default().records(), key=lambda r: r.seq)
+
+
+def test_a_preempted_job_restarts_on_its_profile_and_the_ledger_shows_every_attempt(clouds):
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    submit(JOB, ["vtx", "sm"])
+    clouds["vtx"].timeline = list(clouds["vtx"].TIMELINE)  # the next attempt succeeds
+    said: list[str] = []
+    outcome = watcher.watch("spot-ddp", waits=WAITS, say=said.append)
+    assert (outcome.attempts, outcome.ended, outcome.restarted) == (2, "succeeded", 1)
+    rows = attempts()
+    assert [(r.attempt, r.profile, r.ended) for r in rows] == [(1, "vtx", "preemption"), (2, "vtx", "succeeded")]
+    assert len(clouds["vtx"].jobs) == 2 and not clouds["sm"].jobs
+    assert any("attempt 2 created" in line and "after preemption" in line for line in said)
+
+
+def test_with_move_it_goes_to_the_next_profile(clouds):
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    submit({**JOB, "recovery": {"max_restarts": 1, "move": True}}, ["vtx", "sm"])
+    outcome = watcher.watch("spot-ddp", waits=WAITS)
+    assert outcome.ended == "succeeded"
+    assert [(r.backend, r.ended) for r in attempts()] == [("vertex", "preemption"), ("sagemaker", "succeeded")]
+    (created,) = clouds["sm"].calls("create")
+    assert created.body["EnableManagedSpotTraining"] is True
+
+
+def test_it_gives_up_after_max_restarts(clouds):
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    submit(JOB, ["vtx"])
+    outcome = watcher.watch("spot-ddp", waits=WAITS)
+    assert (outcome.attempts, outcome.ended, outcome.restarted) == (3, "preemption", 2)
+    assert "max_restarts" in outcome.why and len(clouds["vtx"].jobs) == 3
+
+
+def test_a_failing_program_is_never_restarted_unless_listed(clouds):
+    clouds["vtx"].fail_jobs("The replica workerpool0-0 exited with a non-zero status of 1.")
+    submit(JOB, ["vtx"])
+    outcome = watcher.watch("spot-ddp", waits=WAITS)
+    assert (outcome.ended, outcome.restarted) == ("failure", 0) and "does not list" in outcome.why
+    assert len(clouds["vtx"].jobs) == 1
+
+
+def test_two_watchers_restart_it_once_and_a_new_watcher_resumes_from_the_ledger(clouds):
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    submit({**JOB, "recovery": {"max_restarts": 1}}, ["vtx"])
+    clouds["vtx"].keep_running()  # the restart runs until told otherwise
+    gate = threading.Barrier(2)
+    outcomes: list[Any] = []
+
+    def run() -> None:
+        gate.wait()
+        outcomes.append(watcher.watch("spot-ddp", waits=watcher.Waits(poll_s=0.01), say=lambda _: None))
+
+    threads = [threading.Thread(target=run) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for _ in range(500):
+        if len(clouds["vtx"].jobs) == 2:
+            break
+        threading.Event().wait(0.01)
+    threading.Event().wait(0.3)  # both watchers see the restart running
+    for job in clouds["vtx"].jobs.values():
+        job["state"] = "JOB_STATE_SUCCEEDED" if job["state"] == "JOB_STATE_RUNNING" else job["state"]
+    clouds["vtx"]._next = {key: [] for key in clouds["vtx"]._next}
+    for thread in threads:
+        thread.join(timeout=60)
+    assert len(clouds["vtx"].jobs) == 2  # restarted once, by one of them
+    assert sorted(o.restarted for o in outcomes) == [0, 1] and {o.ended for o in outcomes} == {"succeeded"}
+    again = watcher.watch("spot-ddp", waits=WAITS)  # a watcher started later reads where it ended
+    assert (again.attempts, again.ended, again.restarted) == (2, "succeeded", 0)
+
+
+def test_a_job_without_a_copy_in_the_ledger_is_exit_2_saying_how(clouds):
+    failover.submit(JOB, profile="vtx", say=lambda _: None)
+    with pytest.raises(errors.ValidationError, match="submit --recover") as info:
+        watcher.watch("spot-ddp", waits=WAITS)
+    assert info.value.exit_code == 2
+
+
+def test_jobs_json_has_attempt_and_ended(clouds):
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    submit({**JOB, "recovery": {"max_restarts": 1}}, ["vtx"])
+    clouds["vtx"].timeline = list(clouds["vtx"].TIMELINE)
+    watcher.watch("spot-ddp", waits=WAITS)
+    done = run_cli("jobs", "-o", "json")
+    listed = json.loads(done.stdout)
+    assert [(item["attempt"], item["ended"]) for item in listed] == [(2, "succeeded"), (1, "preemption")]
+    shown = run_cli("jobs", "spot-ddp").stdout
+    assert "preemption" in shown and "restart after preemption" in shown
