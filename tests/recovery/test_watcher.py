@@ -145,3 +145,15 @@ def test_jobs_json_has_attempt_and_ended(clouds):
     assert [(item["attempt"], item["ended"]) for item in listed] == [(2, "succeeded"), (1, "preemption")]
     shown = run_cli("jobs", "spot-ddp").stdout
     assert "preemption" in shown and "restart after preemption" in shown
+
+
+def test_submit_recover_and_watch_on_the_command_line(clouds, tmp_path):
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    (tmp_path / "job.json").write_text(json.dumps({**JOB, "recovery": {"max_restarts": 1}}))
+    done = run_cli("submit", "job.json", "--profile", "vtx", "--recover", "--poll", "0")
+    assert done.returncode == 0, done.stderr  # the submit made its job; how it ended is in the ledger
+    assert "attempt 2 created" in done.stderr and "2 attempt(s), the last ended by preemption" in done.stderr
+    assert len(clouds["vtx"].jobs) == 2
+    again = run_cli("watch", "spot-ddp", "--poll", "0")
+    assert again.returncode == 1 and "max_restarts" in again.stderr and len(clouds["vtx"].jobs) == 2
+    assert run_cli("watch").returncode == 2
