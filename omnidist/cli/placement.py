@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
@@ -118,8 +118,10 @@ def refresh(sources: tuple[str, ...], regions: tuple[str, ...], gcp_api_key: Opt
 @click.option("--state", "-s", help="Only jobs in this state (running, failed, refused…).")
 @click.option("--limit", "-n", type=click.IntRange(min=1), help="At most this many (newest first).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Estimate each attempt's spend: its billed time (submit to end, or now) at its recorded price.")
 def jobs_command(name: Optional[str], refresh: bool, backend: Optional[str], state: Optional[str],
-                 limit: Optional[int], output: str) -> None:
+                 limit: Optional[int], output: str, with_cost: bool) -> None:
     """The job ledger: every submit and placement attempt, newest first; with NAME, that job's
     attempts (each placement attempt and each restart of its recovery) and how each ended.
 
@@ -131,6 +133,7 @@ def jobs_command(name: Optional[str], refresh: bool, backend: Optional[str], sta
       omnidist jobs --refresh
       omnidist jobs --backend vertex --state failed -n 5 -o json
       omnidist jobs cassava                    # every attempt of job cassava
+      omnidist jobs cassava --cost             # and what each cost
     """
     from omnidist import api
     from omnidist.submission import ledger
@@ -141,11 +144,30 @@ def jobs_command(name: Optional[str], refresh: bool, backend: Optional[str], sta
         if limit:
             found = ledger.JobList(found[:limit])
         if output == "table" and found:
-            click.echo(table(ledger.attempt_rows(found), ledger.ATTEMPT_HEADER))
+            rows, header = ledger.attempt_rows(found), ledger.ATTEMPT_HEADER
+            if with_cost:
+                rows, header = _with_cost(rows, sorted(found, key=lambda r: r.seq)), (*header, "cost $")
+            click.echo(table(rows, header))
             return
     if output == "json":
-        click.echo(json.dumps(ledger.public(found), indent=2))
+        listed = ledger.public(found)
+        if with_cost:
+            from omnidist.recovery import cost
+
+            for item, record in zip(listed, found):
+                item["cost"] = cost.attempt_cost(record)
+        click.echo(json.dumps(listed, indent=2))
     elif not found:
         click.echo("no jobs recorded yet (omnidist submit records each one)", err=True)
+    elif with_cost:
+        click.echo(table(_with_cost(found.rows(), found), (*found.HEADER, "cost $")))
     else:
         click.echo(table(found.rows(), found.HEADER))
+
+
+def _with_cost(rows: list[tuple[Any, ...]], records: Any) -> list[tuple[Any, ...]]:
+    """Each row with its attempt's estimated spend (empty when its price is unknown)."""
+    from omnidist.recovery import cost
+
+    spent = [cost.attempt_cost(r) for r in records]
+    return [(*row, "" if c is None else f"{c:.2f}") for row, c in zip(rows, spent)]

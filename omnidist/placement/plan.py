@@ -203,7 +203,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     if footprint is None:
         row = PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
                       notes=(why,))
-        return Assessed(row=row, driver=driver, settings=settings, compiled=compiled)
+        return _within_max_cost(job, Assessed(row=row, driver=driver, settings=settings, compiled=compiled), None)
     priced = prices.price(footprint, catalog)
     rate = priced.spot if spot else priced.on_demand
     row = PlanRow(profile=name, backend=target.backend, region=footprint.region or region,
@@ -211,7 +211,18 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
                   price_per_hour=priced.on_demand, spot_price_per_hour=priced.spot, hours=hours,
                   estimated_cost=None if rate is None else round(rate * hours, 2), available=priced.available,
                   notes=priced.notes, spot=spot)
-    return Assessed(row=row, driver=driver, settings=settings, compiled=compiled)
+    return _within_max_cost(job, Assessed(row=row, driver=driver, settings=settings, compiled=compiled), rate)
+
+
+def _within_max_cost(job: DistributedJob, assessed: Assessed, rate: Optional[float]) -> Assessed:
+    """A profile where the job's ``max_cost`` is exceeded or cannot be checked is blocked (exit 2), so
+    ``plan`` says so and a placement skips it (SPEC §15)."""
+    from omnidist.recovery import cost
+
+    why = cost.over_max_cost(job, rate)
+    if why is None:
+        return assessed
+    return Assessed(row=attrs.evolve(assessed.row, blocked=why, exit_code=2))
 
 
 def check_job(job: DistributedJob) -> None:

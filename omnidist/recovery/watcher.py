@@ -177,7 +177,9 @@ def watch(key: str, *, waits: Optional[Waits] = None, say: Optional[Callable[[st
                 return Outcome(name=job.name, attempts=len(made), ended=ended, restarted=restarted,
                                why=f"it was restarted {done} times, recovery.max_restarts")
             profile = _next_profile(latest.profile, profiles, recovery.move)
-            _restart(book, job, rows, latest, profile, ended, say)
+            refused = _restart(book, job, rows, latest, profile, ended, say)
+            if refused:
+                return Outcome(name=job.name, attempts=len(made), ended=ended, restarted=restarted, why=refused)
             restarted += 1
     finally:
         try:
@@ -187,18 +189,25 @@ def watch(key: str, *, waits: Optional[Waits] = None, say: Optional[Callable[[st
 
 
 def _restart(book: ledgers.Ledger, job: Any, rows: Sequence[ledgers.JobRecord], latest: ledgers.JobRecord,
-             profile: Optional[str], ended: str, say: Callable[[str], None]) -> ledgers.JobRecord:
-    """Create the next attempt (the previous one is terminal: its cloud said so) as a row of the placement."""
+             profile: Optional[str], ended: str, say: Callable[[str], None]) -> Optional[str]:
+    """Create the next attempt (the previous one is terminal: its cloud said so) as a row of the
+    placement; or why not: it would exceed the job's ``max_cost``."""
     from omnidist import api
+    from omnidist.recovery import cost
 
     job, driver, settings = api.prepare(job, latest.backend if profile is None else None, profile)
     compiled = driver.compile(job, settings)
+    same = profile == latest.profile and driver.name == latest.backend
+    rate = latest.price_per_hour if same else cost.rate_of(driver, compiled, settings, job.spot)
+    spent = sum(c for c in map(cost.attempt_cost, _created(book.placement(latest.placement))) if c is not None)
+    refused = cost.over_max_cost(job, rate, spent)
+    if refused:
+        return refused
     attempt = max(r.attempt for r in rows) + 1
     text = next(r.document for r in reversed(rows) if r.document)
     seq = book.add(name=job.name, backend=driver.name, profile=profile, placement=latest.placement,
                    attempt=attempt, state=ledgers.CREATING, job_hash=latest.job_hash, config_dir=os.getcwd(),
-                   price_per_hour=latest.price_per_hour if profile == latest.profile else None,
-                   region=latest.region if profile == latest.profile else None, document=text,
+                   price_per_hour=rate, region=latest.region if same else None, document=text,
                    reason=f"restart after {ended}")
     try:
         handle = driver.submit(compiled, settings)
@@ -207,7 +216,7 @@ def _restart(book: ledgers.Ledger, job: Any, rows: Sequence[ledgers.JobRecord], 
         raise
     book.update(seq, id=handle.id, url=handle.url, state=ledgers.SUBMITTED)
     say(f"recovery: attempt {attempt} created: {handle.id} on {profile or driver.name} (after {ended})")
-    return book.find(handle.id)  # type: ignore[return-value]
+    return None
 
 
 def live_keys(environ: Mapping[str, str] = os.environ) -> list[str]:

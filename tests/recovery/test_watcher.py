@@ -157,3 +157,39 @@ def test_submit_recover_and_watch_on_the_command_line(clouds, tmp_path):
     again = run_cli("watch", "spot-ddp", "--poll", "0")
     assert again.returncode == 1 and "max_restarts" in again.stderr and len(clouds["vtx"].jobs) == 2
     assert run_cli("watch").returncode == 2
+
+
+def test_max_cost_is_checked_by_submit_plan_and_the_watcher(clouds, tmp_path, monkeypatch):
+    catalog = tmp_path / "prices.csv"
+    catalog.write_text("cloud,service,region,kind,name,on_demand,spot,source,date\n"
+                       "gcp,vertex_ai,us-central1,machine,n1-standard-4,0.2,0.1,test,2026-01-01\n"
+                       "gcp,vertex_ai,us-central1,accelerator,T4,0.4,0.2,test,2026-01-01\n")
+    monkeypatch.setenv("OMNIDIST_PRICES", str(catalog))
+    priced = {**JOB, "timeout": "2h"}  # 2 spot nodes at 0.3 USD/h: 1.20 USD for the timeout
+    with pytest.raises(errors.ValidationError, match=r"max_cost 1 USD: the job's timeout \(2 h\) at 0.60 USD/h "
+                                                     r"is 1.20 USD more") as info:
+        failover.submit({**priced, "max_cost": 1}, profile="vtx", say=lambda _: None)
+    assert info.value.exit_code == 2 and not clouds["vtx"].jobs
+    with pytest.raises(errors.ValidationError, match="max_cost 500 USD needs a timeout"):
+        failover.submit({**JOB, "max_cost": 500}, profile="vtx", say=lambda _: None)
+    (tmp_path / "job.json").write_text(json.dumps({**priced, "max_cost": 1}))
+    done = run_cli("plan", "job.json", "--profile", "vtx", env={"OMNIDIST_PRICES": str(catalog)})
+    assert done.returncode == 2 and "max_cost 1 USD" in done.stdout + done.stderr
+    # the watcher makes no restart that would take the spend over max_cost
+    clouds["vtx"].fail_jobs(PREEMPTED)
+    submit({**priced, "max_cost": 2}, ["vtx"])
+    book = ledger.Ledger.default()
+    (first,) = book.records()
+    assert first.price_per_hour == pytest.approx(0.6)
+    book.update(first.seq, submitted_at="2026-01-01T00:00:00+00:00")  # it ran two hours before it was preempted
+    outcome = watcher.watch("spot-ddp", waits=WAITS)
+    assert outcome.restarted == 0 and "max_cost 2 USD" in outcome.why and len(clouds["vtx"].jobs) == 1
+    listed = json.loads(run_cli("jobs", "--cost", "-o", "json", env={"OMNIDIST_PRICES": str(catalog)}).stdout)
+    assert len(listed) == 1 and listed[0]["cost"] == pytest.approx(0.6 * _hours(book), rel=1e-2)
+
+
+def _hours(book: ledger.Ledger) -> float:
+    from omnidist.recovery import cost
+
+    (record,) = book.records()
+    return cost.billed_hours(record.submitted_at, record.ended_at)
