@@ -23,6 +23,7 @@ import attrs
 
 from omnidist.errors import ValidationError
 from omnidist.local.plan import ReplicaSpec
+from omnidist.model.recovery import Recovery
 
 OPTION = "--preempt"
 _SPELLING = re.compile(r"^(?P<replica>[a-z_]+-\d+)@(?P<after>.+)$")
@@ -119,8 +120,8 @@ def _kill(pid: int, signum: int) -> None:
         pass
 
 
-def restarts(ended: Optional[str], recovery: object, done: int) -> bool:
+def restarts(ended: Optional[str], recovery: Optional[Recovery], done: int) -> bool:
     """Whether a run that ended so restarts, ``done`` restarts in (``recovery``: the job's policy)."""
     if ended is None or recovery is None:
         return False
-    return recovery.restarts(ended) and done < recovery.max_restarts  # type: ignore[attr-defined]
+    return recovery.restarts(ended) and done < recovery.max_restarts

@@ -42,13 +42,11 @@ class Waits:
         poll_s: seconds between looks at a running attempt.
         lock_ttl_s: how long a watch lock lasts unless renewed (each look renews it).
         sleep: sleeps.
-        clock: the time, in seconds.
     """
 
     poll_s: float = 30.0
     lock_ttl_s: float = 300.0
     sleep: Callable[[float], None] = time.sleep
-    clock: Callable[[], float] = time.monotonic
 
 
 @attrs.frozen(kw_only=True)

@@ -117,9 +117,7 @@ def test_two_watchers_restart_it_once_and_a_new_watcher_resumes_from_the_ledger(
             break
         threading.Event().wait(0.01)
     threading.Event().wait(0.3)  # both watchers see the restart running
-    for job in clouds["vtx"].jobs.values():
-        job["state"] = "JOB_STATE_SUCCEEDED" if job["state"] == "JOB_STATE_RUNNING" else job["state"]
-    clouds["vtx"]._next = {key: [] for key in clouds["vtx"]._next}
+    clouds["vtx"].finish_running()
     for thread in threads:
         thread.join(timeout=60)
     assert len(clouds["vtx"].jobs) == 2  # restarted once, by one of them
