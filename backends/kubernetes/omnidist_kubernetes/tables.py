@@ -309,7 +309,7 @@ QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
 
 
 CONDITION_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
-    (re.compile(r"Evicted"), Ending.PREEMPTION),
+    (re.compile(r"(?i)evicted"), Ending.PREEMPTION),
 )
 """A failed job's condition (``reason message``) -> its ending: mpi-operator's ``MPIJobEvicted``."""
 
