@@ -20,6 +20,7 @@ import attrs
 from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
+from omnidist.model.fields import as_dict
 from omnidist.model.job import DistributedJob, Framework
 from omnidist.model.labels import LabelRules
 from omnidist.model.roles import RoleName
@@ -58,9 +59,9 @@ class Capabilities:
     env: bool = True
     reduction_server: bool = False
     submit: bool = True
-    role_frameworks: Mapping[RoleName, frozenset[Framework]] = attrs.field(factory=dict, converter=dict,
+    role_frameworks: Mapping[RoleName, frozenset[Framework]] = attrs.field(factory=dict, converter=as_dict,
                                                                            hash=False)
-    refusals: Mapping[Feature, Refusal] = attrs.field(factory=dict, converter=dict, hash=False)
+    refusals: Mapping[Feature, Refusal] = attrs.field(factory=dict, converter=as_dict, hash=False)
 
     @property
     def features(self) -> frozenset[Feature]:
@@ -115,12 +116,12 @@ class MigrationPolicy:
 
     vocabulary: str = ""
     shared_settings: frozenset[str] = frozenset()
-    left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=as_dict, hash=False)
     machine_setting: str = ""
     label_rules: Optional[LabelRules] = attrs.field(default=None, hash=False)
     inputs_setting: str = ""
     module_setting: str = ""
-    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=as_dict, hash=False)
     tpus: str = ""
 
     def shares_with(self, other: MigrationPolicy) -> bool:

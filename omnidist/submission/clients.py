@@ -37,6 +37,7 @@ from omnidist.errors import (
     ShortageError,
     TransientBackendError,
 )
+from omnidist.model.fields import as_tuple
 from omnidist.submission import retry
 
 if TYPE_CHECKING:
@@ -147,7 +148,7 @@ class LogStart:
     """Where reading a job's logs starts: the lines shown first (where the logs are), the secret
     values to mask, and the cursor of the first page."""
 
-    header: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    header: tuple[str, ...] = attrs.field(default=(), converter=as_tuple)
     secrets: frozenset[str] = frozenset()
     cursor: Any = None
 
@@ -165,7 +166,7 @@ class LogPage:
     """
 
     status: Optional[JobStatus] = None
-    lines: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    lines: tuple[str, ...] = attrs.field(default=(), converter=as_tuple)
     secrets: frozenset[str] = frozenset()
     cursor: Any = None
     last: bool = False

@@ -276,7 +276,7 @@ class VertexClient(Client[Any]):
         url = self.backend.console_url(job_id, self.settings)
         header = (f"console: {url}",) if url else ()
         try:
-            from google.cloud import logging as cloud_logging  # optional dependency
+            from google.cloud import logging as cloud_logging  # type: ignore[attr-defined]  # optional dependency
         except ImportError:
             hint = "(install google-cloud-logging to stream this job's logs here)"
             return LogStart(header=(*header, hint))
