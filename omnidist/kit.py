@@ -83,6 +83,8 @@ if TYPE_CHECKING:
     # the contract, and the values that cross it
     from omnidist.backend.contract import Backend
     from omnidist.backend.contract import Capabilities
+    from omnidist.backend.contract import Imports
+    from omnidist.backend.contract import Placement
     from omnidist.backend.contract import LazyClient
     from omnidist.backend.contract import MigrationPolicy
     from omnidist.backend.settings import ClientSettings
@@ -166,6 +168,10 @@ if TYPE_CHECKING:
     from omnidist.submission.clients import LogPage
     from omnidist.submission.clients import LogStart
     from omnidist.submission.clients import labelled
+    from omnidist.submission.clients import ReadsLogs
+    from omnidist.submission.clients import ReadsTrials
+    from omnidist.submission.clients import ReportsShortage
+    from omnidist.submission.clients import StagesCode
     from omnidist.submission.packaging import FLAT as FLAT_ARCHIVE
     from omnidist.submission.packaging import PROGRESS_ABOVE_BYTES
     from omnidist.submission.packaging import large_folder_warning
@@ -275,6 +281,8 @@ _NAMES: dict[str, str] = {
     # the contract, and the values that cross it
     "Backend": "omnidist.backend.contract",
     "Capabilities": "omnidist.backend.contract",
+    "Imports": "omnidist.backend.contract",
+    "Placement": "omnidist.backend.contract",
     "LazyClient": "omnidist.backend.contract",
     "MigrationPolicy": "omnidist.backend.contract",
     "ClientSettings": "omnidist.backend.settings",
@@ -358,6 +366,10 @@ _NAMES: dict[str, str] = {
     "LogPage": "omnidist.submission.clients",
     "LogStart": "omnidist.submission.clients",
     "labelled": "omnidist.submission.clients",
+    "ReadsLogs": "omnidist.submission.clients",
+    "ReadsTrials": "omnidist.submission.clients",
+    "ReportsShortage": "omnidist.submission.clients",
+    "StagesCode": "omnidist.submission.clients",
     "FLAT_ARCHIVE": "omnidist.submission.packaging:FLAT",
     "PROGRESS_ABOVE_BYTES": "omnidist.submission.packaging",
     "large_folder_warning": "omnidist.submission.packaging",

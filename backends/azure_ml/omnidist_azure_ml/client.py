@@ -43,7 +43,6 @@ from omnidist.kit import (
     PROGRESS_ABOVE_BYTES,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     Idempotency,
     InvalidRequestError,
@@ -53,8 +52,12 @@ from omnidist.kit import (
     LogPage,
     LogStart,
     OmnidistError,
+    ReadsLogs,
+    ReadsTrials,
+    ReportsShortage,
     Shortage,
     StagedCode,
+    StagesCode,
     TransientBackendError,
     code_folder,
     dump_yaml,
@@ -208,7 +211,7 @@ class _Command:
     origin: str
 
 
-class AzureMLClient(Client[Any]):
+class AzureMLClient(StagesCode[Any], ReportsShortage[Any], ReadsTrials[Any], ReadsLogs[Any]):
     """Command and sweep jobs through ``MLClient``; native jobs are the SDK's ``Job`` objects."""
 
     idempotency = Idempotency.NAME
