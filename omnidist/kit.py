@@ -9,17 +9,22 @@ has to learn of the core, grouped the way a backend is written:
 - **the job** it compiles from and imports into (the IR, roles with inheritance applied, data,
   tuning, features);
 - **the contract** it implements (:class:`CloudBackend`, capabilities, migration policy, settings
-  checks) and the values that cross it (compiled jobs, notes, states);
+  checks; the capability classes it opts into: :class:`Imports`, :class:`Placement`) and the
+  values that cross it (compiled jobs, notes, states);
 - **compiling** (machine catalogs, data and code rules, command lines, runtime hints) and
   **importing** (delowering, names, durations, notes for what was left out);
-- **the client** template its ``client.py`` fills in (idempotency, log paging, retries);
+- **the client** template its ``client.py`` fills in (idempotency, log paging, retries), and the
+  client's capability classes (:class:`StagesCode`, :class:`ReadsLogs`, :class:`ReadsTrials`,
+  :class:`ReportsShortage`);
 - **cloud knowledge** two or more plugins share (Compute Engine, TPU slices, Google Cloud labels, credentials
   and staging, ``gcloud`` command lines);
 - **errors**, the one tree.
 
 Anything a plugin needs that is not here is a defect of the kit: add it here (from the floor
 where it lives), not an import of a core module. The kit sits on the top floor and names every
-floor below it, but imports each name only when a plugin first uses it.
+floor below it, but imports each name only when a plugin first uses it; its ``TYPE_CHECKING``
+block imports the same names for type checkers and editors (generated from ``_NAMES``; a test
+keeps the two equal).
 """
 
 from __future__ import annotations
