@@ -45,10 +45,15 @@ gpu-check:
 	$(GPU_PY) -m omnidist.cli run examples/ddp/job.yaml
 	$(GPU_PY) bench/gpu_share.py
 
-# Lint first (ruff, configured in pyproject.toml; zero findings), then the suite. pytest exits 5
-# when it collects no test; that is reported, not hidden as success or failure.
+# The packages the type checker reads (configured in pyproject.toml's [tool.mypy]): the kit and the plugin side.
+MYPY_FILES := omnidist/kit.py $(filter-out %.egg-info,$(wildcard backends/*/omnidist_* vendors/*/omnidist_* \
+	templates/backend/omnidist_*))
+
+# Lint first (ruff, configured in pyproject.toml; zero findings), then types (mypy; zero findings), then the
+# suite. pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.
 test: setup
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy $(MYPY_FILES)
 	$(PY) -m pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 bench: setup

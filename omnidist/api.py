@@ -11,7 +11,7 @@ import attrs
 
 from omnidist import config
 from omnidist.backend import registry
-from omnidist.backend.contract import Backend
+from omnidist.backend.contract import Backend, Imports
 from omnidist.backend.values import CompiledJob
 from omnidist.compiler import lowering
 from omnidist.errors import Problem, ValidationError
@@ -58,7 +58,8 @@ def _whose(exc: job_file.NotAJobError) -> ValidationError:
     claims = []
     for name in registry.installed():
         try:
-            if registry.get(name).recognizes(exc.data):
+            driver = registry.get(name)
+            if isinstance(driver, Imports) and driver.recognizes(exc.data):
                 claims.append(name)
         except Exception:  # noqa: BLE001 - a broken plugin only loses its say in this message
             continue

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.contract import Backend, Capabilities
+from omnidist.backend.contract import Backend, Capabilities, Imports, Placement
 from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
 from omnidist.compiler.lowering import refuse_tpus
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
@@ -137,7 +137,7 @@ def _alive(pid: Optional[int]) -> bool:
     return True
 
 
-class LocalBackend(Backend):
+class LocalBackend(Imports, Placement, Backend):
     """Runs each replica as a local process with an emulated platform environment."""
 
     name = "local"

@@ -87,7 +87,7 @@ def import_jobs(
     data, filename = read_native(native)
     explicit = source is not None
     source = _source(data, source, filename)
-    parts = registry.get(source).split_jobs(data)
+    parts = registry.importer(source).split_jobs(data)
     return [_import_one(part, filename, source, framework, explicit) for part in parts], source
 
 
@@ -103,7 +103,7 @@ def _looks_like(data: object, source: str) -> Optional[str]:
 def _source(data: object, source: Optional[str], filename: Optional[str]) -> str:
     try:
         source = source or detect_backend(data)
-        if registry.get(source).strict_json and filename and filename.endswith(".json"):
+        if registry.importer(source).strict_json and filename and filename.endswith(".json"):
             check_json(filename)
         return source
     except ValidationError as exc:
@@ -113,7 +113,7 @@ def _source(data: object, source: Optional[str], filename: Optional[str]) -> str
 def _import_one(data: object, filename: Optional[str], source: str, framework: Optional[Union[Framework, str]],
                 explicit: bool = False) -> tuple[DistributedJob, list[ReportEntry]]:
     try:
-        job, notes = registry.get(source).import_with_notes(data)
+        job, notes = registry.importer(source).import_with_notes(data)
     except ValidationError as exc:
         problems = exc.problems
         other = _looks_like(data, source) if explicit else None

@@ -12,7 +12,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.backend import registry
-from omnidist.backend.contract import MigrationPolicy
+from omnidist.backend.contract import MigrationPolicy, machine_alias_of
 from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.needs import give_command, give_image
@@ -74,7 +74,7 @@ def shared_machine_names(machines: Mapping[str, str], source: str,
     target shares with it (``n1-highmem-8``), each renaming reported."""
     driver, renamed, entries = registry.get(source), {}, []
     for role, name in machines.items():
-        alias = driver.machine_alias(name)
+        alias = machine_alias_of(driver, name)
         renamed[role] = alias or name
         if alias:
             entries.append(ReportEntry(

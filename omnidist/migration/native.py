@@ -26,8 +26,10 @@ Spec = Union[Mapping[str, Any], Sequence[Any], CommandLine]
 def formats() -> str:
     """Every native form omnidist reads, one line per installed backend (its ``native_formats``)."""
     from omnidist.backend import registry
+    from omnidist.backend.contract import Imports
 
-    found = {name: registry.get(name).native_formats for name in registry.installed()}
+    drivers = {name: registry.get(name) for name in registry.installed()}
+    found = {name: driver.native_formats for name, driver in drivers.items() if isinstance(driver, Imports)}
     return "; ".join(f"{name}: {' | '.join(forms)}" for name, forms in found.items() if forms)
 
 
@@ -40,11 +42,13 @@ def detect_backend(native: Spec) -> str:
             formats omnidist reads and asks for ``--from``.
     """
     from omnidist.backend import registry
+    from omnidist.backend.contract import Imports
 
-    claims = [name for name in registry.installed() if registry.get(name).recognizes(native)]
+    importers = [d for d in map(registry.get, registry.installed()) if isinstance(d, Imports)]
+    claims = [driver.name for driver in importers if driver.recognizes(native)]
     if len(claims) == 1:
         return claims[0]
-    choices = "|".join(name for name in registry.installed() if registry.get(name).native_formats)
+    choices = "|".join(driver.name for driver in importers if driver.native_formats)
     if claims:
         raise ValidationError(f"this spec reads as {' and as '.join(claims)}; pass --from {'|'.join(claims)}")
     if isinstance(native, CommandLine):

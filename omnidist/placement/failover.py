@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import attrs
 
 from omnidist import api, config
+from omnidist.backend.contract import footprint_of, region_of
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
     BackendError,
@@ -254,7 +255,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
 
 def _region(candidate: _Candidate) -> Optional[str]:
     try:
-        return candidate.driver.region(candidate.settings)
+        return region_of(candidate.driver, candidate.settings)
     except Exception:  # a plugin's region hook is informational only
         return None
 
@@ -267,7 +268,7 @@ def _price(candidate: _Candidate, job: DistributedJob, environ: Mapping[str, str
     """The hourly price of a plain submit, for the ledger (``None`` when unknown). Informational: a
     price catalog or footprint that cannot be read never stops a submit (it is logged)."""
     try:
-        footprint = candidate.driver.footprint(candidate.compiled, candidate.settings)
+        footprint = footprint_of(candidate.driver, candidate.compiled, candidate.settings)
         if footprint is None:
             return None
         priced = prices.price(footprint, prices.load(environ))
@@ -298,6 +299,8 @@ def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Wait
     """Watch a created job until it starts (``None``), or why the placement moves on (the job then
     confirmed ended): the shortage its cloud reported, or a queue longer than ``queue_s`` (a lack of
     capacity, as far as a placement can tell)."""
+    from omnidist.submission.clients import ReportsShortage  # placement's own client code, loaded when it watches
+
     client = candidate.driver.connect(candidate.settings) if candidate.driver.client is not None else None
     poll = float(getattr(candidate.settings, "poll_interval_s", 15.0) or 0.0)
     deadline = waits.clock() + queue_s
@@ -305,7 +308,7 @@ def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Wait
         status = handle.status()
         if status.state in (JobState.RUNNING, JobState.SUCCEEDED):
             return None
-        found = client.queued_shortage(handle.id, status) if client is not None else None
+        found = client.queued_shortage(handle.id, status) if isinstance(client, ReportsShortage) else None
         if found is not None:
             _end(handle, waits)
             return found

@@ -18,6 +18,7 @@ import attrs
 
 from omnidist import config, notebook
 from omnidist.backend import registry
+from omnidist.backend.contract import footprint_of, region_of
 from omnidist.errors import (
     BackendNotFoundError,
     ConfigError,
@@ -187,7 +188,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     try:
         driver = registry.get(target.backend)
         settings = config.settings_for(driver.settings_type, target.backend, target, job)
-        region = driver.region(settings)
+        region = region_of(driver, settings)
         compiled = driver.compile(job, settings)
     except (UnsupportedFeatureError, ValidationError, ConfigError, BackendNotFoundError) as exc:
         if isinstance(exc, ValidationError) and not exc.source:
@@ -195,7 +196,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
         return Assessed(row=PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
                                     blocked=str(exc).replace("\n", "; "), exit_code=exc.exit_code))
     try:
-        footprint = driver.footprint(compiled, settings)
+        footprint = footprint_of(driver, compiled, settings)
     except Exception as exc:  # noqa: BLE001 - a plugin's reading of its own request: a row, not a crash
         footprint, why = None, f"the {target.backend} backend could not say what the job runs on ({exc}): no price"
     else:

@@ -19,9 +19,11 @@ from omnidist.kit import (
     CompiledJob,
     DistributedJob,
     Footprint,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_ai_platform import catalog
@@ -37,7 +39,7 @@ from omnidist_ai_platform.tables import (
 )
 
 
-class AIPlatformBackend(CloudBackend):
+class AIPlatformBackend(Imports, Placement, CloudBackend):
     """Legacy AI Platform Training (``ml v1``): compile, import, and submit to compatible endpoints.
 
     Submitting and following go through :class:`~omnidist_ai_platform.client.AIPlatformClient`; a

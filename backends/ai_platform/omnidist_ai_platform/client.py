@@ -28,7 +28,6 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     ConflictError,
     Idempotency,
@@ -36,7 +35,10 @@ from omnidist.kit import (
     JobStatus,
     Keyed,
     LogStart,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
+    StagesCode,
     TransientBackendError,
     error_for_status,
     google_credentials,
@@ -96,7 +98,7 @@ def job_name(job_id: str, settings: AIPlatformSettings) -> str:
     return job_id if job_id.startswith("projects/") else f"projects/{_project(settings)}/jobs/{job_id}"
 
 
-class AIPlatformClient(Client[dict]):
+class AIPlatformClient(ReportsShortage[dict], StagesCode[dict], ReadsLogs[dict]):
     """``projects.jobs`` create / get / cancel; native jobs are the ``Job`` resources as dicts."""
 
     idempotency = Idempotency.CHOSEN_ID

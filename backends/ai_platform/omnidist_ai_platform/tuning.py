@@ -228,7 +228,7 @@ def native_to_parameter(native: NativeParameter, path: str, notes: list[Note]) -
                 notes.append(Note(kind=NoteKind.DROPPED, field=field,
                                   message=f"scaleType {native.scaleType}: portable {kind.value} parameters have no "
                                           "scale"))
-            whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values or ()]
+            whole: Any = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values or ()]
             if kind is ParameterType.CATEGORICAL and values is not None:
                 whole = values
             parameter = Parameter(type=kind, values=whole)

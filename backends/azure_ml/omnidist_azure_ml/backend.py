@@ -15,9 +15,11 @@ from omnidist.kit import (
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
     refuse_tpus,
 )
@@ -33,7 +35,7 @@ from omnidist_azure_ml.tables import (
 )
 
 
-class AzureMLBackend(CloudBackend):
+class AzureMLBackend(Imports, Placement, CloudBackend):
     """Azure ML command jobs: PyTorch / DeepSpeed / Horovod (MPI) / TensorFlow distribution on
     one homogeneous set of nodes, with InfiniBand SKUs for multi-node GPU training.
 

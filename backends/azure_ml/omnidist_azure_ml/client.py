@@ -43,7 +43,6 @@ from omnidist.kit import (
     PROGRESS_ABOVE_BYTES,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     Idempotency,
     InvalidRequestError,
@@ -53,8 +52,12 @@ from omnidist.kit import (
     LogPage,
     LogStart,
     OmnidistError,
+    ReadsLogs,
+    ReadsTrials,
+    ReportsShortage,
     Shortage,
     StagedCode,
+    StagesCode,
     TransientBackendError,
     code_folder,
     dump_yaml,
@@ -185,7 +188,7 @@ def translate(exc: BaseException) -> OmnidistError:
         status = exc.status_code
         error = getattr(exc, "error", None)
         message = getattr(error, "message", None) or exc.message or str(exc)
-        headers = exc.response.headers if exc.response is not None else {}
+        headers = exc.response.headers if exc.response is not None else {}  # type: ignore[attr-defined]
         return error_for_status(status)(message, backend=NAME, status=status,
                                         retry_after=parse_retry_after(headers.get("Retry-After")))
     if _is_validation(exc):
@@ -208,7 +211,7 @@ class _Command:
     origin: str
 
 
-class AzureMLClient(Client[Any]):
+class AzureMLClient(StagesCode[Any], ReportsShortage[Any], ReadsTrials[Any], ReadsLogs[Any]):
     """Command and sweep jobs through ``MLClient``; native jobs are the SDK's ``Job`` objects."""
 
     idempotency = Idempotency.NAME
@@ -247,7 +250,7 @@ class AzureMLClient(Client[Any]):
 
     def translate(self, exc: BaseException) -> BackendError:
         """:func:`translate`."""
-        return translate(exc)
+        return translate(exc)  # type: ignore[return-value]  # an OmnidistError only for SDK errors it maps
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The job YAML named ``<display_name>-<suffix>``, one name per submit (the key)."""
@@ -452,7 +455,7 @@ def _sweep_children(client: AzureMLClient, sweep: str, metric: str, limit: Optio
     history = RunHistoryClient(jobs._credential, base_url=api, **jobs._service_client_kwargs)
     https = _https_option(api)
     # The call ``jobs.list(parent_job_name=…)`` makes; the SDK reads one page of it, and so does this.
-    runs = client.call(lambda: list(history.runs.get_child(*scope, sweep, top=limit, **https)))
+    runs = client.call(lambda: list(history.runs.get_child(*scope, sweep, top=limit, **https)))  # type: ignore[arg-type]
 
     def child(run: Any) -> Any:
         status = str(run.status or "Unknown")

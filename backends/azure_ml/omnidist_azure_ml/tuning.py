@@ -130,7 +130,7 @@ def _integer_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: l
     else:
         notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"tuning.parameters.{name}", message=(
             f"integer range {low} … {high} became a choice of its {count} values ({why})")))
-    return {"type": "choice", "values": list(range(low, high + 1))}
+    return {"type": "choice", "values": list(range(int(low), int(high) + 1))}
 
 
 def parameter_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: list[Note]) -> dict[str, Any]:

@@ -33,7 +33,6 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     ConflictError,
     Idempotency,
@@ -42,6 +41,8 @@ from omnidist.kit import (
     Keyed,
     LogPage,
     NotFoundError,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
     ShortageError,
     TransientBackendError,
@@ -206,7 +207,7 @@ def random_suffix() -> str:
     return "".join(secrets.choice(SUFFIX_ALPHABET) for _ in range(5))
 
 
-class KubernetesClient(Client[dict]):
+class KubernetesClient(ReportsShortage[dict], ReadsLogs[dict]):
     """Kubeflow jobs created, read and deleted as custom objects; logs from their pods."""
 
     idempotency = Idempotency.CHOSEN_ID

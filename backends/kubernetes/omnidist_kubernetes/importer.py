@@ -29,6 +29,7 @@ from omnidist.kit import (
     Accelerator,
     DistributedJob,
     EffectiveRole,
+    Feature,
     Note,
     NoteKind,
     RoleName,
@@ -325,7 +326,8 @@ def tpu_slice_from_pods(roles: dict[RoleName, tuple[int, NativePod]],
         return roles, None
     if label in GKE_TPU_UNPORTABLE or label not in GKE_TPU_PORTABLE:
         raise cannot_hold(f"accelerator {label}", "it has no portable accelerator name (the portable TPUs on GKE are "
-                          "TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.", feature="accelerator")
+                          "TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.",
+                          feature=Feature.ACCELERATOR)
     hosts = sum(count for count, _ in trainers.values())
     kind, chips = GKE_TPU_PORTABLE[label], hosts * primary.tpus
     topology = primary.tpu_labels.get(GKE_TPU_TOPOLOGY_LABEL)
@@ -570,6 +572,7 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, framewor
                notes: list[Note], tpu: Optional[Accelerator] = None) -> Any:
     """``processes_per_node`` from ``nprocPerNode`` / ``slotsPerWorker`` (the hint when it is there)."""
     told = primary.env.get(hints.PROCESSES_PER_NODE)
+    value: int | str
     if kind.kind == "PyTorchJob":
         raw = spec.get("nprocPerNode")
         if raw is None:

@@ -188,7 +188,8 @@ def main_container(pod: Mapping[str, Any], kind: Kind, path: str, notes: list[No
 
 def env_to_portable(value: Any, path: str, notes: list[Note]) -> tuple[dict[str, str], tuple[str, ...]]:
     """``[{name, value}]`` -> (variables, their ``$(VAR)`` references); ``valueFrom`` is dropped."""
-    env, refs = {}, []
+    env: dict[str, str] = {}
+    refs: list[str] = []
     for i, item in enumerate(items(value, path)):
         item = mapping(item, f"{path}[{i}]", required=True)
         name = text(item.get("name"), f"{path}[{i}].name")
@@ -207,7 +208,9 @@ def env_to_portable(value: Any, path: str, notes: list[Note]) -> tuple[dict[str,
 
 def program(container: Mapping[str, Any], path: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(command, args, references) with Kubernetes' ``$$`` escapes undone."""
-    command, args, refs = [], [], []
+    command: list[str] = []
+    args: list[str] = []
+    refs: list[str] = []
     for key, out in (("command", command), ("args", args)):
         for arg in strings(container.get(key), f"{path}.{key}"):
             literal, found = expansion.unescape(arg)

@@ -14,9 +14,11 @@ from omnidist.kit import (
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
     refuse_tpus,
 )
@@ -31,7 +33,7 @@ def _offered() -> frozenset[str]:
     return frozenset(offered())
 
 
-class SageMakerBackend(CloudBackend):
+class SageMakerBackend(Imports, Placement, CloudBackend):
     """Amazon SageMaker training jobs (``CreateTrainingJob``) and tuning jobs
     (``CreateHyperParameterTuningJob``), through boto3.
 

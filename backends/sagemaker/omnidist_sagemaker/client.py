@@ -27,7 +27,6 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     ConflictError,
     Idempotency,
@@ -40,7 +39,11 @@ from omnidist.kit import (
     NotFoundError,
     ObjectStore,
     PermissionDeniedError,
+    ReadsLogs,
+    ReadsTrials,
+    ReportsShortage,
     Shortage,
+    StagesCode,
     TransientBackendError,
     error_for_status,
     parse_retry_after,
@@ -179,7 +182,7 @@ def split_s3(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
-class SageMakerClient(Client[dict]):
+class SageMakerClient(StagesCode[dict], ReportsShortage[dict], ReadsTrials[dict], ReadsLogs[dict]):
     """``create``/``describe``/``stop`` training and tuning jobs; native jobs are boto3's answers as dicts."""
 
     idempotency = Idempotency.CHOSEN_ID

@@ -17,9 +17,11 @@ from omnidist.kit import (
     CompiledJob,
     DistributedJob,
     Footprint,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_vertex.settings import VertexSettings
@@ -35,7 +37,7 @@ from omnidist_vertex.tables import (
 )
 
 
-class VertexBackend(CloudBackend):
+class VertexBackend(Imports, Placement, CloudBackend):
     """Vertex AI CustomJobs: positional worker pools, per-role machines, Reduction Server.
 
     Submitting and following go through :class:`~omnidist_vertex.client.VertexClient` (declared

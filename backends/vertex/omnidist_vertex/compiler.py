@@ -251,7 +251,7 @@ def reducer_count(role: EffectiveRole, placements: dict[RoleName, Placement], ro
                   notes: list[Note]) -> int:
     """``replicas: auto`` = ceil(Σ egress of primary + workers / egress of one reducer)."""
     if role.replicas != AUTO:
-        return role.replicas
+        return int(role.replicas)
     trainers = [r for r in TRAINING_ROLES if r in roles]
     unknown = [placements[r].machine_type for r in (*trainers, role.name) if placements[r].egress_gbps is None]
     if unknown:

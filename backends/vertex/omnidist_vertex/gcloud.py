@@ -96,7 +96,7 @@ def _argv(value: Any, path: str) -> tuple[str, ...]:
     """``--command``/``--args``: a list, or one string split like a shell would."""
     if isinstance(value, str):
         return tuple(shlex.split(value))
-    return tuple(structure(value, Optional[tuple[str, ...]], path=path) or ())
+    return tuple(structure(value, Optional[tuple[str, ...]], path=path) or ())  # type: ignore[arg-type]
 
 
 def flags_to_spec(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

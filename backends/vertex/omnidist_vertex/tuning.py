@@ -295,7 +295,7 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
         if study.get(key) not in (None, "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", "OBSERVATION_NOISE_UNSPECIFIED"):
             notes.append(Note(kind=NoteKind.DROPPED, field="tuning",
                               message=f"studySpec.{key} ({study[key]}) has no portable form"))
-    fields = {
+    fields: dict[str, Any] = {
         "metric": {"name": metric.get("metricId"), "goal": GOAL_NAMES[goal]},
         "parameters": parameters,
         "algorithm": ALGORITHM_NAMES[algorithm],
