@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import attrs
 
 from omnidist import api, config
+from omnidist import secrets as masking
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
     BackendError,
@@ -212,9 +213,11 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             _record(book, None, state=ledgers.SKIPPED, reason=reason, **where)
             continue
         seq = _record(book, None, state=ledgers.CREATING, **where)
+        secrets = masking.secret_values(candidate.compiled.request)  # a cloud's refusal may quote the request
         try:
             handle = candidate.driver.submit(candidate.compiled, candidate.settings)
         except ShortageError as exc:
+            masking.mask_error(exc, secrets)
             attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                     reason=f"{exc.shortage}: {exc.detail}"))
             say(f"placement: {attempts[-1].line()}")
@@ -222,6 +225,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             errors.append(exc)
             continue
         except Exception as exc:  # (an interrupted create stays `creating`: its job may exist)
+            masking.mask_error(exc, secrets)
             try:
                 _record(book, seq, state=ledgers.ERROR, reason=str(exc) or type(exc).__name__)
             except LedgerError as lost:  # the create's own error matters more; say what was not recorded
@@ -238,6 +242,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
         if refused is None:
             _record(book, seq, state=(handle.last_status or JobStatus(state=JobState.RUNNING)).state.value)
             return handle
+        masking.mask_error(refused, secrets)
         reason = refused.detail if refused.shortage == QUEUE else f"{refused.shortage}: {refused.detail}"
         attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                 reason=reason, job_id=handle.id))

@@ -31,6 +31,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import notebook
+from omnidist import secrets as masking
 from omnidist.backend.values import JobState
 from omnidist.config import state_dir
 from omnidist.errors import LedgerError
@@ -146,7 +147,10 @@ class JobRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The keys of ``omnidist jobs -o json``."""
-        return {key: getattr(self, key) for key in PUBLIC_KEYS}
+        found = {key: getattr(self, key) for key in PUBLIC_KEYS}
+        if isinstance(found.get("reason"), str):  # rows stored before reasons were masked
+            found["reason"] = masking.mask_shapes(found["reason"])
+        return found
 
 
 class JobList(tuple):
@@ -157,7 +161,8 @@ class JobList(tuple):
     def rows(self) -> list[tuple[Any, ...]]:
         """One tuple per record in :attr:`HEADER` order."""
         return [(r.name, r.id or "", r.backend, r.profile or "", r.region or "", r.state, r.submitted_at,
-                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", r.reason) for r in self]
+                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", masking.mask_shapes(r.reason))
+                for r in self]
 
     def _repr_html_(self) -> str:
         return notebook.table(self.rows(), self.HEADER, caption=f"omnidist jobs ({len(self)})")
@@ -266,6 +271,7 @@ class Ledger:
         if unknown:
             raise TypeError(f"not ledger columns: {sorted(unknown)}")
         stamp = now()
+        _mask_reason(fields)
         fields.setdefault("submitted_at", stamp)
         fields.setdefault("updated_at", stamp)
         names = sorted(fields)
@@ -281,6 +287,7 @@ class Ledger:
         if unknown:
             raise TypeError(f"not ledger columns: {sorted(unknown)}")
         fields.setdefault("updated_at", now())
+        _mask_reason(fields)
         names = sorted(fields)
         with self._connection() as connection:
             connection.execute(f"UPDATE jobs SET {', '.join(f'{n} = ?' for n in names)} WHERE seq = ?",
@@ -318,6 +325,13 @@ class Ledger:
     def placement(self, placement: str) -> JobList:
         """The attempts of one placement, in order."""
         return JobList(r for r in reversed(self.records()) if r.placement == placement)
+
+
+def _mask_reason(fields: dict[str, Any]) -> None:
+    """A reason is stored with the secrets it holds by their shape masked (a URL's password, a token
+    of a well-known form, ``NAME_PASS=…``): a cloud's refusal may quote the job's environment."""
+    if isinstance(fields.get("reason"), str):
+        fields["reason"] = masking.mask_shapes(fields["reason"])
 
 
 def public(records: Sequence[JobRecord]) -> list[dict[str, Any]]:
