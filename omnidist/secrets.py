@@ -31,8 +31,8 @@ SECRET_NAME = re.compile(
 MASK = "••••••"
 
 _SCHEME = r"\b[A-Za-z][A-Za-z0-9+.\-]*://"
-_ENV_NAME = (r"(?:[A-Z][A-Z0-9_]*)?(?:PASS|PASSWD|PASSWORD|PWD|TOKEN|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY|CREDENTIALS?"
-             r"|CONNECTION_?STRING|DSN)[A-Z0-9_]*")
+_ENV_NAME = (r"(?:[A-Z][A-Z0-9_]*)?(?:PASS|PASSWD|PASSWORD|PWD|TOKEN|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+             r"|CREDENTIALS?|CONNECTION_?STRING|DSN)[A-Z0-9_]*")
 SECRET_SHAPES: tuple[re.Pattern[str], ...] = (
     # credentials in a URL: scheme://user:PASSWORD@host, scheme://TOKEN@host (a Sentry-style DSN)
     re.compile(rf"(?P<keep>{_SCHEME}[^\s/:@'\"<>]*:)(?P<secret>[^\s@/'\"<>]+)(?=@)"),
