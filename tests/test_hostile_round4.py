@@ -43,3 +43,11 @@ def test_keys_that_are_not_strings_and_extreme_numbers_are_clean_errors(tmp_path
     result = CliRunner().invoke(main, ["import", str(path), "--from", backend])
     assert result.exit_code == 2, result.output
     assert "internal error" not in result.output and where in result.output, result.output
+
+
+def test_a_kubeflow_resource_named_by_a_number_is_a_clean_error(tmp_path):
+    """Found by the bench fuzz campaign: ``requests: {1: 2}``."""
+    path = tmp_path / "native.yaml"
+    path.write_text(KUBEFLOW_LIMIT.replace("limits: {hugepages-2Mi: LIMIT}", "requests: {1: 2}"))
+    result = CliRunner().invoke(main, ["import", str(path), "--from", "kubernetes"])
+    assert result.exit_code == 2 and "the key 1 is not a string" in result.output, result.output

@@ -39,7 +39,7 @@ def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot:
     job = api.load(job_file)
     found = planning.plan(job, profiles, hours=hours, spot=spot)
     if output == "json":
-        click.echo(json.dumps(found.to_json(), indent=2))
+        click.echo(json.dumps(found.to_json(), indent=2, allow_nan=False))
     else:
         click.echo(table(found.rows(), planning.HEADER))
     for note in found.notes():
