@@ -200,6 +200,12 @@ class Ledger:
         except OSError as exc:
             raise LedgerError(f"{self.path}: cannot make the ledger's folder ({exc.strerror or exc}); set "
                               "OMNIDIST_STATE_DIR to a folder you can write, or OMNIDIST_NO_LEDGER=1") from None
+        if self.path.exists() and not self.path.is_file():  # /dev/null, a folder, a FIFO: SQLite's words mislead
+            what = "a folder" if self.path.is_dir() else f"a link to {os.path.realpath(self.path)}" \
+                if self.path.is_symlink() else "not a regular file"
+            raise LedgerError(f"{self.path}: the job ledger is {what}, not a database file; nothing was recorded. "
+                              f"Move it aside (mv {self.path} {self.path}.moved) and omnidist starts a new one, or set "
+                              "OMNIDIST_STATE_DIR elsewhere, or OMNIDIST_NO_LEDGER=1")
         connection = None
         try:
             connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -222,6 +228,10 @@ class Ledger:
         if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text):
             return LedgerError(f"{self.path}: cannot write the job ledger ({text}); set OMNIDIST_STATE_DIR to a "
                                "folder you can write, or OMNIDIST_NO_LEDGER=1")
+        if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text or "disk I/O error" in text):
+            return LedgerError(f"{self.path}: the job ledger cannot be written ({text}): the disk may be full, or "
+                               "the file at its size limit; nothing was recorded. Free some space, or set "
+                               "OMNIDIST_STATE_DIR to a folder on another disk, or OMNIDIST_NO_LEDGER=1")
         damaged = "malformed" in text or "not a database" in text
         if damaged or (isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)):
             return LedgerError(f"{self.path}: the job ledger is damaged ({text}). Your jobs are unaffected; move the "
@@ -311,6 +321,14 @@ class Ledger:
             sql += f" LIMIT {int(limit)}"
         with self._connection() as connection:
             return JobList(JobRecord(**dict(zip(_COLUMNS, row))) for row in connection.execute(sql, values))
+
+    def count(self, *, backend: Optional[str] = None, state: Optional[str] = None) -> int:
+        """How many rows :meth:`records` would list without a limit."""
+        where = " AND ".join(f"{name} = ?" for name, value in (("backend", backend), ("state", state)) if value)
+        values = [value for value in (backend, state) if value]
+        with self._connection() as connection:
+            return int(connection.execute("SELECT COUNT(*) FROM jobs" + (f" WHERE {where}" if where else ""),
+                                          values).fetchone()[0])
 
     def find(self, key: str) -> Optional[JobRecord]:
         """The row of the job whose id is ``key``, else the newest job named ``key`` (jobs that were
