@@ -32,6 +32,7 @@ from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
     BackendError,
     ConfigError,
+    InterruptedCreate,
     LedgerError,
     NotFoundError,
     OmnidistError,
@@ -224,7 +225,10 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
             errors.append(exc)
             continue
-        except Exception as exc:  # (an interrupted create stays `creating`: its job may exist)
+        except InterruptedCreate as stop:  # Ctrl-C: record what is known before stopping
+            _interrupted(book, seq, stop)
+            raise
+        except Exception as exc:
             masking.mask_error(exc, secrets)
             try:
                 _record(book, seq, state=ledgers.ERROR, reason=str(exc) or type(exc).__name__)
@@ -255,6 +259,19 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
     code = 3 if all(a.outcome == "skipped" for a in attempts) else 1  # nowhere can express it: as compile says
     raise PlacementError(f"no profile took job {job.name!r} ({len(candidates)} tried; no job is left running):",
                          every, exit_code=code)
+
+
+def _interrupted(book: Optional[ledgers.Ledger], seq: Optional[int], stop: InterruptedCreate) -> None:
+    """The ledger row of a create cut short by Ctrl-C: the job, when a look-up found it; else it
+    stays ``creating`` with how to find the job."""
+    try:
+        if stop.job_id is not None:
+            _record(book, seq, id=stop.job_id, url=stop.url, state=ledgers.SUBMITTED,
+                    reason="interrupted after the create made the job")
+        else:
+            _record(book, seq, reason=f"interrupted during the create; the job may exist: it carries {stop.marker}")
+    except LedgerError as lost:  # the interrupt's own message says the same
+        logging.getLogger("omnidist.placement").warning("%s", lost)
 
 
 def _region(candidate: _Candidate) -> Optional[str]:

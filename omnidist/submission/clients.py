@@ -31,6 +31,7 @@ from omnidist.backend.values import REQUEST_ID_LABEL, CompiledJob, JobState, Job
 from omnidist.errors import (
     BackendError,
     ConflictError,
+    InterruptedCreate,
     InvalidRequestError,
     NotFoundError,
     OmnidistError,
@@ -374,8 +375,31 @@ class Client(ABC, Generic[N]):
         A 400 may quote the request's env values: every error is raised with them masked."""
         with masking.masking_errors(masking.secret_values(compiled.request)):
             keyed = self.keyed(self.prepare(compiled))
-            job = self._create(keyed)
+            try:
+                job = self._create(keyed)
+            except InterruptedCreate:
+                raise
+            except KeyboardInterrupt:
+                raise self._interrupted(keyed) from None
             return self.id_of(keyed, job), self.url_of(job)
+
+    def _interrupted(self, keyed: Keyed) -> InterruptedCreate:
+        """What is known after Ctrl-C during a create: one look by the key (no retries; a second
+        Ctrl-C or any failure ends it) says whether the job was made, else how to find it."""
+        marker = (f"the label {REQUEST_ID_LABEL}={keyed.key}" if self.idempotency is Idempotency.LABEL
+                  else f"the {'name' if self.idempotency is Idempotency.NAME else 'id'} {keyed.key}")
+        try:
+            found = self._found(keyed)
+            job_id, url = (self.id_of(keyed, found[0]), self.url_of(found[0])) if found else (None, "")
+        except BaseException:  # noqa: BLE001 - the user asked to stop: nothing more is tried
+            job_id, url = None, ""
+        if job_id is not None:
+            message = (f"interrupted: the create had made the job {job_id}; it is running (omnidist cancel "
+                       f"{job_id} --backend {self.name} stops it)")
+        else:
+            message = (f"interrupted during the create: the job may exist or appear shortly; it carries {marker} "
+                       f"(look for it in the {self.name} console, or submit again: a new submit makes a new job)")
+        return InterruptedCreate(message, backend=self.name, job_id=job_id, url=url, marker=marker)
 
     def status(self, job_id: str) -> JobStatus:
         """The job's state, its message masked."""

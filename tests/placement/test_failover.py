@@ -420,3 +420,49 @@ def test_a_reason_stored_with_a_secret_is_masked_when_shown(tmp_path, monkeypatc
         raw.execute("UPDATE jobs SET reason = ? WHERE seq = ?", ("quota: HF_TOKEN=hf_" + "a" * 34, seq))
     (row,) = book.records()
     assert "hf_aaaa" not in str(row.to_json()) and "hf_aaaa" not in str(ledger.JobList([row]).rows())
+
+
+# --- Ctrl-C during a create ---------------------------------------------------------------------------
+
+def test_ctrl_c_during_a_create_records_how_to_find_the_job(clouds):
+    import os
+    import signal
+
+    vtx = clouds["vtx"]
+    release = threading.Event()
+    vtx.server.fail(*vtx.service.ROUTES["create"], Fault.held(release))
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            place("vtx,aml")
+    finally:
+        timer.cancel()
+        release.set()
+    assert vtx.server.wait_idle()
+    stop = caught.value
+    assert isinstance(stop, errors.InterruptedCreate) and stop.job_id is None
+    assert "omnidist-request-id=" in stop.message and "may exist" in stop.message
+    (only,) = records()
+    assert only.state == "creating" and stop.marker in only.reason and "omnidist-request-id=" in only.reason
+    assert clouds["aml"].creates() == 0, "an interrupt ends the placement"
+    (job,) = vtx.service.jobs.values()  # the held create made its job: the label the row names finds it
+    assert stop.marker.split("=", 1)[1] in json.dumps(job)
+
+
+def test_ctrl_c_after_the_job_was_made_records_the_job(clouds, monkeypatch):
+    """The look-up after the interrupt finds the job the create made: the row names it."""
+    from omnidist.submission import clients
+
+    original = clients.Client._create
+
+    def interrupted(self, keyed):
+        original(self, keyed)  # the job is made; the answer never reaches the caller
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clients.Client, "_create", interrupted)
+    with pytest.raises(errors.InterruptedCreate) as caught:
+        place("vtx,aml")
+    (only,) = records()
+    assert caught.value.job_id is not None and (only.state, only.id) == ("submitted", caught.value.job_id)
+    assert f"omnidist cancel {caught.value.job_id}" in caught.value.message
