@@ -307,7 +307,7 @@ def main(argv: Optional[list[str]] = None) -> int:
                                                workers=8)),
         ("local run", lambda: local_run(runs=1 if quick else 3, steps=50)),
         ("budgets", budget_rows),
-        ("fuzz", lambda: fuzz_rows(inputs=200 if quick else 2000)),
+        ("fuzz", lambda: fuzz_rows(inputs=200 if quick else 10000)),
         ("placement", lambda: placement_rows(quick)),
     ]
     if args.only:

@@ -27,8 +27,8 @@ class Group(click.Group):
                 raise
             style.echo_error(shown(str(exc)))
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+        except KeyboardInterrupt as exc:  # an interrupted create says what it knows of its job
+            click.echo(shown(getattr(exc, "message", "") or "interrupted"), err=True)
             ctx.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise

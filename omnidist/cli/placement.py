@@ -39,7 +39,7 @@ def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot:
     job = api.load(job_file)
     found = planning.plan(job, profiles, hours=hours, spot=spot)
     if output == "json":
-        click.echo(json.dumps(found.to_json(), indent=2))
+        click.echo(json.dumps(found.to_json(), indent=2, allow_nan=False))
     else:
         click.echo(table(found.rows(), planning.HEADER))
     for note in found.notes():
@@ -111,15 +111,22 @@ def refresh(sources: tuple[str, ...], regions: tuple[str, ...], gcp_api_key: Opt
         sys.exit(1)
 
 
+JOBS_PAGE = 50
+"""How many rows ``omnidist jobs`` lists unless told otherwise."""
+
+
 @click.command("jobs")
-@click.option("--refresh", is_flag=True, help="Ask the clouds for each live job's state first (in parallel).")
+@click.option("--refresh", is_flag=True, help="Ask the clouds for each listed live job's state first (in parallel).")
 @click.option("--backend", "-b", type=BACKENDS, help="Only this backend's jobs.")
 @click.option("--state", "-s", help="Only jobs in this state (running, failed, refused…).")
-@click.option("--limit", "-n", type=click.IntRange(min=1), help="At most this many (newest first).")
+@click.option("--limit", "-n", type=click.IntRange(min=1),
+              help=f"At most this many, newest first (default {JOBS_PAGE}; --refresh asks about these only).")
+@click.option("--all", "every", is_flag=True, help="Every row, however many.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
-def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int],
+def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int], every: bool,
                  output: str) -> None:
-    """The job ledger: every submit and placement attempt, newest first.
+    """The job ledger: every submit and placement attempt, newest first (the newest 50 unless
+    -n or --all say otherwise; --refresh asks the clouds about the rows shown only).
 
     Refused and skipped placement attempts are listed too, with their reason. The ledger lives in
     $OMNIDIST_STATE_DIR/jobs.db (default ~/.local/state/omnidist); OMNIDIST_NO_LEDGER=1 turns it off.
@@ -132,7 +139,14 @@ def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], li
     from omnidist import api
     from omnidist.submission import ledger
 
-    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=limit)
+    if every and limit:
+        raise click.UsageError("give --limit or --all, not both")
+    shown = None if every else limit or JOBS_PAGE
+    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=shown)
+    if shown is not None and len(found) == shown:
+        total = ledger.Ledger.default().count(backend=backend, state=state)  # type: ignore[union-attr]
+        if total > shown:
+            click.echo(f"showing the newest {shown} of {total:,} rows; -n N shows more, --all every one", err=True)
     if output == "json":
         click.echo(json.dumps(ledger.public(found), indent=2))
     elif not found:

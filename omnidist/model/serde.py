@@ -253,8 +253,8 @@ def _problems(exc: BaseException, path: str = "") -> list[Problem]:
     if isinstance(exc, ForbiddenExtraKeysError):
         known = field_names(exc.cl)
         return [
-            Problem(_join(path, key), f"unknown key{_suggest(key, known)} Allowed here: {', '.join(known)}")
-            for key in sorted(exc.extra_fields)
+            Problem(_join(path, _step(key)), f"unknown key{_suggest(key, known)} Allowed here: {', '.join(known)}")
+            for key in sorted(exc.extra_fields, key=repr)  # keys of any type (YAML's ``1: 2``): ordered by repr
         ]
     if isinstance(exc, ValidationError):
         return [p.prefixed(path) for p in exc.problems]
@@ -275,7 +275,13 @@ def _note_step(exc: BaseException) -> str:
     return ""
 
 
-def _join(path: str, step: str) -> str:
+def _step(key: Any) -> str:
+    """A mapping key as a path step: a string as it is, any other key (YAML's ``1: 2``) as its repr."""
+    return key if isinstance(key, str) else repr(key)
+
+
+def _join(path: str, step: Any) -> str:
+    step = _step(step)
     if not step:
         return path
     if not path:
@@ -283,8 +289,8 @@ def _join(path: str, step: str) -> str:
     return f"{path}{step}" if step.startswith("[") else f"{path}.{step}"
 
 
-def _suggest(key: str, known: list[str]) -> str:
-    close = difflib.get_close_matches(key, known, n=1) if len(key) < 100 else []
+def _suggest(key: Any, known: list[str]) -> str:
+    close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) and len(key) < 100 else []
     return f"; did you mean {close[0]!r}?" if close else "."
 
 

@@ -27,11 +27,13 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import attrs
 
 from omnidist import api, config
+from omnidist import secrets as masking
 from omnidist.backend.contract import footprint_of, region_of
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
     BackendError,
     ConfigError,
+    InterruptedCreate,
     LedgerError,
     NotFoundError,
     OmnidistError,
@@ -213,16 +215,22 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             _record(book, None, state=ledgers.SKIPPED, reason=reason, **where)
             continue
         seq = _record(book, None, state=ledgers.CREATING, **where)
+        secrets = masking.secret_values(candidate.compiled.request)  # a cloud's refusal may quote the request
         try:
             handle = candidate.driver.submit(candidate.compiled, candidate.settings)
         except ShortageError as exc:
+            masking.mask_error(exc, secrets)
             attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                     reason=f"{exc.shortage}: {exc.detail}"))
             say(f"placement: {attempts[-1].line()}")
             _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
             errors.append(exc)
             continue
-        except Exception as exc:  # (an interrupted create stays `creating`: its job may exist)
+        except InterruptedCreate as stop:  # Ctrl-C: record what is known before stopping
+            _interrupted(book, seq, stop)
+            raise
+        except Exception as exc:
+            masking.mask_error(exc, secrets)
             try:
                 _record(book, seq, state=ledgers.ERROR, reason=str(exc) or type(exc).__name__)
             except LedgerError as lost:  # the create's own error matters more; say what was not recorded
@@ -239,6 +247,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
         if refused is None:
             _record(book, seq, state=(handle.last_status or JobStatus(state=JobState.RUNNING)).state.value)
             return handle
+        masking.mask_error(refused, secrets)
         reason = refused.detail if refused.shortage == QUEUE else f"{refused.shortage}: {refused.detail}"
         attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                 reason=reason, job_id=handle.id))
@@ -251,6 +260,19 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
     code = 3 if all(a.outcome == "skipped" for a in attempts) else 1  # nowhere can express it: as compile says
     raise PlacementError(f"no profile took job {job.name!r} ({len(candidates)} tried; no job is left running):",
                          every, exit_code=code)
+
+
+def _interrupted(book: Optional[ledgers.Ledger], seq: Optional[int], stop: InterruptedCreate) -> None:
+    """The ledger row of a create cut short by Ctrl-C: the job, when a look-up found it; else it
+    stays ``creating`` with how to find the job."""
+    try:
+        if stop.job_id is not None:
+            _record(book, seq, id=stop.job_id, url=stop.url, state=ledgers.SUBMITTED,
+                    reason="interrupted after the create made the job")
+        else:
+            _record(book, seq, reason=f"interrupted during the create; the job may exist: it carries {stop.marker}")
+    except LedgerError as lost:  # the interrupt's own message says the same
+        logging.getLogger("omnidist.placement").warning("%s", lost)
 
 
 def _region(candidate: _Candidate) -> Optional[str]:

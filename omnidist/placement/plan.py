@@ -9,6 +9,7 @@ can run (not blocked, its region not known to lack the accelerator, its cost kno
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -80,8 +81,13 @@ class PlanRow:
         return self.blocked is None and self.available is not False
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``omnidist plan -o json`` prints for this row."""
-        return {key: getattr(self, key) for key in JSON_KEYS}
+        """The object ``omnidist plan -o json`` prints for this row: a figure that is not finite
+        (prices summed past a float's range) is ``null``, unknown, so the output stays JSON."""
+        return {key: _finite(getattr(self, key)) for key in JSON_KEYS}
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 HEADER = ("", "profile", "backend", "region", "machines", "accelerators", "$/h", "spot $/h", "hours", "est. cost",

@@ -14,10 +14,12 @@ what it adds, as the clouds publish it; :func:`price` adds it up. These are list
 from __future__ import annotations
 
 import csv
+import io
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 
@@ -90,9 +92,47 @@ def _price(text: str, path: Path, line: int, column: str) -> Optional[float]:
     except ValueError:
         raise ConfigError(f"{path}: line {line}: {column}: {text!r} is not a price; write USD per hour, e.g. 3.67, "
                           "or leave it empty when unknown") from None
+    if not math.isfinite(value):  # nan would sort as the cheapest, inf is no price; neither is JSON
+        raise ConfigError(f"{path}: line {line}: {column}: {text.strip()!r} is not a price; write USD per hour, "
+                          "e.g. 3.67, or leave it empty when unknown")
     if value < 0:
         raise ConfigError(f"{path}: line {line}: {column}: a price cannot be negative ({text})")
     return value
+
+
+MAX_CATALOG_BYTES = 64 * 2**20
+"""The largest catalog file read (the shipped one is ~20 kB; a refresh of every region a few MB)."""
+
+MAX_CATALOG_ROWS = 250_000
+"""The most rows a catalog file may hold."""
+
+
+def _open_catalog(path: Path) -> Any:
+    """``path`` opened for reading as text, once it is known to be a regular file of a readable size
+    (a FIFO or a device would block or never end).
+
+    Raises:
+        ConfigError: it is not a regular file, or it is larger than :data:`MAX_CATALOG_BYTES`.
+    """
+    import stat
+
+    try:
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - returned wrapped, closed by the caller
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the price catalog ({exc.strerror or exc})") from None
+    try:
+        # O_NONBLOCK is not needed: opening a FIFO for reading blocks only until a writer opens it,
+        # and fstat says what the opened file is before anything is read from it.
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a price catalog: not a regular file")
+        if info.st_size > MAX_CATALOG_BYTES:
+            raise ConfigError(f"{path}: the price catalog is {info.st_size:,} bytes, more than the "
+                              f"{MAX_CATALOG_BYTES:,} read; keep the rows of the regions you use")
+    except BaseException:
+        handle.close()
+        raise
+    return io.TextIOWrapper(io.BufferedReader(handle), encoding="utf-8", newline="")
 
 
 def read_rows(path: Path) -> list[Row]:
@@ -101,13 +141,20 @@ def read_rows(path: Path) -> list[Row]:
     Raises:
         ConfigError: the file cannot be read or a row is malformed (naming the file and the line).
     """
+    if path.exists() and not path.is_file():  # checked before opening: a FIFO would block the open
+        raise ConfigError(f"{path}: not a price catalog: not a regular file")
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with _open_catalog(path) as handle:
             reader = csv.DictReader(handle)
             if tuple(reader.fieldnames or ()) != COLUMNS:
                 raise ConfigError(f"{path}: not a price catalog: the header must be {','.join(COLUMNS)}")
             rows = []
             for line, cells in enumerate(reader, start=2):
+                if line > MAX_CATALOG_ROWS + 1:
+                    raise ConfigError(f"{path}: line {line}: the price catalog has more than {MAX_CATALOG_ROWS:,} "
+                                      "rows; keep the rows of the regions you use")
+                if None in cells.values() or None in cells:  # a row cut short, or one with cells to spare
+                    raise ConfigError(f"{path}: line {line}: expected {len(COLUMNS)} cells ({','.join(COLUMNS)})")
                 if cells["kind"] not in KINDS:
                     raise ConfigError(f"{path}: line {line}: kind: {cells['kind']!r} is not one of {', '.join(KINDS)}")
                 rows.append(Row(cloud=cells["cloud"], service=cells["service"], region=cells["region"] or ANY_REGION,
@@ -119,13 +166,17 @@ def read_rows(path: Path) -> list[Row]:
         raise ConfigError(f"{path}: cannot read the price catalog ({exc.strerror or exc})") from None
     except csv.Error as exc:
         raise ConfigError(f"{path}: not a price catalog ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a price catalog: not UTF-8 text (byte {exc.start:,} of a read block)") from None
     return rows
 
 
 def write_rows(path: Path, rows: Iterable[Row]) -> None:
     """Write a catalog file (sorted by cloud, service, kind, name, region), replacing it at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(rows, key=lambda r: (r.cloud, r.service, r.kind, r.name, r.region))
+    # a price that is not finite is never written (it would read as the cheapest, or refuse the file)
+    finite = [r for r in rows if all(v is None or math.isfinite(v) for v in (r.on_demand, r.spot))]
+    ordered = sorted(finite, key=lambda r: (r.cloud, r.service, r.kind, r.name, r.region))
     partial = path.with_name(path.name + ".partial")
     with open(partial, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")

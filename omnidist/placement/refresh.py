@@ -22,8 +22,6 @@ the others are still written. Every row says where it came from and the date the
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import re
@@ -40,11 +38,12 @@ import attrs
 from omnidist.clouds.compute_engine import COMPUTE_ENGINE
 from omnidist.errors import BackendError
 from omnidist.model import accelerators
-from omnidist.placement import prices
+from omnidist.placement import fetching, prices
 from omnidist.placement.prices import Row
 
-TIMEOUT_S = 120.0
-"""How long one request to a price list may take."""
+TIMEOUT_S = fetching.REQUEST_TIMEOUT_S
+"""How long one request to a price list may wait for an answer (a list's total time and size are
+bounded too: :mod:`omnidist.placement.fetching`)."""
 
 MAX_PAGES = 2000
 """The most pages one list is followed for (a guard against a link that loops)."""
@@ -114,6 +113,12 @@ class Fetcher:
     def __init__(self, environ: Mapping[str, str] = os.environ, today: Optional[str] = None) -> None:
         self.environ = environ
         self.today = today or datetime.now(UTC).date().isoformat()
+        self.limit, self.deadline_s = fetching.MAX_BODY_BYTES, fetching.SOURCE_DEADLINE_S
+        self.deadline = fetching.Deadline(self.deadline_s)
+
+    def start(self) -> None:
+        """Start the clock of the next list (each has :attr:`deadline_s` for all its pages)."""
+        self.deadline = fetching.Deadline(self.deadline_s)
 
     def base(self, source: str) -> str:
         """The base URL of ``source`` (its override, else its default)."""
@@ -126,20 +131,12 @@ class Fetcher:
         Raises:
             BackendError: the request failed (naming the URL and what the server said).
         """
-        request = urllib.request.Request(url, headers={"User-Agent": "omnidist-catalog-refresh",
-                                                       "Accept": "application/json, text/csv"})
-        try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 - https or a mirror
-                return response.read()
-        except urllib.error.HTTPError as exc:
-            detail = exc.read().decode("utf-8", "replace")[:300]
-            raise BackendError(f"{_shown(url)}: HTTP {exc.code} {detail}".strip()) from None
-        except (urllib.error.URLError, OSError) as exc:
-            raise BackendError(f"{_shown(url)}: {getattr(exc, 'reason', exc)}") from None
+        return fetching.read(url, _shown(url), deadline=self.deadline, limit=self.limit,
+                             headers={"User-Agent": "omnidist-catalog-refresh", "Accept": "application/json, text/csv"})
 
     def json(self, url: str) -> Any:
         """The JSON document at ``url``."""
-        body = self.get(url)
+        body = fetching.text(self.get(url), _shown(url))
         try:
             return json.loads(body)
         except ValueError as exc:
@@ -152,12 +149,8 @@ def _shown(url: str) -> str:
 
 
 def _float(text: Any) -> Optional[float]:
-    """A price, or ``None`` (blank, not a number, negative)."""
-    try:
-        value = float(text)
-    except (TypeError, ValueError):
-        return None
-    return None if value < 0 else value
+    """A price, or ``None`` (blank, not a number, negative, not finite)."""
+    return fetching.price(text)
 
 
 def _portable(name: str) -> Optional[str]:
@@ -174,13 +167,10 @@ def from_skypilot(fetch: Fetcher, regions: Optional[Sequence[str]]) -> list[Row]
     Azure VMs, per region (the cheapest zone), with each region marked complete."""
     rows: list[Row] = []
     for cloud, path in SKYPILOT_FILES.items():
-        text = fetch.get(f"{fetch.base('skypilot')}/{path}").decode("utf-8")
         source = f"skypilot-org/skypilot-catalog {path}"
-        reader = csv.DictReader(io.StringIO(text))
-        needed = {"InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "Price", "SpotPrice"}
-        missing = needed - set(reader.fieldnames or ())
-        if missing:
-            raise BackendError(f"{source}: not a skypilot-catalog VM file (no {', '.join(sorted(missing))} column)")
+        text = fetching.text(fetch.get(f"{fetch.base('skypilot')}/{path}"), source)
+        needed = ("InstanceType", "AcceleratorName", "AcceleratorCount", "Region", "Price", "SpotPrice")
+        _, reader = fetching.csv_rows(text, needed, f"{source}: not a skypilot-catalog VM file")
         service = "compute_engine" if cloud == "gcp" else "azure_vm"
         best: dict[tuple[str, str, str], tuple[int, Optional[float], Optional[float]]] = {}
         seen_regions: set[str] = set()
@@ -199,7 +189,9 @@ def from_skypilot(fetch: Fetcher, regions: Optional[Sequence[str]]) -> list[Row]
                 portable = _portable(cells["AcceleratorName"] or "")
                 if portable is None:
                     continue  # TPUs and GPUs without a portable name
-                count = max(1, int(float(cells["AcceleratorCount"] or 1)))
+                count = fetching.count(cells["AcceleratorCount"])
+                if count is None:
+                    continue  # a count that is no count (abc, 1e999, 0)
                 key = ("accelerator", portable, region)
                 price = None if price is None else price / count
                 spot = None if spot is None else spot / count
@@ -431,10 +423,12 @@ def refresh(sources: Optional[Iterable[str]] = None, *, regions: Optional[Sequen
         if source.needs_key and not gcp_api_key:
             say(f"skipped {name}: the {source.title} needs an API key (--gcp-api-key or OMNIDIST_GCP_API_KEY)")
             continue
+        fetch.start()
         try:
-            found = {"skypilot": lambda: from_skypilot(fetch, regions), "azure": lambda: from_azure(fetch, regions),
-                     "gcp": lambda: from_gcp(fetch, regions, gcp_api_key or ""),
-                     "aws": lambda: from_aws(fetch, regions)}[name]()
+            found = fetching.guarded(source.title, {
+                "skypilot": lambda: from_skypilot(fetch, regions), "azure": lambda: from_azure(fetch, regions),
+                "gcp": lambda: from_gcp(fetch, regions, gcp_api_key or ""),
+                "aws": lambda: from_aws(fetch, regions)}[name])
         except BackendError as exc:
             failed = True
             say(f"failed {name} ({source.title}): {exc}; its rows are left as they were")

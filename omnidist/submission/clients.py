@@ -31,6 +31,7 @@ from omnidist.backend.values import REQUEST_ID_LABEL, CompiledJob, JobState, Job
 from omnidist.errors import (
     BackendError,
     ConflictError,
+    InterruptedCreate,
     InvalidRequestError,
     NotFoundError,
     OmnidistError,
@@ -327,11 +328,31 @@ class Client(ABC, Generic[N]):
         A 400 may quote the request's env values: every error is raised with them masked."""
         with masking.masking_errors(masking.secret_values(compiled.request)):
             keyed = self.keyed(self.prepare(compiled) if isinstance(self, StagesCode) else compiled)
-            if self.idempotency is Idempotency.CHOSEN_ID:
-                job = self.call(lambda: self._create_or_adopt(keyed))
-            else:
+            try:
                 job = self._create(keyed)
+            except InterruptedCreate:
+                raise
+            except KeyboardInterrupt:
+                raise self._interrupted(keyed) from None
             return self.id_of(keyed, job), self.url_of(job)
+
+    def _interrupted(self, keyed: Keyed) -> InterruptedCreate:
+        """What is known after Ctrl-C during a create: one look by the key (no retries; a second
+        Ctrl-C or any failure ends it) says whether the job was made, else how to find it."""
+        marker = (f"the label {REQUEST_ID_LABEL}={keyed.key}" if self.idempotency is Idempotency.LABEL
+                  else f"the {'name' if self.idempotency is Idempotency.NAME else 'id'} {keyed.key}")
+        try:
+            found = self._found(keyed)
+            job_id, url = (self.id_of(keyed, found[0]), self.url_of(found[0])) if found else (None, "")
+        except BaseException:  # noqa: BLE001 - the user asked to stop: nothing more is tried
+            job_id, url = None, ""
+        if job_id is not None:
+            message = (f"interrupted: the create had made the job {job_id}; it is running (omnidist cancel "
+                       f"{job_id} --backend {self.name} stops it)")
+        else:
+            message = (f"interrupted during the create: the job may exist or appear shortly; it carries {marker} "
+                       f"(look for it in the {self.name} console, or submit again: a new submit makes a new job)")
+        return InterruptedCreate(message, backend=self.name, job_id=job_id, url=url, marker=marker)
 
     def status(self, job_id: str) -> JobStatus:
         """The job's state, its message masked."""
@@ -423,17 +444,30 @@ class Client(ABC, Generic[N]):
 
     def _create(self, keyed: Keyed) -> N:
         creates = _Creates()
+        chosen = self.idempotency is Idempotency.CHOSEN_ID
 
         def attempt() -> N:
             # A NAME create looks before every repeat; a LABEL one after an attempt whose outcome is
-            # unknown (no answer, or a 5xx: the server may have made the job before failing).
-            if creates.attempts and (self.idempotency is Idempotency.NAME or creates.unanswered):
+            # unknown (no answer, or a 5xx: the server may have made the job before failing). A
+            # CHOSEN_ID repeat needs no look first: the cloud answers 409 for the id (adopted).
+            if creates.attempts and not chosen and (self.idempotency is Idempotency.NAME or creates.unanswered):
                 found = self._found(keyed)
                 if found:
                     return found[0]
             creates.attempts += 1
             try:
-                job = self._sent(keyed)
+                job = self._create_or_adopt(keyed) if chosen else self._sent(keyed)
+            except ShortageError as exc:
+                # A refusal for quota or capacity is trusted only once this submit is known to have
+                # made no job: after an earlier create whose outcome is unknown, the quota it uses
+                # may be what is refused now; and a 5xx or no answer is itself such an outcome.
+                creates.unanswered += outcome_unknown(exc)
+                if not creates.unanswered:
+                    raise
+                found = self._settled(keyed, creates, exc)
+                if not found:
+                    raise
+                return found[0]
             except TransientBackendError as exc:
                 cause = exc.__cause__ or exc
                 creates.unanswered += outcome_unknown(exc)
@@ -449,6 +483,34 @@ class Client(ABC, Generic[N]):
         if self.idempotency is Idempotency.LABEL and duplicates_possible:
             job = self._settle(keyed, job, creates)
         return job
+
+    def _settled(self, keyed: Keyed, creates: _Creates, refusal: ShortageError) -> list[N]:
+        """The jobs this submit's earlier creates made, looked up by its key before a refusal is
+        believed: at once, and again while a timed-out create may still land (``settle_s``).
+
+        Raises:
+            BackendError: the look-up itself failed: whether a job exists is unknown, so the refusal
+                is not passed on as one (a placement would make a second job elsewhere).
+        """
+        pause = 0.2
+        while True:
+            try:
+                found = self.call(lambda: self._found(keyed))
+            except BackendError as exc:
+                raise BackendError(
+                    f"the create was refused ({refusal.shortage}: {refusal.detail}) after an earlier attempt whose "
+                    f"outcome is unknown, and looking for the job that attempt may have made failed ({exc}); "
+                    f"look for a job labelled {REQUEST_ID_LABEL}={keyed.key} before submitting again",
+                    backend=self.name) from exc
+            left = creates.settle_until - self.injected.clock()
+            if found or left <= 0:
+                if found:
+                    self.log.warning("%s: the create was refused (%s) after an attempt whose outcome was unknown; "
+                                     "that attempt had made the job, kept %s", self.name, refusal.shortage,
+                                     self.id_of(keyed, found[0]))
+                return found
+            self.injected.wait(min(pause, left))  # a timed-out create may still be running on the server
+            pause = min(pause * 2, 5.0)
 
     def _settle(self, keyed: Keyed, job: N, creates: _Creates) -> N:
         """After creates whose outcome was unknown: wait for a late job to appear (while a timed-out one

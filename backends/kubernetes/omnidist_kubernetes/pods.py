@@ -113,6 +113,9 @@ def mapping(value: Any, path: str, required: bool = False) -> Mapping[str, Any]:
         return {}
     if not isinstance(value, Mapping):
         raise ValidationError(f"expected a mapping, got {type(value).__name__}", path=path)
+    for key in value:
+        if not isinstance(key, str):  # YAML allows ``1: 2``; a Kubernetes object's keys are JSON's, strings
+            raise ValidationError(f"the key {key!r} is not a string; quote it (\"{key}\")", path=path)
     return value
 
 
