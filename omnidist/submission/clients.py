@@ -178,7 +178,12 @@ def labelled(request: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {**request, "labels": {**(request.get("labels") or {}), REQUEST_ID_LABEL: key}}
 
 
-def outcome_unknown(exc: TransientBackendError) -> bool:
+def _why(refusal: BackendError) -> str:
+    """A refusal's kind, as a log line says it: the shortage, else the error's class."""
+    return getattr(refusal, "shortage", None) or type(refusal).__name__
+
+
+def outcome_unknown(exc: BackendError) -> bool:
     """Whether a failed create may have made its job: no answer came back (a reset, a lost
     response, a timeout) or the server answered 5xx (it may fail after making it). A 429 or 408
     says the request was not carried out."""
@@ -457,17 +462,6 @@ class Client(ABC, Generic[N]):
             creates.attempts += 1
             try:
                 job = self._create_or_adopt(keyed) if chosen else self._sent(keyed)
-            except ShortageError as exc:
-                # A refusal for quota or capacity is trusted only once this submit is known to have
-                # made no job: after an earlier create whose outcome is unknown, the quota it uses
-                # may be what is refused now; and a 5xx or no answer is itself such an outcome.
-                creates.unanswered += outcome_unknown(exc)
-                if not creates.unanswered:
-                    raise
-                found = self._settled(keyed, creates, exc)
-                if not found:
-                    raise
-                return found[0]
             except TransientBackendError as exc:
                 cause = exc.__cause__ or exc
                 creates.unanswered += outcome_unknown(exc)
@@ -475,6 +469,18 @@ class Client(ABC, Generic[N]):
                     creates.pending += 1
                     creates.settle_until = self.injected.clock() + self.settle_s
                 raise
+            except BackendError as exc:
+                # A refusal (for quota or capacity above all, but any refusal: a backend that does not
+                # classify shortages says "invalid request" for the same thing) is trusted only once
+                # this submit is known to have made no job: after an earlier create whose outcome is
+                # unknown, the quota it uses may be what is refused now; a 5xx is itself such an outcome.
+                creates.unanswered += outcome_unknown(exc)
+                if not creates.unanswered:
+                    raise
+                found = self._settled(keyed, creates, exc)
+                if not found:
+                    raise
+                return found[0]
             creates.made += 1
             return job
 
@@ -484,7 +490,7 @@ class Client(ABC, Generic[N]):
             job = self._settle(keyed, job, creates)
         return job
 
-    def _settled(self, keyed: Keyed, creates: _Creates, refusal: ShortageError) -> list[N]:
+    def _settled(self, keyed: Keyed, creates: _Creates, refusal: BackendError) -> list[N]:
         """The jobs this submit's earlier creates made, looked up by its key before a refusal is
         believed: at once, and again while a timed-out create may still land (``settle_s``).
 
@@ -498,7 +504,7 @@ class Client(ABC, Generic[N]):
                 found = self.call(lambda: self._found(keyed))
             except BackendError as exc:
                 raise BackendError(
-                    f"the create was refused ({refusal.shortage}: {refusal.detail}) after an earlier attempt whose "
+                    f"the create was refused ({_why(refusal)}: {refusal.detail}) after an earlier attempt whose "
                     f"outcome is unknown, and looking for the job that attempt may have made failed ({exc}); "
                     f"look for a job labelled {REQUEST_ID_LABEL}={keyed.key} before submitting again",
                     backend=self.name) from exc
@@ -506,7 +512,7 @@ class Client(ABC, Generic[N]):
             if found or left <= 0:
                 if found:
                     self.log.warning("%s: the create was refused (%s) after an attempt whose outcome was unknown; "
-                                     "that attempt had made the job, kept %s", self.name, refusal.shortage,
+                                     "that attempt had made the job, kept %s", self.name, _why(refusal),
                                      self.id_of(keyed, found[0]))
                 return found
             self.injected.wait(min(pause, left))  # a timed-out create may still be running on the server

@@ -59,7 +59,7 @@ def _accelerator(value: Any, path: str) -> Optional[Accelerator]:
         return None
     found = _mapping(value, path)
     kind = found.get("type")
-    if kind not in PORTABLE_ACCELERATORS:
+    if not isinstance(kind, str) or kind not in PORTABLE_ACCELERATORS:
         raise cannot_hold(f"{path}.type", f"{kind!r} is not an accelerator omnidist knows on this cloud")
     count = _number(found.get("count", 1), f"{path}.count")
     if count is None or count < 1:
@@ -70,7 +70,7 @@ def _accelerator(value: Any, path: str) -> Optional[Accelerator]:
 def _role(value: Any, path: str, notes: list[Note]) -> EffectiveRole:
     found = _mapping(value, path)
     name = found.get("role")
-    if name not in PORTABLE_ROLES:
+    if not isinstance(name, str) or name not in PORTABLE_ROLES:
         raise cannot_hold(f"{path}.role", f"pool role {name!r} has no portable role")
     replicas = _number(found.get("replicas", 1), f"{path}.replicas")
     if replicas is None or replicas < 0:
