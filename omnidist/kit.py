@@ -13,9 +13,11 @@ has to learn of the core, grouped the way a backend is written:
 - **compiling** (machine catalogs, data and code rules, command lines, runtime hints) and
   **importing** (delowering, names, durations, notes for what was left out);
 - **the client** template its ``client.py`` fills in (idempotency, log paging, retries);
-- **cloud knowledge** two or more plugins share (Compute Engine, TPU slices, Google Cloud labels, credentials
-  and staging, ``gcloud`` command lines);
 - **errors**, the one tree.
+
+What belongs to one cloud vendor (its machines, credentials, storage, command lines, prices)
+is not here: it lives in that vendor's kit (``vendors/<vendor>/``), which
+imports the core through this module too; a backend imports its vendor kit directly.
 
 Anything a plugin needs that is not here is a defect of the kit: add it here (from the floor
 where it lives), not an import of a core module. The kit sits on the top floor and names every
@@ -36,6 +38,7 @@ _NAMES: dict[str, str] = {
     "REFERENCE": "omnidist.model.data",
     "InputMode": "omnidist.model.data",
     "LabelRules": "omnidist.model.labels",
+    "Rewrite": "omnidist.model.labels",
     "JobInput": "omnidist.model.data",
     "JobOutput": "omnidist.model.data",
     "is_data": "omnidist.model.data",
@@ -104,12 +107,14 @@ _NAMES: dict[str, str] = {
     "CloudBackend": "omnidist.submission.cloud",
     "JobHandle": "omnidist.submission.handle",
     # compiling
+    "Attachment": "omnidist.compiler.catalog",
     "Catalog": "omnidist.compiler.catalog",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",
     "smallest_fit": "omnidist.compiler.catalog",
     "CODE_HASH": "omnidist.compiler.code_data",
+    "CODE_OBJECT": "omnidist.compiler.code_data",
     "DataValues": "omnidist.compiler.code_data",
     "apply_data_map": "omnidist.compiler.code_data",
     "check_data_map": "omnidist.compiler.code_data",
@@ -125,6 +130,7 @@ _NAMES: dict[str, str] = {
     "substituted": "omnidist.compiler.code_data",
     "unknown_version": "omnidist.compiler.code_data",
     "with_module": "omnidist.compiler.code_data",
+    "CommandLine": "omnidist.compiler.commandline",
     "needs_shell": "omnidist.compiler.commandline",
     "shell_argv": "omnidist.compiler.commandline",
     "Launcher": "omnidist.compiler.launchers",
@@ -172,35 +178,19 @@ _NAMES: dict[str, str] = {
     "stage": "omnidist.submission.packaging",
     "StagedCode": "omnidist.submission.packaging",
     "parse_retry_after": "omnidist.submission.retry",
+    # prices: how a backend bills, and what a vendor kit declares about its price lists
+    "Billing": "omnidist.backend.billing",
+    "PriceFetcher": "omnidist.placement.refresh:Fetcher",
+    "PRICE_LIST_MAX_PAGES": "omnidist.placement.refresh:MAX_PAGES",
+    "PriceRow": "omnidist.placement.prices:Row",
+    "PriceSource": "omnidist.placement.vendors",
+    "Vendor": "omnidist.placement.vendors",
+    "portable_accelerator": "omnidist.placement.refresh",
+    "price_value": "omnidist.placement.refresh",
+    "shown_url": "omnidist.placement.refresh",
+    "skypilot_source": "omnidist.placement.refresh",
     "ObjectStore": "omnidist.submission.staging",
     "stage_folder": "omnidist.submission.staging:stage_code",
-    # cloud knowledge shared by plugins
-    "COMPUTE_ENGINE": "omnidist.clouds.compute_engine",
-    "COMPUTE_ENGINE_ACCELERATORS": "omnidist.clouds.compute_engine",
-    "COMPUTE_ENGINE_GPU_MACHINES": "omnidist.clouds.compute_engine",
-    "N1_GPUS": "omnidist.clouds.compute_engine",
-    "N1_MEMORY_PER_VCPU": "omnidist.clouds.compute_engine",
-    "REDUCTION_SERVER_MACHINE": "omnidist.clouds.compute_engine",
-    "compute_engine_shape": "omnidist.clouds.compute_engine",
-    "CommandLine": "omnidist.clouds.gcloud",
-    "Flags": "omnidist.clouds.gcloud",
-    "key_values": "omnidist.clouds.gcloud",
-    "merged": "omnidist.clouds.gcloud",
-    "parse_flags": "omnidist.clouds.gcloud",
-    "check_gs_prefix": "omnidist.clouds.google_cloud",
-    "google_credentials": "omnidist.clouds.google_cloud",
-    "stage_code": "omnidist.clouds.google_cloud",
-    "storage_media_error": "omnidist.clouds.google_cloud",
-    "translate_storage_error": "omnidist.clouds.google_cloud",
-    "check_google_labels": "omnidist.clouds.google_labels:check_labels",
-    "GOOGLE_LABELS": "omnidist.clouds.google_labels:GOOGLE",
-    "DEFAULT_TPU_TOPOLOGIES": "omnidist.clouds.tpu:DEFAULT_TOPOLOGIES",
-    "TPU_HOSTS": "omnidist.clouds.tpu",
-    "TPU_HOSTS_BY_NAME": "omnidist.clouds.tpu:HOSTS_BY_NAME",
-    "TpuSlice": "omnidist.clouds.tpu",
-    "is_default_tpu_host": "omnidist.clouds.tpu:is_default_host",
-    "slice_from_host": "omnidist.clouds.tpu",
-    "tpu_slice": "omnidist.clouds.tpu",
     # errors
     "AuthenticationError": "omnidist.errors",
     "BackendError": "omnidist.errors",

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
+from omnidist.backend.billing import Billing
 from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
@@ -168,6 +169,13 @@ class Backend(ABC):
     a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""
     native_formats: ClassVar[tuple[str, ...]] = ()
     """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
+    billing: ClassVar[Mapping[str, Billing]] = {}
+    """Service (a :class:`~omnidist.backend.values.Footprint`'s ``service``) -> how it bills: the
+    services its footprints name, each with its price list, surcharge rule and fees. Placement
+    prices a footprint from the service's list, which a vendor kit ships and refreshes."""
+    command_programs: ClassVar[tuple[str, ...]] = ()
+    """Programs whose command lines, pasted into a file, it reads as a native spec: a file whose
+    first line runs one of them is read as a :class:`omnidist.compiler.commandline.CommandLine`."""
     testing: ClassVar[str] = ""
     """``"package.module:NAME"`` of its :class:`omnidist.testing.Harness` (its fake service and the
     settings that point its client there), for the suites and benchmarks that run every cloud

@@ -21,6 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
+from omnidist.backend.billing import Billing
 from omnidist.backend.contract import Backend, Capabilities
 from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
 from omnidist.compiler.lowering import refuse_tpus
@@ -141,6 +142,7 @@ class LocalBackend(Backend):
     """Runs each replica as a local process with an emulated platform environment."""
 
     name = "local"
+    billing = {"local": Billing(free=True, rule="this machine: nothing to pay")}
     capabilities = Capabilities(
         roles=frozenset(RoleName),
         accelerators=frozenset(accelerators.GPUS),

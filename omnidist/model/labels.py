@@ -3,8 +3,8 @@ tags are rewritten into valid ones, and the problems a compiler reports.
 
 A backend whose cloud restricts labels declares a :class:`LabelRules` (its compiler checks job
 labels with :meth:`LabelRules.check`; ``omnidist migrate`` rewrites the tags of a job moving to it
-with :meth:`LabelRules.rewrite`, each rewrite a ``changed`` line). Google Cloud's labels
-(:data:`omnidist.clouds.google_labels.GOOGLE`) and SageMaker's tags are two instances.
+with :meth:`LabelRules.rewrite`, each rewrite a ``changed`` line). A vendor kit declares its
+cloud's rules once for the backends that run there.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import pytest
 import omnidist
 from omnidist.backend import registry
 from omnidist.backend.values import Footprint, Pool
-from omnidist.clouds import tpu as tpus
+from omnidist_google import tpu as tpus
 from omnidist.compiler.lowering import check_portable_rules
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.model import accelerators

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from omnidist.backend.values import Footprint, Pool
-from omnidist.clouds.compute_engine import COMPUTE_ENGINE, COMPUTE_ENGINE_ACCELERATORS
+from omnidist_google.compute_engine import COMPUTE_ENGINE, COMPUTE_ENGINE_ACCELERATORS
 from omnidist.errors import ConfigError
 from omnidist.placement import prices
 from omnidist.placement.prices import Catalog, Row

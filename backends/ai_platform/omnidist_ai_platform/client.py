@@ -39,12 +39,10 @@ from omnidist.kit import (
     Shortage,
     TransientBackendError,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
-    stage_code,
-    translate_storage_error,
 )
+from omnidist_google.google_cloud import google_credentials, stage_code, translate_storage_error
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
 

@@ -23,6 +23,7 @@ from omnidist.kit import (
 )
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
+from omnidist_azure_ml.tables import BILLING, SERVICE
 from omnidist_azure_ml.tables import (
     COMMAND_JOB_KEYS,
     LEFT_BEHIND,
@@ -43,6 +44,7 @@ class AzureMLBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = AzureMLSettings
     client = LazyClient("omnidist_azure_ml.client:AzureMLClient")

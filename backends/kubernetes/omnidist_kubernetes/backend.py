@@ -22,6 +22,7 @@ from omnidist.kit import (
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
+from omnidist_kubernetes.tables import BILLING, SERVICE
 from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
 
 
@@ -36,6 +37,7 @@ class KubernetesBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = KubernetesSettings
     capabilities = Capabilities(

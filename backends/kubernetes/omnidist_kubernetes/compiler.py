@@ -28,7 +28,6 @@ from omnidist.kit import (
     NoteKind,
     Problem,
     RoleName,
-    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
     apply_data_map,
@@ -42,10 +41,10 @@ from omnidist.kit import (
     runtime_hints,
     start_processes,
     substituted,
-    tpu_slice,
     tpu_slice_of,
     with_module,
 )
+from omnidist_google.tpu import tpu_slice, TpuSlice
 from omnidist_kubernetes import expansion, names, quantities
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
 from omnidist_kubernetes.tables import (

@@ -10,10 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from omnidist.kit import COMPUTE_ENGINE, TPU_HOSTS, Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist.kit import Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist_google.compute_engine import COMPUTE_ENGINE
+from omnidist_google.tpu import TPU_HOSTS
 from omnidist_kubernetes.pods import NativePod, native_to_pod
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
+    SERVICE,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_PORTABLE,
     GKE_TPU_TOPOLOGY_LABEL,
@@ -23,8 +26,6 @@ from omnidist_kubernetes.tables import (
     REPLICA_ROLES,
 )
 
-SERVICE = "gke"
-"""The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
 
 
 def _machine(pod: NativePod, selector: Mapping[str, str]) -> tuple[Optional[str], str]:

@@ -23,7 +23,6 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
-    DEFAULT_TPU_TOPOLOGIES,
     REQUEST_ID_LABEL,
     TOPOLOGY,
     Accelerator,
@@ -39,8 +38,8 @@ from omnidist.kit import (
     job_from_dict,
     pick_name,
     topology_chips,
-    tpu_slice,
 )
+from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES, tpu_slice
 from omnidist.runtime import hints
 from omnidist_kubernetes import pods
 from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text

@@ -14,7 +14,8 @@ import re
 
 import attrs
 
-from omnidist.kit import COMPUTE_ENGINE_GPU_MACHINES, Framework, JobState, RoleName
+from omnidist.kit import Billing, Framework, JobState, RoleName
+from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 from omnidist.runtime.platforms import kubernetes as platform
 
 NAME = "kubernetes"
@@ -306,3 +307,12 @@ available: 6 Insufficient nvidia.com/gpu."): a placement watching the job moves 
 
 QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
 """How the API server refuses a create over a ``ResourceQuota`` (403 "exceeded quota: gpus, requested: …")."""
+
+SERVICE = "gke"
+"""The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
+
+BILLING = Billing(
+    prices="compute_engine", gpus_apart=True, fees=("cluster",),
+    rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
+         "(GKE pricing page; the fee row names it)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

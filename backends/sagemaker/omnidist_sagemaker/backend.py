@@ -22,6 +22,7 @@ from omnidist.kit import (
 )
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
+from omnidist_sagemaker.tables import BILLING, SERVICE
 from omnidist_sagemaker.tables import CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS
 
 
@@ -43,6 +44,7 @@ class SageMakerBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = SageMakerSettings
     client = LazyClient("omnidist_sagemaker.client:SageMakerClient")

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import omnidist
-from omnidist.clouds import google_labels as labels
+from omnidist_google import google_labels as labels
 from omnidist.errors import ValidationError
 from omnidist.migration.report import Fidelity, StrictMigrationError
 from omnidist.model import serde
