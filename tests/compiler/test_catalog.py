@@ -6,6 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from omnidist.compiler import catalog
+from omnidist.compiler.catalog import Attachment, Catalog, Machine, check_named, smallest_fit
+from omnidist.errors import ValidationError
+from omnidist.model import accelerators
+from omnidist.model.roles import Accelerator
 from omnidist_google.compute_engine import (
     COMPUTE_ENGINE,
     COMPUTE_ENGINE_GPU_MACHINES,
@@ -16,11 +21,6 @@ from omnidist_google.compute_engine import (
     N1_SIZES,
     REDUCTION_SERVER_MACHINE,
 )
-from omnidist.compiler import catalog
-from omnidist.compiler.catalog import Attachment, Catalog, Machine, check_named, smallest_fit
-from omnidist.errors import ValidationError
-from omnidist.model import accelerators
-from omnidist.model.roles import Accelerator
 
 V100 = Accelerator(type="V100", count=8)
 

@@ -9,7 +9,6 @@ import pytest
 import omnidist
 from omnidist.backend import registry
 from omnidist.backend.values import Footprint, Pool
-from omnidist_google import tpu as tpus
 from omnidist.compiler.lowering import check_portable_rules
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.model import accelerators
@@ -17,6 +16,7 @@ from omnidist.model.job import DistributedJob, Framework
 from omnidist.model.roles import Accelerator, processes_per_node
 from omnidist.placement import prices
 from omnidist.placement.prices import Catalog, Row
+from omnidist_google import tpu as tpus
 
 BASE = {"name": "tpu-job", "framework": "jax", "image": "us-docker.pkg.dev/p/r/jax:1", "command": ["python", "t.py"]}
 

@@ -23,12 +23,10 @@ from omnidist.kit import (
     Note,
     RoleName,
 )
-from omnidist_google import gcloud
-from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import BILLING, SERVICE
 from omnidist_ai_platform.tables import (
+    BILLING,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     LEFT_BEHIND,
@@ -36,7 +34,10 @@ from omnidist_ai_platform.tables import (
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
+from omnidist_google import gcloud
+from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 
 
 class AIPlatformBackend(CloudBackend):

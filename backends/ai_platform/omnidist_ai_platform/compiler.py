@@ -38,11 +38,11 @@ from omnidist.kit import (
     start_processes,
     tpu_slice_of,
 )
-from omnidist_google.google_labels import check_labels as check_google_labels
 from omnidist.runtime.launch import carry_processes_per_node
 from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME, REDUCER_IMAGE, REFUSALS, ROLE_PREFIXES
+from omnidist_google.google_labels import check_labels as check_google_labels
 
 _SETTINGS_PATH = f"backends.{NAME}"
 

@@ -12,8 +12,17 @@ from typing import Any, Optional
 from omnidist.kit import Footprint, Pool, RoleName
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import SERVICE, ROLE_PREFIXES
+from omnidist_ai_platform.tables import ROLE_PREFIXES, SERVICE
 
+_SLOTS = tuple((role, ROLE_PREFIXES[role]) for role in RoleName if role is not RoleName.REDUCTION_SERVERS)
+"""Role -> its ``trainingInput`` prefix, in pool order (reducers sit in the parameter-server slot)."""
+
+
+TPU_POOL = "tpu"
+"""The role a TPU Node's pool is listed under (beside the master that runs the program)."""
+
+TPU_PRICED_AS = "cloud-tpu"
+"""The machine a TPU worker is priced as: Vertex's (legacy bills the Vertex AI prices)."""
 
 
 def _tpu(config: Mapping[str, Any]) -> Pool:

@@ -101,18 +101,9 @@ def shortage_named(text: str) -> str | None:
     """``quota`` when ``text`` is one of :data:`SHORTAGES`, else ``None``."""
     return next((kind for pattern, kind in SHORTAGES if pattern.search(text or "")), None)
 
+
 SERVICE = "ai_platform_training"
 """The price list legacy AI Platform Training bills from."""
-
-_SLOTS = tuple((role, ROLE_PREFIXES[role]) for role in RoleName if role is not RoleName.REDUCTION_SERVERS)
-"""Role -> its ``trainingInput`` prefix, in pool order (reducers sit in the parameter-server slot)."""
-
-
-TPU_POOL = "tpu"
-"""The role a TPU Node's pool is listed under (beside the master that runs the program)."""
-
-TPU_PRICED_AS = "cloud-tpu"
-"""The machine a TPU worker is priced as: Vertex's (legacy bills the Vertex AI prices)."""
 
 BILLING = Billing(
     prices="vertex_ai", gpus_apart=True,

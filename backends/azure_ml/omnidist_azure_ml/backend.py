@@ -23,14 +23,15 @@ from omnidist.kit import (
 )
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
-from omnidist_azure_ml.tables import BILLING, SERVICE
 from omnidist_azure_ml.tables import (
+    BILLING,
     COMMAND_JOB_KEYS,
     LEFT_BEHIND,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
 
 

@@ -9,10 +9,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
 from omnidist.kit import Footprint, Note, NoteCode, Pool
-from omnidist_azure_ml.tables import SERVICE
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
-
+from omnidist_azure_ml.tables import SERVICE
 
 
 def _assumed(notes: Sequence[Note]) -> Optional[str]:

@@ -22,8 +22,7 @@ from omnidist.kit import (
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import BILLING, SERVICE
-from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
+from omnidist_kubernetes.tables import BILLING, GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME, SERVICE
 
 
 class KubernetesBackend(CloudBackend):

@@ -44,7 +44,7 @@ from omnidist.kit import (
     tpu_slice_of,
     with_module,
 )
-from omnidist_google.tpu import tpu_slice, TpuSlice
+from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_kubernetes import expansion, names, quantities
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
 from omnidist_kubernetes.tables import (

@@ -16,7 +16,6 @@ from omnidist_google.tpu import TPU_HOSTS
 from omnidist_kubernetes.pods import NativePod, native_to_pod
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
-    SERVICE,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_PORTABLE,
     GKE_TPU_TOPOLOGY_LABEL,
@@ -24,8 +23,8 @@ from omnidist_kubernetes.tables import (
     KINDS,
     LAUNCHER,
     REPLICA_ROLES,
+    SERVICE,
 )
-
 
 
 def _machine(pod: NativePod, selector: Mapping[str, str]) -> tuple[Optional[str], str]:

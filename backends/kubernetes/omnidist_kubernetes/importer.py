@@ -39,8 +39,9 @@ from omnidist.kit import (
     pick_name,
     topology_chips,
 )
-from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES, tpu_slice
 from omnidist.runtime import hints
+from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES
+from omnidist_google.tpu import tpu_slice
 from omnidist_kubernetes import pods
 from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text
 from omnidist_kubernetes.tables import (

@@ -15,8 +15,8 @@ import re
 import attrs
 
 from omnidist.kit import Billing, Framework, JobState, RoleName
-from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 from omnidist.runtime.platforms import kubernetes as platform
+from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 
 NAME = "kubernetes"
 """The backend's name (entry point, settings block ``backends.kubernetes``)."""

@@ -22,8 +22,7 @@ from omnidist.kit import (
 )
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
-from omnidist_sagemaker.tables import BILLING, SERVICE
-from omnidist_sagemaker.tables import CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS
+from omnidist_sagemaker.tables import BILLING, CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS, SERVICE
 
 
 def _offered() -> frozenset[str]:

@@ -9,11 +9,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from omnidist.kit import Footprint, Pool
-from omnidist_sagemaker.tables import SERVICE
 from omnidist.runtime.platforms import sagemaker as platform
 from omnidist_sagemaker import catalog
 from omnidist_sagemaker.settings import SageMakerSettings
-
+from omnidist_sagemaker.tables import SERVICE
 
 
 def _pool(role: str, replicas: int, instance_type: str) -> Pool:

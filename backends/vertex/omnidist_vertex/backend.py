@@ -24,15 +24,16 @@ from omnidist.kit import (
 from omnidist_google import gcloud
 from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import BILLING, SERVICE
 from omnidist_vertex.tables import (
     ACCELERATOR_TYPES,
+    BILLING,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
     resource_name,
 )
 

@@ -36,10 +36,10 @@ from omnidist.kit import (
     smallest_fit,
     tpu_slice_of,
 )
+from omnidist.runtime import hints
 from omnidist_google.compute_engine import COMPUTE_ENGINE, N1_GPUS, N1_MEMORY_PER_VCPU, REDUCTION_SERVER_MACHINE
 from omnidist_google.google_labels import check_labels as check_google_labels
-from omnidist_google.tpu import tpu_slice, TpuSlice
-from omnidist.runtime import hints
+from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from omnidist.kit import Accelerator, Footprint, Pool, RoleName
-from omnidist_google.tpu import HOSTS_BY_NAME as TPU_HOSTS_BY_NAME, slice_from_host, tpu_slice
+from omnidist_google.tpu import HOSTS_BY_NAME as TPU_HOSTS_BY_NAME
+from omnidist_google.tpu import slice_from_host, tpu_slice
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import SERVICE, PORTABLE_ACCELERATORS, PORTABLE_CLOUD_TPUS, REDUCTION_SERVER_IMAGE, ROLES_AT
-
+from omnidist_vertex.tables import PORTABLE_ACCELERATORS, PORTABLE_CLOUD_TPUS, REDUCTION_SERVER_IMAGE, ROLES_AT, SERVICE
 
 
 def _role_at(index: int, pool: Mapping[str, Any]) -> RoleName:

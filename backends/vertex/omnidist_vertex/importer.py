@@ -63,14 +63,18 @@ from omnidist.kit import (
     retired_gpu,
     shorten,
 )
+from omnidist.runtime import hints
 from omnidist_google.compute_engine import compute_engine_shape
 from omnidist_google.tpu import (
     HOSTS_BY_NAME as TPU_HOSTS_BY_NAME,
+)
+from omnidist_google.tpu import (
     is_default_host as is_default_tpu_host,
+)
+from omnidist_google.tpu import (
     slice_from_host,
     tpu_slice,
 )
-from omnidist.runtime import hints
 from omnidist_vertex import gcloud, prebuilt
 from omnidist_vertex.tables import (
     ACCELERATOR_BY_NUMBER,

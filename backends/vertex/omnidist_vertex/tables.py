@@ -7,8 +7,8 @@ import re
 from typing import Any, Optional
 
 from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName
-from omnidist_google.compute_engine import COMPUTE_ENGINE_ACCELERATORS
 from omnidist.runtime.platforms import vertex as platform
+from omnidist_google.compute_engine import COMPUTE_ENGINE_ACCELERATORS
 
 NAME = platform.NAME
 """The backend's name (entry point, ``backends.vertex`` block, runtime platform)."""

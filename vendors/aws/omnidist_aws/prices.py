@@ -11,7 +11,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from omnidist.kit import BackendError, PriceRow as Row, PriceSource, Vendor, price_value
+from omnidist.kit import BackendError, PriceSource, Vendor, price_value
+from omnidist.kit import PriceRow as Row
 
 if TYPE_CHECKING:
     from omnidist.kit import PriceFetcher

@@ -18,12 +18,14 @@ from typing import TYPE_CHECKING, Any, Optional
 from omnidist.kit import (
     PRICE_LIST_MAX_PAGES,
     BackendError,
-    PriceRow as Row,
     PriceSource,
     Vendor,
     price_value,
     shown_url,
     skypilot_source,
+)
+from omnidist.kit import (
+    PriceRow as Row,
 )
 
 if TYPE_CHECKING:

@@ -25,13 +25,14 @@ from omnidist.kit import (
     PRICE_LIST_MAX_PAGES,
     BackendError,
     Billing,
-    PriceRow as Row,
     PriceSource,
     Vendor,
     portable_accelerator,
-    price_value,
     shown_url,
     skypilot_source,
+)
+from omnidist.kit import (
+    PriceRow as Row,
 )
 from omnidist_google.compute_engine import COMPUTE_ENGINE
 
@@ -139,7 +140,8 @@ def from_gcp(fetch: PriceFetcher, base: str, regions: Optional[Sequence[str]], k
     for region in sorted(dates):
         for (kind, name, where, usage), _ in list(rates.items()):
             if kind == "accelerator" and where == region and usage == "on_demand":
-                rows.append(Row(cloud=CLOUD, service=COMPUTE_ENGINE_PRICES, region=region, kind="accelerator", name=name,
+                rows.append(Row(cloud=CLOUD, service=COMPUTE_ENGINE_PRICES, region=region, kind="accelerator",
+                                name=name,
                                 on_demand=rates[(kind, name, region, "on_demand")],
                                 spot=rates.get((kind, name, region, "spot")), source=source,
                                 date=dates[region] or fetch.today))

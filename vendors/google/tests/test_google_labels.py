@@ -10,11 +10,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import omnidist
-from omnidist_google import google_labels as labels
 from omnidist.errors import ValidationError
 from omnidist.migration.report import Fidelity, StrictMigrationError
 from omnidist.model import serde
 from omnidist.testing.cli import run_cli
+from omnidist_google import google_labels as labels
 
 GOOGLE = ("ai_platform", "vertex")
 JOB = {"name": "labelled", "framework": "pytorch", "image": "gcr.io/p/t:1", "command": ["python", "t.py"],
