@@ -29,7 +29,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("omnidist.backend", "omnidist.config"),
     ("omnidist.compiler",),
     ("omnidist.submission",),
-    ("omnidist.api", "omnidist.local", "omnidist.clouds"),
+    ("omnidist.api", "omnidist.local"),
     ("omnidist.migration", "omnidist.placement"),
     ("omnidist.cli", "omnidist.kit", "omnidist.testing"),
 )
