@@ -123,7 +123,6 @@ _NAMES: dict[str, str] = {
     "data_hints": "omnidist.compiler.code_data",
     "default_output_base": "omnidist.compiler.code_data",
     "foreign_uri": "omnidist.compiler.code_data",
-    "is_azure_storage": "omnidist.compiler.code_data",
     "local_path": "omnidist.compiler.code_data",
     "resolve_data": "omnidist.compiler.code_data",
     "staged_code_uri": "omnidist.compiler.code_data",
