@@ -42,8 +42,10 @@ from omnidist.kit import (
 from omnidist.runtime import hints
 from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES
 from omnidist_google.tpu import tpu_slice
+from omnidist_k8s.nodes import MULTI_GPU_SHM_SIZE
+from omnidist_k8s.templates import mapping, string_map, text
 from omnidist_kubernetes import pods
-from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text
+from omnidist_kubernetes.pods import NativePod, dropped
 from omnidist_kubernetes.tables import (
     CLEAN_POD_POLICIES,
     DEFAULT_CLEAN_POD_POLICIES,
@@ -64,7 +66,6 @@ from omnidist_kubernetes.tables import (
     MPIRUN_FORWARDED,
     MPIRUN_OPTION_VALUES,
     MPIRUN_PROGRAMS,
-    MULTI_GPU_SHM_SIZE,
     NAME,
     QUEUE_LABEL,
     REPLICA_ROLES,
