@@ -7,7 +7,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.kit import OmnidistError, error_for_status, parse_retry_after
+from omnidist.kit import OmnidistError, error_for_status
 
 BLOB_HOSTS = (".blob.core.windows.net", ".dfs.core.windows.net")
 """Host suffixes of Azure Blob and Data Lake storage."""
@@ -26,6 +26,8 @@ def http_error(response: Any, what: str, *, backend: str) -> OmnidistError:
 
     The URL is left out on purpose: a blob's URL may carry its SAS signature.
     """
+    from omnidist.kit import parse_retry_after  # client code: compiling checks URLs and loads none of it
+
     text = response.text() or ""
     found = _BLOB_MESSAGE.search(text)
     message = found.group(1).strip() if found else text.strip()[:300]
