@@ -99,7 +99,7 @@ class LocalSettings:
     cpu: bool = False
 
 
-NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs, and a TPU is only in Google Cloud"
+NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs; a TPU runs only on a backend that offers TPUs"
 """Why ``omnidist run`` cannot run a TPU job (SPEC §13)."""
 
 STATES = {
