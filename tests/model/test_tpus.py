@@ -131,7 +131,7 @@ def test_a_tpu_host_is_priced_as_its_machine_chips_included():
 
 
 def test_the_shipped_catalog_has_a_row_for_every_tpu_machine():
-    shipped = {(r.service, r.kind, r.name): r for r in prices.read_rows(prices.SHIPPED)}
+    shipped = {(r.service, r.kind, r.name): r for path in prices.shipped() for r in prices.read_rows(path)}
     for host in tpus.TPU_HOSTS:
         for service in ("vertex_ai", "compute_engine"):
             assert (service, "machine", host.machine_type) in shipped
