@@ -136,7 +136,7 @@ def test_the_shipped_catalog_has_a_row_for_every_tpu_machine():
         for service in ("vertex_ai", "compute_engine"):
             assert (service, "machine", host.machine_type) in shipped
     assert ("vertex_ai", "machine", "cloud-tpu") in shipped
-    v6e = [r for r in prices.read_rows(prices.SHIPPED) if r.name == "ct6e-standard-1t" and r.on_demand is not None]
+    v6e = [r for path in prices.shipped() for r in prices.read_rows(path) if r.name == "ct6e-standard-1t" and r.on_demand is not None]
     assert [(r.region, r.on_demand, r.spot) for r in v6e] == [("us-central1", 2.7, 0.648)]
     assert "skypilot-catalog" in v6e[0].source
 
