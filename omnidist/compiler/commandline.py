@@ -1,6 +1,6 @@
 """Commands written as text, read the way a shell reads them.
 
-- :func:`shell_argv` turns one command string (an Azure ML ``command``, ``migrate --command``)
+- :func:`shell_argv` turns one command string (a native spec's one-string ``command``, ``migrate --command``)
   into an argv list when that keeps its meaning, and into ``bash -c '…'`` when only a shell
   would run it the same way (several lines, ``&&``, ``$VAR``, globs, a builtin such as ``source``).
 
@@ -28,7 +28,7 @@ SHELL_BUILTINS = frozenset({
 
 _OPERATORS = "|&;<>()*?[\n"
 _ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
-_REFERENCE = "${{"  # Azure ML's own ${{inputs.x}}, replaced before any shell sees the command
+_REFERENCE = "${{"  # a platform's own ${{inputs.x}} references, replaced before any shell sees the command
 
 
 def needs_shell(command: str) -> bool:
@@ -36,7 +36,7 @@ def needs_shell(command: str) -> bool:
 
     Outside quotes: operators (``&& || ; | < > ( )``), a newline, globs (``* ? [``), a comment or
     ``~`` at the start of a word, a backslash; outside single quotes: ``$`` expansions and
-    backquotes (Azure ML's ``${{…}}`` references excepted); and a first word that is a shell
+    backquotes (a platform's ``${{…}}`` references excepted); and a first word that is a shell
     builtin or a ``VAR=value`` assignment.
     """
     quote, previous = "", " "

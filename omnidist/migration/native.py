@@ -3,7 +3,7 @@
 A native spec arrives as a mapping, a list of ``--worker-pool-spec`` strings, a YAML/JSON file,
 a file holding the command line that submitted it (:class:`~omnidist.compiler.commandline.CommandLine`,
 for the programs backends declare in ``command_programs``),
-or an SDK object (``azure.ai.ml.command(...)``), which is read through the SDK's own
+or an SDK job object, which is read through the SDK's own
 serialization. :func:`detect_backend` names the backend from the content, asking each installed
 backend whether the spec is its own; when none says so, the error lists the formats they read.
 """
