@@ -16,9 +16,11 @@ has to learn of the core, grouped the way a backend is written:
 - **the client** template its ``client.py`` fills in (idempotency, log paging, retries), and the
   client's capability classes (:class:`StagesCode`, :class:`ReadsLogs`, :class:`ReadsTrials`,
   :class:`ReportsShortage`);
-- **cloud knowledge** two or more plugins share (Compute Engine, TPU slices, Google Cloud labels, credentials
-  and staging, ``gcloud`` command lines);
 - **errors**, the one tree.
+
+What belongs to one cloud vendor (its machines, credentials, storage, command lines, prices)
+is not here: it lives in that vendor's kit (``vendors/<vendor>/``), which
+imports the core through this module too; a backend imports its vendor kit directly.
 
 Anything a plugin needs that is not here is a defect of the kit: add it here (from the floor
 where it lives), not an import of a core module. The kit sits on the top floor and names every
@@ -42,6 +44,7 @@ if TYPE_CHECKING:
     from omnidist.model.data import REFERENCE
     from omnidist.model.data import InputMode
     from omnidist.model.labels import LabelRules
+    from omnidist.model.labels import Rewrite
     from omnidist.model.data import JobInput
     from omnidist.model.data import JobOutput
     from omnidist.model.data import is_data
@@ -112,12 +115,14 @@ if TYPE_CHECKING:
     from omnidist.submission.cloud import CloudBackend
     from omnidist.submission.handle import JobHandle
     # compiling
+    from omnidist.compiler.catalog import Attachment
     from omnidist.compiler.catalog import Catalog
     from omnidist.compiler.catalog import Machine
     from omnidist.compiler.catalog import big_enough
     from omnidist.compiler.catalog import check_named
     from omnidist.compiler.catalog import smallest_fit
     from omnidist.compiler.code_data import CODE_HASH
+    from omnidist.compiler.code_data import CODE_OBJECT
     from omnidist.compiler.code_data import DataValues
     from omnidist.compiler.code_data import apply_data_map
     from omnidist.compiler.code_data import check_data_map
@@ -126,13 +131,13 @@ if TYPE_CHECKING:
     from omnidist.compiler.code_data import data_hints
     from omnidist.compiler.code_data import default_output_base
     from omnidist.compiler.code_data import foreign_uri
-    from omnidist.compiler.code_data import is_azure_storage
     from omnidist.compiler.code_data import local_path
     from omnidist.compiler.code_data import resolve_data
     from omnidist.compiler.code_data import staged_code_uri
     from omnidist.compiler.code_data import substituted
     from omnidist.compiler.code_data import unknown_version
     from omnidist.compiler.code_data import with_module
+    from omnidist.compiler.commandline import CommandLine
     from omnidist.compiler.commandline import needs_shell
     from omnidist.compiler.commandline import shell_argv
     from omnidist.compiler.launchers import Launcher
@@ -184,35 +189,19 @@ if TYPE_CHECKING:
     from omnidist.submission.packaging import stage
     from omnidist.submission.packaging import StagedCode
     from omnidist.submission.retry import parse_retry_after
+    # prices: how a backend bills, and what a vendor kit declares about its price lists
+    from omnidist.backend.billing import Billing
+    from omnidist.placement.refresh import Fetcher as PriceFetcher
+    from omnidist.placement.refresh import MAX_PAGES as PRICE_LIST_MAX_PAGES
+    from omnidist.placement.prices import Row as PriceRow
+    from omnidist.placement.vendors import PriceSource
+    from omnidist.placement.vendors import Vendor
+    from omnidist.placement.refresh import portable_accelerator
+    from omnidist.placement.refresh import price_value
+    from omnidist.placement.refresh import shown_url
+    from omnidist.placement.refresh import skypilot_source
     from omnidist.submission.staging import ObjectStore
     from omnidist.submission.staging import stage_code as stage_folder
-    # cloud knowledge shared by plugins
-    from omnidist.clouds.compute_engine import COMPUTE_ENGINE
-    from omnidist.clouds.compute_engine import COMPUTE_ENGINE_ACCELERATORS
-    from omnidist.clouds.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
-    from omnidist.clouds.compute_engine import N1_GPUS
-    from omnidist.clouds.compute_engine import N1_MEMORY_PER_VCPU
-    from omnidist.clouds.compute_engine import REDUCTION_SERVER_MACHINE
-    from omnidist.clouds.compute_engine import compute_engine_shape
-    from omnidist.clouds.gcloud import CommandLine
-    from omnidist.clouds.gcloud import Flags
-    from omnidist.clouds.gcloud import key_values
-    from omnidist.clouds.gcloud import merged
-    from omnidist.clouds.gcloud import parse_flags
-    from omnidist.clouds.google_cloud import check_gs_prefix
-    from omnidist.clouds.google_cloud import google_credentials
-    from omnidist.clouds.google_cloud import stage_code
-    from omnidist.clouds.google_cloud import storage_media_error
-    from omnidist.clouds.google_cloud import translate_storage_error
-    from omnidist.clouds.google_labels import check_labels as check_google_labels
-    from omnidist.clouds.google_labels import GOOGLE as GOOGLE_LABELS
-    from omnidist.clouds.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES
-    from omnidist.clouds.tpu import TPU_HOSTS
-    from omnidist.clouds.tpu import HOSTS_BY_NAME as TPU_HOSTS_BY_NAME
-    from omnidist.clouds.tpu import TpuSlice
-    from omnidist.clouds.tpu import is_default_host as is_default_tpu_host
-    from omnidist.clouds.tpu import slice_from_host
-    from omnidist.clouds.tpu import tpu_slice
     # errors
     from omnidist.errors import AuthenticationError
     from omnidist.errors import BackendError
@@ -240,6 +229,7 @@ _NAMES: dict[str, str] = {
     "REFERENCE": "omnidist.model.data",
     "InputMode": "omnidist.model.data",
     "LabelRules": "omnidist.model.labels",
+    "Rewrite": "omnidist.model.labels",
     "JobInput": "omnidist.model.data",
     "JobOutput": "omnidist.model.data",
     "is_data": "omnidist.model.data",
@@ -310,12 +300,14 @@ _NAMES: dict[str, str] = {
     "CloudBackend": "omnidist.submission.cloud",
     "JobHandle": "omnidist.submission.handle",
     # compiling
+    "Attachment": "omnidist.compiler.catalog",
     "Catalog": "omnidist.compiler.catalog",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",
     "smallest_fit": "omnidist.compiler.catalog",
     "CODE_HASH": "omnidist.compiler.code_data",
+    "CODE_OBJECT": "omnidist.compiler.code_data",
     "DataValues": "omnidist.compiler.code_data",
     "apply_data_map": "omnidist.compiler.code_data",
     "check_data_map": "omnidist.compiler.code_data",
@@ -324,13 +316,13 @@ _NAMES: dict[str, str] = {
     "data_hints": "omnidist.compiler.code_data",
     "default_output_base": "omnidist.compiler.code_data",
     "foreign_uri": "omnidist.compiler.code_data",
-    "is_azure_storage": "omnidist.compiler.code_data",
     "local_path": "omnidist.compiler.code_data",
     "resolve_data": "omnidist.compiler.code_data",
     "staged_code_uri": "omnidist.compiler.code_data",
     "substituted": "omnidist.compiler.code_data",
     "unknown_version": "omnidist.compiler.code_data",
     "with_module": "omnidist.compiler.code_data",
+    "CommandLine": "omnidist.compiler.commandline",
     "needs_shell": "omnidist.compiler.commandline",
     "shell_argv": "omnidist.compiler.commandline",
     "Launcher": "omnidist.compiler.launchers",
@@ -382,35 +374,19 @@ _NAMES: dict[str, str] = {
     "stage": "omnidist.submission.packaging",
     "StagedCode": "omnidist.submission.packaging",
     "parse_retry_after": "omnidist.submission.retry",
+    # prices: how a backend bills, and what a vendor kit declares about its price lists
+    "Billing": "omnidist.backend.billing",
+    "PriceFetcher": "omnidist.placement.refresh:Fetcher",
+    "PRICE_LIST_MAX_PAGES": "omnidist.placement.refresh:MAX_PAGES",
+    "PriceRow": "omnidist.placement.prices:Row",
+    "PriceSource": "omnidist.placement.vendors",
+    "Vendor": "omnidist.placement.vendors",
+    "portable_accelerator": "omnidist.placement.refresh",
+    "price_value": "omnidist.placement.refresh",
+    "shown_url": "omnidist.placement.refresh",
+    "skypilot_source": "omnidist.placement.refresh",
     "ObjectStore": "omnidist.submission.staging",
     "stage_folder": "omnidist.submission.staging:stage_code",
-    # cloud knowledge shared by plugins
-    "COMPUTE_ENGINE": "omnidist.clouds.compute_engine",
-    "COMPUTE_ENGINE_ACCELERATORS": "omnidist.clouds.compute_engine",
-    "COMPUTE_ENGINE_GPU_MACHINES": "omnidist.clouds.compute_engine",
-    "N1_GPUS": "omnidist.clouds.compute_engine",
-    "N1_MEMORY_PER_VCPU": "omnidist.clouds.compute_engine",
-    "REDUCTION_SERVER_MACHINE": "omnidist.clouds.compute_engine",
-    "compute_engine_shape": "omnidist.clouds.compute_engine",
-    "CommandLine": "omnidist.clouds.gcloud",
-    "Flags": "omnidist.clouds.gcloud",
-    "key_values": "omnidist.clouds.gcloud",
-    "merged": "omnidist.clouds.gcloud",
-    "parse_flags": "omnidist.clouds.gcloud",
-    "check_gs_prefix": "omnidist.clouds.google_cloud",
-    "google_credentials": "omnidist.clouds.google_cloud",
-    "stage_code": "omnidist.clouds.google_cloud",
-    "storage_media_error": "omnidist.clouds.google_cloud",
-    "translate_storage_error": "omnidist.clouds.google_cloud",
-    "check_google_labels": "omnidist.clouds.google_labels:check_labels",
-    "GOOGLE_LABELS": "omnidist.clouds.google_labels:GOOGLE",
-    "DEFAULT_TPU_TOPOLOGIES": "omnidist.clouds.tpu:DEFAULT_TOPOLOGIES",
-    "TPU_HOSTS": "omnidist.clouds.tpu",
-    "TPU_HOSTS_BY_NAME": "omnidist.clouds.tpu:HOSTS_BY_NAME",
-    "TpuSlice": "omnidist.clouds.tpu",
-    "is_default_tpu_host": "omnidist.clouds.tpu:is_default_host",
-    "slice_from_host": "omnidist.clouds.tpu",
-    "tpu_slice": "omnidist.clouds.tpu",
     # errors
     "AuthenticationError": "omnidist.errors",
     "BackendError": "omnidist.errors",

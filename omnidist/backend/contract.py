@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
+from omnidist.backend.billing import Billing
 from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
@@ -170,6 +171,13 @@ class Backend(ABC):
     emulation_settings: ClassVar[Mapping[str, Any]] = {}
     """Settings ``omnidist run --emulate <name>`` compiles with where the job's block gives none: stand-ins
     for what only a real account has (SageMaker's ``role_arn``); nothing is sent anywhere."""
+    billing: ClassVar[Mapping[str, Billing]] = {}
+    """Service (a :class:`~omnidist.backend.values.Footprint`'s ``service``) -> how it bills: the
+    services its footprints name, each with its price list, surcharge rule and fees. Placement
+    prices a footprint from the service's list, which a vendor kit ships and refreshes."""
+    command_programs: ClassVar[tuple[str, ...]] = ()
+    """Programs whose command lines, pasted into a file, it reads as a native spec: a file whose
+    first line runs one of them is read as a :class:`omnidist.compiler.commandline.CommandLine`."""
     testing: ClassVar[str] = ""
     """``"package.module:NAME"`` of its :class:`omnidist.testing.Harness` (its fake service and the
     settings that point its client there), for the suites and benchmarks that run every cloud

@@ -45,7 +45,7 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Format of the fidelity report on stderr.")
 @click.option("--image", help="Container to run, for specs that ran something only their cloud has "
-              "(a legacy Python-package job; an Azure ML registered environment, build context or conda file).")
+              "(a Python-package job; a registered environment, build context or conda file).")
 @click.option("--command", "command", help="Command to run, one string read like a shell reads it "
               "(for a spec that names none, or to run something else).")
 @click.option("--profile", "-p", help="Profile supplying the target's settings.")

@@ -58,13 +58,13 @@ def catalog(ctx: click.Context, rows: bool) -> None:
     Examples:
       omnidist catalog
       omnidist catalog --rows > prices.csv
-      omnidist catalog refresh --source azure --region eastus
+      omnidist catalog refresh --source skypilot --region us-east-1
     """
     if ctx.invoked_subcommand is not None:
         return
     import csv
 
-    from omnidist.placement import prices
+    from omnidist.placement import prices, vendors
 
     found = prices.load()
     if rows:
@@ -85,26 +85,36 @@ def catalog(ctx: click.Context, rows: bool) -> None:
              for (service, source, date), (total, priced) in sorted(summary.items())]
     click.echo(table(lines, ("list", "rows", "priced", "date", "source")))
     click.echo("\nHow each service bills:")
-    for name, service in sorted(prices.SERVICES.items()):
+    for name, service in vendors.billing().items():
         click.echo(f"  {name}: {service.rule}")
+    click.echo("\nPrice lists `omnidist catalog refresh --source` reads (by vendor kit):")
+    for vendor, source in vendors.sources():
+        key = f"; needs --api-key {source.name}=KEY or {source.key_env}" if source.key_env else ""
+        click.echo(f"  {source.name} ({vendor.name}): {source.title}{key}")
 
 
 @catalog.command("refresh")
-@click.option("--source", "sources", multiple=True, type=click.Choice(["skypilot", "azure", "gcp", "aws"]),
-              help="Only these price lists (repeatable; default: every one that can be read).")
+@click.option("--source", "sources", multiple=True,
+              help="Only these price lists (repeatable; default: every one that can be read; `omnidist catalog` "
+                   "lists the installed vendor kits' lists).")
 @click.option("--region", "regions", multiple=True, help="Only these regions (repeatable; default: all).")
-@click.option("--gcp-api-key", envvar="OMNIDIST_GCP_API_KEY",
-              help="An API key for the Cloud Billing Catalog (or OMNIDIST_GCP_API_KEY); without one it is skipped.")
+@click.option("--api-key", "api_keys", multiple=True, metavar="LIST=KEY",
+              help="An API key for a list that needs one (repeatable; else the variable the list names); a list "
+                   "without its key is skipped.")
 @click.option("--output", type=click.Path(dir_okay=False), help="Write here (default: the state folder's prices.csv).")
-def refresh(sources: tuple[str, ...], regions: tuple[str, ...], gcp_api_key: Optional[str],
+def refresh(sources: tuple[str, ...], regions: tuple[str, ...], api_keys: tuple[str, ...],
             output: Optional[str]) -> None:
-    """Rebuild the price catalog from the clouds' public price lists (skypilot-catalog CSVs, the
-    Azure Retail Prices API, the GCP Cloud Billing Catalog, the AWS Price List)."""
+    """Rebuild the price catalog from the public price lists the installed vendor kits read."""
     from pathlib import Path
 
+    from omnidist.errors import ValidationError
     from omnidist.placement import refresh as refreshing
 
-    result = refreshing.refresh(sources or None, regions=regions or None, gcp_api_key=gcp_api_key,
+    unknown = sorted(set(sources) - set(refreshing.source_names()))
+    if unknown:
+        raise ValidationError(f"no price list {', '.join(map(repr, unknown))}; the installed vendor kits read "
+                              f"{', '.join(refreshing.source_names()) or 'none'}", path="--source")
+    result = refreshing.refresh(sources or None, regions=regions or None, api_keys=refreshing.api_keys(api_keys),
                                 output=Path(output) if output else None, say=lambda line: click.echo(line, err=True))
     click.echo(f"wrote {result.rows} rows to {result.path}")
     if result.failed:

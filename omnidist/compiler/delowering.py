@@ -282,7 +282,7 @@ def cannot_hold(subject: str, message: str, hint: str = "", *,
     return NotPortableError(feature, message, hint, subject=subject)
 
 
-TPU_MESSAGE = "omnidist does not import TPU jobs yet (Vertex, legacy AI Platform and GKE run them)"
+TPU_MESSAGE = "omnidist does not import TPU jobs yet (it compiles them for the backends that run TPUs)"
 """What an importer says about a TPU (a TPU machine, accelerator or runtime setting)."""
 
 TPU_HINT = "Rewrite the job for GPUs to move it."

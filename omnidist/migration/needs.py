@@ -36,7 +36,7 @@ def _runs_instead(job: DistributedJob, source: str, entries: list[ReportEntry]) 
         if key in block:
             return runs.format_map(collections.defaultdict(lambda: "default", block))
     if any(e.field == "environment.build" for e in entries):
-        return "runs an image Azure ML builds from a Docker context"
+        return "runs an image its cloud builds from a Docker context"
     return "names no container image (it came from the command line that submitted the file)"
 
 

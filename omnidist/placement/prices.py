@@ -1,14 +1,16 @@
 """The price catalog: list prices per machine, accelerator and fee, each row with its source and date.
 
-omnidist ships a catalog (``prices.csv`` beside this module) holding only figures its sources
-state, with their sources and dates; every machine a backend can pick has a row, and where no
-source gives a figure its price is empty: unknown, never guessed. ``omnidist catalog refresh``
-rebuilds rows from the clouds' public price lists into the user's state folder
-(:func:`user_catalog`); those rows win over the shipped ones for the same item.
+Each vendor kit ships its rows of the catalog (:mod:`omnidist.placement.vendors`: a ``prices.csv``
+in :data:`COLUMNS`) holding only figures its sources state, with their sources and dates; every
+machine a backend can pick has a row, and where no source gives a figure its price is empty:
+unknown, never guessed. ``omnidist catalog refresh`` rebuilds rows from the vendors' public price
+lists into the user's state folder (:func:`user_catalog`); those rows win over the shipped ones
+for the same item.
 
 A backend says what a job runs on as a :class:`~omnidist.backend.values.Footprint` (a service, a
-region, machines per role); :data:`SERVICES` says which price list each service bills from and
-what it adds, as the clouds publish it; :func:`price` adds it up. These are list prices, not quotes.
+region, machines per role) and how each of its services bills
+(:class:`~omnidist.backend.billing.Billing`: which price list, what it adds, as the vendor
+publishes it); :func:`price` adds it up. These are list prices, not quotes.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist.backend.billing import Billing
 from omnidist.backend.values import Footprint, Pool
 from omnidist.errors import ConfigError
 from omnidist.model import accelerators
+from omnidist.placement import vendors
 
-SHIPPED = Path(__file__).with_name("prices.csv")
-"""The catalog that ships with omnidist."""
+
+def shipped() -> list[Path]:
+    """The catalog files the installed vendor kits ship, by vendor."""
+    return [vendor.rows for vendor in vendors.installed().values()]
+
 
 COLUMNS = ("cloud", "service", "region", "kind", "name", "on_demand", "spot", "source", "date")
 """The columns of a catalog file, in order."""
@@ -48,8 +55,9 @@ class Row:
     """One catalog row: USD per hour of one item in one region, with where the figure comes from.
 
     Attributes:
-        cloud: ``gcp``, ``azure`` or ``aws``.
-        service: the price list (``compute_engine``, ``vertex_ai``, ``azure_vm``, ``amazon_sagemaker``, ``gke``).
+        cloud: the vendor whose kit ships or refreshes the row (:attr:`omnidist.placement.vendors.Vendor.name`).
+        service: the price list (a :attr:`~omnidist.backend.billing.Billing.prices`), or for a fee the
+            service that adds it.
         region: the cloud's region, or :data:`ANY_REGION`.
         kind: one of :data:`KINDS`.
         name: the machine type, the portable accelerator name, or the fee's name.
@@ -194,53 +202,6 @@ def user_catalog(environ: Mapping[str, str] = os.environ) -> Path:
 
 
 @attrs.frozen(kw_only=True)
-class Service:
-    """How a service bills: from which price list, GPUs apart or in the machine's price, which fees.
-
-    Attributes:
-        prices: the price list its machines are billed from.
-        gpus_apart: accelerators are rows of their own, added per GPU to the machine's (Google's
-            lists); else a machine's price includes its GPUs.
-        fees: fee rows it adds per hour (a GKE cluster's).
-        free: nothing to pay (this machine).
-        rule: what the clouds publish about it, for ``omnidist catalog`` and the docs.
-    """
-
-    prices: str = ""
-    gpus_apart: bool = False
-    fees: tuple[str, ...] = ()
-    free: bool = False
-    rule: str = ""
-
-
-SERVICES: dict[str, Service] = {
-    "ai_platform_training": Service(
-        prices="vertex_ai", gpus_apart=True,
-        rule="legacy AI Platform Training bills the Vertex AI custom-training prices (Vertex AI pricing page: "
-             "the same except for prediction machine types)"),
-    "amazon_sagemaker": Service(
-        prices="amazon_sagemaker",
-        rule="SageMaker bills ml.* instances from a price list of its own, above EC2's (by 15-40 % on the "
-             "pairs the sources compare)"),
-    "azure_machine_learning": Service(
-        prices="azure_vm",
-        rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
-             "VMs'; skypilot-catalog az_ml_vms.csv prices equal the VM prices)"),
-    "compute_engine": Service(prices="compute_engine", gpus_apart=True, rule="Compute Engine VMs; GPUs billed apart"),
-    "gke": Service(
-        prices="compute_engine", gpus_apart=True, fees=("cluster",),
-        rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
-             "(GKE pricing page; the fee row names it)"),
-    "local": Service(free=True, rule="this machine: nothing to pay"),
-    "vertex_ai": Service(
-        prices="vertex_ai", gpus_apart=True,
-        rule="Vertex AI custom training bills its own machine and accelerator SKUs, above Compute Engine's "
-             "(about 15 % on the one pair the sources compare); a management fee SKU is billed apart"),
-}
-"""Service -> how it bills, sorted by service."""
-
-
-@attrs.frozen(kw_only=True)
 class Lookup:
     """What the catalog says of one item in one region.
 
@@ -289,13 +250,13 @@ class Catalog:
 
 
 def load(environ: Mapping[str, str] = os.environ) -> Catalog:
-    """The shipped catalog with the user's refreshed rows over it (``OMNIDIST_PRICES`` names
-    another file to lay over it instead of the refreshed one).
+    """The vendor kits' shipped rows with the user's refreshed rows over them (``OMNIDIST_PRICES``
+    names another file to lay over them instead of the refreshed one).
 
     Raises:
         ConfigError: a catalog file is malformed.
     """
-    files = [SHIPPED]
+    files = shipped()
     extra = Path(environ["OMNIDIST_PRICES"]) if environ.get("OMNIDIST_PRICES") else user_catalog(environ)
     if extra.is_file() or environ.get("OMNIDIST_PRICES"):
         files.append(extra)
@@ -323,7 +284,7 @@ class Priced:
     sources: tuple[Row, ...] = ()
 
 
-def _pool_items(pool: Pool, service: Service) -> list[tuple[str, str, int]]:
+def _pool_items(pool: Pool, service: Billing) -> list[tuple[str, str, int]]:
     """``(kind, name, how many per machine)`` rows one machine of ``pool`` is billed by. A TPU host
     is billed as its machine, chips included (Cloud TPU prices a TPU VM per slice-hour, host and
     all), never as GPUs apart."""
@@ -333,15 +294,16 @@ def _pool_items(pool: Pool, service: Service) -> list[tuple[str, str, int]]:
     return items
 
 
-def price(footprint: Footprint, catalog: Catalog) -> Priced:
+def price(footprint: Footprint, catalog: Catalog, billing: Optional[Mapping[str, Billing]] = None) -> Priced:
     """The hourly price of ``footprint`` from ``catalog``, with whether its region offers what it needs.
 
     Every machine of every pool is priced (parameter servers, evaluators and reduction servers as
     the machines they run on), GPUs added per GPU where the service bills them apart, the service's
     fees added once; a tuning job's parallel trials multiply it. One unknown part makes the whole
-    unknown (``None``), and a note says which.
+    unknown (``None``), and a note says which. ``billing`` (default: what the installed backends and
+    vendor kits declare, :func:`omnidist.placement.vendors.billing`) says how the service bills.
     """
-    service = SERVICES.get(footprint.service)
+    service = (vendors.billing() if billing is None else billing).get(footprint.service)
     if service is None:
         return Priced(on_demand=None, spot=None, available=None,
                       notes=(f"the price catalog knows no service {footprint.service!r}",))

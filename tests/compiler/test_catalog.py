@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omnidist.clouds.compute_engine import (
+from omnidist.compiler import catalog
+from omnidist.compiler.catalog import Attachment, Catalog, Machine, check_named, smallest_fit
+from omnidist.errors import ValidationError
+from omnidist.model import accelerators
+from omnidist.model.roles import Accelerator
+from omnidist_google.compute_engine import (
     COMPUTE_ENGINE,
     COMPUTE_ENGINE_GPU_MACHINES,
     N1_EGRESS_GBPS,
@@ -16,11 +21,6 @@ from omnidist.clouds.compute_engine import (
     N1_SIZES,
     REDUCTION_SERVER_MACHINE,
 )
-from omnidist.compiler import catalog
-from omnidist.compiler.catalog import Attachment, Catalog, Machine, check_named, smallest_fit
-from omnidist.errors import ValidationError
-from omnidist.model import accelerators
-from omnidist.model.roles import Accelerator
 
 V100 = Accelerator(type="V100", count=8)
 
@@ -54,7 +54,7 @@ def test_compute_engine_facts_from_the_docs():
 
 
 def test_every_portable_gpu_can_be_had_on_compute_engine():
-    for name in accelerators.GPUS:  # the TPUs: omnidist.clouds.tpu
+    for name in accelerators.GPUS:  # the TPUs: omnidist_google.tpu
         assert COMPUTE_ENGINE.ways_to_get(name), name
     assert COMPUTE_ENGINE.ways_to_get("V100") == ("n1-* with 1/2/4/8",)
     assert "a2-highgpu-4g (4)" in COMPUTE_ENGINE.ways_to_get("A100")

@@ -79,7 +79,7 @@ def test_an_ai_platform_command_line_with_its_config_file(tmp_path):
 
 
 def test_scale_tier_flags_are_read_like_gcloud():
-    from omnidist.clouds.gcloud import CommandLine
+    from omnidist.compiler.commandline import CommandLine
     from omnidist_ai_platform import gcloud
 
     body = gcloud.command_to_request(CommandLine(argv=(

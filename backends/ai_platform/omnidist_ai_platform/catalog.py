@@ -11,13 +11,12 @@ from typing import Optional
 
 import attrs
 
-from omnidist.kit import (
+from omnidist.kit import Catalog, Machine
+from omnidist_google.compute_engine import (
     COMPUTE_ENGINE,
     COMPUTE_ENGINE_ACCELERATORS,
     N1_GPUS,
     REDUCTION_SERVER_MACHINE,
-    Catalog,
-    Machine,
 )
 
 ACCELERATOR_TYPES: dict[str, str] = {

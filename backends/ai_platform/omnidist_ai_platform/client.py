@@ -41,14 +41,12 @@ from omnidist.kit import (
     StagesCode,
     TransientBackendError,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
-    stage_code,
-    translate_storage_error,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
+from omnidist_google.google_cloud import google_credentials, stage_code, translate_storage_error
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob

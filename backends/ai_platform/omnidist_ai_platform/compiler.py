@@ -29,7 +29,6 @@ from omnidist.kit import (
     RoleName,
     UnsupportedFeatureError,
     ValidationError,
-    check_google_labels,
     check_named,
     effective_roles,
     format_proto_duration,
@@ -43,6 +42,7 @@ from omnidist.runtime.launch import carry_processes_per_node
 from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME, REDUCER_IMAGE, REFUSALS, ROLE_PREFIXES
+from omnidist_google.google_labels import check_labels as check_google_labels
 
 _SETTINGS_PATH = f"backends.{NAME}"
 

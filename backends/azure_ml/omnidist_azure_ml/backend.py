@@ -26,12 +26,14 @@ from omnidist.kit import (
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import (
+    BILLING,
     COMMAND_JOB_KEYS,
     LEFT_BEHIND,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
 
 
@@ -45,6 +47,7 @@ class AzureMLBackend(Imports, Placement, CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = AzureMLSettings
     client = LazyClient("omnidist_azure_ml.client:AzureMLClient")

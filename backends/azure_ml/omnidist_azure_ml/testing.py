@@ -324,7 +324,7 @@ def _direct(service: FakeService) -> Any:
 
     from azure.ai.ml import MLClient
 
-    from omnidist_azure_ml.client import PUBLIC_CLOUD, StaticTokenCredential
+    from omnidist_azure.credentials import PUBLIC_CLOUD, StaticTokenCredential
 
     client = MLClient(StaticTokenCredential(), "sub", "rg", "ws", cloud="bench-direct", enable_telemetry=False,
                       cloud_metadata={**PUBLIC_CLOUD, "resource_manager": service.url + "/"}, show_progress=False)

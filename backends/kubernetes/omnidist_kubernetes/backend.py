@@ -24,7 +24,7 @@ from omnidist.kit import (
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
+from omnidist_kubernetes.tables import BILLING, GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME, SERVICE
 
 
 class KubernetesBackend(Imports, Placement, CloudBackend):
@@ -38,6 +38,7 @@ class KubernetesBackend(Imports, Placement, CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = KubernetesSettings
     capabilities = Capabilities(

@@ -23,7 +23,6 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
-    DEFAULT_TPU_TOPOLOGIES,
     REQUEST_ID_LABEL,
     TOPOLOGY,
     Accelerator,
@@ -40,11 +39,14 @@ from omnidist.kit import (
     job_from_dict,
     pick_name,
     topology_chips,
-    tpu_slice,
 )
 from omnidist.runtime import hints
+from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES
+from omnidist_google.tpu import tpu_slice
+from omnidist_k8s.nodes import MULTI_GPU_SHM_SIZE
+from omnidist_k8s.templates import mapping, string_map, text
 from omnidist_kubernetes import pods
-from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text
+from omnidist_kubernetes.pods import NativePod, dropped
 from omnidist_kubernetes.tables import (
     CLEAN_POD_POLICIES,
     DEFAULT_CLEAN_POD_POLICIES,
@@ -65,7 +67,6 @@ from omnidist_kubernetes.tables import (
     MPIRUN_FORWARDED,
     MPIRUN_OPTION_VALUES,
     MPIRUN_PROGRAMS,
-    MULTI_GPU_SHM_SIZE,
     NAME,
     QUEUE_LABEL,
     REPLICA_ROLES,

@@ -24,7 +24,7 @@ from omnidist.kit import (
 )
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
-from omnidist_sagemaker.tables import CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS
+from omnidist_sagemaker.tables import BILLING, CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS, SERVICE
 
 
 def _offered() -> frozenset[str]:
@@ -45,6 +45,7 @@ class SageMakerBackend(Imports, Placement, CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = SageMakerSettings
     client = LazyClient("omnidist_sagemaker.client:SageMakerClient")

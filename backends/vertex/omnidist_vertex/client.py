@@ -42,13 +42,11 @@ from omnidist.kit import (
     TransientBackendError,
     ValidationError,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
     secret_values,
-    stage_code,
-    storage_media_error,
 )
+from omnidist_google.google_cloud import google_credentials, stage_code, storage_media_error
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import JOB_STATES, resource_name, shortage_named
 

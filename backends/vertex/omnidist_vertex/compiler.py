@@ -14,10 +14,6 @@ import attrs
 
 from omnidist.kit import (
     AUTO,
-    COMPUTE_ENGINE,
-    N1_GPUS,
-    N1_MEMORY_PER_VCPU,
-    REDUCTION_SERVER_MACHINE,
     Accelerator,
     CompiledJob,
     DistributedJob,
@@ -30,20 +26,20 @@ from omnidist.kit import (
     NoteCode,
     NoteKind,
     RoleName,
-    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
-    check_google_labels,
     check_named,
     effective_roles,
     env_with_hints,
     format_proto_duration,
     size_reducers,
     smallest_fit,
-    tpu_slice,
     tpu_slice_of,
 )
 from omnidist.runtime import hints
+from omnidist_google.compute_engine import COMPUTE_ENGINE, N1_GPUS, N1_MEMORY_PER_VCPU, REDUCTION_SERVER_MACHINE
+from omnidist_google.google_labels import check_labels as check_google_labels
+from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (

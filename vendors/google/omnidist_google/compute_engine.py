@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from omnidist.compiler.catalog import Attachment, Catalog, Machine
+from omnidist.kit import Attachment, Catalog, Machine
 
 COMPUTE_ENGINE_ACCELERATORS: dict[str, str] = {
     "A100": "NVIDIA_TESLA_A100",
