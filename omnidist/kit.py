@@ -104,7 +104,7 @@ _NAMES: dict[str, str] = {
     "CloudBackend": "omnidist.submission.cloud",
     "JobHandle": "omnidist.submission.handle",
     # compiling
-    "Catalog": "omnidist.compiler.catalog",
+    "MachineCatalog": "omnidist.compiler.catalog",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",
@@ -173,7 +173,7 @@ _NAMES: dict[str, str] = {
     "StagedCode": "omnidist.submission.packaging",
     "parse_retry_after": "omnidist.submission.retry",
     "ObjectStore": "omnidist.submission.staging",
-    "stage_folder": "omnidist.submission.staging:stage_code",
+    "stage_folder": "omnidist.submission.staging",
     # cloud knowledge shared by plugins
     "COMPUTE_ENGINE": "omnidist.clouds.compute_engine",
     "COMPUTE_ENGINE_ACCELERATORS": "omnidist.clouds.compute_engine",
@@ -209,6 +209,7 @@ _NAMES: dict[str, str] = {
     "InvalidRequestError": "omnidist.errors",
     "NotFoundError": "omnidist.errors",
     "NotPortableError": "omnidist.errors",
+    "PORTABLE": "omnidist.errors",
     "OmnidistError": "omnidist.errors",
     "PermissionDeniedError": "omnidist.errors",
     "ShortageError": "omnidist.errors",

@@ -1,7 +1,7 @@
 """Machines: one record type, the one "smallest machine that fits", the one check of a machine
 a job names.
 
-A backend describes what its cloud offers as a :class:`Catalog` of :class:`Machine` records
+A backend describes what its cloud offers as a :class:`MachineCatalog` of :class:`Machine` records
 (plus, for Compute Engine's N1, the GPUs that can be attached to a machine); everything that
 decides whether a machine fits a role lives here, so every backend picks and checks the same
 way. Facts come from the clouds' machine pages (see ``PLATFORMS.md``); values marked
@@ -81,7 +81,7 @@ class Attachment:
 
 
 @attrs.frozen(kw_only=True)
-class Catalog:
+class MachineCatalog:
     """The machines one platform offers.
 
     Attributes:
@@ -185,12 +185,17 @@ def big_enough(machine: Machine, cpus: Optional[float], memory_gb: Optional[floa
     return (cpus is None or machine.vcpus >= cpus) and (memory_gb is None or machine.memory_gb >= memory_gb)
 
 
+Catalog = MachineCatalog
+"""The name ``omnidist.clouds.compute_engine`` still imports; it goes when that module names
+:class:`MachineCatalog` (the price list is :class:`omnidist.placement.prices.Catalog`)."""
+
+
 def _has(machine: Machine, link: Link) -> bool:
     return machine.infiniband if link == "infiniband" else machine.rdma
 
 
 def smallest_fit(
-    catalog: Catalog,
+    catalog: MachineCatalog,
     accelerator: Optional[Accelerator],
     *,
     cpus: Optional[float] = None,
@@ -201,7 +206,7 @@ def smallest_fit(
 ) -> Optional[Machine]:
     """The smallest machine of ``catalog`` that fits a role, or ``None`` when none does.
 
-    A machine fits when it takes ``accelerator`` (see :meth:`Catalog.takes`; ``None`` means a
+    A machine fits when it takes ``accelerator`` (see :meth:`MachineCatalog.takes`; ``None`` means a
     machine without GPUs), has ``cpus`` and ``memory_gb``, and has ``interconnect``. Among those:
     machines still sold before retired ones, then the fewest GPUs (never idle GPUs for a faster
     network), then ``prefer_interconnect`` first, then the fewest vCPUs, the least memory, the name.
@@ -213,7 +218,7 @@ def smallest_fit(
     return catalog._fits[question]
 
 
-def _smallest_fit(catalog: Catalog, accelerator: Optional[Accelerator], cpus: Optional[float],
+def _smallest_fit(catalog: MachineCatalog, accelerator: Optional[Accelerator], cpus: Optional[float],
                   memory_gb: Optional[float], interconnect: Optional[Link], more_gpus: bool,
                   prefer_interconnect: Optional[Link]) -> Optional[Machine]:
     fitting = [
@@ -236,7 +241,7 @@ def _asked(accelerator: Optional[Accelerator]) -> str:
 
 
 def check_named(
-    catalog: Catalog,
+    catalog: MachineCatalog,
     name: str,
     *,
     role: str,
@@ -282,7 +287,7 @@ def check_named(
     return machine
 
 
-def _gpu_problem(catalog: Catalog, machine: Machine, role: str,
+def _gpu_problem(catalog: MachineCatalog, machine: Machine, role: str,
                  wanted: Optional[Accelerator]) -> Optional[str]:
     """Why ``machine`` cannot carry ``wanted`` (``None`` when it can)."""
     name = machine.name

@@ -30,6 +30,7 @@ from cattrs.gen import override as override  # re-exported: the model modules na
 
 from omnidist.errors import Problem, ValidationError
 from omnidist.model import documents as documents_
+from omnidist.model.documents import parse_yaml as parse_yaml  # re-exported: one parser, read as serde.parse_yaml
 from omnidist.model.limits import clipped_repr
 
 T = TypeVar("T")
@@ -308,17 +309,6 @@ def unstructure(value: Any) -> Any:
 
 
 # --- documents ----------------------------------------------------------------------------------
-
-def parse_yaml(text: str, *, source: str | None = None, documents: bool = False) -> Any:
-    """Parse YAML (JSON is a subset) with the safe loader, within omnidist's bounds (no key twice,
-    aliases, nesting and size limited: :func:`omnidist.model.documents.parse_yaml`); errors
-    name line and column.
-
-    With ``documents``, a stream of several documents (``---`` between them, as in Kubernetes
-    manifests) is read as the list of its non-empty documents; one document is read as itself.
-    """
-    return documents_.parse_yaml(text, source=source, documents=documents)
-
 
 def read_document(path: str | os.PathLike[str]) -> Any:
     """Read any YAML/JSON document (native specs, configs) with the same error rules: a regular

@@ -51,8 +51,8 @@ class ObjectStore:
     translate: Optional[Callable[[BaseException], Optional[BackendError]]] = None
 
 
-def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
-               layout: str = packaging.SDIST) -> dict[str, Any]:
+def stage_folder(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
+                 layout: str = packaging.SDIST) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
     folder packed and uploaded to ``uri_template`` (unless this archive is already there) and the
     object's name filled in everywhere.
@@ -90,3 +90,8 @@ def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_te
     finally:
         package.remove()
     return code_data.fill_code_hash(compiled.request, uris[uri])
+
+
+stage_code = stage_folder
+"""The name ``omnidist.clouds.google_cloud`` still calls; it goes when that module calls
+:func:`stage_folder` (``stage_code`` is Google's: the folder staged on Cloud Storage)."""

@@ -16,8 +16,8 @@ from omnidist.kit import (
     COMPUTE_ENGINE_ACCELERATORS,
     N1_GPUS,
     REDUCTION_SERVER_MACHINE,
-    Catalog,
     Machine,
+    MachineCatalog,
 )
 
 ACCELERATOR_TYPES: dict[str, str] = {
@@ -122,7 +122,7 @@ def _legacy(name: str, equivalent: str, native_gpu: Optional[str], count: int) -
     return attrs.evolve(machine, name=name, accelerator=gpu, gpus=count)
 
 
-MACHINES = Catalog(
+MACHINES = MachineCatalog(
     machines=tuple(m for m in COMPUTE_ENGINE.machines if _accepted(m)),
     attach_family="n1",
     attachments={k: v for k, v in N1_GPUS.items() if k in ACCELERATOR_TYPES},
