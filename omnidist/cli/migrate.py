@@ -31,8 +31,8 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
     from omnidist import migration
     from omnidist.migration.imports import import_jobs
 
-    parts, source = import_jobs(native_file, source, framework)
-    click.echo("---\n".join(migration.job_yaml_with_comments(job, entries, source, native_file)
+    parts, found = import_jobs(native_file, migration.resolve(source), framework)
+    click.echo("---\n".join(migration.job_yaml_with_comments(job, entries, found.name, native_file)
                             for job, entries in parts), nl=False)
 
 

@@ -12,6 +12,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import api
+from omnidist.backend.contract import Backend
 from omnidist.backend.values import CompiledJob, Note
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.move import machines_named
@@ -42,8 +43,8 @@ def _same_gpus(a: Optional[Accelerator], b: Optional[Accelerator]) -> bool:
     return (a.type, a.count) == (b.type, b.count) if a and b else a is b is None
 
 
-def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: CompiledJob, source: str,
-                    target: str, readback: Optional[DistributedJob]) -> tuple[list[ReportEntry], set[Note]]:
+def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: CompiledJob, source: Backend,
+                    target: Backend, readback: Optional[DistributedJob]) -> tuple[list[ReportEntry], set[Note]]:
     """One entry per role whose machine the target chose: the machine, what the source ran, and
     why (the target's own note, which is consumed). Reading the target's request back with its
     importer (``readback``) tells the GPUs the machine really has: another model or count is a change in meaning."""
@@ -63,7 +64,7 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
         got = effective_role(readback, name)
         why = [n for n in compiled.diagnostics if _chose(n, name, machine)]
         consumed.update(why)
-        origin = f"{source} ran {before[name]}" if name in before else f"the {source} spec names no machine"
+        origin = f"{source.name} ran {before[name]}" if name in before else f"the {source.name} spec names no machine"
         role = _as_imported(role, imported)
         text = f"{machine} for {_hardware(role)} ({origin})"
         if got is not None and not _same_gpus(role.accelerator, got.accelerator):
@@ -77,20 +78,20 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
     return entries, consumed
 
 
-def region_entries(final: DistributedJob, source: str, target: str, profile: Optional[str],
+def region_entries(final: DistributedJob, source: Backend, target: Backend, profile: Optional[str],
                    settings: Optional[Mapping[str, Any]]) -> list[ReportEntry]:
     """The region a target with regions runs the job in, when neither the source spec nor the
     caller's settings named one: the profile's, or the target's default."""
-    _, driver, resolved = api.prepare(final, target, profile, settings)
+    _, driver, resolved = api.prepare(final, target.name, profile, settings)
     region = getattr(resolved, "region", None)
-    if not region or "region" in final.backends.get(target, {}) or "region" in (settings or {}):
+    if not region or "region" in final.backends.get(target.name, {}) or "region" in (settings or {}):
         return []
     default = attrs.fields_dict(type(resolved))["region"].default
     if region != default:
         return [ReportEntry(fidelity="exact", field="region", message=f"{region} (from the profile)")]
     return [ReportEntry(fidelity="approximated", field="region",
-                        message=f"{region}: the {source} spec names no region, so {target} uses its default; set "
-                                f"backends.{target}.region (or the profile's region) to choose")]
+                        message=f"{region}: the {source.name} spec names no region, so {target.name} uses its "
+                                f"default; set backends.{target.name}.region (or the profile's region) to choose")]
 
 
 JOB_FIELDS = (

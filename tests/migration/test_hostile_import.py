@@ -122,7 +122,7 @@ def test_an_imported_job_prints_as_yaml_that_loads_back_to_it(source, spec, data
     path = data.draw(st.sampled_from(paths))
     native = replaced(spec, path, text, append)
     try:
-        job, _, entries = import_job(native, source)
+        job, _, entries = import_job(native, registry.get(source))
     except OmnidistError:
         return  # a clean refusal is fine; the fuzz suite checks refusals are clean
     check_printed(job, entries, source)
