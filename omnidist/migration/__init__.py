@@ -179,19 +179,26 @@ def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry],
     job holds secretly is shown in an error or the report."""
     secrets = _shown_secrets(native, imported)
     with masking_errors(secrets):
-        job, entries = move_job(imported, source, target, image, command, entries)
+        job, entries = move_job(imported, source, target, image, command, written_by("move", entries))
+        entries = written_by("move", entries)
         compiled, final, given_up = compile_dropping(job, target, profile, settings)
     readback = read_back(compiled, target)
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
-    entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
-    entries += region_entries(final, source, target, profile, settings)
-    entries += unreported(imported, readback, target, entries)
-    entries += exact_entries(final, entries, imported)
+    entries += written_by("plan", given_up) + written_by("machines", machines)
+    entries += [entry_for(n, f"{target.name} compiler") for n in compiled.diagnostics if n not in consumed]
+    entries += written_by("region", region_entries(final, source, target, profile, settings))
+    entries += written_by("read-back", unreported(imported, readback, target, entries))
+    entries += written_by("exact", exact_entries(final, entries, imported))
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source.name, target=target.name, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:
         raise StrictMigrationError(report)
     return compiled, report
+
+
+def written_by(step: str, entries: list[ReportEntry]) -> list[ReportEntry]:
+    """``entries`` with the migration's own lines (those no note wrote) traced to ``step``."""
+    return [e if e.origin else attrs.evolve(e, origin=f"migration {step}") for e in entries]
 
 
 def _shown_secrets(native: Any, job: Optional[DistributedJob] = None) -> frozenset[str]:

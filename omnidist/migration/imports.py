@@ -123,7 +123,7 @@ def _import_one(data: object, filename: Optional[str], source: Backend, framewor
             problems = (Problem("--from", f"this looks like a {other} spec, not {source.name}: pass --from {other} "
                                           "(or leave --from out to detect it)"), *problems)
         raise ValidationError(problems, source=exc.source or filename) from None
-    entries = [entry_for(n) for n in notes]
+    entries = [entry_for(n, f"{source.name} importer") for n in notes]
     job, unwrapped = unwrap_launchers(job)
     entries += unwrapped
     if filename and job.source is None:  # a local code folder or input is relative to the native file
@@ -132,14 +132,14 @@ def _import_one(data: object, filename: Optional[str], source: Backend, framewor
         job = with_framework(job, Framework(framework))
         entries = [e for e in entries if e.field != "framework"]
         entries.append(
-            ReportEntry(fidelity="exact", field="framework", message=f"{job.framework.value} (from --framework)")
+            ReportEntry(fidelity=Fidelity.EXACT, field="framework", message=f"{job.framework.value} (from --framework)")
         )
     elif job.framework is Framework.CUSTOM:
         guessed, why = infer_framework(job)
         job = with_framework(job, guessed)
         entries = [e for e in entries if e.field != "framework"]
-        entries.append(ReportEntry(fidelity="inferred", field="framework", message=f"{guessed.value}: {why}"))
-    return job, entries
+        entries.append(ReportEntry(fidelity=Fidelity.INFERRED, field="framework", message=f"{guessed.value}: {why}"))
+    return job, [e if e.origin else attrs.evolve(e, origin="migration import") for e in entries]
 
 
 def with_framework(job: DistributedJob, framework: Framework) -> DistributedJob:

@@ -16,7 +16,7 @@ from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.needs import give_command, give_image
 from omnidist.migration.references import rewrite_bound_references
-from omnidist.migration.report import ReportEntry
+from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.job import DistributedJob
 from omnidist.model.limits import clipped_repr
@@ -37,7 +37,7 @@ def carry_backend_block(job: DistributedJob, source: Backend,
     carried = {k: block[k] for k in sorted(own.shared_settings) if k in block} if shared else {}
     entries = [
         ReportEntry(
-            fidelity="exact",
+            fidelity=Fidelity.EXACT,
             field=f"backends.{source.name}.{k}",
             message=f"carried to backends.{target.name}.{k} "
                     f"(same {own.vocabulary.replace('_', ' ').title()} vocabulary)",
@@ -53,7 +53,7 @@ def carry_backend_block(job: DistributedJob, source: Backend,
         why = own.left_behind.get(key)
         entries.append(
             ReportEntry(
-                fidelity="dropped" if why else "hint",
+                fidelity=Fidelity.DROPPED if why else Fidelity.HINT,
                 field=f"backends.{source.name}.{key}",
                 message=f"{shorten(block[key])}: {why}" if why
                 else f"{source.name}-only setting, not used by {target.name}",
@@ -76,7 +76,7 @@ def shared_machine_names(machines: Mapping[str, str], source: Backend,
         renamed[role] = alias or name
         if alias:
             entries.append(ReportEntry(
-                fidelity="approximated", field=f"backends.{source.name}.machine_types.{role}",
+                fidelity=Fidelity.APPROXIMATED, field=f"backends.{source.name}.machine_types.{role}",
                 message=f"{name} is {source.name}'s own name for {alias}: {target.name} gets {alias} "
                         "(the same machine)"))
     return renamed, entries
@@ -109,14 +109,14 @@ def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any],
 
     job = attrs.evolve(job, command=fill(job.command), args=fill(job.args), env=fill_env(job.env),
                        **{r.value: fill_role(job.role(r)) for r in RoleName})
-    entries = [ReportEntry(fidelity="approximated", field=f"{at}.{k}",
+    entries = [ReportEntry(fidelity=Fidelity.APPROXIMATED, field=f"{at}.{k}",
                            message=f"{v!r} written into the command in place of ${{{{inputs.{k}}}}}")
                for k, v in literal.items() if k in used]
-    entries += [ReportEntry(fidelity="dropped", field=f"{at}.{k}",
+    entries += [ReportEntry(fidelity=Fidelity.DROPPED, field=f"{at}.{k}",
                             message=f"a data input ({shorten(v)}) has no equivalent elsewhere; the command still says "
                                     f"${{{{inputs.{k}}}}}: replace it with a path the job can read")
                 for k, v in inputs.items() if k not in literal and k in used]
-    entries += [ReportEntry(fidelity="hint", field=f"{at}.{k}",
+    entries += [ReportEntry(fidelity=Fidelity.HINT, field=f"{at}.{k}",
                             message=f"{shorten(v)}: declared, but nothing refers to ${{{{inputs.{k}}}}}; not carried")
                 for k, v in inputs.items() if k not in used]
     return job, entries
@@ -151,7 +151,7 @@ def size_for_target(job: DistributedJob, source: Backend, target: Backend) -> tu
             memory = round(role.memory_gb * MEMORY_SLACK, 1)
             roles[name.value] = attrs.evolve(role, memory_gb=memory)
             if not target.migration.machine_setting:
-                entries.append(ReportEntry(fidelity="approximated", field=f"{name.value}.memory_gb", message=(
+                entries.append(ReportEntry(fidelity=Fidelity.APPROXIMATED, field=f"{name.value}.memory_gb", message=(
                     f"{memory:g} GB, {MEMORY_SLACK:.0%} of the {named[name.value]}'s {role.memory_gb:g} GB: "
                     "clouds package memory differently, so the same class of machine fits")))
     return attrs.evolve(job, **roles), entries
@@ -168,13 +168,13 @@ def labels_for_target(job: DistributedJob, target: Backend) -> tuple[Distributed
     rewritten, changes = rules.rewrite(job.labels)
     entries = [
         ReportEntry(
-            fidelity="changed",
+            fidelity=Fidelity.CHANGED,
             field=f"labels.{c.tag}",
             message=f"{c.tag}: {c.tag_value!r} is now {c.key}: {c.value!r} ({rules.summary})",
         )
         if c.key is not None
         else ReportEntry(
-            fidelity="dropped",
+            fidelity=Fidelity.DROPPED,
             field=f"labels.{c.tag}",
             message=f"{shorten(c.tag_value)}: a job carries at most {rules.max_job_labels} {rules.name} "
             "besides omnidist's own",
@@ -240,11 +240,12 @@ def tpu_hosts_for_target(job: DistributedJob, source: Backend,
         job = attrs.evolve(job, backends={**job.backends, source.name: {k: v for k, v in block.items() if v}})
     if ways[0] == "node":
         job = attrs.evolve(job, primary=attrs.evolve(job.primary, cpus=None, memory_gb=None))
-    entries = [ReportEntry(fidelity="changed", field="primary.accelerator", message=(
+    entries = [ReportEntry(fidelity=Fidelity.CHANGED, field="primary.accelerator", message=(
         f"{primary.accelerator}: {source.name} runs {TPU_WAYS[ways[0]]}; {target.name} runs {TPU_WAYS[ways[1]]}. "
         "Code that finds its TPU by name must change"))]
     if host is not None:
-        entries.append(ReportEntry(fidelity="approximated", field=f"backends.{source.name}.{setting}.primary", message=(
+        entries.append(ReportEntry(
+            fidelity=Fidelity.APPROXIMATED, field=f"backends.{source.name}.{setting}.primary", message=(
             f"{host}: the VM that ran the program beside the TPU Node is not carried; on {target.name} the program "
             "runs on the TPU hosts")))
     return job, entries
@@ -261,7 +262,7 @@ def carry_code(job: DistributedJob, source: Backend, target: Backend) -> tuple[D
     where = f"beside {os.path.basename(job.source)}" if job.source else "here"
     why = {code_data.MISSING: "no such folder", code_data.FILE: "a file, not a folder"}.get(kind, kind)
     return attrs.evolve(job, code=None), [ReportEntry(
-        fidelity="dropped", field="code",
+        fidelity=Fidelity.DROPPED, field="code",
         message=f"{clipped_repr(job.code)[1:-1]}: {why} {where}, so the code is not shipped: run migrate where "
                 "the folder is, or bake the code into the image")]
 

@@ -16,7 +16,7 @@ from omnidist.backend.contract import Backend
 from omnidist.compiler import commandline
 from omnidist.compiler import delowering as importing
 from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
-from omnidist.migration.report import ReportEntry
+from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob
 
@@ -62,13 +62,13 @@ def give_image(job: DistributedJob, source: Backend, target: Backend, image: Opt
         return job, entries, []
     replaced = [e for e in entries if e.field in IMAGE_NOTES and e.field != "image"]
     what = f", in place of {', '.join(e.field for e in replaced)}" if replaced else ""
-    added = [ReportEntry(fidelity="exact", field="image", message=f"{image} (from --image{what})")]
+    added = [ReportEntry(fidelity=Fidelity.EXACT, field="image", message=f"{image} (from --image{what})")]
     key = source.migration.module_setting
     module = block.get(key) if key else None
     if module and not job.command:
         rest = {k: v for k, v in block.items() if k != key}
         job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source.name: rest})
-        added.append(ReportEntry(fidelity="approximated", field=f"backends.{source.name}.{key}",
+        added.append(ReportEntry(fidelity=Fidelity.APPROXIMATED, field=f"backends.{source.name}.{key}",
                                  message=f"{module} became the command python -m {module}: the image must have the "
                                          "package installed"))
     kept = [e for e in entries if e.field not in IMAGE_NOTES]
@@ -82,7 +82,7 @@ def give_command(job: DistributedJob, command: Optional[str]) -> tuple[Distribut
     argv, wrapped = commandline.shell_argv(command, "--command")
     how = " (kept whole as bash -c: it needs a shell)" if wrapped else ""
     entry = ReportEntry(
-        fidelity="exact", field="command", message=f"{importing.shorten(shlex.join(argv))} (from --command{how})"
+        fidelity=Fidelity.EXACT, field="command", message=f"{importing.shorten(shlex.join(argv))} (from --command{how})"
     )
     return attrs.evolve(job, command=argv), [entry]
 

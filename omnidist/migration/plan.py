@@ -182,7 +182,7 @@ def compile_dropping(
             job, role, machine = fixed
             entries.append(
                 ReportEntry(
-                    fidelity="approximated",
+                    fidelity=Fidelity.APPROXIMATED,
                     field=f"backends.{target.name}.{target.migration.machine_setting}.{role}",
                     message=f"{target.name} does not offer {machine}; it picks one for the same accelerator",
                 )
