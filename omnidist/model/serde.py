@@ -339,9 +339,11 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-_UNPRINTABLE = re.compile("[^\x09\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
 """What one YAML comment line cannot hold as it is: line breaks (``\\n``, ``\\r``, NEL, the Unicode line
-and paragraph separators), control characters, surrogates and the byte-order mark."""
+and paragraph separators), control characters, surrogates and the byte-order mark. Written as the
+characters it finds, not as the complement of those it allows: the same set (every code point is
+checked in ``tests/model``), compiled in a tenth of the time at every start."""
 
 
 def yaml_comment(text: str) -> str:
