@@ -93,3 +93,17 @@ def test_migrate_debug_json_carries_origin_and_code():
     report = json.loads(run.stderr[run.stderr.index("{"):])
     assert all({"origin", "code"} <= set(e) for e in report["entries"])
     assert {"vertex compiler", "azure_ml importer"} <= {e["origin"] for e in report["entries"]}
+
+
+def test_the_coloured_report_ends_each_line_with_its_trace_too():
+    from omnidist.cli import style
+
+    report = MigrationReport(source="azure_ml", target="vertex", entries=[
+        ReportEntry(fidelity=Fidelity.APPROXIMATED, field="primary.machine", message="picked a2",
+                    origin="vertex compiler", code=NoteCode.MACHINE_CHOSEN),
+        ReportEntry(fidelity=Fidelity.EXACT, field="image", message="img:1", origin="migration exact")])
+    coloured = style.report(report, True, traced=True)
+    assert "\x1b[" in coloured and "picked a2  [vertex compiler machine.chosen]" in coloured
+    assert "img:1  [migration exact]" in coloured
+    assert "[vertex compiler" not in style.report(report, True)
+    assert style.report(report, False, traced=True) == report.traced()
