@@ -147,13 +147,18 @@ def _unsupported(cls: type[UnsupportedFeatureError], feature: Feature, backend: 
     return cls(feature, backend, message, hint, subject=subject)
 
 
+PORTABLE = "the portable job"
+"""The side that cannot hold what a native spec has (the ``backend`` of a :class:`NotPortableError`,
+and of an :class:`UnsupportedFeatureError` a backend's importer raises for the portable job)."""
+
+
 class NotPortableError(UnsupportedFeatureError):
     """An importer met something in a native spec that the portable job cannot hold (a TPU, a
     Python package). ``str()`` reads ``the portable job cannot hold FEATURE: …``, naming the side
     that lacks it; the exit code is 3, like any gap between two formats."""
 
     verb = "cannot hold"
-    side = "the portable job"
+    side = PORTABLE
     unnamed = Feature.NATIVE
 
     def __init__(self, feature: Feature | str, message: str, hint: str = "", *, subject: str | None = None):

@@ -116,7 +116,7 @@ if TYPE_CHECKING:
     from omnidist.submission.handle import JobHandle
     # compiling
     from omnidist.compiler.catalog import Attachment
-    from omnidist.compiler.catalog import Catalog
+    from omnidist.compiler.catalog import MachineCatalog
     from omnidist.compiler.catalog import Machine
     from omnidist.compiler.catalog import big_enough
     from omnidist.compiler.catalog import check_named
@@ -201,7 +201,7 @@ if TYPE_CHECKING:
     from omnidist.placement.refresh import shown_url
     from omnidist.placement.refresh import skypilot_source
     from omnidist.submission.staging import ObjectStore
-    from omnidist.submission.staging import stage_code as stage_folder
+    from omnidist.submission.staging import stage_folder
     # errors
     from omnidist.errors import AuthenticationError
     from omnidist.errors import BackendError
@@ -210,6 +210,7 @@ if TYPE_CHECKING:
     from omnidist.errors import InvalidRequestError
     from omnidist.errors import NotFoundError
     from omnidist.errors import NotPortableError
+    from omnidist.errors import PORTABLE
     from omnidist.errors import OmnidistError
     from omnidist.errors import PermissionDeniedError
     from omnidist.errors import ShortageError
@@ -301,7 +302,7 @@ _NAMES: dict[str, str] = {
     "JobHandle": "omnidist.submission.handle",
     # compiling
     "Attachment": "omnidist.compiler.catalog",
-    "Catalog": "omnidist.compiler.catalog",
+    "MachineCatalog": "omnidist.compiler.catalog",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",
@@ -386,7 +387,7 @@ _NAMES: dict[str, str] = {
     "shown_url": "omnidist.placement.refresh",
     "skypilot_source": "omnidist.placement.refresh",
     "ObjectStore": "omnidist.submission.staging",
-    "stage_folder": "omnidist.submission.staging:stage_code",
+    "stage_folder": "omnidist.submission.staging",
     # errors
     "AuthenticationError": "omnidist.errors",
     "BackendError": "omnidist.errors",
@@ -395,6 +396,7 @@ _NAMES: dict[str, str] = {
     "InvalidRequestError": "omnidist.errors",
     "NotFoundError": "omnidist.errors",
     "NotPortableError": "omnidist.errors",
+    "PORTABLE": "omnidist.errors",
     "OmnidistError": "omnidist.errors",
     "PermissionDeniedError": "omnidist.errors",
     "ShortageError": "omnidist.errors",

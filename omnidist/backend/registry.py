@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import attrs
 
@@ -199,15 +199,16 @@ def check_contract(name: str, cls: object) -> type[Backend]:
     return cls
 
 
-def importer(name: str) -> Imports:
-    """Backend ``name``, which reads native files (:class:`~omnidist.backend.contract.Imports`).
+def importer(name: Union[str, Backend]) -> Imports:
+    """Backend ``name`` (or the backend itself), which reads native files
+    (:class:`~omnidist.backend.contract.Imports`).
 
     Raises:
         BackendNotFoundError: as :func:`get`, or the backend reads no native files.
     """
-    found = get(name)
+    found = get(name) if isinstance(name, str) else name
     if not isinstance(found, Imports):
-        raise BackendNotFoundError(f"backend {name!r} reads no native files (it compiles and submits only); "
+        raise BackendNotFoundError(f"backend {found.name!r} reads no native files (it compiles and submits only); "
                                    "import from a backend that does")
     return found
 

@@ -129,8 +129,8 @@ class BackendChoice(LazyChoice):
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
         from omnidist.backend import registry
 
-        if value in registry.missing():
-            return value
+        if value not in registry.installed() and value in registry.missing():  # `missing` imports every
+            return value  # runtime platform module: only for a name that is not installed
         return super().convert(value, param, ctx)
 
 

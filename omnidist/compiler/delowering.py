@@ -30,9 +30,6 @@ from omnidist.model.job import NAME_PATTERN
 from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import INHERITS_FROM_PRIMARY, Accelerator, EffectiveRole, Role, RoleName
 
-PORTABLE = NotPortableError.side
-"""Who cannot hold what an importer refuses (the ``backend`` of its :class:`NotPortableError`)."""
-
 _HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 _PROGRAM = ("image", "command", "args")
 

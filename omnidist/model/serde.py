@@ -30,6 +30,7 @@ from cattrs.gen import override as override  # re-exported: the model modules na
 
 from omnidist.errors import Problem, ValidationError
 from omnidist.model import documents as documents_
+from omnidist.model.documents import parse_yaml as parse_yaml  # re-exported: one parser, read as serde.parse_yaml
 from omnidist.model.limits import clipped_repr
 
 T = TypeVar("T")
@@ -315,17 +316,6 @@ def unstructure(value: Any) -> Any:
 
 # --- documents ----------------------------------------------------------------------------------
 
-def parse_yaml(text: str, *, source: str | None = None, documents: bool = False) -> Any:
-    """Parse YAML (JSON is a subset) with the safe loader, within omnidist's bounds (no key twice,
-    aliases, nesting and size limited: :func:`omnidist.model.documents.parse_yaml`); errors
-    name line and column.
-
-    With ``documents``, a stream of several documents (``---`` between them, as in Kubernetes
-    manifests) is read as the list of its non-empty documents; one document is read as itself.
-    """
-    return documents_.parse_yaml(text, source=source, documents=documents)
-
-
 def read_document(path: str | os.PathLike[str]) -> Any:
     """Read any YAML/JSON document (native specs, configs) with the same error rules: a regular
     UTF-8 file within the size limit (:func:`omnidist.model.documents.read_text`)."""
@@ -355,9 +345,11 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-_UNPRINTABLE = re.compile("[^\x09\x20-\x7e\xa0-\u2027\u202a-\ud7ff\ue000-\ufefe\uff00-\ufffd\U00010000-\U0010ffff]")
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
 """What one YAML comment line cannot hold as it is: line breaks (``\\n``, ``\\r``, NEL, the Unicode line
-and paragraph separators), control characters, surrogates and the byte-order mark."""
+and paragraph separators), control characters, surrogates and the byte-order mark. Written as the
+characters it finds, not as the complement of those it allows: the same set (every code point is
+checked in ``tests/model``), compiled in a tenth of the time at every start."""
 
 
 def yaml_comment(text: str) -> str:

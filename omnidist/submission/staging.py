@@ -50,8 +50,8 @@ class ObjectStore:
     translate: Optional[Callable[[BaseException], Optional[BackendError]]] = None
 
 
-def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
-               layout: str = packaging.SDIST) -> dict[str, Any]:
+def stage_folder(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
+                 layout: str = packaging.SDIST) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
     folder packed and uploaded to ``uri_template`` (unless this archive is already there) and the
     object's name filled in everywhere.

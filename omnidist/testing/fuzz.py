@@ -185,9 +185,9 @@ def attack(data: bytes, source: Optional[str], target: Optional[str], folder: Pa
     path = folder / "native.yaml"
     path.write_bytes(data)
     try:
-        job, found, entries = import_job(path, source)
-        migration.job_yaml_with_comments(job, entries, found, str(path))
-        if target is not None and target != found:
+        job, found, entries = import_job(path, migration.resolve(source))
+        migration.job_yaml_with_comments(job, entries, found.name, str(path))
+        if target is not None and target != found.name:
             compiled, report = migration.migrate(path, found, target)
             compiled.render()
             str(report)

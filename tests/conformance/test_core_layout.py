@@ -158,7 +158,7 @@ def outside_the_kit(path: Path, allowed: tuple[str, ...]) -> list[str]:
 
 def test_the_kit_check_catches_a_core_import(tmp_path):
     plugin = tmp_path / "mod.py"
-    plugin.write_text("from omnidist.kit import Note\nfrom omnidist.compiler.catalog import Catalog\n"
+    plugin.write_text("from omnidist.kit import Note\nfrom omnidist.compiler.catalog import MachineCatalog\n"
                       "from omnidist import serde\nimport omnidist\nfrom omnidist import DistributedJob\n")
     assert outside_the_kit(plugin, ALLOWED_IN_CODE) == ["omnidist.compiler.catalog", "omnidist.serde"]
 

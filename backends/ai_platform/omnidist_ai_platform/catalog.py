@@ -11,7 +11,7 @@ from typing import Optional
 
 import attrs
 
-from omnidist.kit import Catalog, Machine
+from omnidist.kit import Machine, MachineCatalog
 from omnidist_google.compute_engine import (
     COMPUTE_ENGINE,
     COMPUTE_ENGINE_ACCELERATORS,
@@ -121,7 +121,7 @@ def _legacy(name: str, equivalent: str, native_gpu: Optional[str], count: int) -
     return attrs.evolve(machine, name=name, accelerator=gpu, gpus=count)
 
 
-MACHINES = Catalog(
+MACHINES = MachineCatalog(
     machines=tuple(m for m in COMPUTE_ENGINE.machines if _accepted(m)),
     attach_family="n1",
     attachments={k: v for k, v in N1_GPUS.items() if k in ACCELERATOR_TYPES},

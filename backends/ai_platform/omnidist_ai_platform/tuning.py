@@ -40,7 +40,6 @@ from omnidist.kit import (
 )
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
-PORTABLE = "the portable job format"
 PATH = "trainingInput.hyperparameters"
 
 GOALS: dict[Goal, str] = {Goal.MAXIMIZE: "MAXIMIZE", Goal.MINIMIZE: "MINIMIZE"}

@@ -30,6 +30,7 @@ import attrs
 
 from omnidist.kit import (
     PARAMETER_NAME,
+    PORTABLE,
     Algorithm,
     CompiledJob,
     DistributedJob,
@@ -51,7 +52,6 @@ from omnidist.kit import (
 from omnidist_azure_ml.tables import NAME, native_state
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json"
-PORTABLE = "the portable job format"
 
 TRIAL_KEYS = ("command", "code", "environment", "environment_variables", "distribution", "resources")
 """Command-job keys that describe one trial's program and nodes: they go under ``trial``."""

@@ -12,7 +12,7 @@ names it, never picked. :data:`INSTANCE_TYPES` is every value of botocore's
 
 from __future__ import annotations
 
-from omnidist.kit import Catalog, Machine
+from omnidist.kit import Machine, MachineCatalog
 from omnidist_aws import ec2
 
 CPU_SIZES: dict[str, tuple[str, ...]] = {
@@ -108,7 +108,7 @@ def _gpu(name: str, shape: tuple[int, float, str, int], retired: str = "") -> Ma
 PREVIOUS_GENERATION: frozenset[str] = frozenset({"c4", "m4"})
 """CPU families run when a job names them, never picked (a current one is cheaper for the same size)."""
 
-MACHINES = Catalog(
+MACHINES = MachineCatalog(
     machines=(*(_cpu(f, s) for f, sizes in sorted(CPU_SIZES.items()) if f not in PREVIOUS_GENERATION for s in sizes),
               *(_gpu(n, shape) for n, shape in sorted(GPU_TYPES.items()))),
     named_only=(*(_cpu(f, s) for f in sorted(PREVIOUS_GENERATION) for s in CPU_SIZES[f]),

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
+    PORTABLE,
     RANGE_TYPES,
     Algorithm,
     CompiledJob,
@@ -38,7 +39,6 @@ from omnidist.kit import (
 )
 
 BACKEND = "vertex"
-PORTABLE = "the portable job"
 
 GOALS: dict[Goal, str] = {Goal.MAXIMIZE: "MAXIMIZE", Goal.MINIMIZE: "MINIMIZE"}
 """Portable goal -> ``MetricSpec.GoalType``."""
