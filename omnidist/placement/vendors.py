@@ -20,6 +20,7 @@ import attrs
 
 from omnidist.backend.billing import Billing
 from omnidist.errors import ConfigError
+from omnidist.model.fields import as_dict
 
 if TYPE_CHECKING:
     from omnidist.placement.prices import Row
@@ -72,7 +73,7 @@ class Vendor:
     name: str
     rows: Path
     sources: tuple[PriceSource, ...] = ()
-    billing: Mapping[str, Billing] = attrs.field(factory=dict, converter=dict)
+    billing: Mapping[str, Billing] = attrs.field(factory=dict, converter=as_dict)
 
 
 @functools.lru_cache(maxsize=1)

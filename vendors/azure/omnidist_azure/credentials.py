@@ -85,7 +85,7 @@ def translate(exc: BaseException, *, backend: str) -> Optional[OmnidistError]:
         status = exc.status_code
         error = getattr(exc, "error", None)
         message = getattr(error, "message", None) or exc.message or str(exc)
-        headers = exc.response.headers if exc.response is not None else {}
+        headers = exc.response.headers if exc.response is not None else {}  # type: ignore[attr-defined]
         return error_for_status(status)(message, backend=backend, status=status,
                                         retry_after=parse_retry_after(headers.get("Retry-After")))
     return None

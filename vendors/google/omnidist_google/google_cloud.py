@@ -91,7 +91,7 @@ def split_gs(uri: str) -> tuple[str, str]:
 
 def storage_client(settings: Any, credentials: Any) -> Any:
     """A ``google.cloud.storage.Client`` with ``credentials`` (and the settings' ``storage_endpoint``)."""
-    from google.cloud import storage
+    from google.cloud import storage  # type: ignore[attr-defined]
 
     options = {"api_endpoint": settings.storage_endpoint} if settings.storage_endpoint else None
     return storage.Client(project=settings.project or "omnidist", credentials=credentials, client_options=options)

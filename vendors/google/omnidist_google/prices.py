@@ -146,11 +146,11 @@ def from_gcp(fetch: PriceFetcher, base: str, regions: Optional[Sequence[str]], k
                                 spot=rates.get((kind, name, region, "spot")), source=source,
                                 date=dates[region] or fetch.today))
         for machine in COMPUTE_ENGINE.machines:
-            price = {usage: _machine_price(rates, series(machine.name), machine.vcpus, machine.memory_gb, region, usage)
-                     for usage in ("on_demand", "spot")}
-            if price["on_demand"] is not None:
+            per = {usage: _machine_price(rates, series(machine.name), machine.vcpus, machine.memory_gb, region, usage)
+                   for usage in ("on_demand", "spot")}
+            if per["on_demand"] is not None:
                 rows.append(Row(cloud=CLOUD, service=COMPUTE_ENGINE_PRICES, region=region, kind="machine",
-                                name=machine.name, on_demand=price["on_demand"], spot=price["spot"], source=source,
+                                name=machine.name, on_demand=per["on_demand"], spot=per["spot"], source=source,
                                 date=dates[region] or fetch.today))
     return rows
 
