@@ -9,6 +9,7 @@ can run (not blocked, its region not known to lack the accelerator, its cost kno
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -18,6 +19,7 @@ import attrs
 
 from omnidist import config, notebook
 from omnidist.backend import registry
+from omnidist.backend.contract import footprint_of, region_of
 from omnidist.errors import (
     BackendNotFoundError,
     ConfigError,
@@ -79,8 +81,13 @@ class PlanRow:
         return self.blocked is None and self.available is not False
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``omnidist plan -o json`` prints for this row."""
-        return {key: getattr(self, key) for key in JSON_KEYS}
+        """The object ``omnidist plan -o json`` prints for this row: a figure that is not finite
+        (prices summed past a float's range) is ``null``, unknown, so the output stays JSON."""
+        return {key: _finite(getattr(self, key)) for key in JSON_KEYS}
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 HEADER = ("", "profile", "backend", "region", "machines", "accelerators", "$/h", "spot $/h", "hours", "est. cost",
@@ -187,7 +194,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     try:
         driver = registry.get(target.backend)
         settings = config.settings_for(driver.settings_type, target.backend, target, job)
-        region = driver.region(settings)
+        region = region_of(driver, settings)
         compiled = driver.compile(job, settings)
     except (UnsupportedFeatureError, ValidationError, ConfigError, BackendNotFoundError) as exc:
         if isinstance(exc, ValidationError) and not exc.source:
@@ -195,7 +202,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
         return Assessed(row=PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
                                     blocked=str(exc).replace("\n", "; "), exit_code=exc.exit_code))
     try:
-        footprint = driver.footprint(compiled, settings)
+        footprint = footprint_of(driver, compiled, settings)
     except Exception as exc:  # noqa: BLE001 - a plugin's reading of its own request: a row, not a crash
         footprint, why = None, f"the {target.backend} backend could not say what the job runs on ({exc}): no price"
     else:

@@ -12,21 +12,23 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from omnidist.kit import (
-    GOOGLE_LABELS,
     Capabilities,
     CloudBackend,
     CommandLine,
     CompiledJob,
     DistributedJob,
     Footprint,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import (
+    BILLING,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     LEFT_BEHIND,
@@ -34,10 +36,13 @@ from omnidist_ai_platform.tables import (
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
+from omnidist_google import gcloud
+from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 
 
-class AIPlatformBackend(CloudBackend):
+class AIPlatformBackend(Imports, Placement, CloudBackend):
     """Legacy AI Platform Training (``ml v1``): compile, import, and submit to compatible endpoints.
 
     Submitting and following go through :class:`~omnidist_ai_platform.client.AIPlatformClient`; a
@@ -46,11 +51,13 @@ class AIPlatformBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = AIPlatformSettings
     client = LazyClient("omnidist_ai_platform.client:AIPlatformClient")
     testing = "omnidist_ai_platform.testing:HARNESS"
     native_formats = NATIVE_FORMATS
+    command_programs = (gcloud.PROGRAM,)
     capabilities = Capabilities(
         roles=frozenset(RoleName), reduction_server=True,
         accelerators=frozenset(catalog.ACCELERATOR_TYPES) | frozenset(catalog.TPU_ACCELERATORS),
@@ -91,7 +98,7 @@ class AIPlatformBackend(CloudBackend):
         """A create body, ``gcloud --config`` file or bare ``trainingInput`` (by their keys), or a
         ``gcloud ai-platform jobs submit training`` command line."""
         if isinstance(native, CommandLine):
-            return any(native.creates(*words) for words in GCLOUD_COMMANDS)
+            return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         return isinstance(native, Mapping) and bool(NATIVE_KEYS & set(native))
 
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:

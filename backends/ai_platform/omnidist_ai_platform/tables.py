@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Ending, Feature, JobState, Refusal, RoleName
+from omnidist.kit import Billing, Ending, Feature, JobState, Refusal, RoleName
 from omnidist.runtime.platforms import ai_platform as platform
 
 NAME = platform.NAME
@@ -110,3 +110,12 @@ FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
 )
 """A failed job's error message -> its ending (a VM taken back, no capacity in the region, the
 service's own error); any other is the program's own failure (a replica that exited non-zero)."""
+
+SERVICE = "ai_platform_training"
+"""The price list legacy AI Platform Training bills from."""
+
+BILLING = Billing(
+    prices="vertex_ai", gpus_apart=True,
+    rule="legacy AI Platform Training bills the Vertex AI custom-training prices (Vertex AI pricing page: "
+         "the same except for prediction machine types)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Ending, Feature, Framework, JobState, Refusal
+from omnidist.kit import Billing, Ending, Feature, Framework, JobState, Refusal
 from omnidist.runtime.platforms import azure_ml as platform
 
 NAME = platform.NAME
@@ -145,3 +145,12 @@ FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
 """A failed run's error -> its ending: ``PreemptionError: Nodes of this job got pre-empted`` (a
 low-priority cluster's nodes taken back); quota or capacity texts; any other (a ``UserError``
 with the exit code) is the program's own failure."""
+
+SERVICE = "azure_machine_learning"
+"""The price list Azure ML compute bills from (the VM prices)."""
+
+BILLING = Billing(
+    prices="azure_vm",
+    rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
+         "VMs'; skypilot-catalog az_ml_vms.csv prices equal the VM prices)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

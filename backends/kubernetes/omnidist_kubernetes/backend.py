@@ -16,16 +16,18 @@ from omnidist.kit import (
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
+from omnidist_kubernetes.tables import BILLING, GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME, SERVICE
 
 
-class KubernetesBackend(CloudBackend):
+class KubernetesBackend(Imports, Placement, CloudBackend):
     """Kubeflow training jobs on any Kubernetes cluster (GKE's node labels by default).
 
     ``submit``, ``status``, ``logs`` and ``cancel`` go through :class:`~omnidist_kubernetes.client.KubernetesClient`
@@ -36,6 +38,7 @@ class KubernetesBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = KubernetesSettings
     capabilities = Capabilities(

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omnidist.kit import (
-    GOOGLE_LABELS,
     TPUS_BY_NAME,
     Capabilities,
     CloudBackend,
@@ -17,25 +16,31 @@ from omnidist.kit import (
     CompiledJob,
     DistributedJob,
     Footprint,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
+from omnidist_google import gcloud
+from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
     ACCELERATOR_TYPES,
+    BILLING,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
     resource_name,
 )
 
 
-class VertexBackend(CloudBackend):
+class VertexBackend(Imports, Placement, CloudBackend):
     """Vertex AI CustomJobs: positional worker pools, per-role machines, Reduction Server.
 
     Submitting and following go through :class:`~omnidist_vertex.client.VertexClient` (declared
@@ -44,11 +49,13 @@ class VertexBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = VertexSettings
     client = LazyClient("omnidist_vertex.client:VertexClient")
     testing = "omnidist_vertex.testing:HARNESS"
     native_formats = NATIVE_FORMATS
+    command_programs = (gcloud.PROGRAM,)
     capabilities = Capabilities(
         roles=frozenset(RoleName), accelerators=frozenset(ACCELERATOR_TYPES) | frozenset(TPUS_BY_NAME), spot=True,
         infiniband=True,  # GPUDirect RDMA, on the machines that have it
@@ -88,7 +95,7 @@ class VertexBackend(CloudBackend):
         """A CustomJob, CustomJobSpec or HyperparameterTuningJob (by their keys), a list of
         ``--worker-pool-spec`` strings, or a ``gcloud ai custom-jobs create`` command line."""
         if isinstance(native, CommandLine):
-            return any(native.creates(*words) for words in GCLOUD_COMMANDS)
+            return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)

@@ -20,8 +20,7 @@ from typing import Optional
 
 import attrs
 
-from omnidist.model import accelerators
-from omnidist.model.roles import Accelerator, topology_chips
+from omnidist.kit import ACCELERATORS_BY_NAME, Accelerator, topology_chips
 
 
 @attrs.frozen(kw_only=True)
@@ -120,7 +119,7 @@ def tpu_slice(accelerator: Accelerator, machine_type: Optional[str] = None) -> T
         ValueError: the machine is not a TPU VM of that TPU, or does not run that topology; the
             message says which machines and topologies do.
     """
-    info = accelerators.BY_NAME[accelerator.type]
+    info = ACCELERATORS_BY_NAME[accelerator.type]
     if not info.topologies:  # v2 / v3: 8-core boards
         if machine_type is not None:
             raise ValueError(f"{accelerator.type} runs on its service's own TPU machine; remove {machine_type}")
