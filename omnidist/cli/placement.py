@@ -6,42 +6,50 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
+from typing import Any, Optional
 
 import click
 
-from omnidist.cli.common import BACKENDS, table
+from omnidist.cli.common import BACKENDS, job_argument, one_off, one_off_options, table
 
 
 @click.command()
-@click.argument("job_file", type=click.Path(dir_okay=False))
+@job_argument
 @click.option("--profile", "-p", "profiles", multiple=True,
-              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration).")
+              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration, "
+                   "else every installed backend's defaults).")
 @click.option("--hours", type=click.FloatRange(min=0, min_open=True),
               help="Hours to estimate the cost for (default: the job's timeout, else 1).")
 @click.option("--spot", is_flag=True, default=None, help="Estimate with spot prices (default: the job's spot).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
-def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot: Optional[bool], output: str) -> None:
-    """Where JOB_FILE could run: each profile's machines, accelerators, price per hour and estimated
-    cost, or why its backend cannot express the job; cheapest first, marked *. No network.
+@one_off_options
+def plan(job: tuple[str, ...], profiles: tuple[str, ...], hours: Optional[float], spot: Optional[bool], output: str,
+         **one_off_flags: Any) -> None:
+    """Where JOB_FILE (or a one-off job) could run: each profile's machines, accelerators, price per
+    hour and estimated cost, or why its backend cannot express the job; cheapest first, marked *,
+    among the rows with a price. No network.
 
-    Prices are list prices from omnidist's price catalog (omnidist catalog), not quotes. Exits 3
-    when no profile can express the job.
+    Prices are list prices from omnidist's price catalog (omnidist catalog), not quotes; a profile
+    listing regions = [...] is priced in each and shows the cheapest. Exits 3 when no profile can
+    express the job.
 
     \b
     Examples:
       omnidist plan job.yaml -p gcp -p azure --hours 12
       omnidist plan job.yaml -p everywhere --spot -o json
+      omnidist plan --nodes 2 --accelerator A100:8 --image IMG -- python train.py
     """
     from omnidist import api
     from omnidist.placement import plan as planning
 
-    job = api.load(job_file)
-    found = planning.plan(job, profiles, hours=hours, spot=spot)
+    given = one_off(job, **one_off_flags)
+    loaded = api.load(given) if isinstance(given, str) else given
+    found = planning.plan(loaded, profiles, hours=hours, spot=spot)
     if output == "json":
         click.echo(json.dumps(found.to_json(), indent=2))
     else:
         click.echo(table(found.rows(), planning.HEADER))
+    click.echo(found.summary(), err=True)
     for note in found.notes():
         click.echo(f"note: {note}", err=True)
     if all(row.blocked for row in found):

@@ -263,6 +263,8 @@ class Priced:
             needs: ``True``, ``False``, or ``None`` for unknown.
         notes: what the figures rest on or lack, for people.
         sources: the rows the figures come from.
+        partial: when ``on_demand`` is unknown, what the parts with a price add up to (a floor,
+            ``None`` when no part has one).
     """
 
     on_demand: Optional[float]
@@ -270,6 +272,7 @@ class Priced:
     available: Optional[bool]
     notes: tuple[str, ...] = ()
     sources: tuple[Row, ...] = ()
+    partial: Optional[float] = None
 
 
 def _pool_items(pool: Pool, service: Service) -> list[tuple[str, str, int]]:
@@ -299,6 +302,7 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
     region = footprint.region
     notes: list[str] = [] if region else ["the profile names no region: prices from rows that state none"]
     on_demand: Optional[float] = 0.0
+    known = 0.0  # the parts with a price, for a partial price when another part has none
     spot: Optional[float] = 0.0
     offered: list[Optional[bool]] = []
     used: dict[tuple, Row] = {}
@@ -318,8 +322,9 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
             if row is None or row.on_demand is None:
                 missing.append(name)
                 on_demand = None
-            elif on_demand is not None:
-                on_demand += row.on_demand * times
+            else:
+                known += row.on_demand * times
+                on_demand = None if on_demand is None else on_demand + row.on_demand * times
             if row is None or row.spot is None:
                 spot = None
             elif spot is not None:
@@ -333,6 +338,7 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
             on_demand = spot = None
             continue
         used[row.key] = row
+        known += row.on_demand
         fees.append(f"{footprint.service} {fee} fee {row.on_demand:g} USD/h included ({row.source})")
         on_demand = None if on_demand is None else on_demand + row.on_demand
         spot = None if spot is None else spot + row.on_demand
@@ -343,8 +349,9 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
         notes.append(f"no {service.prices} list price{where} for {', '.join(dict.fromkeys(missing))}: "
                      "the cost is unknown (omnidist catalog refresh rebuilds prices from the public price lists)")
     notes.extend(f"{p.role}: {p.assumed}" for p in footprint.pools if p.assumed)
+    partial = _cents(known) if on_demand is None and known else None
     return Priced(on_demand=_cents(on_demand), spot=_cents(spot), available=_all(offered),
-                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()))
+                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()), partial=partial)
 
 
 def _cents(value: Optional[float]) -> Optional[float]:

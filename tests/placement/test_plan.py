@@ -80,13 +80,15 @@ def test_plan_json_has_exactly_the_spec_keys_cheapest_first(project):
     assert azure == {"profile": "azure", "backend": "azure_ml", "region": "eastus",
                      "machines": {"primary": "Standard_NC4as_T4_v3", "workers": "Standard_NC4as_T4_v3"},
                      "accelerators": "T4:2", "price_per_hour": 1.052, "spot_price_per_hour": 0.21, "hours": 3.0,
-                     "estimated_cost": 3.16, "available": True, "blocked": None, "cheapest": True}
+                     "estimated_cost": 3.16, "available": True, "blocked": None, "cheapest": True,
+                     "partial_price_per_hour": None, "idle": None, "credentials": azure["credentials"]}
     assert gke["price_per_hour"] == pytest.approx(2 * (0.5 + 0.35) + 0.10), "GKE nodes plus the cluster fee"
     assert gke["machines"] == {"primary": "n1-standard-1", "workers": "n1-standard-1"}
     assert gcp["price_per_hour"] == pytest.approx(2 * (0.2185 + 0.4025)) and gcp["spot_price_per_hour"] is None
     assert laptop["available"] is False and laptop["price_per_hour"] == 0.0 and not laptop["cheapest"]
     assert legacy["price_per_hour"] is None and legacy["estimated_cost"] is None and legacy["blocked"] is None
     assert sum(row["cheapest"] for row in rows) == 1
+    assert "cheapest: azure of 4 priced; 1 unknown" in done.stderr  # unknown is never cheapest (SPEC 12a)
 
 
 def test_plan_table_marks_the_cheapest_and_says_why_a_price_is_unknown(project):
