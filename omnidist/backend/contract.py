@@ -245,6 +245,11 @@ class Backend(ABC):
         """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
         return getattr(settings, "region", None)
 
+    def pricing_region(self, settings: Any) -> Optional[str]:
+        """The region ``omnidist plan`` prices in when the settings name none (its cloud's largest,
+        said in a note), or ``None`` (the default: the price comes from rows that state no region)."""
+        return None
+
     def machine_alias(self, name: str) -> Optional[str]:
         """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google
         backends) has for a machine only this backend calls ``name`` (a deprecated alias);

@@ -224,11 +224,17 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     target = _without_regions(target)
     region = region or (target.profile.settings.get("region") if target.profile else None)
     credentials = "unchecked"
+    priced_in: tuple[str, ...] = ()
     try:
         driver = registry.get(target.backend)
         settings = config.settings_for(driver.settings_type, target.backend, target, job,
                                        {"region": region} if region else None)
         region = driver.region(settings)
+        if region is None and driver.pricing_region(settings):
+            region = driver.pricing_region(settings)
+            settings = config.settings_for(driver.settings_type, target.backend, target, job, {"region": region})
+            priced_in = (f"the profile names no region: priced in {region}, its cloud's largest "
+                         f"(set region in the profile)",)
         credentials = _credentials(driver, settings)
         compiled = driver.compile(job, settings)
     except (UnsupportedFeatureError, ValidationError, ConfigError, BackendNotFoundError) as exc:
@@ -250,8 +256,8 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     priced = prices.price(footprint, catalog)
     rate = priced.spot if spot else priced.on_demand
     idle = _idle(job, footprint)
-    notes = priced.notes + ((f"{idle}: the machines hold more accelerators than the job uses, and the price is "
-                             "what is billed",) if idle else ())
+    said = (f"{idle}: the machines hold more accelerators than the job uses, and the price is what is billed",)
+    notes = priced_in + priced.notes + (said if idle else ())
     row = PlanRow(profile=name, backend=target.backend, region=footprint.region or region,
                   machines=footprint.machines, accelerators=footprint.accelerators,
                   price_per_hour=priced.on_demand, spot_price_per_hour=priced.spot, hours=hours,

@@ -175,7 +175,11 @@ SERVICES: dict[str, Service] = {
         prices="azure_vm",
         rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
              "VMs'; skypilot-catalog az_ml_vms.csv prices equal the VM prices)"),
+    "aks": Service(prices="azure_vm", rule="AKS nodes bill the Azure VM price; the cluster's own fee (AKS Standard "
+                                           "tier) is not in omnidist's sources and not included"),
     "compute_engine": Service(prices="compute_engine", gpus_apart=True, rule="Compute Engine VMs; GPUs billed apart"),
+    "eks": Service(prices="ec2", rule="EKS nodes bill the EC2 price; the EKS cluster fee is not in omnidist's "
+                                      "sources and not included"),
     "gke": Service(
         prices="compute_engine", gpus_apart=True, fees=("cluster",),
         rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "

@@ -43,6 +43,7 @@ azure,azure_vm,eastus,machine,Standard_NC4as_T4_v3,0.526,0.105,test list,2026-01
 gcp,compute_engine,us-central1,accelerator,T4,0.35,0.14,test list,2026-01-02
 gcp,compute_engine,us-central1,machine,n1-standard-1,0.5,0.01,test list,2026-01-02
 gcp,vertex_ai,us-central1,accelerator,T4,0.4025,,test list,2026-01-02
+gcp,vertex_ai,us-central1,machine,n1-highmem-2,,,no list price in the test list,
 gcp,vertex_ai,us-central1,machine,n1-standard-4,0.2185,,test list,2026-01-02
 """
 

@@ -6,7 +6,7 @@ Imports flow one way: tables <- compiler, importer, client <- here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from omnidist.kit import (
     Capabilities,
@@ -88,6 +88,10 @@ class AzureMLBackend(CloudBackend):
                 or "component" in keys or len(keys & NATIVE_KEYS) >= 2):
             return True
         return "command" in keys and len(keys) > 1 and keys <= COMMAND_JOB_KEYS
+
+    def pricing_region(self, settings: AzureMLSettings) -> Optional[str]:
+        """Azure's largest region (``eastus``), for a plan whose profile names no workspace ``region``."""
+        return "eastus"
 
     def footprint(self, compiled: CompiledJob, settings: AzureMLSettings) -> Footprint:
         """``instance_count`` nodes of the job's VM size, priced as Azure VMs in the ``region`` setting."""

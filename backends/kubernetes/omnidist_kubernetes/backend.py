@@ -94,14 +94,20 @@ class KubernetesBackend(CloudBackend):
         return importer.recognizes(native)
 
     def footprint(self, compiled: CompiledJob, settings: KubernetesSettings) -> Footprint:
-        """Each replica type's pods as GKE nodes in the ``gke_region`` setting (one pod per node)."""
+        """Each replica type's pods as the ``cloud``'s nodes in the ``region`` setting (one pod per node)."""
         from omnidist_kubernetes import footprint
 
         return footprint.footprint(compiled.request, settings)
 
     def region(self, settings: KubernetesSettings) -> Optional[str]:
-        """The ``gke_region`` setting."""
-        return settings.gke_region
+        """The ``region`` setting (or its alias ``gke_region``)."""
+        return settings.cluster_region
+
+    def pricing_region(self, settings: KubernetesSettings) -> Optional[str]:
+        """The largest region of the cluster's ``cloud``, for a plan whose settings name none."""
+        from omnidist_kubernetes.footprint import LARGEST_REGION
+
+        return LARGEST_REGION[settings.cloud]
 
     def console_url(self, job_id: str, settings: KubernetesSettings) -> str:
         """Kubernetes has no console of its own: empty (``kubectl describe`` shows the job)."""
