@@ -245,6 +245,12 @@ class Backend(ABC):
         """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
         return getattr(settings, "region", None)
 
+    def machine_offer(self) -> Optional[tuple[str, Any]]:
+        """The price list its machines bill from (a service of :mod:`omnidist.placement.prices`) and
+        the :class:`~omnidist.compiler.catalog.Catalog` compile picks machines from, for ``omnidist
+        gpus``; ``None`` (the default) when the backend does not say."""
+        return None
+
     def pricing_region(self, settings: Any) -> Optional[str]:
         """The region ``omnidist plan`` prices in when the settings name none (its cloud's largest,
         said in a note), or ``None`` (the default: the price comes from rows that state no region)."""

@@ -56,6 +56,35 @@ def plan(job: tuple[str, ...], profiles: tuple[str, ...], hours: Optional[float]
         sys.exit(max(row.exit_code for row in found))
 
 
+@click.command()
+@click.argument("name", required=False)
+@click.option("--cloud", type=click.Choice(["aws", "azure", "gcp"]), help="Only this cloud's price lists.")
+@click.option("--region", help="Price in this region (default: each machine's cheapest region with a price).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
+def gpus(name: Optional[str], cloud: Optional[str], region: Optional[str], output: str) -> None:
+    """Every accelerator omnidist knows (or NAME): per backend, the machines that carry it, how
+    many per node, the list price per accelerator-hour on demand and spot, and the regions priced.
+    No configuration, no network (prices from omnidist catalog).
+
+    \b
+    Examples:
+      omnidist gpus
+      omnidist gpus A100 --cloud gcp
+      omnidist gpus H100 --region us-east-1 -o json
+    """
+    from omnidist.errors import ValidationError
+    from omnidist.placement import gpus as listing
+
+    try:
+        found = listing.offers(name, cloud=cloud, region=region)
+    except ValueError as exc:
+        raise ValidationError(f"NAME: {exc}", path="NAME") from None
+    if output == "json":
+        click.echo(json.dumps([offer.to_json() for offer in found], indent=2))
+    else:
+        click.echo(table([offer.cells() for offer in found], listing.HEADER))
+
+
 @click.group(invoke_without_command=True)
 @click.option("--rows", is_flag=True, help="Print every row (as CSV), not the summary by source.")
 @click.pass_context

@@ -98,6 +98,13 @@ class AIPlatformBackend(CloudBackend):
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
 
+    def machine_offer(self) -> tuple[str, Any]:
+        """legacy AI Platform Training: its machine list, and the price list they bill from."""
+        from omnidist_ai_platform.catalog import MACHINES
+        from omnidist_ai_platform.footprint import SERVICE
+
+        return SERVICE, MACHINES
+
     def footprint(self, compiled: CompiledJob, settings: AIPlatformSettings) -> Footprint:
         """Each ``trainingInput`` slot's machine, GPUs and count, priced as Vertex AI training."""
         from omnidist_ai_platform import footprint

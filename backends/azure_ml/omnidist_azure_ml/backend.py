@@ -93,6 +93,13 @@ class AzureMLBackend(CloudBackend):
         """Azure's largest region (``eastus``), for a plan whose profile names no workspace ``region``."""
         return "eastus"
 
+    def machine_offer(self) -> tuple[str, Any]:
+        """Azure ML compute: Azure VM sizes, and the price list they bill from."""
+        from omnidist_azure_ml.catalog import MACHINES
+        from omnidist_azure_ml.footprint import SERVICE
+
+        return SERVICE, MACHINES
+
     def footprint(self, compiled: CompiledJob, settings: AzureMLSettings) -> Footprint:
         """``instance_count`` nodes of the job's VM size, priced as Azure VMs in the ``region`` setting."""
         from omnidist_azure_ml import footprint

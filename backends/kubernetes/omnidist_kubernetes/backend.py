@@ -93,6 +93,13 @@ class KubernetesBackend(CloudBackend):
 
         return importer.recognizes(native)
 
+    def machine_offer(self) -> tuple[str, Any]:
+        """GKE nodes (the default cloud): Compute Engine machine types, and the price list they bill from."""
+        from omnidist.kit import COMPUTE_ENGINE
+        from omnidist_kubernetes.footprint import SERVICE
+
+        return SERVICE, COMPUTE_ENGINE
+
     def footprint(self, compiled: CompiledJob, settings: KubernetesSettings) -> Footprint:
         """Each replica type's pods as the ``cloud``'s nodes in the ``region`` setting (one pod per node)."""
         from omnidist_kubernetes import footprint

@@ -92,6 +92,13 @@ class SageMakerBackend(CloudBackend):
 
         return importer.recognizes(native)
 
+    def machine_offer(self) -> tuple[str, Any]:
+        """SageMaker training: ml.* instance types, and the price list they bill from."""
+        from omnidist_sagemaker.catalog import MACHINES
+        from omnidist_sagemaker.footprint import SERVICE
+
+        return SERVICE, MACHINES
+
     def footprint(self, compiled: CompiledJob, settings: SageMakerSettings) -> Footprint:
         """The instances of ``ResourceConfig`` (a tuning job's, times its trials at once), priced as
         SageMaker training instances in the ``region`` setting."""

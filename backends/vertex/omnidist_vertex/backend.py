@@ -93,6 +93,13 @@ class VertexBackend(CloudBackend):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
 
+    def machine_offer(self) -> tuple[str, Any]:
+        """Vertex AI custom training: Compute Engine machine types, and the price list they bill from."""
+        from omnidist.kit import COMPUTE_ENGINE
+        from omnidist_vertex.footprint import SERVICE
+
+        return SERVICE, COMPUTE_ENGINE
+
     def footprint(self, compiled: CompiledJob, settings: VertexSettings) -> Footprint:
         """Each worker pool's machine, GPUs and replicas, priced from Vertex AI's training prices."""
         from omnidist_vertex import footprint
