@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
+from omnidist.backend.values import CompiledJob, Credentials, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
 from omnidist.model.job import DistributedJob, Framework
@@ -244,6 +244,17 @@ class Backend(ABC):
     def region(self, settings: Any) -> Optional[str]:
         """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
         return getattr(settings, "region", None)
+
+    def find_credentials(self, settings: Any) -> Optional[Credentials]:
+        """Where the backend's client would find credentials, looked up without the network (what
+        ``plan`` shows and what a placement skips a profile for); ``None`` (the default): the
+        backend does not say."""
+        return None
+
+    def check_credentials(self, settings: Any) -> Optional[Credentials]:
+        """:meth:`find_credentials`, then the cloud asked whether it accepts them, creating nothing
+        (``omnidist check``); ``None`` (the default): the backend does not say."""
+        return None
 
     def machine_offer(self) -> Optional[tuple[str, Any]]:
         """The price list its machines bill from (a service of :mod:`omnidist.placement.prices`) and

@@ -85,6 +85,28 @@ def gpus(name: Optional[str], cloud: Optional[str], region: Optional[str], outpu
         click.echo(table([offer.cells() for offer in found], listing.HEADER))
 
 
+@click.command()
+@click.option("--profile", "-p", "profiles", multiple=True,
+              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration).")
+@click.option("--offline", is_flag=True, help="Only look for credentials where each cloud's client does; ask no cloud.")
+def check(profiles: tuple[str, ...], offline: bool) -> None:
+    """For each profile, whether its credentials are found and the cloud accepts them, or how to
+    give them: one line each. Creates nothing. Exits 1 when some are missing or refused.
+
+    \b
+    Examples:
+      omnidist check
+      omnidist check -p gcp,azure --offline
+    """
+    from omnidist.placement import credentials
+
+    lines = credentials.check(profiles, online=not offline)
+    for line in lines:
+        click.echo(line.text())
+    if any(line.status in ("missing", "refused") for line in lines):
+        sys.exit(1)
+
+
 @click.group(invoke_without_command=True)
 @click.option("--rows", is_flag=True, help="Print every row (as CSV), not the summary by source.")
 @click.pass_context

@@ -29,6 +29,7 @@ import attrs
 from omnidist import api, config
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
+    AuthenticationError,
     BackendError,
     ConfigError,
     LedgerError,
@@ -211,9 +212,26 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             say(f"placement: {attempts[-1].line()}")
             _record(book, None, state=ledgers.SKIPPED, reason=reason, **where)
             continue
+        missing = _credentials_missing(candidate) if len(candidates) > 1 else None
+        if missing:  # no credentials where the cloud's client looks: skipped, as a refusal would be
+            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="skipped",
+                                    reason=missing))
+            say(f"placement: {attempts[-1].line()}")
+            _record(book, None, state=ledgers.SKIPPED, reason=missing, **where)
+            continue
         seq = _record(book, None, state=ledgers.CREATING, **where)
         try:
             handle = candidate.driver.submit(candidate.compiled, candidate.settings)
+        except AuthenticationError as exc:  # refused credentials: the next profile may have its own
+            if len(candidates) == 1:
+                _record(book, seq, state=ledgers.ERROR, reason=str(exc))
+                raise
+            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
+                                    reason=f"credentials: {exc}"))
+            say(f"placement: {attempts[-1].line()}")
+            _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
+            errors.append(exc)
+            continue
         except ShortageError as exc:
             attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                     reason=f"{exc.shortage}: {exc.detail}"))
@@ -250,6 +268,16 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
     code = 3 if all(a.outcome == "skipped" for a in attempts) else 1  # nowhere can express it: as compile says
     raise PlacementError(f"no profile took job {job.name!r} ({len(candidates)} tried; no job is left running):",
                          every, exit_code=code)
+
+
+def _credentials_missing(candidate: _Candidate) -> Optional[str]:
+    """Why a placement skips ``candidate`` for its credentials (none found offline), or ``None``."""
+    from omnidist.placement import credentials
+
+    found = credentials.lookup(candidate.driver, candidate.settings)
+    if found is None or found.found:
+        return None
+    return f"credentials missing: {found.fix}"
 
 
 def _region(candidate: _Candidate) -> Optional[str]:

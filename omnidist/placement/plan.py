@@ -299,7 +299,7 @@ def _credentials(driver: Any, settings: Any) -> str:
         found = lookup(settings)
     except Exception:  # noqa: BLE001 - a plugin's local lookup: the column says it could not tell
         return "unchecked"
-    return "unchecked" if found is None else "missing" if not found.found else "unchecked"
+    return "unchecked" if found is None else found.status
 
 
 def _idle(job: DistributedJob, footprint: Any) -> Optional[str]:

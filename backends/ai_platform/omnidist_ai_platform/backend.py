@@ -17,6 +17,7 @@ from omnidist.kit import (
     CloudBackend,
     CommandLine,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     LazyClient,
@@ -97,6 +98,18 @@ class AIPlatformBackend(CloudBackend):
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
+        from omnidist.kit import find_google_credentials
+
+        return find_google_credentials(settings.credentials)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, refreshed into a token (nothing is created)."""
+        from omnidist.kit import check_google_credentials
+
+        return check_google_credentials(settings.credentials, self.name)
 
     def machine_offer(self) -> tuple[str, Any]:
         """legacy AI Platform Training: its machine list, and the price list they bill from."""

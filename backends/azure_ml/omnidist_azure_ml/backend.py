@@ -12,6 +12,7 @@ from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Framework,
@@ -92,6 +93,18 @@ class AzureMLBackend(CloudBackend):
     def pricing_region(self, settings: AzureMLSettings) -> Optional[str]:
         """Azure's largest region (``eastus``), for a plan whose profile names no workspace ``region``."""
         return "eastus"
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """DefaultAzureCredential's sources looked up offline: the environment, the Azure CLI's login."""
+        from omnidist_azure_ml.credentials import find
+
+        return find(settings)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, asked for an Azure Resource Manager token (nothing is created)."""
+        from omnidist_azure_ml.credentials import check
+
+        return check(settings)
 
     def machine_offer(self) -> tuple[str, Any]:
         """Azure ML compute: Azure VM sizes, and the price list they bill from."""

@@ -13,6 +13,7 @@ from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Framework,
@@ -92,6 +93,18 @@ class KubernetesBackend(CloudBackend):
         from omnidist_kubernetes import importer
 
         return importer.recognizes(native)
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """A kubeconfig (the setting, ``$KUBECONFIG``, ``~/.kube/config``) or a pod's service account."""
+        from omnidist_kubernetes.credentials import find
+
+        return find(settings)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The cluster asked for its version with those credentials (nothing is created)."""
+        from omnidist_kubernetes.credentials import check
+
+        return check(settings)
 
     def machine_offer(self) -> tuple[str, Any]:
         """GKE nodes (the default cloud): Compute Engine machine types, and the price list they bill from."""

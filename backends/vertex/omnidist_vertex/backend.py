@@ -15,6 +15,7 @@ from omnidist.kit import (
     CloudBackend,
     CommandLine,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     LazyClient,
@@ -92,6 +93,18 @@ class VertexBackend(CloudBackend):
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
+        from omnidist.kit import find_google_credentials
+
+        return find_google_credentials(settings.credentials)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, refreshed into a token (nothing is created)."""
+        from omnidist.kit import check_google_credentials
+
+        return check_google_credentials(settings.credentials, self.name)
 
     def machine_offer(self) -> tuple[str, Any]:
         """Vertex AI custom training: Compute Engine machine types, and the price list they bill from."""
