@@ -13,6 +13,7 @@ import attrs
 from omnidist import notebook
 from omnidist.model import serde
 from omnidist.model.features import NoteCode
+from omnidist.model.fields import as_dict, as_tuple
 from omnidist.model.job import DistributedJob
 
 REQUEST_ID_LABEL = "omnidist-request-id"
@@ -42,7 +43,7 @@ class Note:
     field: str
     message: str
     code: Optional[NoteCode] = attrs.field(default=None, converter=attrs.converters.optional(NoteCode))
-    data: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, eq=False)
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=as_dict, eq=False)
 
     def __str__(self) -> str:
         return f"[{self.kind.value}] {self.field}: {self.message}"
@@ -57,7 +58,7 @@ class CompiledJob:
 
     backend: str
     request: dict[str, Any]
-    diagnostics: tuple[Note, ...] = attrs.field(default=(), converter=tuple)
+    diagnostics: tuple[Note, ...] = attrs.field(default=(), converter=as_tuple)
     format: str = "json"
     job: Optional[DistributedJob] = attrs.field(default=None, eq=False, repr=False)
 
@@ -165,7 +166,7 @@ class JobStatus:
     native_state: str = ""
     message: str = ""
     metric: str = ""
-    trials: tuple[Trial, ...] = attrs.field(default=(), converter=tuple)
+    trials: tuple[Trial, ...] = attrs.field(default=(), converter=as_tuple)
     best: Optional[Trial] = None
 
     def _repr_html_(self) -> str:
@@ -242,7 +243,7 @@ class Footprint:
 
     service: str
     region: Optional[str]
-    pools: tuple[Pool, ...] = attrs.field(default=(), converter=tuple)
+    pools: tuple[Pool, ...] = attrs.field(default=(), converter=as_tuple)
     spot: bool = False
     parallel: int = 1
     offered: Optional[bool] = None

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, Optional
 
 import click
@@ -187,6 +188,27 @@ def _follow(handle: Any, poll: Optional[float]) -> None:
         sys.exit(1)
 
 
+def _known(job_id: str, act: Callable[[Any], Any], backend: Optional[str], profile: Optional[str]) -> Any:
+    """``act(handle)`` for the job ``job_id`` names. A job neither the ledger nor the cloud knows
+    is the user's input, not the cloud's failure: exit 2, saying where it was looked for.
+
+    Raises:
+        ValidationError: no job has that id or name.
+    """
+    from omnidist import api
+    from omnidist.errors import NotFoundError, ValidationError
+
+    handle = api.attach(job_id, backend=backend, profile=profile)
+    try:
+        return act(handle)
+    except NotFoundError as exc:
+        if api.recorded(job_id) is not None:  # the ledger has it: the cloud no longer does (exit 1)
+            raise
+        raise ValidationError(f"no job {job_id!r}: the job ledger has none of that id or name, and {handle.backend} "
+                              f"knows none ({exc.detail}); omnidist jobs lists the jobs submitted",
+                              path="ID_OR_NAME") from None
+
+
 @click.command()
 @click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
@@ -200,9 +222,7 @@ def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
       omnidist status projects/p/locations/us-central1/customJobs/123
       omnidist status cassava-resnet-3f9a1c2e --profile azure
     """
-    from omnidist import api
-
-    _print_status(api.attach(job_id, backend=backend, profile=profile).status())
+    _print_status(_known(job_id, lambda handle: handle.status(), backend, profile))
 
 
 @click.command()
@@ -217,9 +237,7 @@ def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bo
     Examples:
       omnidist logs cassava-resnet-3f9a1c2e --profile azure --follow
     """
-    from omnidist import api
-
-    for line in api.attach(job_id, backend=backend, profile=profile).logs(follow=follow):
+    for line in _known(job_id, lambda handle: handle.logs(follow=follow), backend, profile):
         click.echo(line)
 
 
@@ -234,10 +252,7 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
     Examples:
       omnidist cancel 1234567890 --profile gcp
     """
-    from omnidist import api
-
-    handle = api.attach(job_id, backend=backend, profile=profile)
-    handle.cancel()
+    handle = _known(job_id, lambda handle: handle.cancel() or handle, backend, profile)
     click.echo(f"cancel requested for {handle.id}")
 
 

@@ -46,7 +46,7 @@ def plan(job: tuple[str, ...], profiles: tuple[str, ...], hours: Optional[float]
     loaded = api.load(given) if isinstance(given, str) else given
     found = planning.plan(loaded, profiles, hours=hours, spot=spot)
     if output == "json":
-        click.echo(json.dumps(found.to_json(), indent=2))
+        click.echo(json.dumps(found.to_json(), indent=2, allow_nan=False))
     else:
         click.echo(table(found.rows(), planning.HEADER))
     click.echo(found.summary(), err=True)
@@ -117,13 +117,13 @@ def catalog(ctx: click.Context, rows: bool) -> None:
     Examples:
       omnidist catalog
       omnidist catalog --rows > prices.csv
-      omnidist catalog refresh --source azure --region eastus
+      omnidist catalog refresh --source skypilot --region us-east-1
     """
     if ctx.invoked_subcommand is not None:
         return
     import csv
 
-    from omnidist.placement import prices
+    from omnidist.placement import prices, vendors
 
     found = prices.load()
     if rows:
@@ -144,41 +144,58 @@ def catalog(ctx: click.Context, rows: bool) -> None:
              for (service, source, date), (total, priced) in sorted(summary.items())]
     click.echo(table(lines, ("list", "rows", "priced", "date", "source")))
     click.echo("\nHow each service bills:")
-    for name, service in sorted(prices.SERVICES.items()):
+    for name, service in vendors.billing().items():
         click.echo(f"  {name}: {service.rule}")
+    click.echo("\nPrice lists `omnidist catalog refresh --source` reads (by vendor kit):")
+    for vendor, source in vendors.sources():
+        key = f"; needs --api-key {source.name}=KEY or {source.key_env}" if source.key_env else ""
+        click.echo(f"  {source.name} ({vendor.name}): {source.title}{key}")
 
 
 @catalog.command("refresh")
-@click.option("--source", "sources", multiple=True, type=click.Choice(["skypilot", "azure", "gcp", "aws"]),
-              help="Only these price lists (repeatable; default: every one that can be read).")
+@click.option("--source", "sources", multiple=True,
+              help="Only these price lists (repeatable; default: every one that can be read; `omnidist catalog` "
+                   "lists the installed vendor kits' lists).")
 @click.option("--region", "regions", multiple=True, help="Only these regions (repeatable; default: all).")
-@click.option("--gcp-api-key", envvar="OMNIDIST_GCP_API_KEY",
-              help="An API key for the Cloud Billing Catalog (or OMNIDIST_GCP_API_KEY); without one it is skipped.")
+@click.option("--api-key", "api_keys", multiple=True, metavar="LIST=KEY",
+              help="An API key for a list that needs one (repeatable; else the variable the list names); a list "
+                   "without its key is skipped.")
 @click.option("--output", type=click.Path(dir_okay=False), help="Write here (default: the state folder's prices.csv).")
-def refresh(sources: tuple[str, ...], regions: tuple[str, ...], gcp_api_key: Optional[str],
+def refresh(sources: tuple[str, ...], regions: tuple[str, ...], api_keys: tuple[str, ...],
             output: Optional[str]) -> None:
-    """Rebuild the price catalog from the clouds' public price lists (skypilot-catalog CSVs, the
-    Azure Retail Prices API, the GCP Cloud Billing Catalog, the AWS Price List)."""
+    """Rebuild the price catalog from the public price lists the installed vendor kits read."""
     from pathlib import Path
 
+    from omnidist.errors import ValidationError
     from omnidist.placement import refresh as refreshing
 
-    result = refreshing.refresh(sources or None, regions=regions or None, gcp_api_key=gcp_api_key,
+    unknown = sorted(set(sources) - set(refreshing.source_names()))
+    if unknown:
+        raise ValidationError(f"no price list {', '.join(map(repr, unknown))}; the installed vendor kits read "
+                              f"{', '.join(refreshing.source_names()) or 'none'}", path="--source")
+    result = refreshing.refresh(sources or None, regions=regions or None, api_keys=refreshing.api_keys(api_keys),
                                 output=Path(output) if output else None, say=lambda line: click.echo(line, err=True))
     click.echo(f"wrote {result.rows} rows to {result.path}")
     if result.failed:
         sys.exit(1)
 
 
+JOBS_PAGE = 50
+"""How many rows ``omnidist jobs`` lists unless told otherwise."""
+
+
 @click.command("jobs")
-@click.option("--refresh", is_flag=True, help="Ask the clouds for each live job's state first (in parallel).")
+@click.option("--refresh", is_flag=True, help="Ask the clouds for each listed live job's state first (in parallel).")
 @click.option("--backend", "-b", type=BACKENDS, help="Only this backend's jobs.")
 @click.option("--state", "-s", help="Only jobs in this state (running, failed, refused…).")
-@click.option("--limit", "-n", type=click.IntRange(min=1), help="At most this many (newest first).")
+@click.option("--limit", "-n", type=click.IntRange(min=1),
+              help=f"At most this many, newest first (default {JOBS_PAGE}; --refresh asks about these only).")
+@click.option("--all", "every", is_flag=True, help="Every row, however many.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
-def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int],
+def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int], every: bool,
                  output: str) -> None:
-    """The job ledger: every submit and placement attempt, newest first.
+    """The job ledger: every submit and placement attempt, newest first (the newest 50 unless
+    -n or --all say otherwise; --refresh asks the clouds about the rows shown only).
 
     Refused and skipped placement attempts are listed too, with their reason. The ledger lives in
     $OMNIDIST_STATE_DIR/jobs.db (default ~/.local/state/omnidist); OMNIDIST_NO_LEDGER=1 turns it off.
@@ -191,7 +208,14 @@ def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], li
     from omnidist import api
     from omnidist.submission import ledger
 
-    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=limit)
+    if every and limit:
+        raise click.UsageError("give --limit or --all, not both")
+    shown = None if every else limit or JOBS_PAGE
+    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=shown)
+    if shown is not None and len(found) == shown:
+        total = ledger.Ledger.default().count(backend=backend, state=state)  # type: ignore[union-attr]
+        if total > shown:
+            click.echo(f"showing the newest {shown} of {total:,} rows; -n N shows more, --all every one", err=True)
     if output == "json":
         click.echo(json.dumps(ledger.public(found), indent=2))
     elif not found:

@@ -21,7 +21,8 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.contract import Backend, Capabilities
+from omnidist.backend.billing import Billing
+from omnidist.backend.contract import Backend, Capabilities, Imports, Placement
 from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
 from omnidist.compiler.lowering import refuse_tpus
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
@@ -98,7 +99,7 @@ class LocalSettings:
     cpu: bool = False
 
 
-NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs, and a TPU is only in Google Cloud"
+NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs; a TPU runs only on a backend that offers TPUs"
 """Why ``omnidist run`` cannot run a TPU job (SPEC §13)."""
 
 STATES = {
@@ -137,10 +138,11 @@ def _alive(pid: Optional[int]) -> bool:
     return True
 
 
-class LocalBackend(Backend):
+class LocalBackend(Imports, Placement, Backend):
     """Runs each replica as a local process with an emulated platform environment."""
 
     name = "local"
+    billing = {"local": Billing(free=True, rule="this machine: nothing to pay")}
     capabilities = Capabilities(
         roles=frozenset(RoleName),
         accelerators=frozenset(accelerators.GPUS),

@@ -22,7 +22,7 @@ from omnidist.errors import ValidationError
 from omnidist.model import data as jobdata
 from omnidist.model import documents, serde
 from omnidist.model.data import JobInput, JobOutput
-from omnidist.model.fields import at_most, choice, env_names, fail, positive, to_argv, to_str_map
+from omnidist.model.fields import as_dict, at_most, choice, env_names, fail, positive, to_argv, to_str_map
 from omnidist.model.limits import MAX_PROCESSES_PER_NODE, MAX_TIMEOUT_S, clipped_repr
 from omnidist.model.roles import AUTO, Replicas, Role, RoleName, effective_roles
 from omnidist.model.tuning import Tuning, to_tuning
@@ -118,7 +118,7 @@ class DistributedJob:
     labels: dict[str, str] = attrs.field(factory=dict, converter=to_str_map)
     tuning: Optional[Tuning] = attrs.field(default=None, converter=to_tuning)
     """Hyperparameter search over trials of this job (SPEC §8); ``None``: one run."""
-    backends: dict[str, dict[str, Any]] = attrs.field(factory=dict, converter=dict)
+    backends: dict[str, dict[str, Any]] = attrs.field(factory=dict, converter=as_dict)
     """Backend-specific settings by backend name; each backend validates its own block."""
     source: Optional[str] = attrs.field(default=None, eq=False, repr=False, metadata={serde.INTERNAL: True})
     """The file the job was read from, for error messages; not part of the job format."""

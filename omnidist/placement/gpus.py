@@ -17,9 +17,10 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.backend import registry
+from omnidist.backend.contract import Placement
 from omnidist.backend.values import Footprint, Pool
 from omnidist.model import accelerators
-from omnidist.placement import prices
+from omnidist.placement import prices, vendors
 
 JSON_KEYS = ("accelerator", "backend", "cloud", "machine", "per_node", "on_demand_per_accelerator_hour",
              "spot_per_accelerator_hour", "region", "regions")
@@ -74,14 +75,13 @@ class Offer:
                 self.region or "", shown)
 
 
-def _picks(name: str, catalog: Any) -> list[tuple[str, int]]:
+def _picks(driver: Placement, name: str, catalog: Any) -> list[tuple[str, int]]:
     """``(machine, accelerators per node)`` compile picks for each count a node can carry."""
-    from omnidist.clouds.tpu import TPU_HOSTS
     from omnidist.compiler.catalog import smallest_fit
     from omnidist.model.roles import Accelerator
 
     if accelerators.is_tpu(name):
-        return [(h.machine_type, h.chips) for h in TPU_HOSTS if h.accelerator == name]
+        return driver.tpu_hosts(name)
     counts = {m.gpus for m in catalog.machines if m.accelerator == name and m.gpus and not m.retired}
     attached = catalog.attachments.get(name)
     counts |= set(attached.limits) if attached is not None else set()
@@ -96,7 +96,7 @@ def _picks(name: str, catalog: Any) -> list[tuple[str, int]]:
 def _price(service: str, machine: str, name: str, count: int, catalog: prices.Catalog,
            region: Optional[str]) -> Offer:
     """The machine's price per accelerator-hour in ``region`` (else the cheapest region with one)."""
-    billing = prices.SERVICES.get(service)
+    billing = vendors.billing().get(service)
     listed = billing.prices if billing else service
     names = {machine, name}
     regions = sorted({r.region for r in catalog.rows if r.service == listed and r.name in names
@@ -141,6 +141,8 @@ def offers(name: Optional[str] = None, *, cloud: Optional[str] = None, region: O
     found: list[Offer] = []
     for backend in registry.installed():
         driver = registry.get(backend)
+        if not isinstance(driver, Placement):
+            continue
         offer = driver.machine_offer()
         if offer is None:
             continue
@@ -148,7 +150,7 @@ def offers(name: Optional[str] = None, *, cloud: Optional[str] = None, region: O
         for accelerator in sorted(a for a in driver.capabilities.accelerators if a in accelerators.BY_NAME):
             if wanted and accelerator != wanted:
                 continue
-            for machine, count in _picks(accelerator, machines):
+            for machine, count in _picks(driver, accelerator, machines):
                 row = attrs.evolve(_price(service, machine, accelerator, count, catalog, region), backend=backend)
                 if cloud is None or row.cloud == cloud:
                     found.append(row)

@@ -12,6 +12,7 @@ profile configured, the job is planned on every installed backend's defaults.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -21,6 +22,7 @@ import attrs
 
 from omnidist import config, notebook
 from omnidist.backend import registry
+from omnidist.backend.contract import Placement, footprint_of, region_of
 from omnidist.errors import (
     BackendNotFoundError,
     ConfigError,
@@ -96,8 +98,13 @@ class PlanRow:
         return self.blocked is None and self.available is not False
 
     def to_json(self) -> dict[str, Any]:
-        """The object ``omnidist plan -o json`` prints for this row."""
-        return {key: getattr(self, key) for key in JSON_KEYS}
+        """The object ``omnidist plan -o json`` prints for this row: a figure that is not finite
+        (prices summed past a float's range) is ``null``, unknown, so the output stays JSON."""
+        return {key: _finite(getattr(self, key)) for key in JSON_KEYS}
+
+
+def _finite(value: Any) -> Any:
+    return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
 HEADER = ("", "profile", "backend", "region", "machines", "accelerators", "$/h", "spot $/h", "hours", "est. cost",
@@ -229,8 +236,8 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
         driver = registry.get(target.backend)
         settings = config.settings_for(driver.settings_type, target.backend, target, job,
                                        {"region": region} if region else None)
-        region = driver.region(settings)
-        if region is None and driver.pricing_region(settings):
+        region = region_of(driver, settings)
+        if region is None and isinstance(driver, Placement) and driver.pricing_region(settings):
             region = driver.pricing_region(settings)
             settings = config.settings_for(driver.settings_type, target.backend, target, job, {"region": region})
             priced_in = (f"the profile names no region: priced in {region}, its cloud's largest "
@@ -244,7 +251,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
                                     blocked=str(exc).replace("\n", "; "), exit_code=exc.exit_code,
                                     credentials=credentials))
     try:
-        footprint = driver.footprint(compiled, settings)
+        footprint = footprint_of(driver, compiled, settings)
     except Exception as exc:  # noqa: BLE001 - a plugin's reading of its own request: a row, not a crash
         footprint, why = None, f"the {target.backend} backend could not say what the job runs on ({exc}): no price"
     else:

@@ -31,6 +31,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import notebook
+from omnidist import secrets as masking
 from omnidist.backend.values import JobState
 from omnidist.config import state_dir
 from omnidist.errors import LedgerError
@@ -146,7 +147,10 @@ class JobRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The keys of ``omnidist jobs -o json``."""
-        return {key: getattr(self, key) for key in PUBLIC_KEYS}
+        found = {key: getattr(self, key) for key in PUBLIC_KEYS}
+        if isinstance(found.get("reason"), str):  # rows stored before reasons were masked
+            found["reason"] = masking.mask_shapes(found["reason"])
+        return found
 
 
 class JobList(tuple):
@@ -157,7 +161,8 @@ class JobList(tuple):
     def rows(self) -> list[tuple[Any, ...]]:
         """One tuple per record in :attr:`HEADER` order."""
         return [(r.name, r.id or "", r.backend, r.profile or "", r.region or "", r.state, r.submitted_at,
-                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", r.reason) for r in self]
+                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", masking.mask_shapes(r.reason))
+                for r in self]
 
     def _repr_html_(self) -> str:
         return notebook.table(self.rows(), self.HEADER, caption=f"omnidist jobs ({len(self)})")
@@ -195,6 +200,12 @@ class Ledger:
         except OSError as exc:
             raise LedgerError(f"{self.path}: cannot make the ledger's folder ({exc.strerror or exc}); set "
                               "OMNIDIST_STATE_DIR to a folder you can write, or OMNIDIST_NO_LEDGER=1") from None
+        if self.path.exists() and not self.path.is_file():  # /dev/null, a folder, a FIFO: SQLite's words mislead
+            what = "a folder" if self.path.is_dir() else f"a link to {os.path.realpath(self.path)}" \
+                if self.path.is_symlink() else "not a regular file"
+            raise LedgerError(f"{self.path}: the job ledger is {what}, not a database file; nothing was recorded. "
+                              f"Move it aside (mv {self.path} {self.path}.moved) and omnidist starts a new one, or set "
+                              "OMNIDIST_STATE_DIR elsewhere, or OMNIDIST_NO_LEDGER=1")
         connection = None
         try:
             connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -217,6 +228,10 @@ class Ledger:
         if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text):
             return LedgerError(f"{self.path}: cannot write the job ledger ({text}); set OMNIDIST_STATE_DIR to a "
                                "folder you can write, or OMNIDIST_NO_LEDGER=1")
+        if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text or "disk I/O error" in text):
+            return LedgerError(f"{self.path}: the job ledger cannot be written ({text}): the disk may be full, or "
+                               "the file at its size limit; nothing was recorded. Free some space, or set "
+                               "OMNIDIST_STATE_DIR to a folder on another disk, or OMNIDIST_NO_LEDGER=1")
         damaged = "malformed" in text or "not a database" in text
         if damaged or (isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)):
             return LedgerError(f"{self.path}: the job ledger is damaged ({text}). Your jobs are unaffected; move the "
@@ -266,6 +281,7 @@ class Ledger:
         if unknown:
             raise TypeError(f"not ledger columns: {sorted(unknown)}")
         stamp = now()
+        _mask_reason(fields)
         fields.setdefault("submitted_at", stamp)
         fields.setdefault("updated_at", stamp)
         names = sorted(fields)
@@ -281,6 +297,7 @@ class Ledger:
         if unknown:
             raise TypeError(f"not ledger columns: {sorted(unknown)}")
         fields.setdefault("updated_at", now())
+        _mask_reason(fields)
         names = sorted(fields)
         with self._connection() as connection:
             connection.execute(f"UPDATE jobs SET {', '.join(f'{n} = ?' for n in names)} WHERE seq = ?",
@@ -305,6 +322,14 @@ class Ledger:
         with self._connection() as connection:
             return JobList(JobRecord(**dict(zip(_COLUMNS, row))) for row in connection.execute(sql, values))
 
+    def count(self, *, backend: Optional[str] = None, state: Optional[str] = None) -> int:
+        """How many rows :meth:`records` would list without a limit."""
+        where = " AND ".join(f"{name} = ?" for name, value in (("backend", backend), ("state", state)) if value)
+        values = [value for value in (backend, state) if value]
+        with self._connection() as connection:
+            return int(connection.execute("SELECT COUNT(*) FROM jobs" + (f" WHERE {where}" if where else ""),
+                                          values).fetchone()[0])
+
     def find(self, key: str) -> Optional[JobRecord]:
         """The row of the job whose id is ``key``, else the newest job named ``key`` (jobs that were
         made before attempts that made none)."""
@@ -318,6 +343,13 @@ class Ledger:
     def placement(self, placement: str) -> JobList:
         """The attempts of one placement, in order."""
         return JobList(r for r in reversed(self.records()) if r.placement == placement)
+
+
+def _mask_reason(fields: dict[str, Any]) -> None:
+    """A reason is stored with the secrets it holds by their shape masked (a URL's password, a token
+    of a well-known form, ``NAME_PASS=…``): a cloud's refusal may quote the job's environment."""
+    if isinstance(fields.get("reason"), str):
+        fields["reason"] = masking.mask_shapes(fields["reason"])
 
 
 def public(records: Sequence[JobRecord]) -> list[dict[str, Any]]:

@@ -1,17 +1,17 @@
-"""The price catalog: the shipped rows name their sources, every machine a backend can pick has a
-row, and a footprint is priced by the rules each service publishes (SPEC §12)."""
+"""The price catalog: the rows the vendor kits ship name their sources, every machine a backend can
+pick has a row, and a footprint is priced by the rules each backend declares for its service (SPEC §12)."""
 
 from __future__ import annotations
 
 import pytest
 
 from omnidist.backend.values import Footprint, Pool
-from omnidist.clouds.compute_engine import COMPUTE_ENGINE, COMPUTE_ENGINE_ACCELERATORS
 from omnidist.errors import ConfigError
 from omnidist.placement import prices
 from omnidist.placement.prices import Catalog, Row
+from omnidist_google.compute_engine import COMPUTE_ENGINE, COMPUTE_ENGINE_ACCELERATORS
 
-SHIPPED = prices.read_rows(prices.SHIPPED)
+SHIPPED = [row for path in prices.shipped() for row in prices.read_rows(path)]
 
 
 def test_every_shipped_price_names_its_source_and_no_price_is_made_up():
@@ -73,10 +73,30 @@ def test_every_machine_and_accelerator_a_backend_can_pick_has_a_row():
     assert sorted(wanted - keys) == []
 
 
-def test_the_shipped_catalog_is_sorted_and_round_trips(tmp_path):
-    copy = tmp_path / "prices.csv"
-    prices.write_rows(copy, SHIPPED)
-    assert copy.read_text() == prices.SHIPPED.read_text()
+def test_each_vendor_kit_ships_its_own_rows_sorted_and_round_tripping(tmp_path):
+    from omnidist.placement import vendors
+
+    installed = vendors.installed()
+    assert {"google", "aws", "azure"} <= set(installed)
+    for name, vendor in installed.items():
+        rows = prices.read_rows(vendor.rows)
+        assert rows and {r.cloud for r in rows} == {vendor.name}, f"{name} ships rows of another vendor"
+        copy = tmp_path / f"{name}.csv"
+        prices.write_rows(copy, rows)
+        assert copy.read_text() == vendor.rows.read_text()
+    assert sorted(prices.shipped()) == sorted(v.rows for v in installed.values())
+
+
+def test_billing_is_what_the_backends_declare():
+    from omnidist.backend import registry
+    from omnidist.placement import vendors
+
+    billing = vendors.billing()
+    for name in registry.installed():
+        for service, bills in registry.get(name).billing.items():
+            assert billing[service] is bills
+    assert billing["local"].free and billing["gke"].fees == ("cluster",)
+    assert not any(service in billing for service in ("", "nothing"))
 
 
 @pytest.mark.parametrize("text, words", [
@@ -183,6 +203,6 @@ def test_a_refreshed_catalog_lays_over_the_shipped_one(tmp_path, monkeypatch):
     prices.write_rows(extra, [row("vertex_ai", "*", "machine", "n1-standard-4", 9.0)])
     monkeypatch.setenv("OMNIDIST_PRICES", str(extra))
     loaded = prices.load()
-    assert loaded.files == (prices.SHIPPED, extra)
+    assert loaded.files == (*prices.shipped(), extra)
     assert loaded.lookup("vertex_ai", None, "machine", "n1-standard-4").row.on_demand == 9.0
     assert loaded.lookup("vertex_ai", "us-central1", "accelerator", "H100").row.on_demand == 11.2660332

@@ -28,7 +28,6 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     ConflictError,
     Idempotency,
@@ -36,17 +35,18 @@ from omnidist.kit import (
     JobStatus,
     Keyed,
     LogStart,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
+    StagesCode,
     TransientBackendError,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
-    stage_code,
-    translate_storage_error,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
+from omnidist_google.google_cloud import google_credentials, stage_code, translate_storage_error
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -96,7 +96,7 @@ def job_name(job_id: str, settings: AIPlatformSettings) -> str:
     return job_id if job_id.startswith("projects/") else f"projects/{_project(settings)}/jobs/{job_id}"
 
 
-class AIPlatformClient(Client[dict]):
+class AIPlatformClient(ReportsShortage[dict], StagesCode[dict], ReadsLogs[dict]):
     """``projects.jobs`` create / get / cancel; native jobs are the ``Job`` resources as dicts."""
 
     idempotency = Idempotency.CHOSEN_ID

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Feature, JobState, Refusal, RoleName
+from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName
 from omnidist.runtime.platforms import ai_platform as platform
 
 NAME = platform.NAME
@@ -100,3 +100,13 @@ Sources: docs/placement.md."""
 def shortage_named(text: str) -> str | None:
     """``quota`` when ``text`` is one of :data:`SHORTAGES`, else ``None``."""
     return next((kind for pattern, kind in SHORTAGES if pattern.search(text or "")), None)
+
+
+SERVICE = "ai_platform_training"
+"""The price list legacy AI Platform Training bills from."""
+
+BILLING = Billing(
+    prices="vertex_ai", gpus_apart=True,
+    rule="legacy AI Platform Training bills the Vertex AI custom-training prices (Vertex AI pricing page: "
+         "the same except for prediction machine types)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

@@ -16,25 +16,29 @@ from omnidist.kit import (
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
     refuse_tpus,
 )
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import (
+    BILLING,
     COMMAND_JOB_KEYS,
     LEFT_BEHIND,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
 
 
-class AzureMLBackend(CloudBackend):
+class AzureMLBackend(Imports, Placement, CloudBackend):
     """Azure ML command jobs: PyTorch / DeepSpeed / Horovod (MPI) / TensorFlow distribution on
     one homogeneous set of nodes, with InfiniBand SKUs for multi-node GPU training.
 
@@ -44,6 +48,7 @@ class AzureMLBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = AzureMLSettings
     client = LazyClient("omnidist_azure_ml.client:AzureMLClient")

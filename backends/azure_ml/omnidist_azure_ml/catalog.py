@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from omnidist.kit import Catalog, Machine
+from omnidist.kit import Machine, MachineCatalog
 
 Sku = Machine
 """An Azure VM size: a catalog machine (``infiniband``: SR-IOV InfiniBand; ``retired``: why Azure
@@ -76,7 +76,7 @@ SKUS: tuple[Sku, ...] = (
 """Every SKU omnidist knows, sorted by name: general-purpose Dsv3 (4 GB per vCPU) and memory-optimized
 Esv3 (8 GB per vCPU, up to 432 GB) for CPU roles, the H and HB/HC HPC sizes, the N-series GPU sizes."""
 
-MACHINES = Catalog(machines=SKUS, ignore_case=True)
+MACHINES = MachineCatalog(machines=SKUS, ignore_case=True)
 """The SKUs by name (Azure compares VM sizes case-insensitively)."""
 
 TOPO_FILES: dict[str, str] = {

@@ -141,9 +141,10 @@ def test_missing_workspace_settings_are_a_config_error(backend):
 def test_default_credential_is_azure_identity():
     from azure.identity import DefaultAzureCredential
 
-    from omnidist_azure_ml import client
+    from omnidist_azure.credentials import StaticTokenCredential, credential
 
-    assert isinstance(client.credential(OFFLINE), DefaultAzureCredential)
+    assert isinstance(credential(OFFLINE.credential), DefaultAzureCredential)
+    assert isinstance(credential("anonymous"), StaticTokenCredential)
 
 
 def test_every_azure_status_is_mapped():

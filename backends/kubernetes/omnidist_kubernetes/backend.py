@@ -17,16 +17,18 @@ from omnidist.kit import (
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
+from omnidist_kubernetes.tables import BILLING, CLOUD_BILLING, GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME, SERVICE
 
 
-class KubernetesBackend(CloudBackend):
+class KubernetesBackend(Imports, Placement, CloudBackend):
     """Kubeflow training jobs on any Kubernetes cluster (GKE's node labels by default).
 
     ``submit``, ``status``, ``logs`` and ``cancel`` go through :class:`~omnidist_kubernetes.client.KubernetesClient`
@@ -37,6 +39,7 @@ class KubernetesBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING, **CLOUD_BILLING}
     output_format = "yaml"
     settings_type = KubernetesSettings
     capabilities = Capabilities(
@@ -106,9 +109,15 @@ class KubernetesBackend(CloudBackend):
 
         return check(settings)
 
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """Google's TPU VM hosts of ``accelerator``."""
+        from omnidist_google.tpu import host_picks
+
+        return host_picks(accelerator)
+
     def machine_offer(self) -> tuple[str, Any]:
         """GKE nodes (the default cloud): Compute Engine machine types, and the price list they bill from."""
-        from omnidist.kit import COMPUTE_ENGINE
+        from omnidist_google.compute_engine import COMPUTE_ENGINE
         from omnidist_kubernetes.footprint import SERVICE
 
         return SERVICE, COMPUTE_ENGINE

@@ -28,7 +28,6 @@ from omnidist.kit import (
     NoteKind,
     Problem,
     RoleName,
-    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
     apply_data_map,
@@ -42,38 +41,33 @@ from omnidist.kit import (
     runtime_hints,
     start_processes,
     substituted,
-    tpu_slice,
     tpu_slice_of,
     with_module,
 )
-from omnidist_kubernetes import expansion, names, quantities
+from omnidist_google.tpu import TpuSlice, tpu_slice
+from omnidist_k8s import quantities
+from omnidist_k8s.nodes import CPU, EPHEMERAL_STORAGE, GPU_RESOURCE, MEMORY, MULTI_GPU_SHM_SIZE, SHM_PATH, SHM_VOLUME
+from omnidist_kubernetes import expansion, names
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
 from omnidist_kubernetes.tables import (
-    CPU,
     DEFAULT_CLEAN_POD_POLICIES,
     DEFAULT_NODE_SELECTORS,
     DEFAULT_RESTART_POLICIES,
     DESCRIPTION_ANNOTATION,
-    EPHEMERAL_STORAGE,
     FRAMEWORK_KINDS,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_ACCELERATORS,
     GKE_TPU_TOPOLOGY_LABEL,
-    GPU_RESOURCE,
     KINDS,
     LAUNCHER,
     MAX_NAME,
-    MEMORY,
     MPI_CONTAINERS,
     MPI_RESTART_POLICIES,
     MPIRUN,
     MPIRUN_FORWARDED,
-    MULTI_GPU_SHM_SIZE,
     NAME,
     QUEUE_LABEL,
     REPLICA_TYPES,
-    SHM_PATH,
-    SHM_VOLUME,
     TPU_RESOURCE,
     Kind,
 )

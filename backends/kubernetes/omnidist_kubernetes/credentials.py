@@ -40,12 +40,15 @@ def check(settings: KubernetesSettings) -> Credentials:
     found = find(settings)
     if not found.found:
         return found
-    from omnidist_kubernetes.client import api_client
+    from omnidist_k8s import api
+    from omnidist_kubernetes.tables import NAME
 
     try:
         from kubernetes import client as k8s
 
-        k8s.VersionApi(api_client(settings)).get_code()
+        connection = api.api_client(api_server=settings.api_server, kubeconfig=settings.kubeconfig,
+                                    context=settings.context, settings=f"backends.{NAME}", backend=NAME)
+        k8s.VersionApi(connection).get_code()
     except Exception as exc:  # noqa: BLE001 - the client's many errors all mean "not accepted" here
         return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     return attrs.evolve(found, valid=True)

@@ -11,23 +11,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from omnidist.kit import COMPUTE_ENGINE, TPU_HOSTS, Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist.kit import Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist_google.compute_engine import COMPUTE_ENGINE
+from omnidist_google.tpu import TPU_HOSTS
+from omnidist_k8s.nodes import INSTANCE_TYPE_LABELS
 from omnidist_kubernetes.pods import NativePod, native_to_pod
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
+    AKS_SERVICE,
+    EKS_SERVICE,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_PORTABLE,
     GKE_TPU_TOPOLOGY_LABEL,
-    INSTANCE_TYPE_LABELS,
     KINDS,
     LAUNCHER,
     REPLICA_ROLES,
+    SERVICE,
 )
 
-SERVICE = "gke"
-"""The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
-
-SERVICES = {"aws": "eks", "azure": "aks", "gcp": SERVICE}
+SERVICES = {"aws": EKS_SERVICE, "azure": AKS_SERVICE, "gcp": SERVICE}
 """The ``cloud`` setting -> the service its nodes are priced as."""
 
 LARGEST_REGION = {"aws": "us-east-1", "azure": "eastus", "gcp": "us-central1"}

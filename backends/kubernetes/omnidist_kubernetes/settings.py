@@ -12,7 +12,8 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import ClientSettings, Problem, ValidationError, canonical_accelerator, check_data_map
-from omnidist_kubernetes import names, quantities
+from omnidist_k8s import quantities
+from omnidist_kubernetes import names
 from omnidist_kubernetes.tables import (
     CLEAN_POD_POLICIES,
     RESTART_POLICIES,

@@ -15,15 +15,17 @@ from omnidist.kit import (
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
     refuse_tpus,
 )
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
-from omnidist_sagemaker.tables import CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS
+from omnidist_sagemaker.tables import BILLING, CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS, SERVICE
 
 
 def _offered() -> frozenset[str]:
@@ -32,7 +34,7 @@ def _offered() -> frozenset[str]:
     return frozenset(offered())
 
 
-class SageMakerBackend(CloudBackend):
+class SageMakerBackend(Imports, Placement, CloudBackend):
     """Amazon SageMaker training jobs (``CreateTrainingJob``) and tuning jobs
     (``CreateHyperParameterTuningJob``), through boto3.
 
@@ -44,6 +46,7 @@ class SageMakerBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = SageMakerSettings
     client = LazyClient("omnidist_sagemaker.client:SageMakerClient")

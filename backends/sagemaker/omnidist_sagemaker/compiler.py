@@ -12,7 +12,7 @@ does not check (the name pattern, 50 tags, 100 variables, 100 hyperparameters, 2
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import attrs
 
@@ -152,7 +152,7 @@ def _pick(role: EffectiveRole, job: DistributedJob) -> Machine:
         ways = ", ".join(catalog.MACHINES.ways_to_get(wanted.type))
         raise ValidationError(f"SageMaker offers {wanted.type} as: {ways}; {wanted.count} per instance is more than "
                               "any of them has", path=f"{role.name.value}.accelerator")
-    link = "rdma" if efa else None
+    link: Optional[Literal["infiniband", "rdma"]] = "rdma" if efa else None
     found = (smallest_fit(catalog.MACHINES, wanted, cpus=role.cpus, memory_gb=role.memory_gb, interconnect=link)
              or smallest_fit(catalog.MACHINES, wanted, cpus=role.cpus, memory_gb=role.memory_gb, interconnect=link,
                              more_gpus=True))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Feature, Framework, InputMode, JobState, Refusal
+from omnidist.kit import Billing, Feature, Framework, InputMode, JobState, Refusal
 from omnidist.runtime.platforms import sagemaker as platform
 
 NAME = platform.NAME
@@ -228,3 +228,12 @@ SHORTAGE_CODES: dict[str, str] = {
 }
 """AWS error code -> the shortage (a :class:`~omnidist.kit.Shortage` value) a placement moves on from
 (throttling codes are rate limits, retried in place)."""
+
+SERVICE = "amazon_sagemaker"
+"""The price list SageMaker training bills from."""
+
+BILLING = Billing(
+    prices="amazon_sagemaker",
+    rule="SageMaker bills ml.* instances from a price list of its own, above EC2's (by 15-40 % on the "
+         "pairs the sources compare)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

@@ -19,7 +19,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"no corpus at {CO
 
 def imported(name):
     job, source, entries = import_job(CORPUS / name)
-    assert source == "sagemaker"
+    assert source.name == "sagemaker"
     return job, {e.field: e for e in entries}
 
 

@@ -26,7 +26,6 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     Idempotency,
     InvalidRequestError,
@@ -35,18 +34,19 @@ from omnidist.kit import (
     Keyed,
     LogPage,
     LogStart,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
     ShortageError,
+    StagesCode,
     TransientBackendError,
     ValidationError,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
     secret_values,
-    stage_code,
-    storage_media_error,
 )
+from omnidist_google.google_cloud import google_credentials, stage_code, storage_media_error
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import JOB_STATES, resource_name, shortage_named
 
@@ -130,7 +130,7 @@ def job_name(job_id: str, settings: VertexSettings) -> tuple[str, str, Kind]:
 # --- the protocol -----------------------------------------------------------------------------------
 
 
-class VertexClient(Client[Any]):
+class VertexClient(StagesCode[Any], ReportsShortage[Any], ReadsLogs[Any]):
     """CustomJobs and HyperparameterTuningJobs through a REST ``JobServiceClient``; native jobs are
     ``aiplatform_v1.CustomJob`` or ``aiplatform_v1.HyperparameterTuningJob`` messages."""
 
@@ -276,7 +276,7 @@ class VertexClient(Client[Any]):
         url = self.backend.console_url(job_id, self.settings)
         header = (f"console: {url}",) if url else ()
         try:
-            from google.cloud import logging as cloud_logging  # optional dependency
+            from google.cloud import logging as cloud_logging  # type: ignore[attr-defined]  # optional dependency
         except ImportError:
             hint = "(install google-cloud-logging to stream this job's logs here)"
             return LogStart(header=(*header, hint))

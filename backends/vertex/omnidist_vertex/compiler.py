@@ -14,10 +14,6 @@ import attrs
 
 from omnidist.kit import (
     AUTO,
-    COMPUTE_ENGINE,
-    N1_GPUS,
-    N1_MEMORY_PER_VCPU,
-    REDUCTION_SERVER_MACHINE,
     Accelerator,
     CompiledJob,
     DistributedJob,
@@ -30,20 +26,20 @@ from omnidist.kit import (
     NoteCode,
     NoteKind,
     RoleName,
-    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
-    check_google_labels,
     check_named,
     effective_roles,
     env_with_hints,
     format_proto_duration,
     size_reducers,
     smallest_fit,
-    tpu_slice,
     tpu_slice_of,
 )
 from omnidist.runtime import hints
+from omnidist_google.compute_engine import COMPUTE_ENGINE, N1_GPUS, N1_MEMORY_PER_VCPU, REDUCTION_SERVER_MACHINE
+from omnidist_google.google_labels import check_labels as check_google_labels
+from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
@@ -251,7 +247,7 @@ def reducer_count(role: EffectiveRole, placements: dict[RoleName, Placement], ro
                   notes: list[Note]) -> int:
     """``replicas: auto`` = ceil(Σ egress of primary + workers / egress of one reducer)."""
     if role.replicas != AUTO:
-        return role.replicas
+        return int(role.replicas)
     trainers = [r for r in TRAINING_ROLES if r in roles]
     unknown = [placements[r].machine_type for r in (*trainers, role.name) if placements[r].egress_gbps is None]
     if unknown:

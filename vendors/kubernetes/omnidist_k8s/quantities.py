@@ -48,7 +48,9 @@ def parse(value: Any, path: str) -> Decimal:
     if isinstance(value, bool) or not isinstance(value, (int, str)):
         if isinstance(value, float) and not math.isfinite(value):
             raise ValidationError(f"{value!r} is not a quantity; write e.g. \"4\", \"500m\" or \"64Gi\"", path=path)
-        if isinstance(value, float):
+        if isinstance(value, float) and value < 0:
+            raise ValidationError(f"must not be negative, got {value!r}", path=path)
+        if isinstance(value, float):  # finite, not negative: the hint is a finite quantity
             hint = f'"{value:g}"' if value >= 1 else f'"{round(value * 1000)}m"'
             raise ValidationError(f"{value!r} is a number with a fraction; the Kubeflow CRDs take a quantity as a "
                                   f"whole number or a string (the API server refuses it): write {hint}", path=path)

@@ -22,22 +22,22 @@ from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
 import attrs
 
-from omnidist.backend.values import Credentials
-from omnidist.compiler import code_data
-from omnidist.errors import (
+from omnidist.kit import (
+    CODE_OBJECT,
     AuthenticationError,
     BackendError,
     ConfigError,
+    Credentials,
     TransientBackendError,
     ValidationError,
+    code_folder,
     error_for_status,
 )
 
 if TYPE_CHECKING:
-    from omnidist.backend.values import CompiledJob
-    from omnidist.submission.clients import Client
+    from omnidist.kit import Client, CompiledJob
 
-LOGGER = "omnidist.clouds.google_cloud"
+LOGGER = "omnidist.vendors.google"
 """The logger staging reports to (``logging`` is imported when code is staged, not for a settings check)."""
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
@@ -129,7 +129,7 @@ def translate_storage_error(exc: BaseException, backend: str) -> Optional[Backen
 def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translate: Translate) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
     folder uploaded to the settings' ``staging_bucket`` (unless its content is already there) and
-    its hash filled in (:func:`omnidist.submission.staging.stage_code` over Cloud Storage).
+    its hash filled in (:func:`omnidist.kit.stage_folder` over Cloud Storage).
 
     Args:
         compiled: the compiled job (its ``job`` names the code folder).
@@ -137,10 +137,10 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
         credentials: google.auth credentials for the upload.
         translate: the backend's translation of the storage client's errors.
     """
-    from omnidist.submission import staging  # settings checks import this module; only staging packs
+    from omnidist.kit import ObjectStore, stage_folder  # settings checks import this module; only staging packs
 
     job = compiled.job
-    if job is None or code_data.code_folder(job) is None:
+    if job is None or code_folder(job) is None:
         return compiled.request
     settings = client.settings
     bucket = storage_client(settings, credentials)
@@ -170,9 +170,9 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
             return None
         return found.md5_hash or ""
 
-    store = staging.ObjectStore(stored=stored, upload=upload, translate=translate)
-    template = f"{settings.staging_bucket.rstrip('/')}/{code_data.CODE_OBJECT}"
-    return staging.stage_code(compiled, client, store, template)
+    store = ObjectStore(stored=stored, upload=upload, translate=translate)
+    template = f"{settings.staging_bucket.rstrip('/')}/{CODE_OBJECT}"
+    return stage_folder(compiled, client, store, template)
 
 
 ADC_FIX = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "

@@ -20,8 +20,7 @@ from typing import Optional
 
 import attrs
 
-from omnidist.model import accelerators
-from omnidist.model.roles import Accelerator, topology_chips
+from omnidist.kit import ACCELERATORS_BY_NAME, Accelerator, topology_chips
 
 
 @attrs.frozen(kw_only=True)
@@ -120,7 +119,7 @@ def tpu_slice(accelerator: Accelerator, machine_type: Optional[str] = None) -> T
         ValueError: the machine is not a TPU VM of that TPU, or does not run that topology; the
             message says which machines and topologies do.
     """
-    info = accelerators.BY_NAME[accelerator.type]
+    info = ACCELERATORS_BY_NAME[accelerator.type]
     if not info.topologies:  # v2 / v3: 8-core boards
         if machine_type is not None:
             raise ValueError(f"{accelerator.type} runs on its service's own TPU machine; remove {machine_type}")
@@ -165,3 +164,9 @@ def slice_from_host(machine_type: str, topology: Optional[str]) -> Accelerator:
 def is_default_host(tpu: TpuSlice) -> bool:
     """True when the slice's host is the one :func:`host_for` picks (so a job need not name it)."""
     return tpu.host is None or tpu.topology is None or host_for(tpu.accelerator.type, tpu.topology) == tpu.host
+
+
+def host_picks(accelerator: str) -> list[tuple[str, int]]:
+    """``(machine type, chips)`` of each TPU VM host of ``accelerator`` (what ``omnidist gpus`` lists
+    for a backend that runs Google's TPUs)."""
+    return [(h.machine_type, h.chips) for h in TPU_HOSTS if h.accelerator == accelerator]

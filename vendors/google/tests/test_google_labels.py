@@ -10,11 +10,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import omnidist
-from omnidist.clouds import google_labels as labels
-from omnidist.errors import ValidationError
+from omnidist.kit import ValidationError, dump_yaml
 from omnidist.migration.report import Fidelity, StrictMigrationError
-from omnidist.model import serde
 from omnidist.testing.cli import run_cli
+from omnidist_google import google_labels as labels
 
 GOOGLE = ("ai_platform", "vertex")
 JOB = {"name": "labelled", "framework": "pytorch", "image": "gcr.io/p/t:1", "command": ["python", "t.py"],
@@ -111,7 +110,7 @@ def _azure_native(tmp_path=None):
     if tmp_path is None:
         return native
     path = tmp_path / "azure.yaml"
-    path.write_text(serde.dump_yaml(native))
+    path.write_text(dump_yaml(native))
     return path
 
 

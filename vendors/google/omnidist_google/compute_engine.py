@@ -1,5 +1,5 @@
 """Compute Engine: the machines Google Cloud's training services run on (both Google backends
-read them), as a :class:`~omnidist.compiler.catalog.Catalog`.
+read them), as a :class:`~omnidist.compiler.catalog.MachineCatalog`.
 
 Facts come from Compute Engine's machine pages (see ``PLATFORMS.md``); values marked
 *unconfirmed* are best knowledge, kept in one place so they are easy to correct.
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from omnidist.compiler.catalog import Attachment, Catalog, Machine
+from omnidist.kit import Attachment, Machine, MachineCatalog
 
 COMPUTE_ENGINE_ACCELERATORS: dict[str, str] = {
     "A100": "NVIDIA_TESLA_A100",
@@ -110,7 +110,7 @@ N1_MACHINES: tuple[Machine, ...] = tuple(
     sorted((_n1(kind, n) for kind, sizes in N1_SIZES.items() for n in sizes), key=lambda m: m.name))
 """Every N1 machine type, derived from :data:`N1_SIZES`."""
 
-COMPUTE_ENGINE = Catalog(machines=(*COMPUTE_ENGINE_GPU_MACHINES, *N1_MACHINES), attach_family="n1",
+COMPUTE_ENGINE = MachineCatalog(machines=(*COMPUTE_ENGINE_GPU_MACHINES, *N1_MACHINES), attach_family="n1",
                          attachments=N1_GPUS)
 """Every Compute Engine machine omnidist knows, with the GPUs N1 takes."""
 

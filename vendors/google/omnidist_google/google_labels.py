@@ -11,8 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from omnidist.backend.values import REQUEST_ID_LABEL
-from omnidist.model.labels import LabelRules, Rewrite
+from omnidist.kit import REQUEST_ID_LABEL, LabelRules, Rewrite
 
 __all__ = ["GOOGLE", "MAX_JOB_LABELS", "RULES", "Rewrite", "check_labels", "problems", "rewrite", "to_key",
            "to_value", "valid_key", "valid_value"]

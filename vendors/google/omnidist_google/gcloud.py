@@ -1,68 +1,32 @@
 """A ``gcloud …`` command pasted into a file instead of a job file.
 
-:class:`CommandLine` is the command split with :mod:`shlex`; :func:`parse_flags` reads its
-``--flag=value`` options for the importer of the Google backend whose command it is.
+The core finds it (:class:`omnidist.kit.CommandLine`, for the programs backends declare in
+``command_programs``: :data:`PROGRAM` here); :func:`creates` tells which command it is and
+:func:`parse_flags` reads its ``--flag=value`` options for the importer of the Google backend
+whose command it is.
 """
 
 from __future__ import annotations
 
-import re
-import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any, Optional
 
 import attrs
 
-from omnidist.errors import ValidationError
+from omnidist.kit import CommandLine, ValidationError
+
+PROGRAM = "gcloud"
+"""The program whose command lines the Google backends read (their ``command_programs``)."""
 
 RELEASE_TRACKS = ("alpha", "beta")
 """``gcloud`` release tracks, which come before the command words (``gcloud beta ai …``)."""
 
 
-@attrs.frozen(kw_only=True)
-class CommandLine:
-    """A ``gcloud …`` command found in a file instead of a job spec.
-
-    Attributes:
-        argv: the command split as a shell would (``gcloud``, ``ai``, ``custom-jobs``, …).
-        config: the content of the file its ``--config`` flag names (``None`` without one).
-        source: the file the command was read from, for messages.
-    """
-
-    argv: tuple[str, ...]
-    config: Any = None
-    source: Optional[str] = None
-
-    def starts(self, *words: str) -> bool:
-        """True when the command begins with ``words`` (``"gcloud", "ai", "custom-jobs"``)."""
-        return self.argv[:len(words)] == words
-
-    def creates(self, *words: str) -> bool:
-        """True when the command is ``gcloud`` [a release track] ``words…`` (``"ai", "custom-jobs",
-        "create"``): how a backend recognises the command that submits its jobs."""
-        rest = tuple(w for w in self.argv[1:len(words) + 2] if w not in RELEASE_TRACKS)
-        return self.starts("gcloud") and rest[:len(words)] == words
-
-    def __str__(self) -> str:
-        return shlex.join(self.argv)
-
-
-def find_command_line(text: str) -> Optional[tuple[str, ...]]:
-    """The first ``gcloud`` command in ``text`` (a file a user pasted it into), split with
-    :mod:`shlex`: comments, blank lines, ``$ `` prompts and backslash line continuations are
-    handled as a shell handles them. ``None`` when no line starts with ``gcloud``."""
-    joined = re.sub(r"\\\r?\n", " ", text)
-    for line in joined.splitlines():
-        stripped = line.strip().removeprefix("$ ").strip()
-        if not stripped.startswith("gcloud "):
-            if stripped and not stripped.startswith("#"):
-                return None  # a document, not a command line
-            continue
-        try:
-            return tuple(shlex.split(stripped, comments=True))
-        except ValueError as exc:
-            raise ValidationError(f"cannot split the gcloud command like a shell would ({exc})") from None
-    return None
+def creates(command: CommandLine, *words: str) -> bool:
+    """True when ``command`` is ``gcloud`` [a release track] ``words…`` (``"ai", "custom-jobs",
+    "create"``): how a backend recognises the command that submits its jobs."""
+    rest = tuple(w for w in command.argv[1:len(words) + 2] if w not in RELEASE_TRACKS)
+    return command.starts(PROGRAM) and rest[:len(words)] == words
 
 
 @attrs.frozen(kw_only=True)
