@@ -58,7 +58,7 @@ def plan(job: tuple[str, ...], profiles: tuple[str, ...], hours: Optional[float]
 
 @click.command()
 @click.argument("name", required=False)
-@click.option("--cloud", type=click.Choice(["aws", "azure", "gcp"]), help="Only this cloud's price lists.")
+@click.option("--cloud", help="Only this cloud's price lists (a cloud of the installed vendor kits).")
 @click.option("--region", help="Price in this region (default: each machine's cheapest region with a price).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
 def gpus(name: Optional[str], cloud: Optional[str], region: Optional[str], output: str) -> None:
@@ -74,7 +74,12 @@ def gpus(name: Optional[str], cloud: Optional[str], region: Optional[str], outpu
     """
     from omnidist.errors import ValidationError
     from omnidist.placement import gpus as listing
+    from omnidist.placement import vendors
 
+    clouds = sorted(v.name for v in vendors.installed().values())
+    if cloud is not None and cloud not in clouds:
+        raise click.BadParameter(f"{cloud!r} is not a cloud of an installed vendor kit: {', '.join(clouds)}",
+                                 param_hint="--cloud")
     try:
         found = listing.offers(name, cloud=cloud, region=region)
     except ValueError as exc:
