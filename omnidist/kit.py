@@ -104,6 +104,7 @@ if TYPE_CHECKING:
     from omnidist.backend.settings import role_keys
     from omnidist.backend.values import REQUEST_ID_LABEL
     from omnidist.backend.values import CompiledJob
+    from omnidist.backend.values import Credentials
     from omnidist.backend.values import Footprint
     from omnidist.backend.values import Pool
     from omnidist.backend.values import JobState
@@ -294,6 +295,7 @@ _NAMES: dict[str, str] = {
     "role_keys": "omnidist.backend.settings",
     "REQUEST_ID_LABEL": "omnidist.backend.values",
     "CompiledJob": "omnidist.backend.values",
+    "Credentials": "omnidist.backend.values",
     "Footprint": "omnidist.backend.values",
     "Pool": "omnidist.backend.values",
     "JobState": "omnidist.backend.values",

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 import attrs
 
 from omnidist.backend.billing import Billing
-from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
+from omnidist.backend.values import CompiledJob, Credentials, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
 from omnidist.model.fields import as_dict
@@ -273,6 +273,33 @@ class Placement(Backend):
     def region(self, settings: Any) -> Optional[str]:
         """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
         return getattr(settings, "region", None)
+
+    def find_credentials(self, settings: Any) -> Optional[Credentials]:
+        """Where the backend's client would find credentials, looked up without the network (what
+        ``plan`` shows and what a placement skips a profile for); ``None`` (the default): the
+        backend does not say."""
+        return None
+
+    def check_credentials(self, settings: Any) -> Optional[Credentials]:
+        """:meth:`find_credentials`, then the cloud asked whether it accepts them, creating nothing
+        (``omnidist check``); ``None`` (the default): the backend does not say."""
+        return None
+
+    def machine_offer(self) -> Optional[tuple[str, Any]]:
+        """The price list its machines bill from (a service of :mod:`omnidist.placement.prices`) and
+        the :class:`~omnidist.compiler.catalog.Catalog` compile picks machines from, for ``omnidist
+        gpus``; ``None`` (the default) when the backend does not say."""
+        return None
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """``(machine type, chips)`` of each TPU host it runs ``accelerator`` on, for ``omnidist
+        gpus``; ``[]`` (the default): it runs no TPU."""
+        return []
+
+    def pricing_region(self, settings: Any) -> Optional[str]:
+        """The region ``omnidist plan`` prices in when the settings name none (its cloud's largest,
+        said in a note), or ``None`` (the default: the price comes from rows that state no region)."""
+        return None
 
     def machine_alias(self, name: str) -> Optional[str]:
         """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google

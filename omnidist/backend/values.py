@@ -203,6 +203,32 @@ class Pool:
 
 
 @attrs.frozen(kw_only=True)
+class Credentials:
+    """What a backend finds of its credentials (``omnidist check``, ``plan``'s ``credentials`` column).
+
+    Attributes:
+        found: credentials are where the cloud's client looks (``False``: none are).
+        where: where they are (an environment variable, a file), or why none are needed.
+        fix: how to provide them (shown when they are missing or refused).
+        valid: the cloud accepted them (``None``: not asked, e.g. offline).
+        detail: what the cloud said when it refused them.
+    """
+
+    found: bool
+    where: str = ""
+    fix: str = ""
+    valid: Optional[bool] = None
+    detail: str = ""
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``missing``, ``refused`` or ``unchecked`` (found, not asked)."""
+        if not self.found:
+            return "missing"
+        return "unchecked" if self.valid is None else "ok" if self.valid else "refused"
+
+
+@attrs.frozen(kw_only=True)
 class Footprint:
     """What a compiled job runs on, for pricing it (``omnidist plan``) and for the job ledger.
 

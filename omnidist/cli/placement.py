@@ -10,42 +10,106 @@ from typing import Any, Optional
 
 import click
 
-from omnidist.cli.common import BACKENDS, table
+from omnidist.cli.common import BACKENDS, job_argument, one_off, one_off_options, table
 
 
 @click.command()
-@click.argument("job_file", type=click.Path(dir_okay=False))
+@job_argument
 @click.option("--profile", "-p", "profiles", multiple=True,
-              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration).")
+              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration, "
+                   "else every installed backend's defaults).")
 @click.option("--hours", type=click.FloatRange(min=0, min_open=True),
               help="Hours to estimate the cost for (default: the job's timeout, else 1).")
 @click.option("--spot", is_flag=True, default=None, help="Estimate with spot prices (default: the job's spot).")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
-def plan(job_file: str, profiles: tuple[str, ...], hours: Optional[float], spot: Optional[bool], output: str) -> None:
-    """Where JOB_FILE could run: each profile's machines, accelerators, price per hour and estimated
-    cost, or why its backend cannot express the job; cheapest first, marked *. No network.
+@one_off_options
+def plan(job: tuple[str, ...], profiles: tuple[str, ...], hours: Optional[float], spot: Optional[bool], output: str,
+         **one_off_flags: Any) -> None:
+    """Where JOB_FILE (or a one-off job) could run: each profile's machines, accelerators, price per
+    hour and estimated cost, or why its backend cannot express the job; cheapest first, marked *,
+    among the rows with a price. No network.
 
-    Prices are list prices from omnidist's price catalog (omnidist catalog), not quotes. Exits 3
-    when no profile can express the job.
+    Prices are list prices from omnidist's price catalog (omnidist catalog), not quotes; a profile
+    listing regions = [...] is priced in each and shows the cheapest. Exits 3 when no profile can
+    express the job.
 
     \b
     Examples:
       omnidist plan job.yaml -p gcp -p azure --hours 12
       omnidist plan job.yaml -p everywhere --spot -o json
+      omnidist plan --nodes 2 --accelerator A100:8 --image IMG -- python train.py
     """
     from omnidist import api
     from omnidist.placement import plan as planning
 
-    job = api.load(job_file)
-    found = planning.plan(job, profiles, hours=hours, spot=spot)
+    given = one_off(job, **one_off_flags)
+    loaded = api.load(given) if isinstance(given, str) else given
+    found = planning.plan(loaded, profiles, hours=hours, spot=spot)
     if output == "json":
         click.echo(json.dumps(found.to_json(), indent=2, allow_nan=False))
     else:
         click.echo(table(found.rows(), planning.HEADER))
+    click.echo(found.summary(), err=True)
     for note in found.notes():
         click.echo(f"note: {note}", err=True)
     if all(row.blocked for row in found):
         sys.exit(max(row.exit_code for row in found))
+
+
+@click.command()
+@click.argument("name", required=False)
+@click.option("--cloud", help="Only this cloud's price lists (a cloud of the installed vendor kits).")
+@click.option("--region", help="Price in this region (default: each machine's cheapest region with a price).")
+@click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
+def gpus(name: Optional[str], cloud: Optional[str], region: Optional[str], output: str) -> None:
+    """Every accelerator omnidist knows (or NAME): per backend, the machines that carry it, how
+    many per node, the list price per accelerator-hour on demand and spot, and the regions priced.
+    No configuration, no network (prices from omnidist catalog).
+
+    \b
+    Examples:
+      omnidist gpus
+      omnidist gpus A100 --cloud gcp
+      omnidist gpus H100 --region us-east-1 -o json
+    """
+    from omnidist.errors import ValidationError
+    from omnidist.placement import gpus as listing
+    from omnidist.placement import vendors
+
+    clouds = sorted(v.name for v in vendors.installed().values())
+    if cloud is not None and cloud not in clouds:
+        raise click.BadParameter(f"{cloud!r} is not a cloud of an installed vendor kit: {', '.join(clouds)}",
+                                 param_hint="--cloud")
+    try:
+        found = listing.offers(name, cloud=cloud, region=region)
+    except ValueError as exc:
+        raise ValidationError(f"NAME: {exc}", path="NAME") from None
+    if output == "json":
+        click.echo(json.dumps([offer.to_json() for offer in found], indent=2))
+    else:
+        click.echo(table([offer.cells() for offer in found], listing.HEADER))
+
+
+@click.command()
+@click.option("--profile", "-p", "profiles", multiple=True,
+              help="A profile, a group or a,b,c (repeatable; default: every profile of the configuration).")
+@click.option("--offline", is_flag=True, help="Only look for credentials where each cloud's client does; ask no cloud.")
+def check(profiles: tuple[str, ...], offline: bool) -> None:
+    """For each profile, whether its credentials are found and the cloud accepts them, or how to
+    give them: one line each. Creates nothing. Exits 1 when some are missing or refused.
+
+    \b
+    Examples:
+      omnidist check
+      omnidist check -p gcp,azure --offline
+    """
+    from omnidist.placement import credentials
+
+    lines = credentials.check(profiles, online=not offline)
+    for line in lines:
+        click.echo(line.text())
+    if any(line.status in ("missing", "refused") for line in lines):
+        sys.exit(1)
 
 
 @click.group(invoke_without_command=True)

@@ -31,6 +31,7 @@ from omnidist import secrets as masking
 from omnidist.backend.contract import footprint_of, region_of
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
+    AuthenticationError,
     BackendError,
     ConfigError,
     InterruptedCreate,
@@ -218,10 +219,27 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             say(f"placement: {attempts[-1].line()}")
             _record(book, None, state=ledgers.SKIPPED, reason=reason, **where)
             continue
+        missing = _credentials_missing(candidate) if len(candidates) > 1 else None
+        if missing:  # no credentials where the cloud's client looks: skipped, as a refusal would be
+            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="skipped",
+                                    reason=missing))
+            say(f"placement: {attempts[-1].line()}")
+            _record(book, None, state=ledgers.SKIPPED, reason=missing, **where)
+            continue
         seq = _record(book, None, state=ledgers.CREATING, **where)
         secrets = masking.secret_values(candidate.compiled.request)  # a cloud's refusal may quote the request
         try:
             handle = candidate.driver.submit(candidate.compiled, candidate.settings)
+        except AuthenticationError as exc:  # refused credentials: the next profile may have its own
+            if len(candidates) == 1:
+                _record(book, seq, state=ledgers.ERROR, reason=str(exc))
+                raise
+            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
+                                    reason=f"credentials: {exc}"))
+            say(f"placement: {attempts[-1].line()}")
+            _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
+            errors.append(exc)
+            continue
         except ShortageError as exc:
             masking.mask_error(exc, secrets)
             attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
@@ -265,6 +283,15 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
     raise PlacementError(f"no profile took job {job.name!r} ({len(candidates)} tried; no job is left running):",
                          every, exit_code=code)
 
+
+def _credentials_missing(candidate: _Candidate) -> Optional[str]:
+    """Why a placement skips ``candidate`` for its credentials (none found offline), or ``None``."""
+    from omnidist.placement import credentials
+
+    found = credentials.lookup(candidate.driver, candidate.settings)
+    if found is None or found.found:
+        return None
+    return f"credentials missing: {found.fix}"
 
 def _interrupted(book: Optional[ledgers.Ledger], seq: Optional[int], stop: InterruptedCreate) -> None:
     """The ledger row of a create cut short by Ctrl-C: the job, when a look-up found it; else it

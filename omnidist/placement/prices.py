@@ -275,6 +275,8 @@ class Priced:
             needs: ``True``, ``False``, or ``None`` for unknown.
         notes: what the figures rest on or lack, for people.
         sources: the rows the figures come from.
+        partial: when ``on_demand`` is unknown, what the parts with a price add up to (a floor,
+            ``None`` when no part has one).
     """
 
     on_demand: Optional[float]
@@ -282,6 +284,7 @@ class Priced:
     available: Optional[bool]
     notes: tuple[str, ...] = ()
     sources: tuple[Row, ...] = ()
+    partial: Optional[float] = None
 
 
 def _pool_items(pool: Pool, service: Billing) -> list[tuple[str, str, int]]:
@@ -312,6 +315,7 @@ def price(footprint: Footprint, catalog: Catalog, billing: Optional[Mapping[str,
     region = footprint.region
     notes: list[str] = [] if region else ["the profile names no region: prices from rows that state none"]
     on_demand: Optional[float] = 0.0
+    known = 0.0  # the parts with a price, for a partial price when another part has none
     spot: Optional[float] = 0.0
     offered: list[Optional[bool]] = []
     used: dict[tuple, Row] = {}
@@ -331,8 +335,9 @@ def price(footprint: Footprint, catalog: Catalog, billing: Optional[Mapping[str,
             if row is None or row.on_demand is None:
                 missing.append(name)
                 on_demand = None
-            elif on_demand is not None:
-                on_demand += row.on_demand * times
+            else:
+                known += row.on_demand * times
+                on_demand = None if on_demand is None else on_demand + row.on_demand * times
             if row is None or row.spot is None:
                 spot = None
             elif spot is not None:
@@ -346,6 +351,7 @@ def price(footprint: Footprint, catalog: Catalog, billing: Optional[Mapping[str,
             on_demand = spot = None
             continue
         used[row.key] = row
+        known += row.on_demand
         fees.append(f"{footprint.service} {fee} fee {row.on_demand:g} USD/h included ({row.source})")
         on_demand = None if on_demand is None else on_demand + row.on_demand
         spot = None if spot is None else spot + row.on_demand
@@ -356,8 +362,9 @@ def price(footprint: Footprint, catalog: Catalog, billing: Optional[Mapping[str,
         notes.append(f"no {service.prices} list price{where} for {', '.join(dict.fromkeys(missing))}: "
                      "the cost is unknown (omnidist catalog refresh rebuilds prices from the public price lists)")
     notes.extend(f"{p.role}: {p.assumed}" for p in footprint.pools if p.assumed)
+    partial = _cents(known) if on_demand is None and known else None
     return Priced(on_demand=_cents(on_demand), spot=_cents(spot), available=_all(offered),
-                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()))
+                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()), partial=partial)
 
 
 def _cents(value: Optional[float]) -> Optional[float]:

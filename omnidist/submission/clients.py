@@ -185,6 +185,10 @@ def _why(refusal: BackendError) -> str:
     return getattr(refusal, "shortage", None) or type(refusal).__name__
 
 
+def _server_error(exc: BackendError) -> bool:
+    return exc.status is not None and exc.status >= 500
+
+
 def outcome_unknown(exc: BackendError) -> bool:
     """Whether a failed create may have made its job: no answer came back (a reset, a lost
     response, a timeout) or the server answered 5xx (it may fail after making it). A 429 or 408
@@ -479,12 +483,12 @@ class Client(ABC, Generic[N]):
                     creates.pending += 1
                     creates.settle_until = self.injected.clock() + self.settle_s
                 raise
-            except BackendError as exc:
-                # A refusal (for quota or capacity above all, but any refusal: a backend that does not
-                # classify shortages says "invalid request" for the same thing) is trusted only once
-                # this submit is known to have made no job: after an earlier create whose outcome is
-                # unknown, the quota it uses may be what is refused now; a 5xx is itself such an outcome.
-                creates.unanswered += outcome_unknown(exc)
+            except (ShortageError, InvalidRequestError) as exc:
+                # A refusal for quota or capacity (or one a backend that classifies no shortages gives
+                # as an invalid request) is trusted only once this submit is known to have made no job:
+                # after an earlier create whose outcome is unknown, the quota it uses may be what is
+                # refused now; a 5xx is itself such an outcome.
+                creates.unanswered += outcome_unknown(exc) if isinstance(exc, ShortageError) else _server_error(exc)
                 if not creates.unanswered:
                     raise
                 found = self._settled(keyed, creates, exc)

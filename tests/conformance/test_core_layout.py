@@ -8,7 +8,9 @@ surely as one at the top); only ``if TYPE_CHECKING:`` blocks, which never run, a
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -276,8 +278,13 @@ def test_a_backend_depends_on_every_vendor_kit_it_imports(package):
 
     root = Path(__import__(package).__file__).parent
     used = set().union(*(top_level_imports(p) for p in root.glob("*.py"))) & set(VENDOR_PACKAGES)
-    project = tomllib.loads((root.parent / "pyproject.toml").read_text())["project"]
-    declared = {dep.split(">")[0].split("<")[0].split("=")[0].strip() for dep in project["dependencies"]}
+    pyproject = root.parent / "pyproject.toml"
+    if pyproject.is_file():  # a source folder
+        requirements = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    else:  # an installed distribution (a backend generated from the template, installed elsewhere)
+        (dist,) = importlib.metadata.packages_distributions()[package]
+        requirements = importlib.metadata.requires(dist) or []
+    declared = {re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].strip() for dep in requirements}
     distributions = {pkg: tomllib.loads(next(VENDORS.glob(f"*/{pkg}")).parent.joinpath("pyproject.toml")
                                         .read_text())["project"]["name"] for pkg in used}
     assert sorted(d for d in distributions.values() if d not in declared) == [], \

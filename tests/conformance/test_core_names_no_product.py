@@ -56,8 +56,9 @@ CODE_ALLOWED: dict[str, tuple[int, str]] = {
     "model/accelerators.py": (4, "a TPU's model name, as its maker names it (as 'NVIDIA A100' for a GPU)"),
     "runtime/reporting.py": (2, "in-container metric reporting tells the user which package its tuning service "
                                 "reads; moving it belongs with runtime/platforms"),
-    "submission/code_files.py": (4, "credential folders (~/.aws, ~/.azure, ~/.config/gcloud) are never packed "
-                                    "into a code archive, whatever the backend; and one ignore rule's origin"),
+    "submission/code_files.py": (6, "credential folders (~/.aws, ~/.azure, ~/.config/gcloud) are never packed "
+                                    "into a code archive, whatever the backend (nor the SDKs' credential files: "
+                                    ".boto, gcloud/); and one ignore rule's origin"),
 }
 """File -> (how many code mentions it may hold, why). Small on purpose: a new one needs a reason."""
 

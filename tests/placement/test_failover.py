@@ -316,6 +316,21 @@ def test_a_max_queue_that_is_no_duration_is_invalid_input(clouds):
     assert [fake.creates() for fake in clouds.values()] == [0, 0, 0, 0, 0]
 
 
+def test_a_profile_without_credentials_is_skipped_and_the_next_one_tried(clouds, monkeypatch, tmp_path):
+    """`submit --profile gcp,azure` with no Google credentials tries Azure (SPEC §12a)."""
+    toml = tmp_path / "omnidist.toml"
+    toml.write_text(toml.read_text().replace('[profiles.vtx]\nbackend = "vertex"',
+                                             '[profiles.vtx]\nbackend = "vertex"\ncredentials = "default"', 1)
+                    .replace('credentials = "anonymous"\n', "", 1))
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "GCE_METADATA_HOST", "GCE_METADATA_IP"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    handle, lines = place("vtx,aml")
+    assert handle.backend == "azure_ml" and clouds["vtx"].creates() == 0
+    assert lines[0].startswith("placement: vtx (vertex): skipped — credentials missing: run `gcloud auth")
+    first, second = records()
+    assert (first.profile, first.state) == ("vtx", "skipped") and second.state == "submitted"
+
 # --- a refusal after a create whose outcome is unknown (never two live jobs) -----------------------
 
 @pytest.mark.parametrize("profile", sorted(REFUSALS))

@@ -16,6 +16,7 @@ from omnidist.kit import (
     CloudBackend,
     CommandLine,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Imports,
@@ -104,6 +105,31 @@ class AIPlatformBackend(Imports, Placement, CloudBackend):
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
+        from omnidist_google.google_cloud import find_google_credentials
+
+        return find_google_credentials(settings.credentials)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, refreshed into a token (nothing is created)."""
+        from omnidist_google.google_cloud import check_google_credentials
+
+        return check_google_credentials(settings.credentials, self.name)
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """Google's TPU VM hosts of ``accelerator``."""
+        from omnidist_google.tpu import host_picks
+
+        return host_picks(accelerator)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """legacy AI Platform Training: its machine list, and the price list they bill from."""
+        from omnidist_ai_platform.catalog import MACHINES
+        from omnidist_ai_platform.footprint import SERVICE
+
+        return SERVICE, MACHINES
 
     def footprint(self, compiled: CompiledJob, settings: AIPlatformSettings) -> Footprint:
         """Each ``trainingInput`` slot's machine, GPUs and count, priced as Vertex AI training."""

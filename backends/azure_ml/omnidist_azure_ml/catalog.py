@@ -69,6 +69,9 @@ SKUS: tuple[Sku, ...] = (
             rdma=True, infiniband=True),
     Machine(name="Standard_ND96isr_H200_v5", accelerator="H200", gpus=8, vcpus=96, memory_gb=1850,
             rdma=True, infiniband=True),
+    # NVadsA10 v5: the 36- and 72-vCPU sizes carry whole A10s (the smaller ones a fraction of one)
+    Machine(name="Standard_NV36ads_A10_v5", accelerator="A10", gpus=1, vcpus=36, memory_gb=440),
+    Machine(name="Standard_NV72ads_A10_v5", accelerator="A10", gpus=2, vcpus=72, memory_gb=880),
 )
 """Every SKU omnidist knows, sorted by name: general-purpose Dsv3 (4 GB per vCPU) and memory-optimized
 Esv3 (8 GB per vCPU, up to 432 GB) for CPU roles, the H and HB/HC HPC sizes, the N-series GPU sizes."""

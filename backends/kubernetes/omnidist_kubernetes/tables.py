@@ -286,3 +286,17 @@ BILLING = Billing(
     rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
          "(GKE pricing page; the fee row names it)")
 """How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""
+
+AKS_SERVICE = "aks"
+"""The price list of a cluster on Azure (``cloud = "azure"``): AKS nodes."""
+
+EKS_SERVICE = "eks"
+"""The price list of a cluster on AWS (``cloud = "aws"``): EKS nodes."""
+
+CLOUD_BILLING: dict[str, Billing] = {
+    AKS_SERVICE: Billing(prices="azure_vm", rule="AKS nodes bill the Azure VM price; the cluster's own fee (AKS "
+                                                 "Standard tier) is not in omnidist's sources and not included"),
+    EKS_SERVICE: Billing(prices="ec2", rule="EKS nodes bill the EC2 price; the EKS cluster fee is not in omnidist's "
+                                            "sources and not included"),
+}
+"""How a cluster on another cloud bills, by service (sorted)."""

@@ -11,6 +11,7 @@ from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Framework,
@@ -94,6 +95,25 @@ class SageMakerBackend(Imports, Placement, CloudBackend):
         from omnidist_sagemaker import importer
 
         return importer.recognizes(native)
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """boto3's chain looked up offline: the environment, ``~/.aws`` files, a container or web-identity role."""
+        from omnidist_sagemaker.credentials import find
+
+        return find(settings)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, shown to STS (``GetCallerIdentity`` creates nothing)."""
+        from omnidist_sagemaker.credentials import check
+
+        return check(settings)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """SageMaker training: ml.* instance types, and the price list they bill from."""
+        from omnidist_sagemaker.catalog import MACHINES
+        from omnidist_sagemaker.footprint import SERVICE
+
+        return SERVICE, MACHINES
 
     def footprint(self, compiled: CompiledJob, settings: SageMakerSettings) -> Footprint:
         """The instances of ``ResourceConfig`` (a tuning job's, times its trials at once), priced as

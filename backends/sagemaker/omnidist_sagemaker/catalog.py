@@ -5,7 +5,7 @@ are EC2 instances: :mod:`omnidist_aws.ec2`); EFA with GPUDirect RDMA (what ``int
 the types SageMaker's own drivers turn RDMA on for (SDK v3 ``SM_EFA_RDMA_INSTANCES``: p4d,
 p4de, p5, p5e) and on p5en and p6-b200, which AWS sells with EFA for GPUDirect RDMA
 (*unconfirmed* from a SageMaker source: a table entry, easy to correct). GPUs without a portable
-name (A10G, L40S, Trainium, Inferentia) keep the cloud's own name: such a type is run when a job
+name (Trainium, Inferentia) keep the cloud's own name: such a type is run when a job
 names it, never picked. :data:`INSTANCE_TYPES` is every value of botocore's
 ``TrainingInstanceType`` enum (botocore 1.44), so a name the API refuses is caught at compile.
 """

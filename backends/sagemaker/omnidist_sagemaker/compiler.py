@@ -113,7 +113,7 @@ def _refuse_efa(role: EffectiveRole, why: str) -> UnsupportedFeatureError:
 def _named(name: str, role: EffectiveRole, job: DistributedJob, notes: list[Note]) -> Optional[Machine]:
     machine = catalog.machine(name)
     if machine is not None and role.accelerator is None and machine.accelerator not in (None, *_portable()):
-        # A GPU without a portable name (A10G, L40S, Trainium): the job names the type itself.
+        # A chip without a portable name (Trainium, Inferentia): the job names the type itself.
         notes.append(Note(kind=NoteKind.HINT, field=_machine_path(role.name),
                           message=f"{name} comes with {machine.gpus}×{machine.accelerator}, which has no portable "
                                   "name: other clouds run this role without GPUs"))

@@ -91,9 +91,16 @@ def test_cpu_roles_and_named_types():
 
 def test_a_type_whose_gpus_have_no_portable_name_runs_when_named():
     compiled = compile_({**JOB, "primary": {}, "workers": None, "interconnect": "any"},
-                        instance_types={"primary": "ml.g5.2xlarge"})
-    assert compiled.request["ResourceConfig"]["InstanceType"] == "ml.g5.2xlarge"
-    assert any("1×A10G, which has no portable name" in n.message for n in compiled.diagnostics)
+                        instance_types={"primary": "ml.trn1.2xlarge"})
+    assert compiled.request["ResourceConfig"]["InstanceType"] == "ml.trn1.2xlarge"
+    assert any("1×Trainium, which has no portable name" in n.message for n in compiled.diagnostics)
+
+
+def test_a10g_and_l40s_are_portable_and_picked():
+    """SageMaker's g5 (A10G) and g6e (L40S) types are picked for a job asking for those GPUs."""
+    for accelerator, picked in (("A10G:1", "ml.g5.xlarge"), ("L40S:4", "ml.g6e.12xlarge")):
+        compiled = compile_({**JOB, "primary": {"accelerator": accelerator}, "workers": None, "interconnect": "any"})
+        assert compiled.request["ResourceConfig"]["InstanceType"] == picked
 
 
 def test_roles_on_different_types_make_a_heterogeneous_cluster():

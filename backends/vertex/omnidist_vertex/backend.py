@@ -14,6 +14,7 @@ from omnidist.kit import (
     CloudBackend,
     CommandLine,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Imports,
@@ -99,6 +100,31 @@ class VertexBackend(Imports, Placement, CloudBackend):
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
+        from omnidist_google.google_cloud import find_google_credentials
+
+        return find_google_credentials(settings.credentials)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, refreshed into a token (nothing is created)."""
+        from omnidist_google.google_cloud import check_google_credentials
+
+        return check_google_credentials(settings.credentials, self.name)
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """Google's TPU VM hosts of ``accelerator``."""
+        from omnidist_google.tpu import host_picks
+
+        return host_picks(accelerator)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """Vertex AI custom training: Compute Engine machine types, and the price list they bill from."""
+        from omnidist_google.compute_engine import COMPUTE_ENGINE
+        from omnidist_vertex.footprint import SERVICE
+
+        return SERVICE, COMPUTE_ENGINE
 
     def footprint(self, compiled: CompiledJob, settings: VertexSettings) -> Footprint:
         """Each worker pool's machine, GPUs and replicas, priced from Vertex AI's training prices."""

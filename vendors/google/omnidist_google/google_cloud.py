@@ -16,14 +16,18 @@ are off: transient failures are retried under the backend's policy, by its clien
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
+
+import attrs
 
 from omnidist.kit import (
     CODE_OBJECT,
     AuthenticationError,
     BackendError,
     ConfigError,
+    Credentials,
     TransientBackendError,
     ValidationError,
     code_folder,
@@ -169,3 +173,47 @@ def stage_code(compiled: CompiledJob, client: Client, credentials: Any, translat
     store = ObjectStore(stored=stored, upload=upload, translate=translate)
     template = f"{settings.staging_bucket.rstrip('/')}/{CODE_OBJECT}"
     return stage_folder(compiled, client, store, template)
+
+
+ADC_FIX = ("run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS to a "
+           "service-account key file (or the profile's credentials setting)")
+"""How to give the Google backends credentials."""
+
+
+def find_google_credentials(mode: str, environ: Optional[Mapping[str, str]] = None) -> Credentials:
+    """Where google.auth's default chain (or the ``credentials`` setting) finds credentials,
+    without the network: the setting's key file, ``GOOGLE_APPLICATION_CREDENTIALS``, gcloud's
+    application-default file; on a Google VM the metadata server (``GCE_METADATA_HOST``) is
+    taken as found, since only the network can tell."""
+    environ = os.environ if environ is None else environ
+    if mode == "anonymous":
+        return Credentials(found=True, where="anonymous (a local endpoint): none needed", valid=True)
+    if mode != "default":
+        return Credentials(found=os.path.isfile(mode), where=f"key file {mode}", fix=ADC_FIX)
+    named = environ.get("GOOGLE_APPLICATION_CREDENTIALS")
+    if named:
+        return Credentials(found=os.path.isfile(named), where=f"GOOGLE_APPLICATION_CREDENTIALS={named}",
+                           fix=ADC_FIX)
+    folder = environ.get("CLOUDSDK_CONFIG") or os.path.join(environ.get("HOME") or os.path.expanduser("~"),
+                                                            ".config", "gcloud")
+    adc = os.path.join(folder, "application_default_credentials.json")
+    if os.path.isfile(adc):
+        return Credentials(found=True, where=adc, fix=ADC_FIX)
+    if environ.get("GCE_METADATA_HOST") or environ.get("GCE_METADATA_IP"):
+        return Credentials(found=True, where="the metadata server of a Google VM", fix=ADC_FIX)
+    return Credentials(found=False, fix=ADC_FIX)
+
+
+def check_google_credentials(mode: str, backend: str) -> Credentials:
+    """:func:`find_google_credentials`, then a token asked for (refreshing the credentials creates nothing)."""
+    found = find_google_credentials(mode)
+    if not found.found or found.valid is not None:
+        return found
+    from google.auth import exceptions as auth_exceptions
+    from google.auth.transport.requests import Request
+
+    try:
+        google_credentials(mode, backend).refresh(Request())
+    except (AuthenticationError, ConfigError, auth_exceptions.GoogleAuthError) as exc:
+        return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    return attrs.evolve(found, valid=True)

@@ -164,3 +164,9 @@ def slice_from_host(machine_type: str, topology: Optional[str]) -> Accelerator:
 def is_default_host(tpu: TpuSlice) -> bool:
     """True when the slice's host is the one :func:`host_for` picks (so a job need not name it)."""
     return tpu.host is None or tpu.topology is None or host_for(tpu.accelerator.type, tpu.topology) == tpu.host
+
+
+def host_picks(accelerator: str) -> list[tuple[str, int]]:
+    """``(machine type, chips)`` of each TPU VM host of ``accelerator`` (what ``omnidist gpus`` lists
+    for a backend that runs Google's TPUs)."""
+    return [(h.machine_type, h.chips) for h in TPU_HOSTS if h.accelerator == accelerator]
