@@ -278,6 +278,7 @@ def refresh_states(book: Any, records: list[JobRecord]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from omnidist.errors import NotFoundError, OmnidistError
+    from omnidist.submission import ledger
 
     def ask(record: JobRecord, handle: Any) -> tuple[JobRecord, dict[str, Any]]:
         try:
@@ -288,7 +289,10 @@ def refresh_states(book: Any, records: list[JobRecord]) -> None:
             return record, {"state": "unknown", "reason": f"the cloud no longer knows it ({exc})"}
         except OmnidistError as exc:
             return record, {"reason": f"refresh failed: {exc}"}
-        return record, {"state": status.state.value, "reason": status.message}
+        fields = {"state": status.state.value, "reason": status.message}
+        if status.ended is not None and record.ended is None:  # how it ended, once (SPEC §15)
+            fields.update(ended=status.ended.value, ended_at=ledger.now())
+        return record, fields
 
     if not records:
         return

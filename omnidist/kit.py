@@ -88,6 +88,8 @@ if TYPE_CHECKING:
     from omnidist.model.tuning import ParameterType
     from omnidist.model.tuning import Scale
     from omnidist.model.tuning import Tuning
+    from omnidist.model.recovery import Ending
+    from omnidist.model.recovery import Recovery
     # the contract, and the values that cross it
     from omnidist.backend.contract import Backend
     from omnidist.backend.contract import Capabilities
@@ -118,6 +120,8 @@ if TYPE_CHECKING:
     # compiling
     from omnidist.compiler.catalog import Attachment
     from omnidist.compiler.catalog import MachineCatalog
+    from omnidist.compiler.recovery import watcher_note
+    from omnidist.recovery.endings import classify as classify_ending
     from omnidist.compiler.catalog import Machine
     from omnidist.compiler.catalog import big_enough
     from omnidist.compiler.catalog import check_named
@@ -275,6 +279,8 @@ _NAMES: dict[str, str] = {
     "ParameterType": "omnidist.model.tuning",
     "Scale": "omnidist.model.tuning",
     "Tuning": "omnidist.model.tuning",
+    "Ending": "omnidist.model.recovery",
+    "Recovery": "omnidist.model.recovery",
     # the contract, and the values that cross it
     "Backend": "omnidist.backend.contract",
     "Capabilities": "omnidist.backend.contract",
@@ -305,6 +311,8 @@ _NAMES: dict[str, str] = {
     # compiling
     "Attachment": "omnidist.compiler.catalog",
     "MachineCatalog": "omnidist.compiler.catalog",
+    "watcher_note": "omnidist.compiler.recovery",
+    "classify_ending": "omnidist.recovery.endings:classify",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",

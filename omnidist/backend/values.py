@@ -15,6 +15,7 @@ from omnidist.model import serde
 from omnidist.model.features import NoteCode
 from omnidist.model.fields import as_dict, as_tuple
 from omnidist.model.job import DistributedJob
+from omnidist.model.recovery import Ending
 
 REQUEST_ID_LABEL = "omnidist-request-id"
 """The label (tag) a create carries its idempotency key under, on clouds that name jobs themselves:
@@ -160,6 +161,9 @@ class JobStatus:
         metric: a tuning job's metric (``""`` for a plain job).
         trials: a tuning job's trials so far, in the cloud's order (empty for a plain job).
         best: the trial with the best final value so far (:func:`best_trial`).
+        ended: how an ended job ended, as its backend classifies the native status (SPEC §15):
+            preemption, capacity, node_failure, failure, succeeded or cancelled; ``None`` while
+            it runs (or when nothing classified it).
     """
 
     state: JobState = attrs.field(converter=JobState)
@@ -168,6 +172,7 @@ class JobStatus:
     metric: str = ""
     trials: tuple[Trial, ...] = attrs.field(default=(), converter=as_tuple)
     best: Optional[Trial] = None
+    ended: Optional[Ending] = attrs.field(default=None, converter=attrs.converters.optional(Ending))
 
     def _repr_html_(self) -> str:
         return notebook.status_html(self)

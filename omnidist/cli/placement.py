@@ -190,6 +190,7 @@ JOBS_PAGE = 50
 
 
 @click.command("jobs")
+@click.argument("name", required=False)
 @click.option("--refresh", is_flag=True, help="Ask the clouds for each listed live job's state first (in parallel).")
 @click.option("--backend", "-b", type=BACKENDS, help="Only this backend's jobs.")
 @click.option("--state", "-s", help="Only jobs in this state (running, failed, refused…).")
@@ -197,10 +198,13 @@ JOBS_PAGE = 50
               help=f"At most this many, newest first (default {JOBS_PAGE}; --refresh asks about these only).")
 @click.option("--all", "every", is_flag=True, help="Every row, however many.")
 @click.option("-o", "--output", type=click.Choice(["table", "json"]), default="table", help="Output format.")
-def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], limit: Optional[int], every: bool,
-                 output: str) -> None:
+@click.option("--cost", "with_cost", is_flag=True,
+              help="Estimate each attempt's spend: its billed time (submit to end, or now) at its recorded price.")
+def jobs_command(name: Optional[str], refresh: bool, backend: Optional[str], state: Optional[str],
+                 limit: Optional[int], every: bool, output: str, with_cost: bool) -> None:
     """The job ledger: every submit and placement attempt, newest first (the newest 50 unless
-    -n or --all say otherwise; --refresh asks the clouds about the rows shown only).
+    -n or --all say otherwise; --refresh asks the clouds about the rows shown only); with NAME,
+    that job's attempts (each placement attempt and each restart of its recovery) and how each ended.
 
     Refused and skipped placement attempts are listed too, with their reason. The ledger lives in
     $OMNIDIST_STATE_DIR/jobs.db (default ~/.local/state/omnidist); OMNIDIST_NO_LEDGER=1 turns it off.
@@ -209,21 +213,51 @@ def jobs_command(refresh: bool, backend: Optional[str], state: Optional[str], li
     Examples:
       omnidist jobs --refresh
       omnidist jobs --backend vertex --state failed -n 5 -o json
+      omnidist jobs cassava                    # every attempt of job cassava
+      omnidist jobs cassava --cost             # and what each cost
     """
     from omnidist import api
     from omnidist.submission import ledger
 
     if every and limit:
         raise click.UsageError("give --limit or --all, not both")
-    shown = None if every else limit or JOBS_PAGE
-    found = api.jobs(refresh=refresh, backend=backend, state=state, limit=shown)
-    if shown is not None and len(found) == shown:
-        total = ledger.Ledger.default().count(backend=backend, state=state)  # type: ignore[union-attr]
-        if total > shown:
-            click.echo(f"showing the newest {shown} of {total:,} rows; -n N shows more, --all every one", err=True)
+    if name:
+        found = api.jobs(refresh=refresh, backend=backend, state=state, limit=None)
+        found = ledger.JobList(r for r in found if r.name == name or r.id == name)
+        if limit:
+            found = ledger.JobList(found[:limit])
+        if output == "table" and found:
+            rows, header = ledger.attempt_rows(found), ledger.ATTEMPT_HEADER
+            if with_cost:
+                rows, header = _with_cost(rows, sorted(found, key=lambda r: r.seq)), (*header, "cost $")
+            click.echo(table(rows, header))
+            return
+    else:
+        shown = None if every else limit or JOBS_PAGE
+        found = api.jobs(refresh=refresh, backend=backend, state=state, limit=shown)
+        if shown is not None and len(found) == shown:
+            total = ledger.Ledger.default().count(backend=backend, state=state)  # type: ignore[union-attr]
+            if total > shown:
+                click.echo(f"showing the newest {shown} of {total:,} rows; -n N shows more, --all every one", err=True)
     if output == "json":
-        click.echo(json.dumps(ledger.public(found), indent=2))
+        listed = ledger.public(found)
+        if with_cost:
+            from omnidist.recovery import cost
+
+            for item, record in zip(listed, found):
+                item["cost"] = cost.attempt_cost(record)
+        click.echo(json.dumps(listed, indent=2))
     elif not found:
         click.echo("no jobs recorded yet (omnidist submit records each one)", err=True)
+    elif with_cost:
+        click.echo(table(_with_cost(found.rows(), found), (*found.HEADER, "cost $")))
     else:
         click.echo(table(found.rows(), found.HEADER))
+
+
+def _with_cost(rows: list[tuple[Any, ...]], records: Any) -> list[tuple[Any, ...]]:
+    """Each row with its attempt's estimated spend (empty when its price is unknown)."""
+    from omnidist.recovery import cost
+
+    spent = [cost.attempt_cost(r) for r in records]
+    return [(*row, "" if c is None else f"{c:.2f}") for row, c in zip(rows, spent)]

@@ -149,6 +149,10 @@ def submit(job: Any, backend: Optional[str] = None, *, profile: Profiles = None,
             raise (exc if exc.source else exc.with_source(job.source)) from None
         candidate = _Candidate(profile=name or target.backend, profile_name=name, backend=target.backend,
                                driver=driver, settings=resolved, compiled=compiled)
+        if job.max_cost is not None:  # SPEC §15: exit 2 naming max_cost, before anything is created
+            from omnidist.recovery import cost
+
+            cost.check(job, _price(candidate, job, environ))
         return _place(job, [candidate], queue_s=queue_s, say=say or (lambda _: None), waits=waits or Waits(),
                       environ=environ)
     if settings:

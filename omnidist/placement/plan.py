@@ -259,7 +259,7 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
     if footprint is None:
         row = PlanRow(profile=name, backend=target.backend, region=region, hours=hours, spot=spot,
                       notes=(why,), credentials=credentials)
-        return Assessed(row=row, driver=driver, settings=settings, compiled=compiled)
+        return _within_max_cost(job, Assessed(row=row, driver=driver, settings=settings, compiled=compiled), None)
     priced = prices.price(footprint, catalog)
     rate = priced.spot if spot else priced.on_demand
     idle = _idle(job, footprint)
@@ -271,7 +271,18 @@ def assess(job: DistributedJob, name: str, *, hours: float, spot: bool, catalog:
                   estimated_cost=None if rate is None else round(rate * hours, 2), available=priced.available,
                   notes=notes, spot=spot, partial_price_per_hour=None if spot else priced.partial, idle=idle,
                   credentials=credentials)
-    return Assessed(row=row, driver=driver, settings=settings, compiled=compiled)
+    return _within_max_cost(job, Assessed(row=row, driver=driver, settings=settings, compiled=compiled), rate)
+
+
+def _within_max_cost(job: DistributedJob, assessed: Assessed, rate: Optional[float]) -> Assessed:
+    """A profile where the job's ``max_cost`` is exceeded or cannot be checked is blocked (exit 2), so
+    ``plan`` says so and a placement skips it."""
+    from omnidist.recovery import cost
+
+    why = cost.over_max_cost(job, rate)
+    if why is None:
+        return assessed
+    return Assessed(row=attrs.evolve(assessed.row, blocked=why, exit_code=2))
 
 
 def _without_regions(target: config.Target) -> config.Target:

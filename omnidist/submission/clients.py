@@ -39,6 +39,8 @@ from omnidist.errors import (
     TransientBackendError,
 )
 from omnidist.model.fields import as_tuple
+from omnidist.model.recovery import Ending
+from omnidist.recovery import endings
 from omnidist.submission import retry
 
 if TYPE_CHECKING:
@@ -288,6 +290,12 @@ class Client(ABC, Generic[N]):
         """Why a failed job failed, when the job itself does not say (``""``: unknown)."""
         return ""
 
+    def ending_of(self, job: N, status: JobStatus) -> Optional[Ending]:
+        """How the job ended, from its native resource and its status (message filled in); ``None``
+        while it runs. The default reads the portable state only
+        (:func:`omnidist.recovery.endings.by_state`); a backend overrides it with its native facts."""
+        return endings.by_state(status)
+
     def conflict(self, keyed: Keyed, exc: ConflictError) -> BackendError:
         """The error for a chosen id held by a job this submit did not make."""
         return ConflictError(f"a job with this id already exists and this submit did not make it ({exc})",
@@ -419,6 +427,8 @@ class Client(ABC, Generic[N]):
         found = self.status_of(job)
         if found.state is JobState.FAILED and not found.message:
             found = attrs.evolve(found, message=self.failure_message(job_id, job))
+        if found.ended is None:
+            found = attrs.evolve(found, ended=self.ending_of(job, found))
         return self.with_trials(job_id, job, found) if isinstance(self, ReadsTrials) else found
 
     def _found(self, keyed: Keyed) -> list[N]:

@@ -65,6 +65,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX jobs_by_name ON jobs (name, seq)",
         "CREATE INDEX jobs_by_id ON jobs (id)",
     ),
+    (  # 3: recovery (SPEC §15): how each attempt ended, the job to resubmit, one watcher per placement
+        "ALTER TABLE jobs ADD COLUMN ended TEXT",
+        "ALTER TABLE jobs ADD COLUMN ended_at TEXT",
+        "ALTER TABLE jobs ADD COLUMN document TEXT NOT NULL DEFAULT ''",
+        """CREATE TABLE watch_locks (
+            placement TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        )""",
+    ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N-1]``; a database is upgraded from its
 ``user_version`` to ``len(MIGRATIONS)`` in one transaction. Append; never edit a shipped step."""
@@ -80,8 +90,9 @@ was confirmed ended), one skipped (the backend cannot express the job), a create
 NOT_LIVE = frozenset({REFUSED, SKIPPED, ERROR, *(s.value for s in JobState if s.terminal)})
 """States of a row with no job running (``jobs --refresh`` does not ask about them)."""
 
-PUBLIC_KEYS = ("name", "id", "backend", "profile", "region", "url", "state", "submitted_at", "price_per_hour")
-"""The keys of ``omnidist jobs -o json`` (SPEC §12)."""
+PUBLIC_KEYS = ("name", "id", "backend", "profile", "region", "url", "state", "submitted_at", "price_per_hour",
+               "attempt", "ended")
+"""The keys of ``omnidist jobs -o json`` (SPEC §12, §15)."""
 
 
 def disabled(environ: Mapping[str, str] = os.environ) -> bool:
@@ -121,6 +132,9 @@ class JobRecord:
         placement: the placement the attempt belongs to (one per submit).
         attempt: its position in the placement (1 for a plain submit).
         config_dir: the folder it was submitted from (its profiles are looked up there).
+        ended: how the job ended (:class:`~omnidist.model.recovery.Ending`), ``None`` while live.
+        ended_at: when omnidist saw it end (ISO 8601, UTC).
+        document: the job as JSON, for the watcher to resubmit (``""``: not recorded).
     """
 
     seq: int
@@ -139,6 +153,9 @@ class JobRecord:
     placement: str
     attempt: int
     config_dir: str
+    ended: Optional[str] = None
+    ended_at: Optional[str] = None
+    document: str = ""
 
     @property
     def live(self) -> bool:
@@ -166,6 +183,18 @@ class JobList(tuple):
 
     def _repr_html_(self) -> str:
         return notebook.table(self.rows(), self.HEADER, caption=f"omnidist jobs ({len(self)})")
+
+
+ATTEMPT_HEADER = ("attempt", "id", "backend", "profile", "state", "ended", "submitted", "ended at", "$/h", "reason")
+"""The columns of ``omnidist jobs NAME``: one job's attempts."""
+
+
+def attempt_rows(records: Sequence[JobRecord]) -> list[tuple[Any, ...]]:
+    """One job's attempts, oldest first, in :data:`ATTEMPT_HEADER` order."""
+    ordered = sorted(records, key=lambda r: r.seq)
+    return [(r.attempt, r.id or "", r.backend, r.profile or "", r.state, r.ended or "", r.submitted_at,
+             r.ended_at or "", "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", r.reason)
+            for r in ordered]
 
 
 _COLUMNS = tuple(field.name for field in attrs.fields(JobRecord))
@@ -339,6 +368,31 @@ class Ledger:
             if row is None:
                 row = connection.execute(sql.format("name = ?"), [key]).fetchone()
         return None if row is None else JobRecord(**dict(zip(_COLUMNS, row)))
+
+    def lock(self, placement: str, owner: str, ttl_s: float) -> bool:
+        """Take (or renew) the watch lock of a placement for ``ttl_s`` seconds: ``True`` when
+        ``owner`` holds it now, ``False`` when another live owner does. One transaction, so two
+        watchers never both hold it; a lock whose owner stopped renewing it expires."""
+        def take() -> bool:
+            with self._connection() as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                row = connection.execute("SELECT owner, expires_at FROM watch_locks WHERE placement = ?",
+                                         [placement]).fetchone()
+                clock = time.time()
+                if row is not None and row[0] != owner and row[1] > clock:
+                    connection.execute("COMMIT")
+                    return False
+                connection.execute("INSERT OR REPLACE INTO watch_locks (placement, owner, expires_at) "
+                                   "VALUES (?, ?, ?)", [placement, owner, clock + ttl_s])
+                connection.execute("COMMIT")
+                return True
+
+        return bool(self._retrying(take))
+
+    def unlock(self, placement: str, owner: str) -> None:
+        """Give the watch lock back (only ``owner``'s)."""
+        with self._connection() as connection:
+            connection.execute("DELETE FROM watch_locks WHERE placement = ? AND owner = ?", [placement, owner])
 
     def placement(self, placement: str) -> JobList:
         """The attempts of one placement, in order."""

@@ -29,10 +29,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("omnidist.errors",),
     ("omnidist.model",),
     ("omnidist.backend", "omnidist.config"),
-    ("omnidist.compiler",),
+    ("omnidist.compiler", "omnidist.recovery.endings"),
     ("omnidist.submission",),
     ("omnidist.api", "omnidist.local"),
-    ("omnidist.migration", "omnidist.placement"),
+    ("omnidist.migration", "omnidist.placement", "omnidist.recovery"),
     ("omnidist.cli", "omnidist.kit", "omnidist.testing"),
 )
 """The floors, bottom first: a module imports from its own floor and the floors below it. A

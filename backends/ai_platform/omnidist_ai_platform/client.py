@@ -30,6 +30,7 @@ from omnidist.kit import (
     BackendError,
     ConfigError,
     ConflictError,
+    Ending,
     Idempotency,
     JobState,
     JobStatus,
@@ -40,12 +41,13 @@ from omnidist.kit import (
     Shortage,
     StagesCode,
     TransientBackendError,
+    classify_ending,
     error_for_status,
     labelled,
     parse_retry_after,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
+from omnidist_ai_platform.tables import FAILURE_ENDINGS, JOB_STATES, NAME, shortage_named
 from omnidist_google.google_cloud import google_credentials, stage_code, translate_storage_error
 
 if TYPE_CHECKING:
@@ -183,6 +185,10 @@ class AIPlatformClient(ReportsShortage[dict], StagesCode[dict], ReadsLogs[dict])
         metric, trials, best = tuning.trials_of(job)
         return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
                          message=str(job.get("errorMessage") or ""), metric=metric, trials=trials, best=best)
+
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """A failed job's ``errorMessage`` through :data:`~omnidist_ai_platform.tables.FAILURE_ENDINGS`."""
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
         """The job's ``jobId``."""

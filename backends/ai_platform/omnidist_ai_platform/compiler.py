@@ -37,6 +37,7 @@ from omnidist.kit import (
     smallest_fit,
     start_processes,
     tpu_slice_of,
+    watcher_note,
 )
 from omnidist.runtime.launch import carry_processes_per_node
 from omnidist_ai_platform import catalog, code_data
@@ -363,4 +364,7 @@ def compile_job(job: DistributedJob, settings: AIPlatformSettings) -> CompiledJo
     if job.labels:
         body["labels"] = dict(job.labels)
     body["trainingInput"] = training_input(ctx)
+    note = watcher_note(job, "")  # trainingInput has no retry or restart field
+    if note:
+        notes.append(note)
     return CompiledJob(backend=NAME, request=body, diagnostics=tuple(notes), format="json", job=job)

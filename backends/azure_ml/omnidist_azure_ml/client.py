@@ -42,6 +42,7 @@ from omnidist.kit import (
     PROGRESS_ABOVE_BYTES,
     BackendError,
     ConfigError,
+    Ending,
     Idempotency,
     InvalidRequestError,
     JobState,
@@ -56,6 +57,7 @@ from omnidist.kit import (
     Shortage,
     StagedCode,
     StagesCode,
+    classify_ending,
     code_folder,
     dump_yaml,
     large_folder_warning,
@@ -66,7 +68,7 @@ from omnidist.kit import (
 from omnidist_azure import credentials, storage
 from omnidist_azure.credentials import PUBLIC_CLOUD, credential, plain_http_policy
 from omnidist_azure_ml.settings import AzureMLSettings
-from omnidist_azure_ml.tables import NAME, SHORTAGE_CODES, native_state
+from omnidist_azure_ml.tables import FAILURE_ENDINGS, NAME, SHORTAGE_CODES, native_state
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -240,6 +242,11 @@ class AzureMLClient(StagesCode[Any], ReportsShortage[Any], ReadsTrials[Any], Rea
             logging.getLogger("omnidist.azure_ml").debug("no error message for %s: %s", job_id, exc)
             return ""
         return _error_of(run)
+
+    def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
+        """A failed run's error (:meth:`failure_message`) through
+        :data:`~omnidist_azure_ml.tables.FAILURE_ENDINGS`: ``PreemptionError`` is a preemption."""
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def with_trials(self, job_id: str, job: Any, status: JobStatus) -> JobStatus:
         """A sweep's status with its child runs as trials, and the best so far (a plain job's as it

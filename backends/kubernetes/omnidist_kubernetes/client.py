@@ -20,6 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 import http.client
+import logging
 import secrets
 import socket
 import string
@@ -31,6 +32,7 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     BackendError,
     ConflictError,
+    Ending,
     Idempotency,
     JobState,
     JobStatus,
@@ -43,6 +45,7 @@ from omnidist.kit import (
     ShortageError,
     TransientBackendError,
     ValidationError,
+    classify_ending,
     error_for_status,
     mask_error,
     mask_text,
@@ -51,6 +54,7 @@ from omnidist.kit import (
 from omnidist_k8s import api
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
+    CONDITION_ENDINGS,
     CONDITION_ORDER,
     CONDITION_STATES,
     GROUP,
@@ -59,6 +63,7 @@ from omnidist_kubernetes.tables import (
     LAUNCHER,
     MAX_NAME,
     NAME,
+    POD_ENDINGS,
     QUEUE_LABEL,
     QUOTA_REFUSAL,
     REPLICA_INDEX_LABEL,
@@ -157,6 +162,19 @@ def status_of(job: Mapping[str, Any]) -> JobStatus:
             return JobStatus(state=state, native_state=kind, message=message)
     return JobStatus(state=JobState.CANCELLING if deleting else JobState.QUEUED, native_state="",
                      message="the operator has not reported on the job yet")
+
+
+def pod_ending(pod: Any) -> Optional[Ending]:
+    """How a pod's disruption ends its job (:data:`~omnidist_kubernetes.tables.POD_ENDINGS`), or ``None``."""
+    status = pod.status
+    if status is None:
+        return None
+    if status.reason in POD_ENDINGS:
+        return POD_ENDINGS[status.reason]
+    for condition in status.conditions or []:
+        if condition.type == "DisruptionTarget" and condition.status == "True" and condition.reason in POD_ENDINGS:
+            return POD_ENDINGS[condition.reason]
+    return None
 
 
 def pod_tag(pod: Any) -> tuple[str, int, str]:
@@ -313,6 +331,21 @@ class KubernetesClient(ReportsShortage[dict], ReadsLogs[dict]):
     def status_of(self, job: dict[str, Any]) -> JobStatus:
         """The state from ``status.conditions`` (:func:`status_of`)."""
         return status_of(job)
+
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """A failed job whose condition says evicted (``MPIJobEvicted``), or one of whose pods
+        was disrupted (:data:`~omnidist_kubernetes.tables.POD_ENDINGS`: a pod's ``reason:
+        Evicted`` or its ``DisruptionTarget`` condition), ended by preemption or node loss, not by
+        the program; else the portable state. Reading the pods is best effort (logged)."""
+        ended = classify_ending(status, CONDITION_ENDINGS, text=f"{status.native_state} {status.message}")
+        if ended is not Ending.FAILURE:
+            return ended
+        try:
+            pods = self.pods(job)
+        except BackendError as exc:
+            logging.getLogger("omnidist.kubernetes").debug("no pods to classify %s: %s", status, exc)
+            return ended
+        return next((found for found in map(pod_ending, pods) if found is not None), ended)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
         """``NAMESPACE/KIND/NAME``."""

@@ -14,7 +14,7 @@ import re
 
 import attrs
 
-from omnidist.kit import Billing, Framework, JobState, RoleName
+from omnidist.kit import Billing, Ending, Framework, JobState, RoleName
 from omnidist.runtime.platforms import kubernetes as platform
 from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 
@@ -259,6 +259,24 @@ available: 6 Insufficient nvidia.com/gpu."): a placement watching the job moves 
 
 QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
 """How the API server refuses a create over a ``ResourceQuota`` (403 "exceeded quota: gpus, requested: …")."""
+
+
+CONDITION_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
+    (re.compile(r"(?i)evicted"), Ending.PREEMPTION),
+)
+"""A failed job's condition (``reason message``) -> its ending: mpi-operator's ``MPIJobEvicted``."""
+
+POD_ENDINGS: dict[str, Ending] = {
+    "DeletionByPodGC": Ending.NODE_FAILURE,
+    "DeletionByTaintManager": Ending.NODE_FAILURE,
+    "Evicted": Ending.PREEMPTION,
+    "EvictionByEvictionAPI": Ending.PREEMPTION,
+    "PreemptionByScheduler": Ending.PREEMPTION,
+    "TerminationByKubelet": Ending.PREEMPTION,
+}
+"""A pod's ``status.reason`` or ``DisruptionTarget`` condition reason -> how the job it failed
+ended: taken back (a higher-priority pod, a drained or shut-down spot node, a kubelet eviction)
+or lost with its node (the node gone or not ready)."""
 
 SERVICE = "gke"
 """The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""

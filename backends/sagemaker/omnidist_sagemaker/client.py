@@ -24,6 +24,7 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     BackendError,
     ConflictError,
+    Ending,
     Idempotency,
     JobState,
     JobStatus,
@@ -36,6 +37,7 @@ from omnidist.kit import (
     ReportsShortage,
     Shortage,
     StagesCode,
+    classify_ending,
     stage_folder,
 )
 from omnidist_aws import cloudwatch, s3, session
@@ -43,9 +45,11 @@ from omnidist_sagemaker import tuning
 from omnidist_sagemaker.code_data import CODE_OBJECT, default_bucket
 from omnidist_sagemaker.settings import SageMakerSettings
 from omnidist_sagemaker.tables import (
+    FAILURE_ENDINGS,
     JOB_STATES,
     LOG_GROUP,
     NAME,
+    SECONDARY_ENDINGS,
     SECONDARY_STATES,
     SHORTAGE_CODES,
     TUNING_JOB_NAME_MAX,
@@ -203,6 +207,17 @@ class SageMakerClient(StagesCode[dict], ReportsShortage[dict], ReadsTrials[dict]
             state = SECONDARY_STATES[secondary]
         shown = f"{native}/{secondary}" if secondary and secondary != native else native
         return JobStatus(state=state, native_state=shown, message=str(job.get("FailureReason") or ""))
+
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """``SecondaryStatus`` ``MaxWaitTimeExceeded`` is a preemption (spot interruptions outlasted
+        the wait); a ``FailureReason`` of ``CapacityError`` capacity, ``InternalServerError`` a lost
+        instance (:data:`~omnidist_sagemaker.tables.FAILURE_ENDINGS`); else the portable state."""
+        if not status.state.terminal:
+            return None
+        secondary = str(job.get("SecondaryStatus") or "")
+        if secondary in SECONDARY_ENDINGS:
+            return SECONDARY_ENDINGS[secondary]
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def with_trials(self, job_id: str, job: dict[str, Any], status: JobStatus) -> JobStatus:
         """A tuning job's trials (its training jobs) and best trial."""

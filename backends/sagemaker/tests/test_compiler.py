@@ -284,3 +284,26 @@ def test_settings_reach_the_request():
         compile_(JOB, subnets=["subnet-1"])
     with pytest.raises(ValidationError, match="not an S3 location"):
         SageMakerSettings(staging_bucket="gs://x")
+
+
+def test_recovery_compiles_to_managed_spot_checkpoints_and_a_retry_strategy():
+    job = {**JOB, "interconnect": "any", "outputs": {"model": "default", "checkpoints": {"uri": "s3://ck/run"}},
+           "recovery": {"max_restarts": 50, "on": ["preemption", "capacity"]}}
+    compiled = compile_(job, base_output_dir="s3://out/runs")
+    request = valid(compiled.request)
+    assert request["EnableManagedSpotTraining"] is True
+    assert request["CheckpointConfig"] == {"S3Uri": "s3://ck/run", "LocalPath": "/opt/ml/checkpoints"}
+    assert request["StoppingCondition"]["MaxWaitTimeInSeconds"] >= request["StoppingCondition"]["MaxRuntimeInSeconds"]
+    assert request["RetryStrategy"] == {"MaximumRetryAttempts": 30}  # SageMaker's most
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "managed spot restarts an interrupted job" in note and "InternalServerError only" in note
+    assert "restarts it after capacity, up to 50 times" in note and "preemption" not in note.split("restarts it after")[1]
+
+
+def test_recovery_on_demand_still_syncs_checkpoints_and_leaves_preemption_to_the_watcher():
+    job = {**JOB, "interconnect": "any", "spot": False, "recovery": {"max_restarts": 0}}
+    compiled = compile_(job, base_output_dir="s3://out/runs")
+    request = valid(compiled.request)
+    assert request["CheckpointConfig"]["S3Uri"] == "s3://out/runs/checkpoints" and "RetryStrategy" not in request
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "nothing natively" in note and "restarts nothing" in note

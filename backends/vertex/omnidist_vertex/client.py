@@ -27,6 +27,7 @@ from omnidist.kit import (
     AuthenticationError,
     BackendError,
     ConfigError,
+    Ending,
     Idempotency,
     InvalidRequestError,
     JobState,
@@ -41,6 +42,7 @@ from omnidist.kit import (
     StagesCode,
     TransientBackendError,
     ValidationError,
+    classify_ending,
     error_for_status,
     labelled,
     parse_retry_after,
@@ -48,7 +50,7 @@ from omnidist.kit import (
 )
 from omnidist_google.google_cloud import google_credentials, stage_code, storage_media_error
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import JOB_STATES, resource_name, shortage_named
+from omnidist_vertex.tables import CAPACITY_CODE, FAILURE_ENDINGS, JOB_STATES, resource_name, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -260,6 +262,14 @@ class VertexClient(StagesCode[Any], ReportsShortage[Any], ReadsLogs[Any]):
         rest = type(job).to_dict(job, use_integers_for_enums=False, preserving_proto_field_name=False)
         metric, trials, best = tuning.trials_of(rest)
         return attrs.evolve(status, metric=metric, trials=trials, best=best)
+
+    def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
+        """A failed job's ``error``: code 8 (RESOURCE_EXHAUSTED) is capacity; its message says
+        preempted, no capacity or an internal error (:data:`~omnidist_vertex.tables.FAILURE_ENDINGS`);
+        else the portable state."""
+        if status.state is JobState.FAILED and job.error and job.error.code == CAPACITY_CODE:
+            return Ending.CAPACITY
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def secrets_of(self, job: Any) -> frozenset[str]:
         """The values of the secret-looking variables the job's pools get."""

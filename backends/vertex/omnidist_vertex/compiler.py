@@ -35,6 +35,7 @@ from omnidist.kit import (
     size_reducers,
     smallest_fit,
     tpu_slice_of,
+    watcher_note,
 )
 from omnidist.runtime import hints
 from omnidist_google.compute_engine import COMPUTE_ENGINE, N1_GPUS, N1_MEMORY_PER_VCPU, REDUCTION_SERVER_MACHINE
@@ -321,10 +322,16 @@ def pool_to_native(role: EffectiveRole, replicas: int, placement: Placement, job
     return pool
 
 
+RECOVERY_NATIVE = ("scheduling.restartJobOnWorkerRestart restarts every worker together when Vertex AI "
+                   "restarts one, so all resume from the same checkpoint")
+
+
 def scheduling_to_native(job: DistributedJob, settings: VertexSettings) -> dict[str, Any]:
     """``scheduling``: timeout as ``"<seconds>s"``, SPOT capacity, restart on worker restart."""
+    # one machine restarts as a whole anyway; several restart together only when asked
+    together = job.recovery is not None and len(list(effective_roles(job))) > 1
     scheduling = {"timeout": format_proto_duration(job.timeout) if job.timeout is not None else None,
-                  "restartJobOnWorkerRestart": settings.restart_job_on_worker_restart or None,
+                  "restartJobOnWorkerRestart": settings.restart_job_on_worker_restart or together or None,
                   "strategy": "SPOT" if job.spot else None}
     return {k: v for k, v in scheduling.items() if v is not None}
 
@@ -370,4 +377,7 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
         request["labels"] = dict(job.labels)
     if settings.kms_key_name:
         request["encryptionSpec"] = {"kmsKeyName": settings.kms_key_name}
+    note = watcher_note(job, RECOVERY_NATIVE if scheduling.get("restartJobOnWorkerRestart") else "")
+    if note:
+        notes.append(note)
     return CompiledJob(backend=BACKEND, request=request, diagnostics=notes, format="json", job=job)

@@ -86,12 +86,14 @@ class FakeVertex(FakeService):
         self._types = aiplatform_v1
         self._ids = itertools.count(1000)
         super().__init__(server)
+        self.error_code = 13
+        """The ``google.rpc.Code`` of a failed job's error (8: RESOURCE_EXHAUSTED, no capacity)."""
 
     def _render(self, job: dict[str, Any]) -> dict[str, Any]:
         body = dict(job)
         body["state"] = self._types.JobState[job["state"]].value  # type: ignore[misc]  # a proto enum, read by name
         if job["state"] == self.FAILED and self.error_message:
-            body["error"] = {"code": 13, "message": self.error_message}
+            body["error"] = {"code": self.error_code, "message": self.error_message}
         study = self.studies.get(job["name"])
         if study is not None and study.trials:
             body["trials"] = [self._trial(trial, job) for trial in study.trials]
