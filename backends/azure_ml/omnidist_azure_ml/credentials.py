@@ -44,10 +44,10 @@ def check(settings: AzureMLSettings) -> Credentials:
     found = find(settings)
     if not found.found or found.valid is not None:
         return found
-    from omnidist_azure_ml.client import credential
+    from omnidist_azure.credentials import credential
 
     try:
-        credential(settings).get_token(SCOPE)
+        credential(settings.credential).get_token(SCOPE)
     except Exception as exc:  # noqa: BLE001 - azure-identity's errors all mean "no token" here
         return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
     return attrs.evolve(found, valid=True)
