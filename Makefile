@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+VENDORS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard vendors/*/pyproject.toml)))  # every vendor kit folder
 BACKENDS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard backends/*/pyproject.toml)))  # every plugin folder
 STAMP := $(VENV)/.omnidist-installed
 
@@ -12,10 +13,10 @@ setup: $(STAMP)
 # setuptools says "Editable installation." once per editable package (advice about folders named
 # like the package, not a problem); it is the only build message left, so it is filtered by its text.
 $(STAMP): export PYTHONWARNINGS = ignore:Editable installation
-$(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
+$(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(VENDORS) $(BACKENDS))
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
+	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(VENDORS) $(BACKENDS)) -r requirements-dev.txt
 	touch $(STAMP)
 
 run: setup
@@ -38,17 +39,22 @@ gpu-check:
 	if [ -n "$$missing" ] && [ -z "$(WHEELS)" ]; then echo "gpu-check: $(GPU_PY) lacks $$missing; give WHEELS=DIR, a folder of their wheels"; exit 1; fi; \
 	if [ -n "$$missing" ]; then $(GPU_PY) -m pip install --quiet --no-index --find-links $(WHEELS) $$missing; fi
 	PYTHONWARNINGS="ignore:Editable installation" $(GPU_PY) -m pip install --quiet --no-index --no-deps --no-build-isolation \
-		-e . $(addprefix -e ,$(BACKENDS))
+		-e . $(addprefix -e ,$(VENDORS) $(BACKENDS))
 	nvidia-smi -L
 	$(GPU_PY) -c "import torch; print('torch', torch.__version__, 'CUDA devices:', torch.cuda.device_count())"
 	$(GPU_PY) -m pytest -q -p no:xdist -rs tests/runtime/test_init_torch.py tests/runtime/test_devices.py tests/local/test_gpus.py
 	$(GPU_PY) -m omnidist.cli run examples/ddp/job.yaml
 	$(GPU_PY) bench/gpu_share.py
 
-# Lint first (ruff, configured in pyproject.toml; zero findings), then the suite. pytest exits 5
-# when it collects no test; that is reported, not hidden as success or failure.
+# The packages the type checker reads (configured in pyproject.toml's [tool.mypy]): the kit and the plugin side.
+MYPY_FILES := omnidist/kit.py $(filter-out %.egg-info,$(wildcard backends/*/omnidist_* vendors/*/omnidist_* \
+	templates/backend/omnidist_*))
+
+# Lint first (ruff, configured in pyproject.toml; zero findings), then types (mypy; zero findings), then the
+# suite. pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.
 test: setup
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy $(MYPY_FILES)
 	$(PY) -m pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 bench: setup

@@ -70,3 +70,21 @@ def test_the_help_names_every_cloud_backend():
 
     text = " ".join(CliRunner().invoke(cli.main, ["--help"]).output.split())
     assert [name for name in ("Vertex AI", "Azure ML", "Kubernetes", "AI Platform") if name not in text] == []
+
+
+def test_the_guide_counts_the_required_protocol_as_the_code_defines_it():
+    import re
+
+    from omnidist.backend import contract
+    from omnidist.submission import clients
+
+    def required(cls: type) -> set[str]:
+        """Abstract methods, and class attributes declared without a value."""
+        return set(cls.__abstractmethods__) | {n for n in cls.__annotations__ if not hasattr(cls, n)}
+
+    assert required(contract.Backend) == set(contract.REQUIRED)
+    assert required(clients.Client) == set(clients.REQUIRED)
+    count = len(contract.REQUIRED) + 1 + len(clients.REQUIRED)  # + CloudBackend's client
+    text = (DOCS / "writing-a-backend.md").read_text()
+    assert re.search(rf"## The required protocol: {count} names", text)
+    assert all(f"`{name}`" in text for name in (*contract.REQUIRED, *clients.REQUIRED))

@@ -50,8 +50,8 @@ def explain(file: str, source: Optional[str], backend: Optional[str], profile: O
             name = source or detect_backend(data)
         except ValidationError as exc:
             raise exc.with_source(file) from None
-        parts = list(registry.get(name).split_jobs(data))
-    worlds = [registry.get(name).world(part) for part in parts]
+        parts = list(registry.importer(name).split_jobs(data))
+    worlds = [registry.importer(name).world(part) for part in parts]
     if any(w is None for w in worlds):
         raise ValidationError(f"{name} derives no World from this form of request (SPEC §14); compile or migrate it "
                               "to a request form and explain that", source=file)

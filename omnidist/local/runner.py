@@ -31,6 +31,7 @@ import attrs
 from omnidist.local import watchdog
 from omnidist.local.environments import inherited
 from omnidist.local.plan import ReplicaSpec
+from omnidist.local.preemption import Preempter, Preemption
 from omnidist.secrets import mask_text, secret_values
 
 POLL_SECONDS = 0.05
@@ -46,6 +47,17 @@ class RunResult:
     """Label of the first replica that failed (``worker-1``), if one did."""
     interrupted: bool = False
     """True when Ctrl-C or SIGTERM stopped the run."""
+    preempted: bool = False
+    """True when ``--preempt`` took a replica's machine away (SPEC §15)."""
+
+    @property
+    def ended(self) -> str:
+        """How the run ended, as a cloud's job would (:class:`omnidist.model.recovery.Ending`)."""
+        if self.preempted:
+            return "preemption"
+        if self.interrupted:
+            return "cancelled"
+        return "succeeded" if self.exit_code == 0 else "failure"
 
 
 class _Terminated(Exception):
@@ -201,6 +213,7 @@ def run(
     environ: Optional[dict[str, str]] = None,
     on_start: Optional[Callable[[list[subprocess.Popen]], None]] = None,
     masked: bool = False,
+    preempt: Optional[Preemption] = None,
 ) -> RunResult:
     """Run every replica to the end (or to the first failure) and return how it ended.
 
@@ -214,6 +227,7 @@ def run(
         masked: mask the replicas' secrets in their output (the values of their secret-looking
             variables, and secrets by their shape), as every display of a job's output does; the
             supervisor's run log keeps the output as it was written.
+        preempt: preempt one replica as its platform would (:mod:`omnidist.local.preemption`).
     """
     out, err = out or sys.stdout, err or sys.stderr
     base = inherited(dict(os.environ if environ is None else environ))
@@ -225,6 +239,7 @@ def run(
     result = RunResult(0)
     secrets = secret_values([spec.env for spec in specs]) if masked else None
     guard = watchdog.start(grace)
+    preempter: Optional[Preempter] = None
     try:
         for spec in specs:
             env = {**base, **spec.env, "PYTHONUNBUFFERED": "1"}
@@ -243,7 +258,13 @@ def run(
             pumps.append(pump)
         if on_start:
             on_start(procs)
+        if preempt is not None:
+            preempter = Preempter(preempt, procs, specs).start()
         result = _watch(procs, specs)
+        if preempter is not None and preempter.fired.is_set():
+            preempter.cancel()
+            _say(err, f"omnidist: {preempter.describe()}; the run ended by preemption\n")
+            return RunResult(128 + preempt.signum, failed=preempt.replica, preempted=True)
         if result.failed:
             err.write(f"omnidist: {result.failed} exited with code {result.exit_code}; stopping the other replicas\n")
         return result
@@ -261,6 +282,8 @@ def run(
         previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
         for sig in previous:
             signal.signal(sig, signal.SIG_IGN)
+        if preempter is not None:
+            preempter.cancel()
         try:
             stop_all(procs, grace)
             _tell(guard, "done")

@@ -222,12 +222,12 @@ def _search(before: World, after: World) -> list[Difference]:
     return found
 
 
-def world_of(backend: str, native: Any) -> Optional[World]:
+def world_of(backend: Any, native: Any) -> Optional[World]:
     """``backend``'s World of ``native``; ``None`` where it cannot tell (a shape it does not
     derive a World for: the comparison is then skipped, never guessed)."""
     from omnidist.backend import registry
 
     try:
-        return registry.get(backend).world(native)
+        return registry.importer(backend).world(native)
     except Exception:  # noqa: BLE001 - a World is a check; a native shape it misreads must not fail the migration
         return None

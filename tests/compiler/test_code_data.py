@@ -100,9 +100,3 @@ def test_references_are_substituted_and_hinted():
 def test_the_code_hash_is_filled_in_everywhere():
     request = {"a": ["gs://s/omnidist/code/{content-sha256}.tar.gz", {"b": "x {content-sha256}"}], "n": 1}
     assert data.fill_code_hash(request, "abc") == {"a": ["gs://s/omnidist/code/abc.tar.gz", {"b": "x abc"}], "n": 1}
-
-
-def test_azure_storage_urls_are_told_from_plain_downloads():
-    assert data.is_azure_storage("https://acct.blob.core.windows.net/c/x")
-    assert data.is_azure_storage("https://acct.dfs.core.windows.net/c/x")
-    assert not data.is_azure_storage("https://example.com/blob.core.windows.net")

@@ -141,3 +141,13 @@ def test_an_internal_field_is_neither_allowed_nor_suggested():
         job_from_yaml("name: a\nframework: pytorch\nprimary: {}\nsource: x.yaml", source="job.yaml")
     assert str(info.value).startswith("job.yaml: source: unknown key. Allowed here: name, "), str(info.value)
     assert "source" not in str(info.value).partition("Allowed here:")[2]
+
+
+def test_the_unprintable_set_is_every_code_point_a_comment_line_cannot_hold():
+    """Written as the characters it finds (it compiles fast): exactly those outside what a YAML
+    comment line holds as it is, checked on every code point."""
+    allowed = [(0x09, 0x09), (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE), (0xFF00, 0xFFFD),
+               (0x10000, 0x10FFFF)]
+    text = "".join(map(chr, range(0x110000)))
+    found = [m.start() for m in serde._UNPRINTABLE.finditer(text)]
+    assert found == [c for c in range(0x110000) if not any(lo <= c <= hi for lo, hi in allowed)]

@@ -236,3 +236,27 @@ def test_an_aws_profile_that_is_not_there_is_a_setting_to_fix(backend, fake_sett
         attached.status()
     assert caught.value.exit_code == 2
     assert str(caught.value).startswith("backends.sagemaker.aws_profile: 'nope' is not a profile of ~/.aws/config")
+
+
+@pytest.mark.parametrize(("reason", "ended"), [
+    ("AlgorithmError: ExecuteUserScriptError: the training script exited with 1", "failure"),
+    ("CapacityError: Unable to provision requested ML compute capacity.", "capacity"),
+    ("InternalServerError: We encountered an internal error. Please try again.", "node_failure"),
+])
+def test_how_a_failed_job_ended_is_read_from_its_failure_reason(backend, fake_settings, fake, reason, ended):
+    fake.fail_jobs(reason)
+    final = submit(backend, fake_settings).wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and final.ended.value == ended
+
+
+def test_a_spot_job_whose_interruptions_outlast_its_wait_was_preempted(backend, fake_settings, fake):
+    fake.timeline = ["InProgress/Starting", "InProgress/Training", "InProgress/Interrupted",
+                     "Stopped/MaxWaitTimeExceeded"]
+    handle = submit(backend, fake_settings)
+    seen = []
+    final = handle.wait(poll_interval=0, sleep=lambda s: None, on_change=lambda s: seen.append(s.ended))
+    assert final.native_state == "Stopped/MaxWaitTimeExceeded" and final.ended.value == "preemption"
+    assert seen[:-1] == [None] * (len(seen) - 1)  # an interruption SageMaker resumes itself is no ending
+    fake.timeline = ["InProgress/Starting", "Stopped/Stopped"]
+    assert submit(backend, fake_settings, name="other").wait(poll_interval=0, sleep=lambda s: None).ended.value == \
+        "cancelled"
