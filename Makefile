@@ -3,7 +3,12 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 BACKENDS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard backends/*/pyproject.toml)))  # every plugin folder
+# Two set-ups: `make run` installs only what the example needs (the core, whose local backend runs
+# it, and torch, pinned once in requirements-dev.txt); `make setup` (and `make test`) everything:
+# the core, every backend (editable) and the dev tools.
 STAMP := $(VENV)/.omnidist-installed
+RUN_STAMP := $(VENV)/.omnidist-run
+TORCH := $(shell grep -E '^torch[=<>~ ]' requirements-dev.txt)
 
 .PHONY: setup run gpu-check test bench clean
 
@@ -11,14 +16,25 @@ setup: $(STAMP)
 
 # setuptools says "Editable installation." once per editable package (advice about folders named
 # like the package, not a problem); it is the only build message left, so it is filtered by its text.
-$(STAMP): export PYTHONWARNINGS = ignore:Editable installation
-$(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+# pip's own lines are kept quiet (-q); each step says what it installs first, and the large downloads
+# (torch) keep pip's progress bar, so a first run is never silent for minutes.
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
+
+$(RUN_STAMP): export PYTHONWARNINGS = ignore:Editable installation
+$(RUN_STAMP): pyproject.toml requirements-dev.txt | $(VENV)/bin/python
+	@echo "setup (for make run): omnidist and $(TORCH) into $(VENV) (first time only)"
+	$(PY) -m pip install --quiet --progress-bar on -e . '$(TORCH)'
+	touch $(RUN_STAMP)
+
+$(STAMP): export PYTHONWARNINGS = ignore:Editable installation
+$(STAMP): $(RUN_STAMP) pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
+	@echo "setup: every backend (editable), their cloud SDKs and the dev tools into $(VENV) (first time only)"
+	$(PY) -m pip install --quiet --progress-bar on -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
 	touch $(STAMP)
 
-run: setup
+run: $(RUN_STAMP)
 	$(VENV)/bin/omnidist run examples/ddp/job.yaml
 
 # On a machine with NVIDIA GPUs whose Python already has a CUDA build of torch, offline: that Python
