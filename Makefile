@@ -16,22 +16,23 @@ setup: $(STAMP)
 
 # setuptools says "Editable installation." once per editable package (advice about folders named
 # like the package, not a problem); it is the only build message left, so it is filtered by its text.
-# pip's own lines are kept quiet (-q); each step says what it installs first, and the large downloads
-# (torch) keep pip's progress bar, so a first run is never silent for minutes.
+# Each step says what it installs first; pip's own lines are kept quiet (-q) but for torch, the one
+# large download, whose lines and progress bar show that a first run is moving.
 $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 
 $(RUN_STAMP): export PYTHONWARNINGS = ignore:Editable installation
 $(RUN_STAMP): pyproject.toml requirements-dev.txt | $(VENV)/bin/python
-	@echo "setup (for make run): omnidist and $(TORCH) into $(VENV) (first time only)"
-	$(PY) -m pip install --quiet --progress-bar on -e . '$(TORCH)'
+	@echo "setup (for make run): omnidist and $(TORCH) into $(VENV), first time only"
+	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --progress-bar on '$(TORCH)'
 	touch $(RUN_STAMP)
 
 $(STAMP): export PYTHONWARNINGS = ignore:Editable installation
 $(STAMP): $(RUN_STAMP) pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
-	@echo "setup: every backend (editable), their cloud SDKs and the dev tools into $(VENV) (first time only)"
-	$(PY) -m pip install --quiet --progress-bar on -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
+	@echo "setup: every backend (editable) with its cloud SDK, and the dev tools, into $(VENV), first time only"
+	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
 	touch $(STAMP)
 
 run: $(RUN_STAMP)

@@ -27,8 +27,12 @@ from omnidist.errors import OmnidistError
 @click.command()
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @backend_option
-def validate(job_file: str, backend: Optional[str]) -> None:
+@profile_option
+def validate(job_file: str, backend: Optional[str], profile: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
+
+    Settings come from --profile as compile takes them (e.g. SageMaker's role_arn): the profile's
+    own backend gets all of them, the others what they understand.
 
     Exits 2 when the file itself is invalid or breaks a rule every backend shares; with
     --backend, exits with that backend's verdict (3 when it cannot express the job); when every
@@ -39,6 +43,7 @@ def validate(job_file: str, backend: Optional[str]) -> None:
     Examples:
       omnidist validate job.yaml
       omnidist validate job.yaml --backend azure_ml   # exit code: that backend's verdict
+      omnidist validate job.yaml -p aws -b sagemaker   # with the profile's settings
     """
     from omnidist import api
     from omnidist.backend import registry
@@ -51,7 +56,7 @@ def validate(job_file: str, backend: Optional[str]) -> None:
     rows, worst = [], None
     for name in names:
         try:
-            api.compile(job, backend=name, profile=None)
+            api.compile(job, backend=name, profile=profile)
             rows.append((name, "ok"))
         except OmnidistError as exc:
             rows.append((name, str(exc).replace("\n", "; ")))
