@@ -288,3 +288,19 @@ def test_only_omnidists_own_log_records_reach_stderr(capsys):
             root.removeHandler(handler)
         root.setLevel(level)
         logging.captureWarnings(False)
+
+
+def test_validate_takes_the_profile_as_compile_does(tmp_path):
+    """SageMaker needs role_arn; a profile that sets it makes the job valid there."""
+    job = _job(tmp_path, JOB.replace("framework: custom", "framework: pytorch"))
+    bare = run_cli("validate", str(job), "-b", "sagemaker", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert bare.returncode != 0 and "role_arn" in bare.stdout
+    (tmp_path / "omnidist.toml").write_text('[profiles.aws]\nbackend = "sagemaker"\n'
+                                            'role_arn = "arn:aws:iam::111122223333:role/Training"\n'
+                                            'region = "us-east-1"\n')
+    with_profile = run_cli("validate", str(job), "-b", "sagemaker", "--profile", "aws", cwd=tmp_path,
+                           env={"HOME": str(tmp_path)})
+    assert with_profile.returncode == 0, with_profile.stdout + with_profile.stderr
+    assert with_profile.stdout.split()[-2:] == ["sagemaker", "ok"]
+    unknown = run_cli("validate", str(job), "-p", "awz", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert unknown.returncode == 2 and "Did you mean 'aws'?" in unknown.stderr

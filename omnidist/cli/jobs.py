@@ -45,11 +45,13 @@ def validate(job_file: str, backend: Optional[str], profile: Optional[str]) -> N
       omnidist validate job.yaml --backend azure_ml   # exit code: that backend's verdict
       omnidist validate job.yaml -p aws -b sagemaker   # with the profile's settings
     """
-    from omnidist import api
+    from omnidist import api, config
     from omnidist.backend import registry
     from omnidist.compiler import lowering
 
     job = api.load(job_file)
+    if profile:  # an undefined profile is one error (exit 2), not a row per backend
+        config.resolve(profile=profile)
     api.check_backend_blocks(job)
     lowering.check_portable_rules(job)  # a job no backend can run is invalid input, not a table row
     names = [backend] if backend else [n for n in registry.installed()]
