@@ -284,7 +284,8 @@ class LocalBackend(Backend):
         for note in chosen + found:
             shown(note, show, verbose)
         err.flush()
-        return runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True)
+        return runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True, timeout=job.timeout,
+                          memory_gb=_memory(job))
 
     @staticmethod
     def _plan(job: DistributedJob, settings: LocalSettings, run_dir: Path) -> tuple[list[plan.ReplicaSpec], list[Note]]:
@@ -317,6 +318,7 @@ class LocalBackend(Backend):
         specs, found = self._plan(job, settings, store.path)
         found = chosen + found
         store.create({"job": job.name, "emulate": settings.emulate, "grace_period": settings.grace_period,
+                      "timeout": job.timeout, "memory_gb": _memory(job),
                       "notes": [n.message for n in found],
                       "replicas": [s.to_dict() for s in specs]})
         code_data.make_output_dirs(job, settings, store.path)
@@ -350,7 +352,9 @@ class LocalBackend(Backend):
                 return JobStatus(state=STATES[native], native_state=native,
                                  message="the supervisor ended without recording a result")
         message = ""
-        if native == "failed" and state.get("failed"):
+        if native == "failed" and state.get("reason"):
+            message = state["reason"]
+        elif native == "failed" and state.get("failed"):
             message = f"{state['failed']} exited with code {state.get('exit_code')}"
         elif native in ("failed", "cancelled") and state.get("exit_code") is not None:
             message = f"exit code {state['exit_code']}"
@@ -407,3 +411,8 @@ class LocalBackend(Backend):
         """The run directory, as a ``file://`` URL."""
         return (runs_root(settings.runs_dir) / job_id).resolve().as_uri()
 
+
+def _memory(job: DistributedJob) -> dict[str, float]:
+    """Each role's memory_gb by the name its replicas run as (``worker``), for the runner to say
+    when one is killed."""
+    return {role.name.singular: role.memory_gb for role in effective_roles(job) if role.memory_gb}
