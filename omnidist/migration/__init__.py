@@ -35,7 +35,7 @@ from omnidist.migration.imports import import_job, import_jobs
 from omnidist.migration.move import move_job
 from omnidist.migration.native import Native, detect_backend
 from omnidist.migration.plan import compile_dropping
-from omnidist.migration.readback import read_back, unreported
+from omnidist.migration.readback import read_back, unread, unreported
 from omnidist.migration.report import (
     Fidelity,
     MigrationReport,
@@ -171,7 +171,7 @@ def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], tar
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
     entries += region_entries(final, source, target, profile, settings)
-    entries += unreported(imported, readback, target, entries)
+    entries += unreported(imported, readback, target, entries, unread(compiled, target))
     entries += exact_entries(final, entries, imported)
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))

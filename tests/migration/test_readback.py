@@ -94,3 +94,33 @@ def test_facets_read_data_locations_alike_whatever_their_spelling():
     by_uri = job_from_dict({**base, "command": ["python", "t.py"], "args": ["--data", "gs://b/x"]})
     assert facets(by_reference)["command"] == facets(by_uri)["command"]
     assert facets(by_reference)["data"] == facets(by_uri)["data"] == frozenset({"gs://b/x"})
+
+
+VERTEX_A100 = {"displayName": "bert", "jobSpec": {"workerPoolSpecs": [
+    {"machineSpec": {"machineType": "a2-highgpu-8g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 8},
+     "replicaCount": str(replicas), "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/bert:1",
+                                                       "command": ["python", "train.py"]}}
+    for replicas in (1, 3)]}}
+AZURE_CLUSTER = {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": "rg",
+                 "workspace": "ws", "compute": "gpu-cluster"}
+
+
+def test_gpus_a_named_cluster_hides_from_the_read_back_are_no_false_alarm():
+    """An Azure ML request on a named compute cluster carries no VM size: its importer cannot name
+    the GPUs, so the read-back's ``none`` is not a change (the SKU compile assumed is reported)."""
+    compiled, report = omnidist.migrate(VERTEX_A100, "vertex", "azure_ml", framework="pytorch",
+                                        settings=AZURE_CLUSTER, strict=True)
+    assert "instance_type" not in compiled.request.get("resources", {})
+    assert not changed(report)
+    assert "backends.azure_ml.instance_type" in {e.field for e in report.entries}
+
+
+def test_gpus_the_read_back_can_name_are_still_compared(monkeypatch):
+    """A request whose VM size is known and has no GPUs is still a change."""
+
+    def no_gpus(request):
+        request["resources"]["instance_type"] = "Standard_D4s_v3"
+
+    breaking(monkeypatch, "azure_ml", no_gpus)
+    _, report = omnidist.migrate(VERTEX_A100, "vertex", "azure_ml", framework="pytorch")
+    assert "it has CPU-only" in changed(report)["workers.machine"]
