@@ -111,6 +111,9 @@ class MigrationPolicy:
             own and reaches a TPU Node by name: legacy AI Platform), ``vm`` (the program runs on
             the TPU hosts: Vertex, GKE); empty without TPUs. A TPU job moving between the two is
             reported ``changed``.
+        output_setting: the settings key of the folder the job's outputs go under (Vertex's
+            ``base_output_dir``, AI Platform's ``job_dir``): between backends of one vocabulary
+            it is carried to the target's own key.
     """
 
     vocabulary: str = ""
@@ -122,6 +125,7 @@ class MigrationPolicy:
     module_setting: str = ""
     runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
     tpus: str = ""
+    output_setting: str = ""
 
     def shares_with(self, other: MigrationPolicy) -> bool:
         """True when both backends speak the same vocabulary."""

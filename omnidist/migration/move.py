@@ -50,8 +50,15 @@ def carry_backend_block(job: DistributedJob, source: str, target: str) -> tuple[
     if own.machine_setting in carried:
         carried[own.machine_setting], renamed = shared_machine_names(carried[own.machine_setting], source, target)
         entries += renamed
+    output, their_output = own.output_setting, policy(target).output_setting
+    if shared and output in block and their_output:
+        carried[their_output] = block[output]
+        entries.append(ReportEntry(fidelity="exact", field=f"backends.{source}.{output}",
+                                   message=f"{block[output]} carried to backends.{target}.{their_output} (where "
+                                           f"{target} puts the job's outputs)"))
     for key in block:
-        if key in carried or key == own.inputs_setting or (key == own.machine_setting and not shared):
+        if key in carried or key == output and their_output and shared or key == own.inputs_setting or (
+                key == own.machine_setting and not shared):
             continue  # inputs: see inline_inputs; machines: see machine_entries
         why = own.left_behind.get(key)
         entries.append(
@@ -207,7 +214,11 @@ def move_job(job: DistributedJob, source: str, target: str, image: Optional[str]
         moved += sized
     job, tpu = tpu_hosts_for_target(job, source, target)
     moved += tpu
+    folder = job.backends.get(source, {}).get(policy(source).output_setting)
     job, carried = carry_backend_block(job, source, target)
+    if folder and any(e.field == f"backends.{source}.{policy(source).output_setting}" and e.fidelity.value == "exact"
+                      for e in carried):  # the import's approximation of that folder: the carry answers it
+        moved = [e for e in moved if not (e.fidelity.value == "approximated" and e.message.startswith(f"{folder}:"))]
     job, relabelled = labels_for_target(job, target)
     job, code = carry_code(job, source, target)
     return job, moved + carried + relabelled + code

@@ -106,3 +106,15 @@ def test_azure_storage_urls_are_told_from_plain_downloads():
     assert data.is_azure_storage("https://acct.blob.core.windows.net/c/x")
     assert data.is_azure_storage("https://acct.dfs.core.windows.net/c/x")
     assert not data.is_azure_storage("https://example.com/blob.core.windows.net")
+
+
+@pytest.mark.parametrize("backend, reads, example", [
+    ("sagemaker", "Amazon S3 (s3://BUCKET/PATH, as a channel at /opt/ml/input/data/NAME)",
+     'data_map = {"gs://bkt/" = "s3://bkt/data/"}'),
+    ("azure_ml", "azureml://datastores/… paths, Azure Storage", 'data_map = {"gs://bkt/" = "azureml://datastores/ds/paths/"}'),
+    ("local", "code from a local folder", 'data_map = {"gs://bkt/" = "./data/"}'),
+])
+def test_the_data_map_example_maps_to_what_the_backend_reads(backend, reads, example):
+    from omnidist.compiler.code_data import foreign_uri
+
+    assert example in str(foreign_uri("inputs.train", backend, "gs://b/x/train", reads))

@@ -65,6 +65,7 @@ class AIPlatformBackend(CloudBackend):
         label_rules=GOOGLE_LABELS,
         module_setting="python_module",
         tpus="node",
+        output_setting="job_dir",
         runs_instead={key: "runs a Python package on Google's runtime {runtime_version}"
                       for key in ("runtime_version", "python_module")},
     )

@@ -60,6 +60,7 @@ class VertexBackend(CloudBackend):
         machine_setting="machine_types",
         label_rules=GOOGLE_LABELS,
         tpus="vm",
+        output_setting="base_output_dir",
     )
 
     def compile(self, job: DistributedJob, settings: VertexSettings) -> CompiledJob:
