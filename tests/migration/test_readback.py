@@ -124,3 +124,17 @@ def test_gpus_the_read_back_can_name_are_still_compared(monkeypatch):
     breaking(monkeypatch, "azure_ml", no_gpus)
     _, report = omnidist.migrate(VERTEX_A100, "vertex", "azure_ml", framework="pytorch")
     assert "it has CPU-only" in changed(report)["workers.machine"]
+
+
+@pytest.mark.parametrize("command, framework", [
+    (["torchrun", "--nproc_per_node=8", "train.py"], "pytorch"),
+    (["python", "-m", "torch.distributed.run", "--nproc_per_node=8", "train.py"], "pytorch"),
+    (["python", "train.py"], "custom"),
+])
+def test_a_job_started_with_torchrun_imports_as_pytorch(command, framework):
+    native = copy.deepcopy(VERTEX_A100)
+    for pool in native["jobSpec"]["workerPoolSpecs"]:
+        pool["containerSpec"]["command"] = command
+    _, report = omnidist.migrate(native, "vertex", "vertex")
+    (line,) = [e for e in report.entries if e.field == "framework"]
+    assert line.fidelity.value == "inferred" and line.message.startswith(f"{framework}:")
