@@ -107,7 +107,7 @@ class MigrationPolicy:
             (given an image elsewhere, the job runs ``python -m MODULE``).
         runs_instead: settings key -> what a job with that setting runs instead of a container
             image (``{value}`` is the setting's value), for the error asking for ``--image``.
-        tpus: how its TPU jobs reach the TPU (SPEC §13): ``node`` (the program runs on a VM of its
+        tpus: how its TPU jobs reach the TPU (docs/job-format.md, TPUs): ``node`` (the program runs on a VM of its
             own and reaches a TPU Node by name: legacy AI Platform), ``vm`` (the program runs on
             the TPU hosts: Vertex, GKE); empty without TPUs. A TPU job moving between the two is
             reported ``changed``.
@@ -212,7 +212,7 @@ class Backend(ABC):
 
     def split_jobs(self, native: Any) -> Sequence[Any]:
         """``native`` once per training job it holds, each part what :meth:`import_with_notes`
-        reads (SPEC §10: a YAML stream of several jobs imports as one portable job per job).
+        reads (docs/migration.md: a YAML stream of several jobs imports as one portable job per job).
         Pure; the default holds one job, ``[native]``."""
         return [native]
 

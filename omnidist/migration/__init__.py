@@ -143,7 +143,7 @@ def migrate_all(
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
 ) -> list[tuple[CompiledJob, MigrationReport]]:
-    """:func:`migrate` for every training job of the spec (SPEC §10): one compiled request and
+    """:func:`migrate` for every training job of the spec (docs/migration.md): one compiled request and
     report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
     the first job that breaks it raises."""
     _check_target(target)
