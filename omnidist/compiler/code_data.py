@@ -17,9 +17,8 @@ everywhere:
 
 from __future__ import annotations
 
-import re
-
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
