@@ -304,3 +304,15 @@ def test_validate_takes_the_profile_as_compile_does(tmp_path):
     assert with_profile.stdout.split()[-2:] == ["sagemaker", "ok"]
     unknown = run_cli("validate", str(job), "-p", "awz", cwd=tmp_path, env={"HOME": str(tmp_path)})
     assert unknown.returncode == 2 and "Did you mean 'aws'?" in unknown.stderr
+
+
+def test_migrate_takes_accelerator_for_a_job_on_a_named_cluster(tmp_path):
+    native = tmp_path / "az.yml"
+    native.write_text("$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\ntype: command\n"
+                      "command: python train.py\nenvironment: {image: pytorch/pytorch:2.2}\n"
+                      "compute: azureml:gpu-cluster\nresources: {instance_count: 2}\n")
+    result = run_cli("migrate", str(native), "--to", "vertex", "--accelerator", "V100:2", "--accelerator",
+                     "workers=T4:1", "--strict", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    pools = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"]["acceleratorType"] for p in pools] == ["NVIDIA_TESLA_V100", "NVIDIA_TESLA_T4"]

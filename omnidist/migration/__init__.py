@@ -32,7 +32,7 @@ from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
 from omnidist.migration.imports import import_job, import_jobs
-from omnidist.migration.move import move_job
+from omnidist.migration.move import give_accelerators, move_job
 from omnidist.migration.native import Native, detect_backend
 from omnidist.migration.plan import compile_dropping
 from omnidist.migration.readback import read_back, unread, unreported
@@ -87,6 +87,7 @@ def migrate(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
+    accelerators: Optional[Mapping[str, str]] = None,
 ) -> tuple[CompiledJob, MigrationReport]:
     """Import ``native`` from ``source`` (detected when omitted) and compile it for ``target``.
 
@@ -102,6 +103,8 @@ def migrate(
         settings: explicit target settings.
         command: the command to run, one string read like a shell reads it (for a spec that
             names none, or to run something else).
+        accelerators: role -> ``TYPE:COUNT``, for a spec whose machines the import cannot read (an
+            Azure ML job on a named compute cluster runs on whatever the cluster has).
 
     Returns:
         The compiled request and a :class:`MigrationReport`.
@@ -116,7 +119,7 @@ def migrate(
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         imported, source, entries = import_job(native, source, framework)
     return _move(imported, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
-                 command=command, native=native)
+                 command=command, native=native, accelerators=accelerators)
 
 
 def import_all(
@@ -142,6 +145,7 @@ def migrate_all(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
+    accelerators: Optional[Mapping[str, str]] = None,
 ) -> list[tuple[CompiledJob, MigrationReport]]:
     """:func:`migrate` for every training job of the spec (docs/migration.md): one compiled request and
     report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
@@ -150,7 +154,7 @@ def migrate_all(
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         parts, source = import_jobs(native, source, framework)
     return [_move(job, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
-                  command=command, native=native) for job, entries in parts]
+                  command=command, native=native, accelerators=accelerators) for job, entries in parts]
 
 
 def _check_target(target: Optional[str]) -> None:
@@ -160,9 +164,12 @@ def _check_target(target: Optional[str]) -> None:
 
 def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], target: str, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
-          command: Optional[str], native: Any = None) -> tuple[CompiledJob, MigrationReport]:
+          command: Optional[str], native: Any = None,
+          accelerators: Optional[Mapping[str, str]] = None) -> tuple[CompiledJob, MigrationReport]:
     """Steps 2-5 for one imported job (see the module docstring); nothing the native spec or the
     job holds secretly is shown in an error or the report."""
+    if accelerators:  # the user's answer for machines the import could not read: part of the source job
+        imported, entries = give_accelerators(imported, accelerators, entries)
     secrets = _shown_secrets(native, imported)
     with masking_errors(secrets):
         job, entries = move_job(imported, source, target, image, command, entries)

@@ -17,6 +17,7 @@ from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.needs import give_command, give_image
 from omnidist.migration.references import rewrite_bound_references
+from omnidist.errors import ValidationError
 from omnidist.migration.report import ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.job import DistributedJob
@@ -287,3 +288,32 @@ def machines_named(job: DistributedJob, backend: str) -> dict[str, str]:
     if registry.get(backend).capabilities.per_role_machines:
         return dict(named)
     return {r.value: named for r in (RoleName.PRIMARY, RoleName.WORKERS)}  # parameter servers share these nodes
+
+
+def give_accelerators(job: DistributedJob, given: Mapping[str, str],
+                      entries: list[ReportEntry]) -> tuple[DistributedJob, list[ReportEntry]]:
+    """The accelerators ``--accelerator`` names (role -> ``TYPE:COUNT``), for a spec whose machines
+    the import could not read (an Azure ML job on a named compute cluster): each replaces the
+    import's lines about that role's accelerator with an exact one.
+
+    Raises:
+        ValidationError: an accelerator that does not parse, or a role the job does not have.
+    """
+    from omnidist.model.roles import Accelerator
+
+    entries = list(entries)
+    for name, text in given.items():
+        try:
+            role_name = RoleName(name)
+            accelerator = Accelerator.parse(text)
+        except ValueError as exc:
+            raise ValidationError(f"{name}={text}: {exc}. Write TYPE:COUNT (every role) or ROLE=TYPE:COUNT, "
+                                  f"ROLE one of {', '.join(r.value for r in RoleName)}", path="--accelerator") from None
+        role = job.role(role_name)
+        if role is None:
+            raise ValidationError(f"{name}={text}: the job has no {name}", path="--accelerator")
+        job = attrs.evolve(job, **{role_name.value: attrs.evolve(role, accelerator=accelerator)})
+        field = f"{role_name.value}.accelerator"
+        entries = [e for e in entries if e.field != field]
+        entries.append(ReportEntry(fidelity="exact", field=field, message=f"{accelerator} (from --accelerator)"))
+    return job, entries

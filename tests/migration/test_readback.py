@@ -138,3 +138,32 @@ def test_a_job_started_with_torchrun_imports_as_pytorch(command, framework):
     _, report = omnidist.migrate(native, "vertex", "vertex")
     (line,) = [e for e in report.entries if e.field == "framework"]
     assert line.fidelity.value == "inferred" and line.message.startswith(f"{framework}:")
+
+
+AZURE_ON_A_CLUSTER = {"$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json", "type": "command",
+                      "command": "python train.py", "environment": {"image": "pytorch/pytorch:2.2"},
+                      "compute": "azureml:gpu-cluster", "resources": {"instance_count": 2},
+                      "distribution": {"type": "pytorch", "process_count_per_instance": 1}}
+
+
+def test_a_job_on_a_named_cluster_says_how_to_keep_its_gpus_and_accelerator_keeps_them():
+    _, bare = omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex")
+    assert "omnidist migrate --accelerator TYPE:COUNT" in changed(bare)["primary.accelerator"]
+    compiled, given = omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"primary": "V100:2"},
+                                       strict=True)
+    pools = compiled.request["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"].get("acceleratorType") for p in pools] == ["NVIDIA_TESLA_V100"] * 2
+    assert {e.field: e.message for e in given.entries}["primary.accelerator"] == "V100:2 (from --accelerator)"
+
+
+def test_accelerator_per_role_and_its_errors():
+    compiled, report = omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"workers": "T4:1"})
+    pools = compiled.request["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"].get("acceleratorType") for p in pools] == [None, "NVIDIA_TESLA_T4"]
+    assert "primary.accelerator" in changed(report)  # the primary's GPUs are still unnamed: still said
+    from omnidist.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="--accelerator: evaluators=T4:1: the job has no evaluators"):
+        omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"evaluators": "T4:1"})
+    with pytest.raises(ValidationError, match="ROLE one of primary, workers"):
+        omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"gpus": "T4:1"})
