@@ -15,9 +15,9 @@ from omnidist.backend import registry
 from omnidist.backend.contract import MigrationPolicy
 from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
+from omnidist.errors import ValidationError
 from omnidist.migration.needs import give_command, give_image
 from omnidist.migration.references import rewrite_bound_references
-from omnidist.errors import ValidationError
 from omnidist.migration.report import ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.job import DistributedJob
