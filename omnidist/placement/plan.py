@@ -123,7 +123,7 @@ class Plan(tuple):
     def _repr_html_(self) -> str:
         cheapest = self.cheapest
         caption = f"cheapest: {cheapest.profile}" if cheapest else "no profile with a known price can run it"
-        return notebook.table(self.rows(), HEADER, caption=caption)
+        return notebook.table(self.rows(), HEADER, caption=caption) + notebook.notes(self.notes())
 
 
 def _machines(machines: Mapping[str, str]) -> str:

@@ -360,9 +360,9 @@ def upload_once(package: CodePackage, exists: Callable[[], bool],
         if package.size <= progress_above:
             upload(fh, package.size)
         else:
-            from tqdm.auto import tqdm
+            from omnidist.submission.progress import tqdm_class
 
-            with tqdm(total=package.size, unit="B", unit_scale=True, unit_divisor=1024,
+            with tqdm_class()(total=package.size, unit="B", unit_scale=True, unit_divisor=1024,
                       desc=f"uploading code to {what}") as bar:
                 upload(_Progress(fh, bar.update), package.size)
     return True
