@@ -316,3 +316,19 @@ def test_migrate_takes_accelerator_for_a_job_on_a_named_cluster(tmp_path):
     assert result.returncode == 0, result.stderr
     pools = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"]
     assert [p["machineSpec"]["acceleratorType"] for p in pools] == ["NVIDIA_TESLA_V100", "NVIDIA_TESLA_T4"]
+
+
+def test_a_long_error_wraps_on_a_terminal_and_stays_whole_elsewhere(monkeypatch, capsys):
+    from omnidist.cli import style
+
+    message = "job.yaml: primary.accelerator: " + "the reason goes on " * 20 + "gs://a-bucket/a/long/path/that/stays/whole"
+    monkeypatch.setattr(style, "_stderr_width", lambda: 60)
+    style.echo_error(message)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("error: job.yaml: primary.accelerator: the reason")
+    assert all(len(line) <= 60 for line in lines) and all(line.startswith("  ") for line in lines[1:])
+    assert any("gs://a-bucket/a/long/path/that/stays/whole" in line for line in lines)
+    assert " ".join(line.strip() for line in lines) == f"error: {message}".rstrip()
+    monkeypatch.setattr(style, "_stderr_width", lambda: None)
+    style.echo_error(message)
+    assert capsys.readouterr().err == f"error: {message}\n"
