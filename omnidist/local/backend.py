@@ -281,6 +281,9 @@ class LocalBackend(Backend):
         run_dir = runs_root(settings.runs_dir) / self.new_run_id(job.name)  # where outputs land (SPEC §7)
         specs, found = self._plan(job, settings, run_dir)
         code_data.make_output_dirs(job, settings, run_dir)
+        if any(n.field == "emulate" and n.code is NoteCode.DETAIL for n in chosen):
+            # nobody asked for this emulation: that its backend is missing is a detail (-v), not news
+            found = [attrs.evolve(n, code=NoteCode.DETAIL) if n.field == "emulate" else n for n in found]
         for note in chosen + found:
             shown(note, show, verbose)
         err.flush()
