@@ -114,6 +114,9 @@ class MigrationPolicy:
         output_setting: the settings key of the folder the job's outputs go under (Vertex's
             ``base_output_dir``, AI Platform's ``job_dir``): between backends of one vocabulary
             it is carried to the target's own key.
+        example_settings: settings key -> an example value, for the settings a job may need that
+            no default can give (SageMaker's ``role_arn``): a migration missing several goes on
+            with the examples to list every one at once, then fails naming them.
     """
 
     vocabulary: str = ""
@@ -126,6 +129,7 @@ class MigrationPolicy:
     runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
     tpus: str = ""
     output_setting: str = ""
+    example_settings: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, hash=False)
 
     def shares_with(self, other: MigrationPolicy) -> bool:
         """True when both backends speak the same vocabulary."""

@@ -167,3 +167,31 @@ def test_accelerator_per_role_and_its_errors():
         omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"evaluators": "T4:1"})
     with pytest.raises(ValidationError, match="ROLE one of primary, workers"):
         omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"gpus": "T4:1"})
+
+
+def test_every_missing_setting_is_listed_at_once_with_its_fix():
+    """SageMaker needs role_arn, and S3 for the model: one error says both, not the first alone."""
+    from omnidist.errors import ValidationError
+
+    native = {**AZURE_ON_A_CLUSTER, "compute": "azureml:cpu",
+              "resources": {"instance_count": 2, "instance_type": "Standard_D4s_v3"},
+              "outputs": {"model": {"type": "uri_folder", "path": "azureml://datastores/ds/paths/model/"}}}
+    with pytest.raises(ValidationError) as raised:
+        omnidist.migrate(native, "azure_ml", "sagemaker")
+    lines = str(raised.value).splitlines()
+    assert lines[0].startswith("backends.sagemaker.role_arn: SageMaker runs every job as an IAM role: set role_arn")
+    assert "sagemaker cannot express outputs.model" in lines[1] and '"s3://bkt/data/"' in lines[1]
+    compiled, _ = omnidist.migrate(native, "azure_ml", "sagemaker", settings={
+        "role_arn": "arn:aws:iam::111122223333:role/Training",
+        "data_map": {"azureml://datastores/ds/paths/model/": "s3://bkt/model/"}})
+    assert compiled.request["RoleArn"] == "arn:aws:iam::111122223333:role/Training"
+    assert compiled.request["OutputDataConfig"]["S3OutputPath"] == "s3://bkt/model/"
+
+
+def test_the_example_values_never_reach_a_request():
+    from omnidist.errors import ValidationError
+
+    native = {**AZURE_ON_A_CLUSTER, "compute": "azureml:cpu",
+              "resources": {"instance_count": 2, "instance_type": "Standard_D4s_v3"}}
+    with pytest.raises(ValidationError, match="role_arn"):
+        omnidist.migrate(native, "azure_ml", "sagemaker")

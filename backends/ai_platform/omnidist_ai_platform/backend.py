@@ -66,6 +66,7 @@ class AIPlatformBackend(CloudBackend):
         module_setting="python_module",
         tpus="node",
         output_setting="job_dir",
+        example_settings={"job_dir": "gs://example-bucket/out"},
         runs_instead={key: "runs a Python package on Google's runtime {runtime_version}"
                       for key in ("runtime_version", "python_module")},
     )
