@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+VENDORS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard vendors/*/pyproject.toml)))  # every vendor kit folder
 BACKENDS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard backends/*/pyproject.toml)))  # every plugin folder
 # Two set-ups: `make run` installs only what the example needs (the core, whose local backend runs
 # it, and torch, pinned once in requirements-dev.txt); `make setup` (and `make test`) everything:
@@ -30,9 +31,9 @@ $(RUN_STAMP): pyproject.toml requirements-dev.txt | $(VENV)/bin/python
 	touch $(RUN_STAMP)
 
 $(STAMP): export PYTHONWARNINGS = ignore:Editable installation
-$(STAMP): $(RUN_STAMP) pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(BACKENDS))
-	@echo "setup: every backend (editable) with its cloud SDK, and the dev tools, into $(VENV), first time only"
-	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(BACKENDS)) -r requirements-dev.txt
+$(STAMP): $(RUN_STAMP) pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(VENDORS) $(BACKENDS))
+	@echo "setup: every vendor kit and backend (editable) with its cloud SDK, and the dev tools, into $(VENV), first time only"
+	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(VENDORS) $(BACKENDS)) -r requirements-dev.txt
 	touch $(STAMP)
 
 run: $(RUN_STAMP)
@@ -55,17 +56,22 @@ gpu-check:
 	if [ -n "$$missing" ] && [ -z "$(WHEELS)" ]; then echo "gpu-check: $(GPU_PY) lacks $$missing; give WHEELS=DIR, a folder of their wheels"; exit 1; fi; \
 	if [ -n "$$missing" ]; then $(GPU_PY) -m pip install --quiet --no-index --find-links $(WHEELS) $$missing; fi
 	PYTHONWARNINGS="ignore:Editable installation" $(GPU_PY) -m pip install --quiet --no-index --no-deps --no-build-isolation \
-		-e . $(addprefix -e ,$(BACKENDS))
+		-e . $(addprefix -e ,$(VENDORS) $(BACKENDS))
 	nvidia-smi -L
 	$(GPU_PY) -c "import torch; print('torch', torch.__version__, 'CUDA devices:', torch.cuda.device_count())"
 	$(GPU_PY) -m pytest -q -p no:xdist -rs tests/runtime/test_init_torch.py tests/runtime/test_devices.py tests/local/test_gpus.py
 	$(GPU_PY) -m omnidist.cli run examples/ddp/job.yaml
 	$(GPU_PY) bench/gpu_share.py
 
-# Lint first (ruff, configured in pyproject.toml; zero findings), then the suite. pytest exits 5
-# when it collects no test; that is reported, not hidden as success or failure.
+# The packages the type checker reads (configured in pyproject.toml's [tool.mypy]): the kit and the plugin side.
+MYPY_FILES := omnidist/kit.py $(filter-out %.egg-info,$(wildcard backends/*/omnidist_* vendors/*/omnidist_* \
+	templates/backend/omnidist_*))
+
+# Lint first (ruff, configured in pyproject.toml; zero findings), then types (mypy; zero findings), then the
+# suite. pytest exits 5 when it collects no test; that is reported, not hidden as success or failure.
 test: setup
 	$(VENV)/bin/ruff check .
+	$(PY) -m mypy $(MYPY_FILES)
 	$(PY) -m pytest -q -n auto; rc=$$?; if [ $$rc -eq 5 ]; then echo "pytest collected no tests"; exit 1; fi; exit $$rc
 
 bench: setup

@@ -2,7 +2,7 @@
 beside the checkout when it is there, and each backend's compiled requests), each input imported
 and migrated to another backend in process, as ``omnidist import`` / ``migrate`` do.
 
-    .venv/bin/python bench/fuzz.py                 # 2,000 inputs per backend, the counts as a table
+    .venv/bin/python bench/fuzz.py                 # 10,000 inputs per backend (50,000 over five), the counts as a table
     .venv/bin/python bench/fuzz.py --inputs 200    # a smaller run
     .venv/bin/python bench/run.py --only fuzz      # the same, as a section of the benchmarks
 
@@ -53,7 +53,7 @@ def rows(inputs: int) -> list[Any]:
 
 def main(argv: Optional[list[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--inputs", type=int, default=2000, help="mutated inputs per backend (default 2000)")
+    parser.add_argument("--inputs", type=int, default=10000, help="mutated inputs per backend (default 10000)")
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
     print("| backend | seed files (corpus) | inputs | clean errors | imported | defects | seconds |")

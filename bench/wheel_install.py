@@ -2,7 +2,7 @@
 
 An editable install (what ``make setup`` makes for development) adds import hooks to every Python
 start, the bare interpreter's included, so start-up ratios measured in ``.venv`` measure the hooks
-too. This module builds wheels of the core and every plugin in the checkout, makes a fresh venv,
+too. This module builds wheels of the core, every vendor kit and every plugin in the checkout, makes a fresh venv,
 installs them there without their SDKs (compiling needs none), and copies in the core's own
 dependencies, transitively, file by file from the running environment (the files their wheels
 installed there, listed in their ``RECORD``), so no package index is needed.
@@ -37,7 +37,9 @@ def _requirements(name: str) -> set[str]:
 
 
 def _plugins() -> list[Path]:
-    return sorted(p.parent for p in (ROOT / "backends").glob("*/pyproject.toml"))
+    """The vendor kits and the backends in the checkout (the backends depend on the kits)."""
+    return [*sorted(p.parent for p in (ROOT / "vendors").glob("*/pyproject.toml")),
+            *sorted(p.parent for p in (ROOT / "backends").glob("*/pyproject.toml"))]
 
 
 def _copy_distribution(name: str, site: Path) -> None:

@@ -11,7 +11,7 @@ import attrs
 
 from omnidist import config
 from omnidist.backend import registry
-from omnidist.backend.contract import Backend
+from omnidist.backend.contract import Backend, Imports
 from omnidist.backend.values import CompiledJob
 from omnidist.compiler import lowering
 from omnidist.errors import Problem, ValidationError
@@ -58,7 +58,8 @@ def _whose(exc: job_file.NotAJobError) -> ValidationError:
     claims = []
     for name in registry.installed():
         try:
-            if registry.get(name).recognizes(exc.data):
+            driver = registry.get(name)
+            if isinstance(driver, Imports) and driver.recognizes(exc.data):
                 claims.append(name)
         except Exception:  # noqa: BLE001 - a broken plugin only loses its say in this message
             continue
@@ -166,20 +167,17 @@ def attach(
 ) -> JobHandle:
     """A handle for a job submitted earlier, to follow or cancel it.
 
-    ``job_id`` is the cloud's id, or a job's name: with no ``backend`` or ``profile``, the job
-    ledger is asked first (it knows the job's backend and profile, so none needs naming); a name
-    means the newest job of that name.
+    ``job_id`` is the cloud's id, or a job's name: the job ledger is asked first (it knows the
+    job's backend and profile, so none needs naming; one that is named must match the row's); a
+    name means the newest job of that name.
 
     Raises:
         NotFoundError: a name the ledger holds only attempts of that made no job.
         LedgerError: the ledger cannot be read.
     """
-    if backend is None and profile is None and not settings:
-        from omnidist.submission import ledger
-
-        book = ledger.Ledger.default()
-        record = book.find(job_id) if book is not None and book.path.exists() else None
-        if record is not None:
+    if not settings:
+        record = _recorded(job_id, named=backend is not None or profile is not None)
+        if record is not None and backend in (None, record.backend) and profile in (None, record.profile):
             return attach_record(record)
     from omnidist.submission.handle import JobHandle
 
@@ -188,6 +186,37 @@ def attach(
     resolved = config.settings_for(driver.settings_type, target.backend, target, None, settings)
     return JobHandle(backend=target.backend, id=job_id, url=driver.console_url(job_id, resolved),
                      settings=resolved, driver=driver)
+
+
+def recorded(job_id: str) -> Optional[JobRecord]:
+    """The job ledger's row for ``job_id`` (an id, or the newest job of that name), if it holds one
+    and can be read."""
+    from omnidist.errors import LedgerError
+
+    try:
+        return _recorded(job_id, named=False)
+    except LedgerError:
+        return None
+
+
+def _recorded(job_id: str, *, named: bool) -> Optional[JobRecord]:
+    """The ledger's row for ``job_id`` (an id or a name), if any. With a backend or profile named,
+    a ledger that cannot be read is passed over (said in the log): the job can be reached without it."""
+    import logging
+
+    from omnidist.errors import LedgerError
+    from omnidist.submission import ledger
+
+    book = ledger.Ledger.default()
+    if book is None or not book.path.exists():
+        return None
+    try:
+        return book.find(job_id)
+    except LedgerError as exc:
+        if not named:
+            raise
+        logging.getLogger("omnidist").warning("%s", exc)
+        return None
 
 
 def attach_record(record: JobRecord) -> JobHandle:
@@ -223,7 +252,8 @@ def jobs(*, refresh: bool = False, backend: Optional[str] = None, state: Optiona
     """The job ledger: every submit and placement attempt, newest first (a table in notebooks).
 
     Args:
-        refresh: ask the clouds for each live job's state first (in parallel) and record it.
+        refresh: ask the clouds for the state of each live job listed (at most ``limit``), in
+            parallel, and record it.
         backend: only this backend's jobs.
         state: only jobs in this state (``running``, ``refused``…).
         limit: at most this many.
@@ -237,8 +267,8 @@ def jobs(*, refresh: bool = False, backend: Optional[str] = None, state: Optiona
     book = ledger.Ledger.default()
     if book is None:
         raise LedgerError("the job ledger is off (OMNIDIST_NO_LEDGER is set): no submit was recorded")
-    if refresh:
-        refresh_states(book, [r for r in book.records(backend=backend) if r.live])
+    if refresh:  # only the rows shown are asked about: a ledger of many jobs costs no more than its page
+        refresh_states(book, [r for r in book.records(backend=backend, state=state, limit=limit) if r.live])
     return book.records(backend=backend, state=state, limit=limit)
 
 
@@ -248,6 +278,7 @@ def refresh_states(book: Any, records: list[JobRecord]) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
     from omnidist.errors import NotFoundError, OmnidistError
+    from omnidist.submission import ledger
 
     def ask(record: JobRecord, handle: Any) -> tuple[JobRecord, dict[str, Any]]:
         try:
@@ -258,7 +289,10 @@ def refresh_states(book: Any, records: list[JobRecord]) -> None:
             return record, {"state": "unknown", "reason": f"the cloud no longer knows it ({exc})"}
         except OmnidistError as exc:
             return record, {"reason": f"refresh failed: {exc}"}
-        return record, {"state": status.state.value, "reason": status.message}
+        fields = {"state": status.state.value, "reason": status.message}
+        if status.ended is not None and record.ended is None:  # how it ended, once (SPEC §15)
+            fields.update(ended=status.ended.value, ended_at=ledger.now())
+        return record, fields
 
     if not records:
         return

@@ -272,12 +272,12 @@ def groups(*, cwd: Optional[Path] = None, environ: Mapping[str, str] = os.enviro
     for label, data in reversed(_lookup(cwd, environ).files):
         table = data.get("groups", {})
         if not isinstance(table, Mapping):
-            raise ConfigError(f"{label}: groups: expected a table of groups, e.g. [groups.gpu] profiles = [\"gcp\"]")
+            raise ConfigError(f"{label}: groups: expected a table of groups, e.g. [groups.gpu] profiles = [\"a100\"]")
         for name, body in table.items():
             where = f"{label}: groups.{name}"
             if not isinstance(body, Mapping) or not isinstance(body.get("profiles"), list) or not body["profiles"] \
                     or not all(isinstance(p, str) for p in body["profiles"]):
-                raise ConfigError(f"{where}.profiles: a group lists its profiles, e.g. profiles = [\"gcp\", \"azure\"]")
+                raise ConfigError(f"{where}.profiles: a group lists its profiles, e.g. profiles = [\"a100\", \"h100\"]")
             order = body.get("order", "listed")
             if order not in GROUP_ORDERS:
                 raise ConfigError(f"{where}.order: {order!r} is not one of {', '.join(GROUP_ORDERS)}")

@@ -147,13 +147,18 @@ def _unsupported(cls: type[UnsupportedFeatureError], feature: Feature, backend: 
     return cls(feature, backend, message, hint, subject=subject)
 
 
+PORTABLE = "the portable job"
+"""The side that cannot hold what a native spec has (the ``backend`` of a :class:`NotPortableError`,
+and of an :class:`UnsupportedFeatureError` a backend's importer raises for the portable job)."""
+
+
 class NotPortableError(UnsupportedFeatureError):
     """An importer met something in a native spec that the portable job cannot hold (a TPU, a
     Python package). ``str()`` reads ``the portable job cannot hold FEATURE: …``, naming the side
     that lacks it; the exit code is 3, like any gap between two formats."""
 
     verb = "cannot hold"
-    side = "the portable job"
+    side = PORTABLE
     unnamed = Feature.NATIVE
 
     def __init__(self, feature: Feature | str, message: str, hint: str = "", *, subject: str | None = None):
@@ -308,3 +313,23 @@ def join_problems(errors: Sequence[ValidationError]) -> ValidationError:
     problems = [p for e in errors for p in e.problems]
     source = next((e.source for e in errors if e.source), None)
     return ValidationError(problems, source=source)
+
+
+class InterruptedCreate(KeyboardInterrupt):
+    """Ctrl-C while a job was being created: the create may have made the job. Still a
+    ``KeyboardInterrupt`` (the program stops, exit 130), carrying what is known: the job's id when
+    a look-up found it, else how to find it.
+
+    Attributes:
+        message: what is known, for people.
+        backend: the backend.
+        job_id: the job the create made, if a look-up found it.
+        url: its console URL, if found.
+        marker: how the job can be found (its ``omnidist-request-id`` label, or the id or name it
+            was created with).
+    """
+
+    def __init__(self, message: str, *, backend: str, job_id: str | None = None, url: str = "",
+                 marker: str = "") -> None:
+        super().__init__(message)
+        self.message, self.backend, self.job_id, self.url, self.marker = message, backend, job_id, url, marker

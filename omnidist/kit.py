@@ -9,23 +9,222 @@ has to learn of the core, grouped the way a backend is written:
 - **the job** it compiles from and imports into (the IR, roles with inheritance applied, data,
   tuning, features);
 - **the contract** it implements (:class:`CloudBackend`, capabilities, migration policy, settings
-  checks) and the values that cross it (compiled jobs, notes, states);
+  checks; the capability classes it opts into: :class:`Imports`, :class:`Placement`) and the
+  values that cross it (compiled jobs, notes, states);
 - **compiling** (machine catalogs, data and code rules, command lines, runtime hints) and
   **importing** (delowering, names, durations, notes for what was left out);
-- **the client** template its ``client.py`` fills in (idempotency, log paging, retries);
-- **cloud knowledge** two or more plugins share (Compute Engine, TPU slices, Google Cloud labels, credentials
-  and staging, ``gcloud`` command lines);
+- **the client** template its ``client.py`` fills in (idempotency, log paging, retries), and the
+  client's capability classes (:class:`StagesCode`, :class:`ReadsLogs`, :class:`ReadsTrials`,
+  :class:`ReportsShortage`);
 - **errors**, the one tree.
+
+What belongs to one cloud vendor (its machines, credentials, storage, command lines, prices)
+is not here: it lives in that vendor's kit (``vendors/<vendor>/``), which
+imports the core through this module too; a backend imports its vendor kit directly.
 
 Anything a plugin needs that is not here is a defect of the kit: add it here (from the floor
 where it lives), not an import of a core module. The kit sits on the top floor and names every
-floor below it, but imports each name only when a plugin first uses it.
+floor below it, but imports each name only when a plugin first uses it; its ``TYPE_CHECKING``
+block imports the same names for type checkers and editors (generated from ``_NAMES``; a test
+keeps the two equal).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    # The same names as _NAMES, for type checkers and editors; generated from it (tests/conformance/test_kit_typed.py).
+    # the job (the IR)
+    from omnidist.model.accelerators import BY_NAME as ACCELERATORS_BY_NAME
+    from omnidist.model.accelerators import canonical_name as canonical_accelerator
+    from omnidist.model.accelerators import GPUS as GPUS_BY_NAME
+    from omnidist.model.accelerators import TPUS as TPUS_BY_NAME
+    from omnidist.model.data import REFERENCE
+    from omnidist.model.data import InputMode
+    from omnidist.model.labels import LabelRules
+    from omnidist.model.labels import Rewrite
+    from omnidist.model.data import JobInput
+    from omnidist.model.data import JobOutput
+    from omnidist.model.data import is_data
+    from omnidist.model.data import is_package
+    from omnidist.model.data import scheme as uri_scheme
+    from omnidist.model.features import HARDWARE
+    from omnidist.model.features import PROGRAM
+    from omnidist.model.features import Feature
+    from omnidist.model.features import NoteCode
+    from omnidist.model.job import DistributedJob
+    from omnidist.model.job import Framework
+    from omnidist.model.job import Interconnect
+    from omnidist.model.job import job_from_dict
+    from omnidist.model.job import job_from_yaml
+    from omnidist.model.job import job_to_dict
+    from omnidist.model.roles import AUTO
+    from omnidist.model.roles import Accelerator
+    from omnidist.model.roles import EffectiveRole
+    from omnidist.model.roles import Role
+    from omnidist.model.roles import RoleName
+    from omnidist.model.roles import effective_role
+    from omnidist.model.roles import effective_roles
+    from omnidist.model.roles import num_nodes
+    from omnidist.model.roles import processes_per_node
+    from omnidist.model.roles import replica_count
+    from omnidist.model.roles import TRAINING_ROLES
+    from omnidist.model.roles import TOPOLOGY
+    from omnidist.model.roles import topology_chips
+    from omnidist.model.roles import auto_processes
+    from omnidist.model.serde import dump_yaml
+    from omnidist.model.serde import parse_duration
+    from omnidist.model.serde import parse_yaml
+    from omnidist.model.limits import clipped_repr
+    from omnidist.model.serde import read_document
+    from omnidist.model.serde import structure
+    from omnidist.model.tuning import PARAMETER_NAME
+    from omnidist.model.tuning import RANGE_TYPES
+    from omnidist.model.tuning import Algorithm
+    from omnidist.model.tuning import Goal
+    from omnidist.model.tuning import Parameter
+    from omnidist.model.tuning import ParameterType
+    from omnidist.model.tuning import Scale
+    from omnidist.model.tuning import Tuning
+    from omnidist.model.recovery import Ending
+    from omnidist.model.recovery import Recovery
+    # the contract, and the values that cross it
+    from omnidist.backend.contract import Backend
+    from omnidist.backend.contract import Capabilities
+    from omnidist.backend.contract import Imports
+    from omnidist.backend.contract import Placement
+    from omnidist.backend.contract import LazyClient
+    from omnidist.backend.contract import MigrationPolicy
+    from omnidist.backend.settings import ClientSettings
+    from omnidist.backend.settings import check_one_line
+    from omnidist.backend.settings import at_least
+    from omnidist.backend.settings import one_of
+    from omnidist.backend.settings import role_keys
+    from omnidist.backend.values import REQUEST_ID_LABEL
+    from omnidist.backend.values import CompiledJob
+    from omnidist.backend.values import Credentials
+    from omnidist.backend.values import Footprint
+    from omnidist.backend.values import Pool
+    from omnidist.backend.values import JobState
+    from omnidist.backend.values import JobStatus
+    from omnidist.backend.values import Note
+    from omnidist.backend.values import NoteKind
+    from omnidist.backend.values import Trial
+    from omnidist.backend.values import best_trial
+    from omnidist.config import Target
+    from omnidist.config import settings_for
+    from omnidist.submission.cloud import CloudBackend
+    from omnidist.submission.handle import JobHandle
+    # compiling
+    from omnidist.compiler.catalog import Attachment
+    from omnidist.compiler.catalog import MachineCatalog
+    from omnidist.compiler.recovery import watcher_note
+    from omnidist.recovery.endings import classify as classify_ending
+    from omnidist.compiler.catalog import Machine
+    from omnidist.compiler.catalog import big_enough
+    from omnidist.compiler.catalog import check_named
+    from omnidist.compiler.catalog import smallest_fit
+    from omnidist.compiler.code_data import CODE_HASH
+    from omnidist.compiler.code_data import CODE_OBJECT
+    from omnidist.compiler.code_data import DataValues
+    from omnidist.compiler.code_data import apply_data_map
+    from omnidist.compiler.code_data import check_data_map
+    from omnidist.compiler.code_data import check_references
+    from omnidist.compiler.code_data import code_folder
+    from omnidist.compiler.code_data import data_hints
+    from omnidist.compiler.code_data import default_output_base
+    from omnidist.compiler.code_data import foreign_uri
+    from omnidist.compiler.code_data import local_path
+    from omnidist.compiler.code_data import resolve_data
+    from omnidist.compiler.code_data import staged_code_uri
+    from omnidist.compiler.code_data import substituted
+    from omnidist.compiler.code_data import unknown_version
+    from omnidist.compiler.code_data import with_module
+    from omnidist.compiler.commandline import CommandLine
+    from omnidist.compiler.commandline import needs_shell
+    from omnidist.compiler.commandline import shell_argv
+    from omnidist.compiler.launchers import Launcher
+    from omnidist.compiler.launchers import read_launcher
+    from omnidist.compiler.launchers import start_processes
+    from omnidist.compiler.lowering import env_with_hints
+    from omnidist.compiler.lowering import runtime_hints
+    from omnidist.compiler.lowering import size_reducers
+    from omnidist.compiler.lowering import refuse_tpus
+    from omnidist.compiler.lowering import tpu_role
+    from omnidist.compiler.lowering import tpu_slice_of
+    # importing
+    from omnidist.compiler.delowering import RETIRED_GPUS
+    from omnidist.compiler.delowering import cannot_hold
+    from omnidist.compiler.delowering import delower
+    from omnidist.compiler.delowering import dropped_note
+    from omnidist.compiler.delowering import native_text
+    from omnidist.compiler.delowering import format_proto_duration
+    from omnidist.compiler.delowering import native_duration
+    from omnidist.compiler.delowering import parse_proto_duration
+    from omnidist.compiler.delowering import pick_name
+    from omnidist.compiler.delowering import portable_env
+    from omnidist.compiler.delowering import portable_name
+    from omnidist.compiler.delowering import proto_json_keys
+    from omnidist.compiler.delowering import retired_gpu
+    from omnidist.compiler.delowering import shorten
+    from omnidist.compiler.delowering import tpu_refusal
+    from omnidist.compiler.delowering import trials_at_once
+    # the client
+    from omnidist.secrets import mask_error
+    from omnidist.secrets import mask_text
+    from omnidist.secrets import secret_values
+    from omnidist.submission.clients import Client
+    from omnidist.submission.clients import Idempotency
+    from omnidist.submission.clients import Keyed
+    from omnidist.submission.clients import Shortage
+    from omnidist.submission.clients import shortage_in
+    from omnidist.submission.clients import LogPage
+    from omnidist.submission.clients import LogStart
+    from omnidist.submission.clients import labelled
+    from omnidist.submission.clients import ReadsLogs
+    from omnidist.submission.clients import ReadsTrials
+    from omnidist.submission.clients import ReportsShortage
+    from omnidist.submission.clients import StagesCode
+    from omnidist.submission.packaging import FLAT as FLAT_ARCHIVE
+    from omnidist.submission.packaging import PROGRESS_ABOVE_BYTES
+    from omnidist.submission.packaging import large_folder_warning
+    from omnidist.submission.packaging import scan_folder
+    from omnidist.submission.packaging import stage
+    from omnidist.submission.packaging import StagedCode
+    from omnidist.submission.retry import parse_retry_after
+    # prices: how a backend bills, and what a vendor kit declares about its price lists
+    from omnidist.backend.billing import Billing
+    from omnidist.placement.refresh import Fetcher as PriceFetcher
+    from omnidist.placement.refresh import MAX_PAGES as PRICE_LIST_MAX_PAGES
+    from omnidist.placement.prices import Row as PriceRow
+    from omnidist.placement.vendors import PriceSource
+    from omnidist.placement.vendors import Vendor
+    from omnidist.placement.refresh import portable_accelerator
+    from omnidist.placement.refresh import price_value
+    from omnidist.placement.refresh import shown_url
+    from omnidist.placement.refresh import skypilot_source
+    from omnidist.submission.staging import ObjectStore
+    from omnidist.submission.staging import stage_folder
+    # errors
+    from omnidist.errors import AuthenticationError
+    from omnidist.errors import BackendError
+    from omnidist.errors import ConfigError
+    from omnidist.errors import ConflictError
+    from omnidist.errors import InvalidRequestError
+    from omnidist.errors import NotFoundError
+    from omnidist.errors import NotPortableError
+    from omnidist.errors import PORTABLE
+    from omnidist.errors import OmnidistError
+    from omnidist.errors import PermissionDeniedError
+    from omnidist.errors import ShortageError
+    from omnidist.errors import Problem
+    from omnidist.errors import Refusal
+    from omnidist.errors import TransientBackendError
+    from omnidist.errors import UnsupportedFeatureError
+    from omnidist.errors import ValidationError
+    from omnidist.errors import error_for_status
 
 _NAMES: dict[str, str] = {
     # the job (the IR)
@@ -36,6 +235,7 @@ _NAMES: dict[str, str] = {
     "REFERENCE": "omnidist.model.data",
     "InputMode": "omnidist.model.data",
     "LabelRules": "omnidist.model.labels",
+    "Rewrite": "omnidist.model.labels",
     "JobInput": "omnidist.model.data",
     "JobOutput": "omnidist.model.data",
     "is_data": "omnidist.model.data",
@@ -79,9 +279,13 @@ _NAMES: dict[str, str] = {
     "ParameterType": "omnidist.model.tuning",
     "Scale": "omnidist.model.tuning",
     "Tuning": "omnidist.model.tuning",
+    "Ending": "omnidist.model.recovery",
+    "Recovery": "omnidist.model.recovery",
     # the contract, and the values that cross it
     "Backend": "omnidist.backend.contract",
     "Capabilities": "omnidist.backend.contract",
+    "Imports": "omnidist.backend.contract",
+    "Placement": "omnidist.backend.contract",
     "LazyClient": "omnidist.backend.contract",
     "MigrationPolicy": "omnidist.backend.contract",
     "ClientSettings": "omnidist.backend.settings",
@@ -91,6 +295,7 @@ _NAMES: dict[str, str] = {
     "role_keys": "omnidist.backend.settings",
     "REQUEST_ID_LABEL": "omnidist.backend.values",
     "CompiledJob": "omnidist.backend.values",
+    "Credentials": "omnidist.backend.values",
     "Footprint": "omnidist.backend.values",
     "Pool": "omnidist.backend.values",
     "JobState": "omnidist.backend.values",
@@ -104,12 +309,16 @@ _NAMES: dict[str, str] = {
     "CloudBackend": "omnidist.submission.cloud",
     "JobHandle": "omnidist.submission.handle",
     # compiling
-    "Catalog": "omnidist.compiler.catalog",
+    "Attachment": "omnidist.compiler.catalog",
+    "MachineCatalog": "omnidist.compiler.catalog",
+    "watcher_note": "omnidist.compiler.recovery",
+    "classify_ending": "omnidist.recovery.endings:classify",
     "Machine": "omnidist.compiler.catalog",
     "big_enough": "omnidist.compiler.catalog",
     "check_named": "omnidist.compiler.catalog",
     "smallest_fit": "omnidist.compiler.catalog",
     "CODE_HASH": "omnidist.compiler.code_data",
+    "CODE_OBJECT": "omnidist.compiler.code_data",
     "DataValues": "omnidist.compiler.code_data",
     "apply_data_map": "omnidist.compiler.code_data",
     "check_data_map": "omnidist.compiler.code_data",
@@ -118,13 +327,13 @@ _NAMES: dict[str, str] = {
     "data_hints": "omnidist.compiler.code_data",
     "default_output_base": "omnidist.compiler.code_data",
     "foreign_uri": "omnidist.compiler.code_data",
-    "is_azure_storage": "omnidist.compiler.code_data",
     "local_path": "omnidist.compiler.code_data",
     "resolve_data": "omnidist.compiler.code_data",
     "staged_code_uri": "omnidist.compiler.code_data",
     "substituted": "omnidist.compiler.code_data",
     "unknown_version": "omnidist.compiler.code_data",
     "with_module": "omnidist.compiler.code_data",
+    "CommandLine": "omnidist.compiler.commandline",
     "needs_shell": "omnidist.compiler.commandline",
     "shell_argv": "omnidist.compiler.commandline",
     "Launcher": "omnidist.compiler.launchers",
@@ -165,6 +374,10 @@ _NAMES: dict[str, str] = {
     "LogPage": "omnidist.submission.clients",
     "LogStart": "omnidist.submission.clients",
     "labelled": "omnidist.submission.clients",
+    "ReadsLogs": "omnidist.submission.clients",
+    "ReadsTrials": "omnidist.submission.clients",
+    "ReportsShortage": "omnidist.submission.clients",
+    "StagesCode": "omnidist.submission.clients",
     "FLAT_ARCHIVE": "omnidist.submission.packaging:FLAT",
     "PROGRESS_ABOVE_BYTES": "omnidist.submission.packaging",
     "large_folder_warning": "omnidist.submission.packaging",
@@ -172,35 +385,19 @@ _NAMES: dict[str, str] = {
     "stage": "omnidist.submission.packaging",
     "StagedCode": "omnidist.submission.packaging",
     "parse_retry_after": "omnidist.submission.retry",
+    # prices: how a backend bills, and what a vendor kit declares about its price lists
+    "Billing": "omnidist.backend.billing",
+    "PriceFetcher": "omnidist.placement.refresh:Fetcher",
+    "PRICE_LIST_MAX_PAGES": "omnidist.placement.refresh:MAX_PAGES",
+    "PriceRow": "omnidist.placement.prices:Row",
+    "PriceSource": "omnidist.placement.vendors",
+    "Vendor": "omnidist.placement.vendors",
+    "portable_accelerator": "omnidist.placement.refresh",
+    "price_value": "omnidist.placement.refresh",
+    "shown_url": "omnidist.placement.refresh",
+    "skypilot_source": "omnidist.placement.refresh",
     "ObjectStore": "omnidist.submission.staging",
-    "stage_folder": "omnidist.submission.staging:stage_code",
-    # cloud knowledge shared by plugins
-    "COMPUTE_ENGINE": "omnidist.clouds.compute_engine",
-    "COMPUTE_ENGINE_ACCELERATORS": "omnidist.clouds.compute_engine",
-    "COMPUTE_ENGINE_GPU_MACHINES": "omnidist.clouds.compute_engine",
-    "N1_GPUS": "omnidist.clouds.compute_engine",
-    "N1_MEMORY_PER_VCPU": "omnidist.clouds.compute_engine",
-    "REDUCTION_SERVER_MACHINE": "omnidist.clouds.compute_engine",
-    "compute_engine_shape": "omnidist.clouds.compute_engine",
-    "CommandLine": "omnidist.clouds.gcloud",
-    "Flags": "omnidist.clouds.gcloud",
-    "key_values": "omnidist.clouds.gcloud",
-    "merged": "omnidist.clouds.gcloud",
-    "parse_flags": "omnidist.clouds.gcloud",
-    "check_gs_prefix": "omnidist.clouds.google_cloud",
-    "google_credentials": "omnidist.clouds.google_cloud",
-    "stage_code": "omnidist.clouds.google_cloud",
-    "storage_media_error": "omnidist.clouds.google_cloud",
-    "translate_storage_error": "omnidist.clouds.google_cloud",
-    "check_google_labels": "omnidist.clouds.google_labels:check_labels",
-    "GOOGLE_LABELS": "omnidist.clouds.google_labels:GOOGLE",
-    "DEFAULT_TPU_TOPOLOGIES": "omnidist.clouds.tpu:DEFAULT_TOPOLOGIES",
-    "TPU_HOSTS": "omnidist.clouds.tpu",
-    "TPU_HOSTS_BY_NAME": "omnidist.clouds.tpu:HOSTS_BY_NAME",
-    "TpuSlice": "omnidist.clouds.tpu",
-    "is_default_tpu_host": "omnidist.clouds.tpu:is_default_host",
-    "slice_from_host": "omnidist.clouds.tpu",
-    "tpu_slice": "omnidist.clouds.tpu",
+    "stage_folder": "omnidist.submission.staging",
     # errors
     "AuthenticationError": "omnidist.errors",
     "BackendError": "omnidist.errors",
@@ -209,6 +406,7 @@ _NAMES: dict[str, str] = {
     "InvalidRequestError": "omnidist.errors",
     "NotFoundError": "omnidist.errors",
     "NotPortableError": "omnidist.errors",
+    "PORTABLE": "omnidist.errors",
     "OmnidistError": "omnidist.errors",
     "PermissionDeniedError": "omnidist.errors",
     "ShortageError": "omnidist.errors",

@@ -31,6 +31,8 @@ SECRET_NAME = re.compile(
 MASK = "••••••"
 
 _SCHEME = r"\b[A-Za-z][A-Za-z0-9+.\-]*://"
+_ENV_NAME = (r"(?:[A-Z][A-Z0-9_]*)?(?:PASS|PASSWD|PASSWORD|PWD|TOKEN|SECRET|API_?KEY|ACCESS_?KEY|PRIVATE_?KEY"
+             r"|CREDENTIALS?|CONNECTION_?STRING|DSN)[A-Z0-9_]*")
 SECRET_SHAPES: tuple[re.Pattern[str], ...] = (
     # credentials in a URL: scheme://user:PASSWORD@host, scheme://TOKEN@host (a Sentry-style DSN)
     re.compile(rf"(?P<keep>{_SCHEME}[^\s/:@'\"<>]*:)(?P<secret>[^\s@/'\"<>]+)(?=@)"),
@@ -47,6 +49,10 @@ SECRET_SHAPES: tuple[re.Pattern[str], ...] = (
                r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{10,}|hf_[A-Za-z0-9]{30,}"
                r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,}"
                r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})\b)"),
+    # an environment variable of a secret-looking name, as a message quotes it: DB_PASS=…, "HF_TOKEN": "…",
+    # {"name": "API_KEY", "value": "…"} (upper-case names only: prose saying "password: see below" is not one)
+    re.compile(rf"(?P<keep>\b{_ENV_NAME}(?:=|\"?\s*:\s*\")|\"name\"\s*:\s*\"{_ENV_NAME}\"\s*,\s*\"value\"\s*:\s*\")"
+               r"(?P<secret>[^\s;&'\"<>,}]{4,})"),
     # an Azure storage account key (64 bytes, base64) and a PEM private key
     re.compile(r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==)"),
     re.compile(r"(?P<secret>-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"),
@@ -188,8 +194,9 @@ def mask_error(exc: BaseException, secrets: Iterable[str]) -> BaseException:
     and traceback stay; the chained SDK exception, shown only with ``--debug``, is kept)."""
     secrets = frozenset(secrets)
     exc.args = tuple(mask_text(a, secrets) if isinstance(a, str) else a for a in exc.args)
-    if isinstance(getattr(exc, "message", None), str):
-        exc.message = mask_text(exc.message, secrets)  # type: ignore[attr-defined]
+    for name in ("message", "detail"):  # a backend error's detail is what a placement's refusal line shows
+        if isinstance(getattr(exc, name, None), str):
+            setattr(exc, name, mask_text(getattr(exc, name), secrets))
     return exc
 
 

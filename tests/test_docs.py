@@ -93,3 +93,21 @@ def test_the_docs_cite_no_spec_sections():
         cited += [f"{name}: {getattr(m, '__qualname__', name)}" for m in members
                   if isinstance(getattr(m, "__doc__", None), str) and "SPEC §" in m.__doc__]
     assert cited == []
+
+
+def test_the_guide_counts_the_required_protocol_as_the_code_defines_it():
+    import re
+
+    from omnidist.backend import contract
+    from omnidist.submission import clients
+
+    def required(cls: type) -> set[str]:
+        """Abstract methods, and class attributes declared without a value."""
+        return set(cls.__abstractmethods__) | {n for n in cls.__annotations__ if not hasattr(cls, n)}
+
+    assert required(contract.Backend) == set(contract.REQUIRED)
+    assert required(clients.Client) == set(clients.REQUIRED)
+    count = len(contract.REQUIRED) + 1 + len(clients.REQUIRED)  # + CloudBackend's client
+    text = (DOCS / "writing-a-backend.md").read_text()
+    assert re.search(rf"## The required protocol: {count} names", text)
+    assert all(f"`{name}`" in text for name in (*contract.REQUIRED, *clients.REQUIRED))

@@ -17,9 +17,11 @@ from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.values import CompiledJob, Footprint, JobStatus, Note
+from omnidist.backend.billing import Billing
+from omnidist.backend.values import CompiledJob, Credentials, Footprint, JobStatus, Note
 from omnidist.errors import BackendError, Refusal
 from omnidist.model.features import ROLE_FEATURES, Feature
+from omnidist.model.fields import as_dict
 from omnidist.model.job import DistributedJob, Framework
 from omnidist.model.labels import LabelRules
 from omnidist.model.roles import RoleName
@@ -58,9 +60,9 @@ class Capabilities:
     env: bool = True
     reduction_server: bool = False
     submit: bool = True
-    role_frameworks: Mapping[RoleName, frozenset[Framework]] = attrs.field(factory=dict, converter=dict,
+    role_frameworks: Mapping[RoleName, frozenset[Framework]] = attrs.field(factory=dict, converter=as_dict,
                                                                            hash=False)
-    refusals: Mapping[Feature, Refusal] = attrs.field(factory=dict, converter=dict, hash=False)
+    refusals: Mapping[Feature, Refusal] = attrs.field(factory=dict, converter=as_dict, hash=False)
 
     @property
     def features(self) -> frozenset[Feature]:
@@ -121,12 +123,12 @@ class MigrationPolicy:
 
     vocabulary: str = ""
     shared_settings: frozenset[str] = frozenset()
-    left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    left_behind: Mapping[str, str] = attrs.field(factory=dict, converter=as_dict, hash=False)
     machine_setting: str = ""
     label_rules: Optional[LabelRules] = attrs.field(default=None, hash=False)
     inputs_setting: str = ""
     module_setting: str = ""
-    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=dict, hash=False)
+    runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=as_dict, hash=False)
     tpus: str = ""
     output_setting: str = ""
     example_settings: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, hash=False)
@@ -152,6 +154,12 @@ class Backend(ABC):
     """What every backend implements. Subclasses are registered under the entry-point
     group ``omnidist.backends`` with the same name as :attr:`name`.
 
+    The required protocol is :data:`REQUIRED`: three declarations and :meth:`compile`. What a
+    backend does beyond compiling it opts into with the capability classes of this module and of
+    :mod:`omnidist.submission.clients` (:class:`Imports`: reading its native files back;
+    :class:`Placement`: what ``plan`` prices and ``migrate`` carries), which the core finds with
+    ``isinstance``; the other class attributes below are declarations with defaults.
+
     A cloud backend subclasses :class:`omnidist.submission.cloud.CloudBackend` and declares its
     :attr:`client`; ``submit``/``status``/``logs``/``cancel`` then go through it (retries,
     exactly-once creates, masking). A backend without one that still runs jobs (``local``)
@@ -171,11 +179,13 @@ class Backend(ABC):
     emulation_settings: ClassVar[Mapping[str, Any]] = {}
     """Settings ``omnidist run --emulate <name>`` compiles with where the job's block gives none: stand-ins
     for what only a real account has (SageMaker's ``role_arn``); nothing is sent anywhere."""
-    strict_json: ClassVar[bool] = False
-    """Its own tools read a native ``.json`` file as strict JSON (the AWS CLI's ``--cli-input-json``):
-    a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""
-    native_formats: ClassVar[tuple[str, ...]] = ()
-    """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
+    billing: ClassVar[Mapping[str, Billing]] = {}
+    """Service (a :class:`~omnidist.backend.values.Footprint`'s ``service``) -> how it bills: the
+    services its footprints name, each with its price list, surcharge rule and fees. Placement
+    prices a footprint from the service's list, which a vendor kit ships and refreshes."""
+    command_programs: ClassVar[tuple[str, ...]] = ()
+    """Programs whose command lines, pasted into a file, it reads as a native spec: a file whose
+    first line runs one of them is read as a :class:`omnidist.compiler.commandline.CommandLine`."""
     testing: ClassVar[str] = ""
     """``"package.module:NAME"`` of its :class:`omnidist.testing.Harness` (its fake service and the
     settings that point its client there), for the suites and benchmarks that run every cloud
@@ -189,36 +199,10 @@ class Backend(ABC):
     def compile(self, job: DistributedJob, settings: Any) -> CompiledJob:
         """Build the native request. Pure: no network, no SDK import."""
 
-    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
-        """Turn a native request into a portable job. Pure. (The job of :meth:`import_with_notes`.)"""
-        return self.import_with_notes(request)[0]
-
-    def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
-        """Like :meth:`import_native`, plus notes on what was inferred, approximated or
-        dropped while importing (migration reports them).
-
-        A backend implements one of the two: this one when its importer has something to say
-        (the default has nothing to add to :meth:`import_native`)."""
-        if type(self).import_native is Backend.import_native:
-            raise NotImplementedError(f"backend {self.name!r} implements neither import_native nor import_with_notes")
-        return self.import_native(request), ()
-
     def under_profile_of(self, backend: str, settings: Any) -> Any:
         """The settings to use under a profile made for another ``backend`` (``omnidist run
         --profile azure`` runs on ``local`` with the ``azure_ml`` profile); the default: as they are."""
         return settings
-
-    def recognizes(self, native: Any) -> bool:
-        """True when ``native`` (a mapping or list as read from a file) is one of this backend's
-        own native formats: how ``omnidist import`` and ``migrate`` tell the source without
-        ``--from``. Pure and cheap; the default recognises nothing."""
-        return False
-
-    def split_jobs(self, native: Any) -> Sequence[Any]:
-        """``native`` once per training job it holds, each part what :meth:`import_with_notes`
-        reads (docs/migration.md: a YAML stream of several jobs imports as one portable job per job).
-        Pure; the default holds one job, ``[native]``."""
-        return [native]
 
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
         """Create the job: on a cloud, retried on transient errors, never twice."""
@@ -243,6 +227,51 @@ class Backend(ABC):
         """Where a person can look at the job; empty when there is no console."""
         return ""
 
+
+class Imports(Backend):
+    """Capability: the backend reads its own native files back into portable jobs (``omnidist
+    import``, ``migrate`` from it, the read-back checks). It implements :meth:`import_native` or
+    :meth:`import_with_notes`; :meth:`recognizes` lets ``import`` tell its files without ``--from``.
+    A backend without it compiles and submits, and ``import --from`` it says it reads no files."""
+
+    strict_json: ClassVar[bool] = False
+    """Its own tools read a native ``.json`` file as strict JSON (the AWS CLI's ``--cli-input-json``):
+    a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""
+    native_formats: ClassVar[tuple[str, ...]] = ()
+    """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
+
+    def import_native(self, request: Mapping[str, Any]) -> DistributedJob:
+        """Turn a native request into a portable job. Pure. (The job of :meth:`import_with_notes`.)"""
+        return self.import_with_notes(request)[0]
+
+    def import_with_notes(self, request: Mapping[str, Any]) -> tuple[DistributedJob, tuple[Note, ...]]:
+        """Like :meth:`import_native`, plus notes on what was inferred, approximated or
+        dropped while importing (migration reports them).
+
+        A backend implements one of the two: this one when its importer has something to say
+        (the default has nothing to add to :meth:`import_native`)."""
+        if type(self).import_native is Imports.import_native:
+            raise NotImplementedError(f"backend {self.name!r} implements neither import_native nor import_with_notes")
+        return self.import_native(request), ()
+
+    def recognizes(self, native: Any) -> bool:
+        """True when ``native`` (a mapping or list as read from a file) is one of this backend's
+        own native formats: how ``omnidist import`` and ``migrate`` tell the source without
+        ``--from``. Pure and cheap; the default recognises nothing."""
+        return False
+
+    def split_jobs(self, native: Any) -> Sequence[Any]:
+        """``native`` once per training job it holds, each part what :meth:`import_with_notes`
+        reads (docs/migration.md: a YAML stream of several jobs imports as one portable job per job).
+        Pure; the default holds one job, ``[native]``."""
+        return [native]
+
+
+class Placement(Backend):
+    """Capability: the backend says where and on what its jobs run, so ``omnidist plan`` prices
+    them, placements fail over between regions and the ledger records them, and ``migrate``
+    carries its machine names. Without it a plan shows the price as unknown."""
+
     def footprint(self, compiled: CompiledJob, settings: Any) -> Optional[Footprint]:
         """What ``compiled`` runs on: the priced service, the region and the machines per role, read
         from the backend's own request (``omnidist plan`` prices it; the ledger records it). Pure.
@@ -253,8 +282,55 @@ class Backend(ABC):
         """Where the backend's jobs run, for the ledger and ``plan`` (default: a ``region`` setting)."""
         return getattr(settings, "region", None)
 
+    def find_credentials(self, settings: Any) -> Optional[Credentials]:
+        """Where the backend's client would find credentials, looked up without the network (what
+        ``plan`` shows and what a placement skips a profile for); ``None`` (the default): the
+        backend does not say."""
+        return None
+
+    def check_credentials(self, settings: Any) -> Optional[Credentials]:
+        """:meth:`find_credentials`, then the cloud asked whether it accepts them, creating nothing
+        (``omnidist check``); ``None`` (the default): the backend does not say."""
+        return None
+
+    def machine_offer(self) -> Optional[tuple[str, Any]]:
+        """The price list its machines bill from (a service of :mod:`omnidist.placement.prices`) and
+        the :class:`~omnidist.compiler.catalog.Catalog` compile picks machines from, for ``omnidist
+        gpus``; ``None`` (the default) when the backend does not say."""
+        return None
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """``(machine type, chips)`` of each TPU host it runs ``accelerator`` on, for ``omnidist
+        gpus``; ``[]`` (the default): it runs no TPU."""
+        return []
+
+    def pricing_region(self, settings: Any) -> Optional[str]:
+        """The region ``omnidist plan`` prices in when the settings name none (its cloud's largest,
+        said in a note), or ``None`` (the default: the price comes from rows that state no region)."""
+        return None
+
     def machine_alias(self, name: str) -> Optional[str]:
         """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google
         backends) has for a machine only this backend calls ``name`` (a deprecated alias);
         ``None`` when ``name`` is that vocabulary's own. ``migrate`` carries machines with it."""
         return None
+
+
+def footprint_of(driver: Backend, compiled: CompiledJob, settings: Any) -> Optional[Footprint]:
+    """``driver``'s :meth:`Placement.footprint` of ``compiled``; ``None`` without :class:`Placement`."""
+    return driver.footprint(compiled, settings) if isinstance(driver, Placement) else None
+
+
+def region_of(driver: Backend, settings: Any) -> Optional[str]:
+    """``driver``'s :meth:`Placement.region`; without :class:`Placement`, a ``region`` setting."""
+    return driver.region(settings) if isinstance(driver, Placement) else getattr(settings, "region", None)
+
+
+def machine_alias_of(driver: Backend, name: str) -> Optional[str]:
+    """``driver``'s :meth:`Placement.machine_alias` for ``name``; ``None`` without :class:`Placement`."""
+    return driver.machine_alias(name) if isinstance(driver, Placement) else None
+
+
+REQUIRED: tuple[str, ...] = ("name", "capabilities", "settings_type", "compile")
+"""The names every backend defines (:class:`Backend`'s required protocol); every other name of the
+contract has a default or belongs to a capability class a backend opts into."""

@@ -19,11 +19,11 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Iterator
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 import attrs
 
-from omnidist.backend.contract import Backend, Capabilities
+from omnidist.backend.contract import Backend, Capabilities, Imports
 from omnidist.errors import BackendNotFoundError
 
 GROUP = "omnidist.backends"
@@ -191,11 +191,26 @@ def check_contract(name: str, cls: object) -> type[Backend]:
         problems.append("its settings_type is not an attrs class")
     if getattr(cls, "__abstractmethods__", None):
         problems.append(f"it does not implement {', '.join(sorted(cls.__abstractmethods__))}")
-    if cls.import_native is Backend.import_native and cls.import_with_notes is Backend.import_with_notes:
+    if issubclass(cls, Imports) and (cls.import_native is Imports.import_native
+                                     and cls.import_with_notes is Imports.import_with_notes):
         problems.append("it implements neither import_native nor import_with_notes")
     if problems:
         raise BackendNotFoundError(f"backend {name!r} ({cls.__module__}) breaks the contract: " + "; ".join(problems))
     return cls
+
+
+def importer(name: Union[str, Backend]) -> Imports:
+    """Backend ``name`` (or the backend itself), which reads native files
+    (:class:`~omnidist.backend.contract.Imports`).
+
+    Raises:
+        BackendNotFoundError: as :func:`get`, or the backend reads no native files.
+    """
+    found = get(name) if isinstance(name, str) else name
+    if not isinstance(found, Imports):
+        raise BackendNotFoundError(f"backend {found.name!r} reads no native files (it compiles and submits only); "
+                                   "import from a backend that does")
+    return found
 
 
 @functools.cache

@@ -13,7 +13,9 @@ import attrs
 from omnidist import notebook
 from omnidist.model import serde
 from omnidist.model.features import NoteCode
+from omnidist.model.fields import as_dict, as_tuple
 from omnidist.model.job import DistributedJob
+from omnidist.model.recovery import Ending
 
 REQUEST_ID_LABEL = "omnidist-request-id"
 """The label (tag) a create carries its idempotency key under, on clouds that name jobs themselves:
@@ -42,7 +44,7 @@ class Note:
     field: str
     message: str
     code: Optional[NoteCode] = attrs.field(default=None, converter=attrs.converters.optional(NoteCode))
-    data: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, eq=False)
+    data: Mapping[str, Any] = attrs.field(factory=dict, converter=as_dict, eq=False)
 
     def __str__(self) -> str:
         return f"[{self.kind.value}] {self.field}: {self.message}"
@@ -57,7 +59,7 @@ class CompiledJob:
 
     backend: str
     request: dict[str, Any]
-    diagnostics: tuple[Note, ...] = attrs.field(default=(), converter=tuple)
+    diagnostics: tuple[Note, ...] = attrs.field(default=(), converter=as_tuple)
     format: str = "json"
     job: Optional[DistributedJob] = attrs.field(default=None, eq=False, repr=False)
 
@@ -159,14 +161,18 @@ class JobStatus:
         metric: a tuning job's metric (``""`` for a plain job).
         trials: a tuning job's trials so far, in the cloud's order (empty for a plain job).
         best: the trial with the best final value so far (:func:`best_trial`).
+        ended: how an ended job ended, as its backend classifies the native status (docs/recovery.md):
+            preemption, capacity, node_failure, failure, succeeded or cancelled; ``None`` while
+            it runs (or when nothing classified it).
     """
 
     state: JobState = attrs.field(converter=JobState)
     native_state: str = ""
     message: str = ""
     metric: str = ""
-    trials: tuple[Trial, ...] = attrs.field(default=(), converter=tuple)
+    trials: tuple[Trial, ...] = attrs.field(default=(), converter=as_tuple)
     best: Optional[Trial] = None
+    ended: Optional[Ending] = attrs.field(default=None, converter=attrs.converters.optional(Ending))
 
     def _repr_html_(self) -> str:
         return notebook.status_html(self)
@@ -197,6 +203,32 @@ class Pool:
 
 
 @attrs.frozen(kw_only=True)
+class Credentials:
+    """What a backend finds of its credentials (``omnidist check``, ``plan``'s ``credentials`` column).
+
+    Attributes:
+        found: credentials are where the cloud's client looks (``False``: none are).
+        where: where they are (an environment variable, a file), or why none are needed.
+        fix: how to provide them (shown when they are missing or refused).
+        valid: the cloud accepted them (``None``: not asked, e.g. offline).
+        detail: what the cloud said when it refused them.
+    """
+
+    found: bool
+    where: str = ""
+    fix: str = ""
+    valid: Optional[bool] = None
+    detail: str = ""
+
+    @property
+    def status(self) -> str:
+        """``ok``, ``missing``, ``refused`` or ``unchecked`` (found, not asked)."""
+        if not self.found:
+            return "missing"
+        return "unchecked" if self.valid is None else "ok" if self.valid else "refused"
+
+
+@attrs.frozen(kw_only=True)
 class Footprint:
     """What a compiled job runs on, for pricing it (``omnidist plan``) and for the job ledger.
 
@@ -216,7 +248,7 @@ class Footprint:
 
     service: str
     region: Optional[str]
-    pools: tuple[Pool, ...] = attrs.field(default=(), converter=tuple)
+    pools: tuple[Pool, ...] = attrs.field(default=(), converter=as_tuple)
     spot: bool = False
     parallel: int = 1
     offered: Optional[bool] = None

@@ -42,8 +42,8 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,
-                jobs.run, import_command, migrate_command, container.env, container.launch, placement.plan,
-                placement.catalog, placement.jobs_command):
+                jobs.run, jobs.watch, import_command, migrate_command, container.env, container.launch,
+                placement.plan, placement.catalog, placement.gpus, placement.check, placement.jobs_command):
     main.add_command(command)
 
 

@@ -27,8 +27,8 @@ class Group(click.Group):
                 raise
             style.echo_error(shown(str(exc)))
             ctx.exit(exc.exit_code)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
+        except KeyboardInterrupt as exc:  # an interrupted create says what it knows of its job
+            click.echo(shown(getattr(exc, "message", "") or "interrupted"), err=True)
             ctx.exit(130)
         except (click.exceptions.Exit, click.ClickException, click.Abort, SystemExit):
             raise
@@ -129,8 +129,8 @@ class BackendChoice(LazyChoice):
     def convert(self, value: Any, param: Optional[click.Parameter], ctx: Optional[click.Context]) -> Any:
         from omnidist.backend import registry
 
-        if value in registry.missing():
-            return value
+        if value not in registry.installed() and value in registry.missing():  # `missing` imports every
+            return value  # runtime platform module: only for a name that is not installed
         return super().convert(value, param, ctx)
 
 

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from typing import Any, Optional
 
 import click
@@ -153,10 +154,13 @@ def _print_status(status: Any) -> None:
               help="With several profiles: move on when the job has not started after this long (30m, 2h).")
 @click.option("--wait", is_flag=True, help="Follow state changes and logs until the job ends.")
 @click.option("--poll", type=float, default=None,
-              help="Seconds between status polls with --wait (default: the backend's).")
+              help="Seconds between status polls with --wait or --recover (default: the backend's; 30 s recovering).")
+@click.option("--recover", is_flag=True,
+              help="Follow the job and restart (or move) it as its recovery block says, until it ends for good "
+                   "(omnidist watch NAME picks up from the ledger if this stops).")
 @one_off_options
 def submit(job: tuple[str, ...], backend: Optional[str], profile: Optional[str], max_queue: Optional[str], wait: bool,
-           poll: Optional[float], **one_off_flags: Any) -> None:
+           poll: Optional[float], recover: bool, **one_off_flags: Any) -> None:
     """Create JOB_FILE's job (or a one-off job's) on the backend; prints the job id and console URL.
 
     With several profiles (--profile a,b,c or a group), tries them in turn: skips those that cannot
@@ -169,15 +173,77 @@ def submit(job: tuple[str, ...], backend: Optional[str], profile: Optional[str],
       omnidist submit job.yaml --backend azure_ml
       omnidist submit job.yaml --profile gcp,azure --max-queue 30m
       omnidist submit -p gcp --nodes 2 --accelerator A100:8 --image IMG -- python train.py
+      omnidist submit spot.yaml --profile gcp-spot,aws-spot --recover
     """
+    from omnidist import api
     from omnidist.placement import failover
 
-    handle = failover.submit(one_off(job, **one_off_flags), backend=backend, profile=profile, max_queue=max_queue)
+    found = api.as_job(one_off(job, **one_off_flags))
+    if recover and found.recovery is None:
+        raise click.UsageError("--recover needs the job's recovery block (recovery: {max_restarts: 3})")
+    handle = failover.submit(found, backend=backend, profile=profile, max_queue=max_queue)
     click.echo(handle.id)
     if handle.url:
         click.echo(handle.url)
-    if wait:
+    if recover:
+        from omnidist.recovery import watcher
+        from omnidist.submission import ledger
+
+        watcher.remember(ledger.Ledger.default(), handle.id, found, _profiles(profile))
+        _watch_one(handle.id, poll)
+    elif wait:
         _follow(handle, poll)
+
+
+def _profiles(profile: Optional[str]) -> list[str]:
+    """The profiles a job may move between, in order (a group's, or those listed)."""
+    if not profile:
+        return []
+    from omnidist.placement import plan as planning
+
+    return list(planning.profile_names([profile])[0])
+
+
+def _watch_one(key: str, poll: Optional[float]) -> str:
+    """Watch job ``key`` until it ends for good; print each step and the outcome; the last ending."""
+    from omnidist.recovery import watcher
+
+    waits = watcher.Waits() if poll is None else watcher.Waits(poll_s=poll)
+    outcome = watcher.watch(key, waits=waits, say=lambda line: click.echo(f"omnidist: {line}", err=True))
+    click.echo(f"omnidist: {outcome.name}: {outcome.attempts} attempt(s), the last ended by "
+               f"{outcome.ended or 'nothing yet'}; stopped watching: {outcome.why}", err=True)
+    return outcome.ended or ""
+
+
+@click.command()
+@click.argument("key", metavar="NAME_OR_ID", required=False)
+@click.option("--all", "every", is_flag=True, help="Every job submitted with --recover that has not ended for good.")
+@click.option("--poll", type=float, default=None, help="Seconds between status polls (default 30).")
+def watch(key: Optional[str], every: bool, poll: Optional[float]) -> None:
+    """Follow a job submitted with --recover and restart (or move) it as its recovery block says.
+
+    Works from the job ledger, so it runs anywhere the credentials are and picks up where a
+    stopped watcher left off; two watchers of one job never both restart it. Exits 0 when every
+    job watched succeeded, 1 otherwise.
+
+    \b
+    Examples:
+      omnidist watch cassava
+      omnidist watch --all --poll 60
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    from omnidist.recovery import watcher
+
+    if bool(key) == every:
+        raise click.UsageError("name one job, or --all")
+    keys = watcher.live_keys() if every else [key]
+    if not keys:
+        click.echo("omnidist: no job to watch (omnidist submit --recover records them)", err=True)
+        return
+    with ThreadPoolExecutor(max_workers=min(16, len(keys))) as pool:
+        endings = list(pool.map(lambda k: _watch_one(k, poll), keys))
+    sys.exit(0 if all(e == "succeeded" for e in endings) else 1)
 
 
 def _follow(handle: Any, poll: Optional[float]) -> None:
@@ -194,6 +260,27 @@ def _follow(handle: Any, poll: Optional[float]) -> None:
         sys.exit(1)
 
 
+def _known(job_id: str, act: Callable[[Any], Any], backend: Optional[str], profile: Optional[str]) -> Any:
+    """``act(handle)`` for the job ``job_id`` names. A job neither the ledger nor the cloud knows
+    is the user's input, not the cloud's failure: exit 2, saying where it was looked for.
+
+    Raises:
+        ValidationError: no job has that id or name.
+    """
+    from omnidist import api
+    from omnidist.errors import NotFoundError, ValidationError
+
+    handle = api.attach(job_id, backend=backend, profile=profile)
+    try:
+        return act(handle)
+    except NotFoundError as exc:
+        if api.recorded(job_id) is not None:  # the ledger has it: the cloud no longer does (exit 1)
+            raise
+        raise ValidationError(f"no job {job_id!r}: the job ledger has none of that id or name, and {handle.backend} "
+                              f"knows none ({exc.detail}); omnidist jobs lists the jobs submitted",
+                              path="ID_OR_NAME") from None
+
+
 @click.command()
 @click.argument("job_id", metavar="ID_OR_NAME")
 @backend_option
@@ -207,9 +294,7 @@ def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
       omnidist status projects/p/locations/us-central1/customJobs/123
       omnidist status cassava-resnet-3f9a1c2e --profile azure
     """
-    from omnidist import api
-
-    _print_status(api.attach(job_id, backend=backend, profile=profile).status())
+    _print_status(_known(job_id, lambda handle: handle.status(), backend, profile))
 
 
 @click.command()
@@ -224,9 +309,7 @@ def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bo
     Examples:
       omnidist logs cassava-resnet-3f9a1c2e --profile azure --follow
     """
-    from omnidist import api
-
-    for line in api.attach(job_id, backend=backend, profile=profile).logs(follow=follow):
+    for line in _known(job_id, lambda handle: handle.logs(follow=follow), backend, profile):
         click.echo(line)
 
 
@@ -241,10 +324,7 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
     Examples:
       omnidist cancel 1234567890 --profile gcp
     """
-    from omnidist import api
-
-    handle = api.attach(job_id, backend=backend, profile=profile)
-    handle.cancel()
+    handle = _known(job_id, lambda handle: handle.cancel() or handle, backend, profile)
     click.echo(f"cancel requested for {handle.id}")
 
 
@@ -257,11 +337,15 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
               help="Run every replica on the CPU, even on a machine with GPUs (the local backend's cpu setting). "
                    "Without it, training replicas get a GPU per process, and share the GPUs round robin when they "
                    "outnumber them.")
+@click.option("--preempt", metavar="REPLICA@DURATION",
+              help="Preempt a replica (primary-0, worker-1) after DURATION (30s, 2m) the way the emulated platform "
+                   "does: SIGTERM, then SIGKILL after its grace period; the run ends by preemption, and restarts "
+                   "from its checkpoints when the job's recovery lists preemption.")
 @profile_option
 @verbose_option
 @one_off_options
-def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, profile: Optional[str], verbose: bool,
-        **one_off_flags: Any) -> None:
+def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, preempt: Optional[str], profile: Optional[str],
+        verbose: bool, **one_off_flags: Any) -> None:
     """Run JOB_FILE (or a one-off job) on this machine: one process per replica, output prefixed
     [primary-0], [worker-0]…
 
@@ -273,13 +357,14 @@ def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, profile: Option
       omnidist run job.yaml --emulate azure_ml
       omnidist run job.yaml --cpu                     # keep every replica off the GPUs
       omnidist run --nodes 2 -- python train.py
+      omnidist run job.yaml --preempt worker-0@30s    # see the resume logic work before paying for spot
     """
     from omnidist import api
 
     given = {**({"emulate": emulate} if emulate else {}), **({"cpu": True} if cpu else {})}
     found, driver, settings = api.prepare(one_off(job, **one_off_flags), backend="local", profile=profile,
                                           settings=given or None)
-    result = driver.run(found, settings, verbose=verbose, show=style.run_note(sys.stderr))
+    result = driver.run(found, settings, verbose=verbose, show=style.run_note(sys.stderr), preempt=preempt)
     sys.exit(result.exit_code)
 
 

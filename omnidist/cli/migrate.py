@@ -9,7 +9,7 @@ from typing import Optional
 import click
 
 from omnidist.cli import style
-from omnidist.cli.common import BACKENDS, FRAMEWORKS, shown
+from omnidist.cli.common import BACKENDS, FRAMEWORKS, setup_logging, shown
 
 
 @click.command("import")
@@ -31,8 +31,8 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
     from omnidist import migration
     from omnidist.migration.imports import import_jobs
 
-    parts, source = import_jobs(native_file, source, framework)
-    click.echo("---\n".join(migration.job_yaml_with_comments(job, entries, source, native_file)
+    parts, found = import_jobs(native_file, migration.resolve(source), framework)
+    click.echo("---\n".join(migration.job_yaml_with_comments(job, entries, found.name, native_file)
                             for job, entries in parts), nl=False)
 
 
@@ -45,7 +45,7 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="Format of the fidelity report on stderr.")
 @click.option("--image", help="Container to run, for specs that ran something only their cloud has "
-              "(a legacy Python-package job; an Azure ML registered environment, build context or conda file).")
+              "(a Python-package job; a registered environment, build context or conda file).")
 @click.option("--command", "command", help="Command to run, one string read like a shell reads it "
               "(for a spec that names none, or to run something else).")
 @click.option("--profile", "-p", help="Profile supplying the target's settings.")
@@ -53,9 +53,11 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
               help="The GPUs of a spec whose machines the file does not say (an Azure ML job on a named compute "
                    "cluster): V100:2 for the primary (the roles that inherit its hardware follow), "
                    "workers=V100:2 for one role. Repeatable.")
+@click.option("--debug", is_flag=True, help="Say where each report line came from (the importer's or compiler's note "
+              "and its code, or the migration itself), and show Python tracebacks for errors.")
 def migrate_command(native_file: str, source: Optional[str], target: str, strict: bool, framework: Optional[str],
                     output: str, image: Optional[str], command: Optional[str], profile: Optional[str],
-                    accelerators: tuple[str, ...]) -> None:
+                    accelerators: tuple[str, ...], debug: bool) -> None:
     """Import NATIVE_FILE and compile it for another backend.
 
     Prints the target's native request on stdout and a fidelity report on stderr: what
@@ -63,7 +65,9 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     --strict, a drop or a change in meaning prints the report and exits 3. With -o json,
     stderr is one JSON document, errors included: the report, or an ``error`` object.
     A file holding several training jobs compiles each: the requests as a YAML stream, one
-    report per job (a JSON list with -o json).
+    report per job (a JSON list with -o json). With --debug (here or before the command), each
+    report line also says where it came from: ``[vertex compiler note machine.chosen]``, or
+    ``[migration]`` for a line the migration writes itself (``origin`` and ``code`` in JSON).
 
     \b
     Examples:
@@ -76,15 +80,20 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     from omnidist.errors import OmnidistError
     from omnidist.migration.report import StrictMigrationError
 
+    meta = click.get_current_context().meta
+    if debug and not meta.get("omnidist.debug"):  # as `omnidist --debug migrate`: tracebacks and SDK logs too
+        meta["omnidist.debug"] = True
+        setup_logging(True)
+    traced = bool(meta.get("omnidist.debug"))
     try:
         results = migration.migrate_all(native_file, source, target, strict=strict, framework=framework,
                                         image=image, profile=profile, command=command,
                                         accelerators=dict(_role_and_accelerator(a) for a in accelerators))
     except OmnidistError as exc:
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
-        if output != "json" or click.get_current_context().meta.get("omnidist.debug"):
+        if output != "json" or traced:
             if report is not None:
-                click.echo(style.report(report, style.enabled()), err=True, color=style.enabled())
+                click.echo(style.report(report, style.enabled(), traced=traced), err=True, color=style.enabled())
             raise
         click.echo(json.dumps({**(report.to_dict() if report is not None else {}), "error": error_dict(exc)},
                               indent=2), err=True)
@@ -94,7 +103,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     else:  # a YAML stream (JSON documents are YAML too)
         click.echo("---\n".join(compiled.render().rstrip("\n") + "\n" for compiled, _ in results), nl=False)
     if output == "json":
-        reports = [report.to_dict() for _, report in results]
+        reports = [report.to_dict(traced=traced) for _, report in results]
         click.echo(json.dumps(reports[0] if len(reports) == 1 else reports, indent=2), err=True)
         return
     on = style.enabled()
@@ -102,7 +111,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
         if len(results) > 1:
             name = compiled.job.name if compiled.job is not None else ""
             click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {shown(name)}", err=True)
-        click.echo(style.report(report, on), err=True, color=on)
+        click.echo(style.report(report, on, traced=traced), err=True, color=on)
 
 
 def _role_and_accelerator(text: str) -> tuple[str, str]:

@@ -141,14 +141,15 @@ def note_kind_word(word: str, kind: str, on: bool) -> str:
     return paint(word, on, **NOTE_COLOURS.get(kind, {}))
 
 
-def report(report: Any, on: bool) -> str:
-    """A migration's fidelity report as ``str(report)`` prints it, each fidelity word in its colour."""
+def report(report: Any, on: bool, *, traced: bool = False) -> str:
+    """A migration's fidelity report as ``str(report)`` prints it, each fidelity word in its colour;
+    with ``traced`` (``--debug``), each line ends with where it came from (``report.traced()``)."""
     if not on:
-        return shown(str(report))
+        return shown(report.traced() if traced else str(report))
     lines = [f"migration {report.source} -> {report.target}"]
     for entry in report.entries:
         word = entry.fidelity.value
-        text = shown(f"{entry.field}: {entry.message}")
+        text = shown(f"{entry.field}: {entry.message}" + (f"  [{entry.trace}]" if traced else ""))
         lines.append(f"  {note_kind(word, on)}{' ' * max(12 - len(word), 0)} {text}")
     if report.breaks_strict:
         lines.append(paint(f"  {len(report.breaks_strict)} change(s) in meaning: --strict would refuse this migration",

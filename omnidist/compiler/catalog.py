@@ -1,7 +1,7 @@
 """Machines: one record type, the one "smallest machine that fits", the one check of a machine
 a job names.
 
-A backend describes what its cloud offers as a :class:`Catalog` of :class:`Machine` records
+A backend describes what its cloud offers as a :class:`MachineCatalog` of :class:`Machine` records
 (plus, for Compute Engine's N1, the GPUs that can be attached to a machine); everything that
 decides whether a machine fits a role lives here, so every backend picks and checks the same
 way. Facts come from the clouds' machine pages (see ``PLATFORMS.md``); values marked
@@ -81,7 +81,7 @@ class Attachment:
 
 
 @attrs.frozen(kw_only=True)
-class Catalog:
+class MachineCatalog:
     """The machines one platform offers.
 
     Attributes:
@@ -190,7 +190,7 @@ def _has(machine: Machine, link: Link) -> bool:
 
 
 def smallest_fit(
-    catalog: Catalog,
+    catalog: MachineCatalog,
     accelerator: Optional[Accelerator],
     *,
     cpus: Optional[float] = None,
@@ -201,7 +201,7 @@ def smallest_fit(
 ) -> Optional[Machine]:
     """The smallest machine of ``catalog`` that fits a role, or ``None`` when none does.
 
-    A machine fits when it takes ``accelerator`` (see :meth:`Catalog.takes`; ``None`` means a
+    A machine fits when it takes ``accelerator`` (see :meth:`MachineCatalog.takes`; ``None`` means a
     machine without GPUs), has ``cpus`` and ``memory_gb``, and has ``interconnect``. Among those:
     machines still sold before retired ones, then the fewest GPUs (never idle GPUs for a faster
     network), then ``prefer_interconnect`` first, then the fewest vCPUs, the least memory, the name.
@@ -213,7 +213,7 @@ def smallest_fit(
     return catalog._fits[question]
 
 
-def _smallest_fit(catalog: Catalog, accelerator: Optional[Accelerator], cpus: Optional[float],
+def _smallest_fit(catalog: MachineCatalog, accelerator: Optional[Accelerator], cpus: Optional[float],
                   memory_gb: Optional[float], interconnect: Optional[Link], more_gpus: bool,
                   prefer_interconnect: Optional[Link]) -> Optional[Machine]:
     fitting = [
@@ -236,7 +236,7 @@ def _asked(accelerator: Optional[Accelerator]) -> str:
 
 
 def check_named(
-    catalog: Catalog,
+    catalog: MachineCatalog,
     name: str,
     *,
     role: str,
@@ -282,7 +282,7 @@ def check_named(
     return machine
 
 
-def _gpu_problem(catalog: Catalog, machine: Machine, role: str,
+def _gpu_problem(catalog: MachineCatalog, machine: Machine, role: str,
                  wanted: Optional[Accelerator]) -> Optional[str]:
     """Why ``machine`` cannot carry ``wanted`` (``None`` when it can)."""
     name = machine.name

@@ -46,9 +46,6 @@ it under that hash and puts the hash in its place."""
 CODE_OBJECT = "omnidist/code/" + CODE_HASH + ".tar.gz"
 """Where in a staging bucket a code folder is uploaded, by content."""
 
-AZURE_BLOB_HOSTS = (".blob.core.windows.net", ".dfs.core.windows.net")
-"""Host suffixes of Azure Storage: an ``https`` URI with one is Azure data, not a plain download."""
-
 
 # --- settings every backend shares -----------------------------------------------------------
 
@@ -130,12 +127,6 @@ def _example_target(reads: str) -> str:
 def is_asset(uri: str) -> bool:
     """True for a registered Azure ML asset (``azureml:name:1``, ``azureml:name@latest``), not a path."""
     return uri.startswith("azureml:") and not uri.startswith("azureml://")
-
-
-def is_azure_storage(uri: str) -> bool:
-    """True for an ``https`` URI into Azure Blob / Data Lake storage."""
-    host = uri.split("://", 1)[-1].split("/", 1)[0].lower()
-    return host.endswith(AZURE_BLOB_HOSTS)
 
 
 def fill_code_hash(request: Any, sha256: str) -> Any:

@@ -30,9 +30,6 @@ from omnidist.model.job import NAME_PATTERN
 from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import INHERITS_FROM_PRIMARY, Accelerator, EffectiveRole, Role, RoleName
 
-PORTABLE = NotPortableError.side
-"""Who cannot hold what an importer refuses (the ``backend`` of its :class:`NotPortableError`)."""
-
 _HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 _PROGRAM = ("image", "command", "args")
 
@@ -282,7 +279,7 @@ def cannot_hold(subject: str, message: str, hint: str = "", *,
     return NotPortableError(feature, message, hint, subject=subject)
 
 
-TPU_MESSAGE = "omnidist does not import TPU jobs yet (Vertex, legacy AI Platform and GKE run them)"
+TPU_MESSAGE = "omnidist does not import TPU jobs yet (it compiles them for the backends that run TPUs)"
 """What an importer says about a TPU (a TPU machine, accelerator or runtime setting)."""
 
 TPU_HINT = "Rewrite the job for GPUs to move it."

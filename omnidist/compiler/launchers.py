@@ -237,7 +237,8 @@ def start_processes(job: DistributedJob, command: Sequence[str], processes: int,
             Feature.PROCESSES_PER_NODE, backend,
             f"{processes} {job.framework.value} processes per node need an MPI launcher across the nodes "
             f"(mpirun), and {backend} starts the command once per node with no way to reach the others.",
-            "Use a backend that runs an MPI launcher itself (Azure ML's MPI distribution, a Kubeflow MPIJob), "
+            "Use a backend that runs an MPI launcher itself (one whose native form has an MPI distribution "
+            "or an MPI job kind), "
             "start mpirun in the command yourself, "
             "or set processes_per_node: 1.", subject="processes_per_node")
     if launcher == "torchrun":

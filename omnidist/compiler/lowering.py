@@ -230,7 +230,7 @@ def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
     if role is None:
         return
     raise UnsupportedFeatureError(
-        Feature.ACCELERATOR, backend, f"{role.name.value} asks for {role.accelerator}, a Google TPU slice; {why}.",
+        Feature.ACCELERATOR, backend, f"{role.name.value} asks for {role.accelerator}, a TPU slice; {why}.",
         f"Compile it for {tpu_backends(role.accelerator.type)}, or give the job GPUs.",
         subject=f"accelerator {role.accelerator.type}")
 

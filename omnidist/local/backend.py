@@ -21,11 +21,12 @@ from typing import IO, TYPE_CHECKING, Any, ClassVar, Optional
 
 import attrs
 
-from omnidist.backend.contract import Backend, Capabilities
+from omnidist.backend.billing import Billing
+from omnidist.backend.contract import Backend, Capabilities, Imports, Placement
 from omnidist.backend.values import CompiledJob, Footprint, JobState, JobStatus, Note, NoteKind, Pool
 from omnidist.compiler.lowering import refuse_tpus
 from omnidist.errors import NotFoundError, UnsupportedFeatureError, ValidationError
-from omnidist.local import code_data, emulated, gpus, plan, runner
+from omnidist.local import code_data, emulated, gpus, plan, preemption, runner
 from omnidist.local.environments import PLATFORM_PREFIXES, PLATFORM_VARIABLES
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.runs import RunDir, runs_root
@@ -98,7 +99,7 @@ class LocalSettings:
     cpu: bool = False
 
 
-NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs, and a TPU is only in Google Cloud"
+NO_TPUS = "this machine runs the replicas on its CPUs and NVIDIA GPUs; a TPU runs only on a backend that offers TPUs"
 """Why ``omnidist run`` cannot run a TPU job (SPEC §13)."""
 
 STATES = {
@@ -137,10 +138,11 @@ def _alive(pid: Optional[int]) -> bool:
     return True
 
 
-class LocalBackend(Backend):
+class LocalBackend(Imports, Placement, Backend):
     """Runs each replica as a local process with an emulated platform environment."""
 
     name = "local"
+    billing = {"local": Billing(free=True, rule="this machine: nothing to pay")}
     capabilities = Capabilities(
         roles=frozenset(RoleName),
         accelerators=frozenset(accelerators.GPUS),
@@ -258,7 +260,7 @@ class LocalBackend(Backend):
 
     def run(self, job: DistributedJob, settings: LocalSettings, out: Optional[IO[str]] = None,
             err: Optional[IO[str]] = None, *, verbose: bool = False,
-            show: Optional[Callable[[Note], None]] = None) -> runner.RunResult:
+            show: Optional[Callable[[Note], None]] = None, preempt: Optional[str] = None) -> runner.RunResult:
         """Run the job in the foreground (``omnidist run``) and return how it ended.
 
         Args:
@@ -268,8 +270,15 @@ class LocalBackend(Backend):
             err: where omnidist's own lines go (default stderr).
             verbose: also show the notes that are details (:attr:`~omnidist.model.features.NoteCode.DETAIL`).
             show: prints one note (default: ``omnidist: note: MESSAGE`` on ``err``).
+            preempt: ``REPLICA@DURATION``: preempt that replica as the emulated platform would
+                (:mod:`omnidist.local.preemption`); with the job's ``recovery`` the run restarts in
+                the same run folder, its checkpoints kept.
+
+        Raises:
+            ValidationError: ``preempt`` is malformed or names no replica of the run (exit 2).
         """
         err = err or sys.stderr
+        wanted = preemption.parse(preempt) if preempt else None
         settings, chosen = self._settled(job, settings)
         show = show or (lambda note: err.write(f"omnidist: note: {note.message}\n"))
         refuse_tpus(job, self.name, NO_TPUS)
@@ -280,6 +289,12 @@ class LocalBackend(Backend):
                               show=lambda note: shown(note, show, verbose), notes=chosen)
         run_dir = runs_root(settings.runs_dir) / self.new_run_id(job.name)  # where outputs land (SPEC §7)
         specs, found = self._plan(job, settings, run_dir)
+        shot = None
+        if wanted is not None:
+            signum, grace = platforms.preemption(settings.emulate)
+            shot = preemption.Preemption(replica=wanted[0], after=wanted[1], signum=signum, grace=grace,
+                                         platform=settings.emulate)
+            preemption.check(shot, specs)
         code_data.make_output_dirs(job, settings, run_dir)
         if any(n.field == "emulate" and n.code is NoteCode.DETAIL for n in chosen):
             # nobody asked for this emulation: that its backend is missing is a detail (-v), not news
@@ -287,8 +302,18 @@ class LocalBackend(Backend):
         for note in chosen + found:
             shown(note, show, verbose)
         err.flush()
-        return runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True, timeout=job.timeout,
-                          memory_gb=_memory(job))
+        restarted = 0
+        while True:
+            result = runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True, preempt=shot,
+                                timeout=job.timeout, memory_gb=_memory(job))
+            if not preemption.restarts(result.ended, job.recovery, restarted):
+                return result
+            restarted += 1
+            err.write(f"omnidist: the run ended by {result.ended}; restarting it ({restarted} of "
+                      f"{job.recovery.max_restarts} restarts), its checkpoints kept in {run_dir}\n")
+            err.flush()
+            shot = None  # the preemption happens once
+            specs, _ = self._plan(job, settings, run_dir)  # new free ports
 
     @staticmethod
     def _plan(job: DistributedJob, settings: LocalSettings, run_dir: Path) -> tuple[list[plan.ReplicaSpec], list[Note]]:

@@ -31,6 +31,7 @@ import attrs
 from omnidist.local import watchdog
 from omnidist.local.environments import inherited
 from omnidist.local.plan import ReplicaSpec
+from omnidist.local.preemption import Preempter, Preemption
 from omnidist.secrets import mask_text, secret_values
 
 POLL_SECONDS = 0.05
@@ -55,6 +56,17 @@ class RunResult:
     """The signal that killed the failed replica, when a signal did."""
     reason: str = ""
     """Why the run failed or was stopped, said for a person (``worker-0 exited with code 3``)."""
+    preempted: bool = False
+    """True when ``--preempt`` took a replica's machine away (SPEC §15)."""
+
+    @property
+    def ended(self) -> str:
+        """How the run ended, as a cloud's job would (:class:`omnidist.model.recovery.Ending`)."""
+        if self.preempted:
+            return "preemption"
+        if self.interrupted:
+            return "cancelled"
+        return "succeeded" if self.exit_code == 0 else "failure"
 
 
 class _Terminated(Exception):
@@ -247,6 +259,7 @@ def run(
     masked: bool = False,
     timeout: Optional[float] = None,
     memory_gb: Optional[dict[str, float]] = None,
+    preempt: Optional[Preemption] = None,
 ) -> RunResult:
     """Run every replica to the end (or to the first failure) and return how it ended.
 
@@ -263,6 +276,7 @@ def run(
         timeout: seconds the run may take (the job's ``timeout:``); then every replica is stopped
             and the run exits with :data:`TIMEOUT_EXIT`.
         memory_gb: each role's (``ReplicaSpec.role``) memory_gb, said when a replica is SIGKILLed.
+        preempt: preempt one replica as its platform would (:mod:`omnidist.local.preemption`).
     """
     out, err = out or sys.stdout, err or sys.stderr
     base = inherited(dict(os.environ if environ is None else environ))
@@ -275,6 +289,7 @@ def run(
     secrets = secret_values([spec.env for spec in specs]) if masked else None
     guard = watchdog.start(grace)
     started = time.monotonic()
+    preempter: Optional[Preempter] = None
     try:
         for spec in specs:
             env = {**base, **spec.env, "PYTHONUNBUFFERED": "1"}
@@ -293,8 +308,14 @@ def run(
             pumps.append(pump)
         if on_start:
             on_start(procs)
+        if preempt is not None:
+            preempter = Preempter(preempt, procs, specs).start()
         deadline = None if timeout is None else started + timeout
         result = _watch(procs, specs, deadline)
+        if preempter is not None and preempter.fired.is_set():
+            preempter.cancel()
+            _say(err, f"omnidist: {preempter.describe()}; the run ended by preemption\n")
+            return RunResult(128 + preempt.signum, failed=preempt.replica, preempted=True)
         if result.failed:
             role = next(spec.role for spec in specs if spec.label == result.failed)
             result = attrs.evolve(result, reason=ended(result, (memory_gb or {}).get(role)))
@@ -318,6 +339,8 @@ def run(
         previous_int = signal.signal(signal.SIGINT, signal.SIG_IGN) if main_thread else None
         for sig in previous:
             signal.signal(sig, signal.SIG_IGN)
+        if preempter is not None:
+            preempter.cancel()
         try:
             stop_all(procs, grace)
             _tell(guard, "done")

@@ -28,6 +28,7 @@ from typing import Any, Optional, Union
 import attrs
 
 from omnidist.backend import registry
+from omnidist.backend.contract import Backend
 from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
@@ -56,7 +57,7 @@ __all__ = [
 
 def import_native(
     native: Union[Mapping[str, Any], str, os.PathLike[str], Any],
-    backend: Optional[str] = None,
+    backend: Optional[Union[str, Backend]] = None,
     *,
     framework: Optional[str] = None,
 ) -> DistributedJob:
@@ -66,20 +67,21 @@ def import_native(
         native: the native spec: a mapping, the path of a YAML/JSON file (or of a file holding
             the ``gcloud`` command line that submitted the job), or an SDK job object such as
             ``azure.ai.ml.command(...)``, read through the SDK's own serialization.
-        backend: the spec's backend; detected from the content when omitted.
+        backend: the spec's backend (its name, or the registry's object); detected from the
+            content when omitted.
         framework: set the framework instead of inferring it (a native spec rarely says).
 
     Raises:
         ValidationError: the native spec is not valid for its own cloud (naming the field path).
         NotPortableError: it uses something the portable job cannot hold (exit 3).
     """
-    return import_job(native, backend, framework)[0]
+    return import_job(native, resolve(backend), framework)[0]
 
 
 def migrate(
     native: Native,
-    source: Optional[str] = None,
-    target: Optional[str] = None,
+    source: Optional[Union[str, Backend]] = None,
+    target: Optional[Union[str, Backend]] = None,
     *,
     strict: bool = False,
     framework: Optional[Union[Framework, str]] = None,
@@ -93,8 +95,9 @@ def migrate(
 
     Args:
         native: the native spec (a mapping) or the path of a YAML/JSON file holding it.
-        source: the spec's backend; detected from the content when omitted.
-        target: the backend to compile for (required).
+        source: the spec's backend (its name, or the registry's object); detected from the
+            content when omitted.
+        target: the backend to compile for (required; a name, or the registry's object).
         strict: refuse the migration if anything is dropped or changes meaning.
         framework: the job's framework, instead of inferring it (legacy specs do not say).
         image: the container to run, for specs that ran something only their cloud has (a
@@ -115,29 +118,29 @@ def migrate(
             (an image only the source has, without ``image``, among them).
         ValidationError: when the native spec is malformed, or no ``target`` is named.
     """
-    _check_target(target)
+    to = _target(target)
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
-        imported, source, entries = import_job(native, source, framework)
-    return _move(imported, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
+        imported, found, entries = import_job(native, resolve(source), framework)
+    return _move(imported, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
                  command=command, native=native, accelerators=accelerators)
 
 
 def import_all(
     native: Union[Mapping[str, Any], str, os.PathLike[str], Any],
-    backend: Optional[str] = None,
+    backend: Optional[Union[str, Backend]] = None,
     *,
     framework: Optional[str] = None,
 ) -> list[DistributedJob]:
     """Every training job of a native spec as a portable job: one for most specs, one per job of
     a file holding several (a Kubernetes YAML stream with two PyTorchJobs gives two). Arguments
     and errors as :func:`import_native`."""
-    return [job for job, _ in import_jobs(native, backend, framework)[0]]
+    return [job for job, _ in import_jobs(native, resolve(backend), framework)[0]]
 
 
 def migrate_all(
     native: Native,
-    source: Optional[str] = None,
-    target: Optional[str] = None,
+    source: Optional[Union[str, Backend]] = None,
+    target: Optional[Union[str, Backend]] = None,
     *,
     strict: bool = False,
     framework: Optional[Union[Framework, str]] = None,
@@ -150,19 +153,30 @@ def migrate_all(
     """:func:`migrate` for every training job of the spec (docs/migration.md): one compiled request and
     report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
     the first job that breaks it raises."""
-    _check_target(target)
+    to = _target(target)
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
-        parts, source = import_jobs(native, source, framework)
-    return [_move(job, source, entries, target, strict=strict, image=image, profile=profile, settings=settings,
+        parts, found = import_jobs(native, resolve(source), framework)
+    return [_move(job, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
                   command=command, native=native, accelerators=accelerators) for job, entries in parts]
 
 
-def _check_target(target: Optional[str]) -> None:
+def resolve(backend: Optional[Union[str, Backend]]) -> Optional[Backend]:
+    """The registry's object for a backend named at the boundary (the API's arguments, the CLI's
+    options): the migration's steps take the object, looked up once here.
+
+    Raises:
+        BackendNotFoundError: no installed backend has that name.
+    """
+    return registry.get(backend) if isinstance(backend, str) else backend
+
+
+def _target(target: Optional[Union[str, Backend]]) -> Backend:
     if not target:
         raise ValidationError(f"name the backend to migrate to (target=…, or --to): {', '.join(registry.installed())}")
+    return registry.get(target) if isinstance(target, str) else target
 
 
-def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], target: str, *, strict: bool,
+def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry], target: Backend, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
           command: Optional[str], native: Any = None,
           accelerators: Optional[Mapping[str, str]] = None) -> tuple[CompiledJob, MigrationReport]:
@@ -172,19 +186,26 @@ def _move(imported: DistributedJob, source: str, entries: list[ReportEntry], tar
         imported, entries = give_accelerators(imported, accelerators, entries)
     secrets = _shown_secrets(native, imported)
     with masking_errors(secrets):
-        job, entries = move_job(imported, source, target, image, command, entries)
+        job, entries = move_job(imported, source, target, image, command, written_by("move", entries))
+        entries = written_by("move", entries)
         compiled, final, given_up = compile_dropping(job, target, profile, settings)
     readback = read_back(compiled, target)
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
-    entries += given_up + machines + [entry_for(n) for n in compiled.diagnostics if n not in consumed]
-    entries += region_entries(final, source, target, profile, settings)
-    entries += unreported(imported, readback, target, entries, unread(compiled, target))
-    entries += exact_entries(final, entries, imported)
+    entries += written_by("plan", given_up) + written_by("machines", machines)
+    entries += [entry_for(n, f"{target.name} compiler") for n in compiled.diagnostics if n not in consumed]
+    entries += written_by("region", region_entries(final, source, target, profile, settings))
+    entries += written_by("read-back", unreported(imported, readback, target, entries, unread(compiled, target)))
+    entries += written_by("exact", exact_entries(final, entries, imported))
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
-    report = MigrationReport(source=source, target=target, entries=sorted(entries, key=order))
+    report = MigrationReport(source=source.name, target=target.name, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:
         raise StrictMigrationError(report)
     return compiled, report
+
+
+def written_by(step: str, entries: list[ReportEntry]) -> list[ReportEntry]:
+    """``entries`` with the migration's own lines (those no note wrote) traced to ``step``."""
+    return [e if e.origin else attrs.evolve(e, origin=f"migration {step}") for e in entries]
 
 
 def _shown_secrets(native: Any, job: Optional[DistributedJob] = None) -> frozenset[str]:

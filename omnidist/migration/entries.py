@@ -12,10 +12,11 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import api
+from omnidist.backend.contract import Backend
 from omnidist.backend.values import CompiledJob, Note
 from omnidist.compiler.delowering import shorten
 from omnidist.migration.move import machines_named
-from omnidist.migration.report import ReportEntry
+from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model import serde
 from omnidist.model.features import NoteCode
 from omnidist.model.job import DistributedJob, Interconnect
@@ -42,8 +43,8 @@ def _same_gpus(a: Optional[Accelerator], b: Optional[Accelerator]) -> bool:
     return (a.type, a.count) == (b.type, b.count) if a and b else a is b is None
 
 
-def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: CompiledJob, source: str,
-                    target: str, readback: Optional[DistributedJob]) -> tuple[list[ReportEntry], set[Note]]:
+def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: CompiledJob, source: Backend,
+                    target: Backend, readback: Optional[DistributedJob]) -> tuple[list[ReportEntry], set[Note]]:
     """One entry per role whose machine the target chose: the machine, what the source ran, and
     why (the target's own note, which is consumed). Reading the target's request back with its
     importer (``readback``) tells the GPUs the machine really has: another model or count is a change in meaning."""
@@ -63,34 +64,40 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
         got = effective_role(readback, name)
         why = [n for n in compiled.diagnostics if _chose(n, name, machine)]
         consumed.update(why)
-        origin = f"{source} ran {before[name]}" if name in before else f"the {source} spec names no machine"
+        origin = f"{source.name} ran {before[name]}" if name in before else f"the {source.name} spec names no machine"
         role = _as_imported(role, imported)
         text = f"{machine} for {_hardware(role)} ({origin})"
         if got is not None and not _same_gpus(role.accelerator, got.accelerator):
-            entries.append(ReportEntry(fidelity="changed", field=f"{name}.machine",
-                                       message=f"{text}: it has {_hardware(got)}, not {_hardware(role)}"))
+            entries.append(ReportEntry(fidelity=Fidelity.CHANGED, field=f"{name}.machine",
+                                       message=f"{text}: it has {_hardware(got)}, not {_hardware(role)}",
+                                       **_traced(why, target)))
         else:
             reason = why[0].message if why else "the target's machine for it"
             basis = "accelerator equivalence" if role.accelerator else "vCPUs and memory"
-            entries.append(ReportEntry(fidelity="approximated", field=f"{name}.machine",
-                                       message=f"{text}, chosen by {basis}: {reason}"))
+            entries.append(ReportEntry(fidelity=Fidelity.APPROXIMATED, field=f"{name}.machine",
+                                       message=f"{text}, chosen by {basis}: {reason}", **_traced(why, target)))
     return entries, consumed
 
 
-def region_entries(final: DistributedJob, source: str, target: str, profile: Optional[str],
+def _traced(why: list[Note], target: Backend) -> dict[str, Any]:
+    """A machine line's origin: the target compiler's note it consumed (its code), if any."""
+    return {"origin": f"{target.name} compiler", "code": why[0].code} if why else {}
+
+
+def region_entries(final: DistributedJob, source: Backend, target: Backend, profile: Optional[str],
                    settings: Optional[Mapping[str, Any]]) -> list[ReportEntry]:
     """The region a target with regions runs the job in, when neither the source spec nor the
     caller's settings named one: the profile's, or the target's default."""
-    _, driver, resolved = api.prepare(final, target, profile, settings)
+    _, driver, resolved = api.prepare(final, target.name, profile, settings)
     region = getattr(resolved, "region", None)
-    if not region or "region" in final.backends.get(target, {}) or "region" in (settings or {}):
+    if not region or "region" in final.backends.get(target.name, {}) or "region" in (settings or {}):
         return []
     default = attrs.fields_dict(type(resolved))["region"].default
     if region != default:
-        return [ReportEntry(fidelity="exact", field="region", message=f"{region} (from the profile)")]
-    return [ReportEntry(fidelity="approximated", field="region",
-                        message=f"{region}: the {source} spec names no region, so {target} uses its default; set "
-                                f"backends.{target}.region (or the profile's region) to choose")]
+        return [ReportEntry(fidelity=Fidelity.EXACT, field="region", message=f"{region} (from the profile)")]
+    return [ReportEntry(fidelity=Fidelity.APPROXIMATED, field="region",
+                        message=f"{region}: the {source.name} spec names no region, so {target.name} uses its "
+                                f"default; set backends.{target.name}.region (or the profile's region) to choose")]
 
 
 JOB_FIELDS = (
@@ -132,14 +139,14 @@ def exact_entries(job: DistributedJob, entries: list[ReportEntry],
     spoken = {part for e in entries for part in e.field.split(".")}
     changed = {e.field.split(".")[0] for e in entries
                if e.fidelity.breaks_strict or "." not in e.field or e.field.endswith((".cpus", ".memory_gb"))}
-    found = [ReportEntry(fidelity="exact", field=r.name.value,
+    found = [ReportEntry(fidelity=Fidelity.EXACT, field=r.name.value,
                          message=f"{r.replicas} replica(s), {_hardware(_as_imported(r, imported))}")
              for r in effective_roles(job) if r.name.value not in changed]
     found += own_program_entries(job, spoken | changed)
     for name in JOB_FIELDS:
         value = getattr(job, name)
         if name not in spoken and value not in (None, (), {}, False, "auto", Interconnect.ANY):
-            found.append(ReportEntry(fidelity="exact", field=name, message=_shown(value, name)))
+            found.append(ReportEntry(fidelity=Fidelity.EXACT, field=name, message=_shown(value, name)))
     return found
 
 
@@ -151,7 +158,8 @@ def own_program_entries(job: DistributedJob, spoken: set[str]) -> list[ReportEnt
         for field in ("image", "command", "args"):
             value = getattr(role, field, None) if role is not None else None
             if value and name.value not in spoken:
-                found.append(ReportEntry(fidelity="exact", field=f"{name.value}.{field}", message=_shown(value, field)))
+                found.append(ReportEntry(fidelity=Fidelity.EXACT, field=f"{name.value}.{field}",
+                                         message=_shown(value, field)))
     return found
 
 

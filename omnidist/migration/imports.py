@@ -9,6 +9,7 @@ from typing import Optional, Union
 import attrs
 
 from omnidist.backend import registry
+from omnidist.backend.contract import Backend
 from omnidist.compiler.delowering import shorten
 from omnidist.compiler.launchers import read_launcher
 from omnidist.errors import Problem, ValidationError
@@ -76,10 +77,10 @@ def check_json(filename: str) -> None:
 
 def import_job(
     native: Native,
-    source: Optional[str] = None,
+    source: Optional[Backend] = None,
     framework: Optional[Union[Framework, str]] = None,
-) -> tuple[DistributedJob, str, list[ReportEntry]]:
-    """Import a native spec: the job, the source backend's name, and what was inferred.
+) -> tuple[DistributedJob, Backend, list[ReportEntry]]:
+    """Import a native spec: the job, the source backend, and what was inferred.
 
     The framework is ``framework`` when given; a spec that names none (the importer gave
     ``custom``) gets one from :func:`infer_framework`, replacing the importer's own remark. A
@@ -95,15 +96,15 @@ def import_job(
 
 def import_jobs(
     native: Native,
-    source: Optional[str] = None,
+    source: Optional[Backend] = None,
     framework: Optional[Union[Framework, str]] = None,
-) -> tuple[list[tuple[DistributedJob, list[ReportEntry]]], str]:
+) -> tuple[list[tuple[DistributedJob, list[ReportEntry]]], Backend]:
     """Every training job of a native spec (SPEC §10: a YAML stream of several jobs gives one
-    portable job per job), each with what was inferred, and the source backend's name."""
+    portable job per job), each with what was inferred, and the source backend."""
     data, filename = read_native(native)
     explicit = source is not None
     source = _source(data, source, filename)
-    parts = registry.get(source).split_jobs(data)
+    parts = registry.importer(source).split_jobs(data)
     return [_import_one(part, filename, source, framework, explicit) for part in parts], source
 
 
@@ -116,28 +117,29 @@ def _looks_like(data: object, source: str) -> Optional[str]:
     return detected if detected != source else None
 
 
-def _source(data: object, source: Optional[str], filename: Optional[str]) -> str:
+def _source(data: object, source: Optional[Backend], filename: Optional[str]) -> Backend:
+    """``source``, or the backend the spec's content names (the one place a detected name is looked up)."""
     try:
-        source = source or detect_backend(data)
-        if registry.get(source).strict_json and filename and filename.endswith(".json"):
+        source = source or registry.get(detect_backend(data))
+        if registry.importer(source).strict_json and filename and filename.endswith(".json"):
             check_json(filename)
         return source
     except ValidationError as exc:
         raise (exc if exc.source else exc.with_source(filename)) from None
 
 
-def _import_one(data: object, filename: Optional[str], source: str, framework: Optional[Union[Framework, str]],
+def _import_one(data: object, filename: Optional[str], source: Backend, framework: Optional[Union[Framework, str]],
                 explicit: bool = False) -> tuple[DistributedJob, list[ReportEntry]]:
     try:
-        job, notes = registry.get(source).import_with_notes(data)
+        job, notes = registry.importer(source).import_with_notes(data)
     except ValidationError as exc:
         problems = exc.problems
-        other = _looks_like(data, source) if explicit else None
+        other = _looks_like(data, source.name) if explicit else None
         if other is not None:  # a wrong --from: say whose spec it is before that backend's schema errors
-            problems = (Problem("--from", f"this looks like a {other} spec, not {source}: pass --from {other} "
+            problems = (Problem("--from", f"this looks like a {other} spec, not {source.name}: pass --from {other} "
                                           "(or leave --from out to detect it)"), *problems)
         raise ValidationError(problems, source=exc.source or filename) from None
-    entries = [entry_for(n) for n in notes]
+    entries = [entry_for(n, f"{source.name} importer") for n in notes]
     launched = launcher_framework(job)  # read before the launcher line is unwrapped
     job, unwrapped = unwrap_launchers(job)
     entries += unwrapped
@@ -147,14 +149,14 @@ def _import_one(data: object, filename: Optional[str], source: str, framework: O
         job = with_framework(job, Framework(framework))
         entries = [e for e in entries if e.field != "framework"]
         entries.append(
-            ReportEntry(fidelity="exact", field="framework", message=f"{job.framework.value} (from --framework)")
+            ReportEntry(fidelity=Fidelity.EXACT, field="framework", message=f"{job.framework.value} (from --framework)")
         )
     elif job.framework is Framework.CUSTOM:
         guessed, why = launched or infer_framework(job)
         job = with_framework(job, guessed)
         entries = [e for e in entries if e.field != "framework"]
-        entries.append(ReportEntry(fidelity="inferred", field="framework", message=f"{guessed.value}: {why}"))
-    return job, entries
+        entries.append(ReportEntry(fidelity=Fidelity.INFERRED, field="framework", message=f"{guessed.value}: {why}"))
+    return job, [e if e.origin else attrs.evolve(e, origin="migration import") for e in entries]
 
 
 def with_framework(job: DistributedJob, framework: Framework) -> DistributedJob:

@@ -1,8 +1,9 @@
 """Reading a native spec in any of the forms people keep one in, and telling whose it is.
 
 A native spec arrives as a mapping, a list of ``--worker-pool-spec`` strings, a YAML/JSON file,
-a file holding the ``gcloud`` command that submitted it (:class:`~omnidist.clouds.gcloud.CommandLine`),
-or an SDK object (``azure.ai.ml.command(...)``), which is read through the SDK's own
+a file holding the command line that submitted it (:class:`~omnidist.compiler.commandline.CommandLine`,
+for the programs backends declare in ``command_programs``),
+or an SDK job object, which is read through the SDK's own
 serialization. :func:`detect_backend` names the backend from the content, asking each installed
 backend whether the spec is its own; when none says so, the error lists the formats they read.
 """
@@ -14,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Optional, Union
 
-from omnidist.clouds.gcloud import CommandLine, find_command_line
 from omnidist.compiler import code_data, delowering
+from omnidist.compiler.commandline import CommandLine, find_command_line
 from omnidist.errors import ValidationError
 from omnidist.model import documents, serde
 from omnidist.model.limits import clipped_repr
@@ -26,8 +27,10 @@ Spec = Union[Mapping[str, Any], Sequence[Any], CommandLine]
 def formats() -> str:
     """Every native form omnidist reads, one line per installed backend (its ``native_formats``)."""
     from omnidist.backend import registry
+    from omnidist.backend.contract import Imports
 
-    found = {name: registry.get(name).native_formats for name in registry.installed()}
+    drivers = {name: registry.get(name) for name in registry.installed()}
+    found = {name: driver.native_formats for name, driver in drivers.items() if isinstance(driver, Imports)}
     return "; ".join(f"{name}: {' | '.join(forms)}" for name, forms in found.items() if forms)
 
 
@@ -40,11 +43,13 @@ def detect_backend(native: Spec) -> str:
             formats omnidist reads and asks for ``--from``.
     """
     from omnidist.backend import registry
+    from omnidist.backend.contract import Imports
 
-    claims = [name for name in registry.installed() if registry.get(name).recognizes(native)]
+    importers = [d for d in map(registry.get, registry.installed()) if isinstance(d, Imports)]
+    claims = [driver.name for driver in importers if driver.recognizes(native)]
     if len(claims) == 1:
         return claims[0]
-    choices = "|".join(name for name in registry.installed() if registry.get(name).native_formats)
+    choices = "|".join(driver.name for driver in importers if driver.native_formats)
     if claims:
         raise ValidationError(f"this spec reads as {' and as '.join(claims)}; pass --from {'|'.join(claims)}")
     if isinstance(native, CommandLine):
@@ -72,16 +77,23 @@ def read_native(native: Native) -> tuple[Spec, Optional[str]]:
     source = str(native)
     text = documents.read_text(native)
     try:
-        argv = find_command_line(text)
+        argv = find_command_line(text, _programs())
     except ValidationError as exc:
         raise exc.with_source(source) from None
     if argv is not None:
         return CommandLine(argv=argv, config=_config_of(argv, source), source=source), source
     data = serde.parse_yaml(text, source=source, documents=True)  # manifests may hold several
     if not isinstance(data, (Mapping, list)):
-        raise ValidationError(f"holds no job spec (a mapping of keys, or a gcloud command line); omnidist reads "
+        raise ValidationError(f"holds no job spec (a mapping of keys, or a command line); omnidist reads "
                               f"{formats()}", source=source)
     return data, source
+
+
+def _programs() -> set[str]:
+    """The programs whose pasted command lines the installed backends read."""
+    from omnidist.backend import registry
+
+    return {program for name in registry.installed() for program in registry.get(name).command_programs}
 
 
 def _config_of(argv: Sequence[str], source: str) -> Any:

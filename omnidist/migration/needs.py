@@ -12,10 +12,11 @@ from typing import Optional
 
 import attrs
 
+from omnidist.backend.contract import Backend
 from omnidist.compiler import commandline
 from omnidist.compiler import delowering as importing
 from omnidist.errors import OmnidistError, UnsupportedFeatureError, ValidationError
-from omnidist.migration.report import ReportEntry
+from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob
 
@@ -24,23 +25,21 @@ IMAGE_NOTES = ("image", "environment.build", "environment.conda_file")
 answers them."""
 
 
-def _runs_instead(job: DistributedJob, source: str, entries: list[ReportEntry]) -> Optional[str]:
+def _runs_instead(job: DistributedJob, source: Backend, entries: list[ReportEntry]) -> Optional[str]:
     """What the source spec runs that other clouds do not have, when it names no image to run
     (the source's :attr:`~omnidist.backend.contract.MigrationPolicy.runs_instead`)."""
-    from omnidist.backend import registry
-
     if job.image or job.primary.image or job.framework_version:
         return None  # a framework_version runs on the target's prebuilt container, or is refused there
-    block = job.backends.get(source, {})
-    for key, runs in registry.get(source).migration.runs_instead.items():
+    block = job.backends.get(source.name, {})
+    for key, runs in source.migration.runs_instead.items():
         if key in block:
             return runs.format_map(collections.defaultdict(lambda: "default", block))
     if any(e.field == "environment.build" for e in entries):
-        return "runs an image Azure ML builds from a Docker context"
+        return "runs an image its cloud builds from a Docker context"
     return "names no container image (it came from the command line that submitted the file)"
 
 
-def give_image(job: DistributedJob, source: str, target: str, image: Optional[str],
+def give_image(job: DistributedJob, source: Backend, target: Backend, image: Optional[str],
                entries: list[ReportEntry]) -> tuple[DistributedJob, list[ReportEntry], list[ReportEntry]]:
     """Set the image given with ``--image`` (it answers the import's notes about environments the
     source built or registered); a Python-package job runs its module with it.
@@ -53,25 +52,23 @@ def give_image(job: DistributedJob, source: str, target: str, image: Optional[st
             something only the source provides (a legacy runtime version, a registered or built
             Azure ML environment): exit 3, naming ``--image``.
     """
-    from omnidist.backend import registry
-
-    block = job.backends.get(source, {})
+    block = job.backends.get(source.name, {})
     if image is None:
-        runs = _runs_instead(job, source, entries) if source != target else None
+        runs = _runs_instead(job, source, entries) if source.name != target.name else None
         if runs:
             raise UnsupportedFeatureError(
-                Feature.IMAGE, target, f"the {source} spec {runs}, and {target} runs a container image.",
+                Feature.IMAGE, target.name, f"the {source.name} spec {runs}, and {target.name} runs a container image.",
                 "Pass --image (image= in Python) with a training container that holds the program.")
         return job, entries, []
     replaced = [e for e in entries if e.field in IMAGE_NOTES and e.field != "image"]
     what = f", in place of {', '.join(e.field for e in replaced)}" if replaced else ""
-    added = [ReportEntry(fidelity="exact", field="image", message=f"{image} (from --image{what})")]
-    key = registry.get(source).migration.module_setting
+    added = [ReportEntry(fidelity=Fidelity.EXACT, field="image", message=f"{image} (from --image{what})")]
+    key = source.migration.module_setting
     module = block.get(key) if key else None
     if module and not job.command:
         rest = {k: v for k, v in block.items() if k != key}
-        job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source: rest})
-        added.append(ReportEntry(fidelity="approximated", field=f"backends.{source}.{key}",
+        job = attrs.evolve(job, command=("python", "-m", module), backends={**job.backends, source.name: rest})
+        added.append(ReportEntry(fidelity=Fidelity.APPROXIMATED, field=f"backends.{source.name}.{key}",
                                  message=f"{module} became the command python -m {module}: the image must have the "
                                          "package installed"))
     kept = [e for e in entries if e.field not in IMAGE_NOTES]
@@ -85,7 +82,7 @@ def give_command(job: DistributedJob, command: Optional[str]) -> tuple[Distribut
     argv, wrapped = commandline.shell_argv(command, "--command")
     how = " (kept whole as bash -c: it needs a shell)" if wrapped else ""
     entry = ReportEntry(
-        fidelity="exact", field="command", message=f"{importing.shorten(shlex.join(argv))} (from --command{how})"
+        fidelity=Fidelity.EXACT, field="command", message=f"{importing.shorten(shlex.join(argv))} (from --command{how})"
     )
     return attrs.evolve(job, command=argv), [entry]
 

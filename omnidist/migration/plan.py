@@ -9,10 +9,9 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import api
-from omnidist.backend import registry
+from omnidist.backend.contract import Backend
 from omnidist.backend.values import CompiledJob
 from omnidist.errors import Problem, Refusal, UnsupportedFeatureError, ValidationError
-from omnidist.migration.move import policy
 from omnidist.migration.needs import cannot_express, with_flag_hint
 from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model import data as jobdata
@@ -66,26 +65,27 @@ def _given_up(outcome: tuple[Fidelity, str], refusal: UnsupportedFeatureError) -
     return ReportEntry(fidelity=fidelity, field=refusal.subject, message=f"{what}: {refusal.message}")
 
 
-def plan(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportEntry]]:
+def plan(job: DistributedJob, target: Backend) -> tuple[DistributedJob, list[ReportEntry]]:
     """Give up, before compiling, what the job uses and the target's declared capabilities lack:
     a role it does not have (or not with the job's framework), spot capacity, InfiniBand, a role
     on other hardware than the primary's. Each is reported in the target's own words (its
     :attr:`~omnidist.backend.contract.Capabilities.refusals`); a feature the target lacks without saying
     how it refuses it is left to its compiler, whose refusal :func:`compile_dropping` gives up.
     Anything else the target lacks (an accelerator, a program per role) is not given up."""
-    capabilities = registry.get(target).capabilities
+    capabilities = target.capabilities
     worded = capabilities.refusals
     entries: list[ReportEntry] = []
     for role, feature in ROLE_FEATURES.items():
         if feature in worded and feature in used(job) and not capabilities.has_role(RoleName(role), job.framework):
-            entries.append(_given_up(ROLE_GIVEN_UP, worded[feature].error(feature, target,
+            entries.append(_given_up(ROLE_GIVEN_UP, worded[feature].error(feature, target.name,
                                                                           framework=job.framework.value)))
             job = attrs.evolve(job, **{role: None})
     if Feature.SPOT in worded and job.spot and not capabilities.spot:
-        entries.append(_given_up(SPOT_GIVEN_UP, worded[Feature.SPOT].error(Feature.SPOT, target)))
+        entries.append(_given_up(SPOT_GIVEN_UP, worded[Feature.SPOT].error(Feature.SPOT, target.name)))
         job = attrs.evolve(job, spot=False)
     if Feature.INFINIBAND in worded and job.interconnect is Interconnect.INFINIBAND and not capabilities.infiniband:
-        entries.append(_given_up(INFINIBAND_GIVEN_UP, worded[Feature.INFINIBAND].error(Feature.INFINIBAND, target)))
+        refusal = worded[Feature.INFINIBAND].error(Feature.INFINIBAND, target.name)
+        entries.append(_given_up(INFINIBAND_GIVEN_UP, refusal))
         job = attrs.evolve(job, interconnect=Interconnect.ANY)
     if Feature.PER_ROLE_MACHINES in worded and not capabilities.per_role_machines:
         job, inherited = _primary_hardware(job, target, worded[Feature.PER_ROLE_MACHINES])
@@ -93,7 +93,8 @@ def plan(job: DistributedJob, target: str) -> tuple[DistributedJob, list[ReportE
     return job, entries
 
 
-def _primary_hardware(job: DistributedJob, target: str, refusal: Refusal) -> tuple[DistributedJob, list[ReportEntry]]:
+def _primary_hardware(job: DistributedJob, target: Backend,
+                      refusal: Refusal) -> tuple[DistributedJob, list[ReportEntry]]:
     """Every role's own hardware given up: it runs on the primary's."""
     primary, entries = effective_role(job, RoleName.PRIMARY), []
     for role in effective_roles(job):
@@ -103,18 +104,18 @@ def _primary_hardware(job: DistributedJob, target: str, refusal: Refusal) -> tup
             continue
         for field in own:
             entries.append(_given_up(HARDWARE_GIVEN_UP, refusal.error(
-                Feature.PER_ROLE_MACHINES, target, role=role.name.value, field=field,
+                Feature.PER_ROLE_MACHINES, target.name, role=role.name.value, field=field,
                 nodes=role.name.value.replace("_", " "))))
         job = attrs.evolve(job, **{role.name.value: attrs.evolve(written, **{f: None for f in own})})
     return job, entries
 
 
-def _missing_settings(exc: ValidationError, target: str, given: Mapping[str, Any],
+def _missing_settings(exc: ValidationError, target: Backend, given: Mapping[str, Any],
                       missing: list[Problem]) -> dict[str, Any]:
     """The target's example values for the settings ``exc`` says are missing, when it says nothing
     else and none of them was given an example already (``{}`` otherwise)."""
-    examples = policy(target).example_settings
-    prefix = f"backends.{target}."
+    examples = target.migration.example_settings
+    prefix = f"backends.{target.name}."
     keys = [p.path[len(prefix):].split(".")[0] for p in exc.problems if p.path.startswith(prefix)]
     if (not keys or len(keys) != len(exc.problems) or any(k not in examples or k in given for k in keys)
             or any(p in missing for p in exc.problems)):
@@ -147,25 +148,25 @@ def _fallback(job: DistributedJob, refusal: UnsupportedFeatureError) -> Optional
     return None
 
 
-def _without_machine(job: DistributedJob, target: str,
+def _without_machine(job: DistributedJob, target: Backend,
                      exc: ValidationError) -> Optional[tuple[DistributedJob, str, str]]:
     """When the target rejects a machine type carried from the source, drop it so the target
     picks one for the role's accelerator; returns the new job, the role and the machine."""
-    setting = policy(target).machine_setting
-    prefix = f"backends.{target}.{setting}."
+    setting = target.migration.machine_setting
+    prefix = f"backends.{target.name}.{setting}."
     for problem in exc.problems:
         if setting and problem.path.startswith(prefix):
             role = problem.path[len(prefix):].split(".")[0]
-            machines = dict(job.backends.get(target, {}).get(setting, {}))
+            machines = dict(job.backends.get(target.name, {}).get(setting, {}))
             if role in machines:
                 machine = machines.pop(role)
-                block = {**job.backends[target], setting: machines}
-                return attrs.evolve(job, backends={**job.backends, target: block}), role, machine
+                block = {**job.backends[target.name], setting: machines}
+                return attrs.evolve(job, backends={**job.backends, target.name: block}), role, machine
     return None
 
 
 def compile_dropping(
-    job: DistributedJob, target: str, profile: Optional[str] = None, settings: Optional[Mapping[str, Any]] = None
+    job: DistributedJob, target: Backend, profile: Optional[str] = None, settings: Optional[Mapping[str, Any]] = None
 ) -> tuple[CompiledJob, DistributedJob, list[ReportEntry]]:
     """Give up what the target's capabilities say it lacks (:func:`plan`), then compile once.
 
@@ -187,7 +188,8 @@ def compile_dropping(
     examples: dict[str, Any] = {}
     while True:
         try:
-            compiled = api.compile(job, backend=target, profile=profile, settings={**(settings or {}), **examples})
+            compiled = api.compile(job, backend=target.name, profile=profile,
+                                   settings={**(settings or {}), **examples})
             if missing:
                 raise ValidationError(missing, source=job.source)
             return compiled, job, entries
@@ -210,12 +212,12 @@ def compile_dropping(
                                       source=exc.source or job.source) from None
             fixed = _without_machine(job, target, exc)
             if fixed is None:
-                raise cannot_express(exc, target) from None
+                raise cannot_express(exc, target.name) from None
             job, role, machine = fixed
             entries.append(
                 ReportEntry(
-                    fidelity="approximated",
-                    field=f"backends.{target}.{policy(target).machine_setting}.{role}",
-                    message=f"{target} does not offer {machine}; it picks one for the same accelerator",
+                    fidelity=Fidelity.APPROXIMATED,
+                    field=f"backends.{target.name}.{target.migration.machine_setting}.{role}",
+                    message=f"{target.name} does not offer {machine}; it picks one for the same accelerator",
                 )
             )

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Iterable
 from typing import Any, Optional
 
-from omnidist.backend import registry
+from omnidist.backend.contract import Backend, Imports
 from omnidist.backend.values import CompiledJob, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.migration.imports import unwrap_launchers
@@ -31,23 +31,28 @@ _DATA = "<data>"
 """What a data location (a URI, a path, a ``${{…}}`` reference) reads as in a compared program."""
 
 
-def read_back(compiled: CompiledJob, target: str) -> Optional[DistributedJob]:
+def read_back(compiled: CompiledJob, target: Backend) -> Optional[DistributedJob]:
     """The target's request as its importer reads it (launchers read back as processes per node);
     ``None`` where the importer cannot hold it (then there is nothing to compare)."""
+    driver = target
+    if not isinstance(driver, Imports):  # a target that reads no files back: nothing to compare
+        return None
     try:
-        job, _ = registry.get(target).import_with_notes(compiled.request)
+        job, _ = driver.import_with_notes(compiled.request)
     except (ValidationError, UnsupportedFeatureError):  # pragma: no cover - compilers write what importers read
         return None
     return unwrap_launchers(job)[0]
 
 
-def unread(compiled: CompiledJob, target: str) -> frozenset[str]:
+def unread(compiled: CompiledJob, target: Backend) -> frozenset[str]:
     """The facets the target's importer cannot read back from its own request, so a difference in
     them is no change: the GPUs of every role when its notes say the accelerator cannot be named (an
     Azure ML request on a named compute cluster carries no VM size; compile chose one the cluster is
     assumed to have, and said so)."""
+    if not isinstance(target, Imports):  # a target that reads no files back: nothing to compare
+        return frozenset()
     try:
-        _, notes = registry.get(target).import_with_notes(compiled.request)
+        _, notes = target.import_with_notes(compiled.request)
     except (ValidationError, UnsupportedFeatureError):  # pragma: no cover - as read_back
         return frozenset()
     if any(n.field.endswith(".accelerator") and n.kind in (NoteKind.CHANGED, NoteKind.HINT) for n in notes):
@@ -160,7 +165,7 @@ def _shown(value: Any) -> str:
     return str(value)
 
 
-def unreported(source: DistributedJob, readback: Optional[DistributedJob], target: str,
+def unreported(source: DistributedJob, readback: Optional[DistributedJob], target: Backend,
                entries: list[ReportEntry], unknown: frozenset[str] = frozenset()) -> list[ReportEntry]:
     """A ``changed`` line for each facet the target's request reads back differently from the
     source job, that no report line covers; ``unknown`` facets (:func:`unread`) read back as
@@ -179,7 +184,7 @@ def unreported(source: DistributedJob, readback: Optional[DistributedJob], targe
             continue
         found.append(ReportEntry(
             fidelity=Fidelity.CHANGED, field=facet,
-            message=f"read back from the {target} request: {_shown(now) if now is not None else 'none'}; "
+            message=f"read back from the {target.name} request: {_shown(now) if now is not None else 'none'}; "
                     f"the source job has {_shown(was) if was is not None else 'none'} (no other line of this "
                     "report says so)"))
     return found

@@ -4,12 +4,13 @@ approximated, changed or dropped, and the ``--strict`` verdict on it."""
 from __future__ import annotations
 
 import enum
-from typing import Any
+from typing import Any, Optional
 
 import attrs
 
 from omnidist.backend.values import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError
+from omnidist.model.features import NoteCode
 
 
 class Fidelity(str, enum.Enum):
@@ -40,14 +41,30 @@ _FROM_NOTE = {
 
 @attrs.frozen(kw_only=True)
 class ReportEntry:
-    """One line of the fidelity report."""
+    """One line of the fidelity report.
 
-    fidelity: Fidelity = attrs.field(converter=Fidelity)
+    ``origin`` and ``code`` say where a line came from, so a wrong one can be traced to the code
+    that wrote it (``omnidist migrate --debug`` shows them): the importer or compiler whose note
+    it is (``vertex compiler``) and that note's :class:`~omnidist.model.features.NoteCode`, or the
+    migration step that wrote it (``migration move``: :func:`omnidist.migration.move.move_job`).
+    They never change how a line prints, nor which lines are equal.
+    """
+
+    fidelity: Fidelity = attrs.field(validator=attrs.validators.instance_of(Fidelity))
     field: str
     message: str
+    origin: str = attrs.field(default="", eq=False)
+    code: Optional[NoteCode] = attrs.field(default=None, eq=False)
 
     def __str__(self) -> str:
         return f"{self.fidelity.value:<12} {self.field}: {self.message}"
+
+    @property
+    def trace(self) -> str:
+        """Where the line came from: ``vertex compiler machine.chosen`` (a note and its code),
+        ``vertex importer`` (a note without a code), ``migration move`` (a step's own line)."""
+        origin = self.origin or "migration"
+        return f"{origin} {self.code.value}" if self.code is not None else origin
 
 
 @attrs.frozen(kw_only=True, repr=False)
@@ -70,18 +87,28 @@ class MigrationReport:
         """The entries that make ``--strict`` fail."""
         return tuple(e for e in self.entries if e.fidelity.breaks_strict)
 
-    def to_dict(self) -> dict[str, Any]:
-        """The report as data (``omnidist migrate -o json``)."""
-        return {
-            "source": self.source,
-            "target": self.target,
-            "strict_ok": not self.breaks_strict,
-            "entries": [{"fidelity": e.fidelity.value, "field": e.field, "message": e.message} for e in self.entries],
-        }
+    def to_dict(self, *, traced: bool = False) -> dict[str, Any]:
+        """The report as data (``omnidist migrate -o json``); with ``traced`` (``--debug``), each
+        entry also says where it came from (its ``origin`` and ``code``, empty for the migration's own)."""
+        def entry(e: ReportEntry) -> dict[str, Any]:
+            found = {"fidelity": e.fidelity.value, "field": e.field, "message": e.message}
+            if traced:
+                found.update(origin=e.origin, code=e.code.value if e.code is not None else None)
+            return found
+
+        return {"source": self.source, "target": self.target, "strict_ok": not self.breaks_strict,
+                "entries": [entry(e) for e in self.entries]}
+
+    def traced(self) -> str:
+        """``str(report)`` with each line followed by where it came from (``omnidist migrate --debug``)."""
+        return self._text(traced=True)
 
     def __str__(self) -> str:
+        return self._text()
+
+    def _text(self, *, traced: bool = False) -> str:
         lines = [f"migration {self.source} -> {self.target}"]
-        lines += [f"  {e}" for e in self.entries]
+        lines += [f"  {e}  [{e.trace}]" if traced else f"  {e}" for e in self.entries]
         if self.breaks_strict:
             lines.append(f"  {len(self.breaks_strict)} change(s) in meaning: --strict would refuse this migration")
         return "\n".join(lines)
@@ -109,9 +136,11 @@ class StrictMigrationError(UnsupportedFeatureError):
                          "Drop --strict to accept the report, or change the job first.")
 
 
-def entry_for(note: Note) -> ReportEntry:
-    """The report line for a compiler's or importer's note."""
-    return ReportEntry(fidelity=_FROM_NOTE[note.kind], field=note.field, message=note.message)
+def entry_for(note: Note, origin: str) -> ReportEntry:
+    """The report line for a compiler's or importer's note; ``origin`` says whose (``vertex
+    importer``), and the line keeps the note's code."""
+    return ReportEntry(fidelity=_FROM_NOTE[note.kind], field=note.field, message=note.message, origin=origin,
+                       code=note.code)
 
 
 # --- reading the source -------------------------------------------------------------------------

@@ -43,13 +43,16 @@ class AcceleratorInfo:
 
 
 ACCELERATORS: tuple[AcceleratorInfo, ...] = (
+    AcceleratorInfo("A10", "NVIDIA A10", 24, ("NVIDIA_A10",)),
     AcceleratorInfo("A100", "NVIDIA A100", 40, ("A100-40GB", "NVIDIA_TESLA_A100")),
     AcceleratorInfo("A100-80GB", "NVIDIA A100", 80, ("NVIDIA_A100_80GB",)),
+    AcceleratorInfo("A10G", "NVIDIA A10G", 24, ("NVIDIA_A10G",)),
     AcceleratorInfo("B200", "NVIDIA B200", 180, ("NVIDIA_B200",)),
     AcceleratorInfo("H100", "NVIDIA H100", 80, ("H100-80GB", "NVIDIA_H100_80GB")),
     AcceleratorInfo("H100-MEGA", "NVIDIA H100", 80, ("H100-MEGA-80GB", "NVIDIA_H100_MEGA_80GB")),
     AcceleratorInfo("H200", "NVIDIA H200", 141, ("H200-141GB", "NVIDIA_H200_141GB")),
     AcceleratorInfo("L4", "NVIDIA L4", 24, ("NVIDIA_L4",)),
+    AcceleratorInfo("L40S", "NVIDIA L40S", 48, ("NVIDIA_L40S",)),
     AcceleratorInfo("P100", "NVIDIA P100", 16, ("NVIDIA_TESLA_P100",)),
     AcceleratorInfo("P4", "NVIDIA P4", 8, ("NVIDIA_TESLA_P4",)),
     AcceleratorInfo("T4", "NVIDIA T4", 16, ("NVIDIA_TESLA_T4",)),

@@ -11,7 +11,7 @@ import enum
 import math
 import re
 import shlex
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional, Union
 
 import attrs
@@ -78,6 +78,16 @@ def to_argv(value: Union[str, list, tuple, None]) -> Optional[tuple[str, ...]]:
     if isinstance(value, str):
         return tuple(shlex.split(value))
     return tuple(value)
+
+
+def as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
+    """``converter=tuple`` that type checkers read: the class takes any iterable (a list of notes)."""
+    return tuple(items)
+
+
+def as_dict(items: Mapping[Any, Any]) -> dict[Any, Any]:
+    """``converter=dict`` that type checkers read: the class takes any mapping, and keeps a copy."""
+    return dict(items)
 
 
 def to_str_map(value: Optional[Mapping[str, str]]) -> dict[str, str]:

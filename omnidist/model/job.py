@@ -22,8 +22,9 @@ from omnidist.errors import ValidationError
 from omnidist.model import data as jobdata
 from omnidist.model import documents, serde
 from omnidist.model.data import JobInput, JobOutput
-from omnidist.model.fields import at_most, choice, env_names, fail, positive, to_argv, to_str_map
+from omnidist.model.fields import as_dict, at_most, choice, env_names, fail, positive, to_argv, to_str_map
 from omnidist.model.limits import MAX_PROCESSES_PER_NODE, MAX_TIMEOUT_S, clipped_repr
+from omnidist.model.recovery import Recovery, check_max_cost, to_recovery
 from omnidist.model.roles import AUTO, Replicas, Role, RoleName, effective_roles
 from omnidist.model.tuning import Tuning, to_tuning
 
@@ -115,10 +116,14 @@ class DistributedJob:
     spot: bool = False
     timeout: Optional[int] = attrs.field(default=None, validator=[positive, at_most(MAX_TIMEOUT_S, " seconds")])
     """Seconds; written in job files with an s/m/h/d suffix."""
+    recovery: Optional[Recovery] = attrs.field(default=None, converter=to_recovery)
+    """Restart (or move) the job when it ends for a reason listed (SPEC §15); ``None``: no recovery."""
+    max_cost: Optional[float] = attrs.field(default=None, validator=check_max_cost)
+    """US dollars the job may cost at most (its ``timeout`` at the profile's price, every attempt)."""
     labels: dict[str, str] = attrs.field(factory=dict, converter=to_str_map)
     tuning: Optional[Tuning] = attrs.field(default=None, converter=to_tuning)
     """Hyperparameter search over trials of this job (SPEC §8); ``None``: one run."""
-    backends: dict[str, dict[str, Any]] = attrs.field(factory=dict, converter=dict)
+    backends: dict[str, dict[str, Any]] = attrs.field(factory=dict, converter=as_dict)
     """Backend-specific settings by backend name; each backend validates its own block."""
     source: Optional[str] = attrs.field(default=None, eq=False, repr=False, metadata={serde.INTERNAL: True})
     """The file the job was read from, for error messages; not part of the job format."""

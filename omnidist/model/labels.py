@@ -3,8 +3,8 @@ tags are rewritten into valid ones, and the problems a compiler reports.
 
 A backend whose cloud restricts labels declares a :class:`LabelRules` (its compiler checks job
 labels with :meth:`LabelRules.check`; ``omnidist migrate`` rewrites the tags of a job moving to it
-with :meth:`LabelRules.rewrite`, each rewrite a ``changed`` line). Google Cloud's labels
-(:data:`omnidist.clouds.google_labels.GOOGLE`) and SageMaker's tags are two instances.
+with :meth:`LabelRules.rewrite`, each rewrite a ``changed`` line). A vendor kit declares its
+cloud's rules once for the backends that run there.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ class LabelRules:
     """One cloud's label rules.
 
     Attributes:
-        name: what the cloud calls them, for messages (``Google Cloud labels``, ``SageMaker tags``).
+        name: what the cloud calls them, for messages (its ``labels`` or ``tags``).
         max_labels: labels one job can carry, omnidist's own :attr:`reserved` key included.
         max_key: characters in a key.
         max_value: characters in a value.
@@ -44,7 +44,7 @@ class LabelRules:
         replacement: what a character that is not allowed becomes in a rewrite.
         key_prefix: put before a rewritten key that does not start with a :attr:`starts_key` character.
         reserved: the key omnidist sets itself when it submits (a job may not use it).
-        reserved_prefixes: key prefixes the cloud keeps for itself (``aws:``).
+        reserved_prefixes: key prefixes the cloud keeps for itself (the vendor's own ``name:``).
         key_start: what a key starts with, in words.
         key_rule: the key rule in words.
         value_rule: the value rule in words.

@@ -27,10 +27,14 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 import attrs
 
 from omnidist import api, config
+from omnidist import secrets as masking
+from omnidist.backend.contract import footprint_of, region_of
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.errors import (
+    AuthenticationError,
     BackendError,
     ConfigError,
+    InterruptedCreate,
     LedgerError,
     NotFoundError,
     OmnidistError,
@@ -145,6 +149,10 @@ def submit(job: Any, backend: Optional[str] = None, *, profile: Profiles = None,
             raise (exc if exc.source else exc.with_source(job.source)) from None
         candidate = _Candidate(profile=name or target.backend, profile_name=name, backend=target.backend,
                                driver=driver, settings=resolved, compiled=compiled)
+        if job.max_cost is not None:  # SPEC §15: exit 2 naming max_cost, before anything is created
+            from omnidist.recovery import cost
+
+            cost.check(job, _price(candidate, job, environ))
         return _place(job, [candidate], queue_s=queue_s, say=say or (lambda _: None), waits=waits or Waits(),
                       environ=environ)
     if settings:
@@ -211,17 +219,40 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             say(f"placement: {attempts[-1].line()}")
             _record(book, None, state=ledgers.SKIPPED, reason=reason, **where)
             continue
+        missing = _credentials_missing(candidate) if len(candidates) > 1 else None
+        if missing:  # no credentials where the cloud's client looks: skipped, as a refusal would be
+            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="skipped",
+                                    reason=missing))
+            say(f"placement: {attempts[-1].line()}")
+            _record(book, None, state=ledgers.SKIPPED, reason=missing, **where)
+            continue
         seq = _record(book, None, state=ledgers.CREATING, **where)
+        secrets = masking.secret_values(candidate.compiled.request)  # a cloud's refusal may quote the request
         try:
             handle = candidate.driver.submit(candidate.compiled, candidate.settings)
+        except AuthenticationError as exc:  # refused credentials: the next profile may have its own
+            if len(candidates) == 1:
+                _record(book, seq, state=ledgers.ERROR, reason=str(exc))
+                raise
+            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
+                                    reason=f"credentials: {exc}"))
+            say(f"placement: {attempts[-1].line()}")
+            _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
+            errors.append(exc)
+            continue
         except ShortageError as exc:
+            masking.mask_error(exc, secrets)
             attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                     reason=f"{exc.shortage}: {exc.detail}"))
             say(f"placement: {attempts[-1].line()}")
             _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
             errors.append(exc)
             continue
-        except Exception as exc:  # (an interrupted create stays `creating`: its job may exist)
+        except InterruptedCreate as stop:  # Ctrl-C: record what is known before stopping
+            _interrupted(book, seq, stop)
+            raise
+        except Exception as exc:
+            masking.mask_error(exc, secrets)
             try:
                 _record(book, seq, state=ledgers.ERROR, reason=str(exc) or type(exc).__name__)
             except LedgerError as lost:  # the create's own error matters more; say what was not recorded
@@ -238,6 +269,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
         if refused is None:
             _record(book, seq, state=(handle.last_status or JobStatus(state=JobState.RUNNING)).state.value)
             return handle
+        masking.mask_error(refused, secrets)
         reason = refused.detail if refused.shortage == QUEUE else f"{refused.shortage}: {refused.detail}"
         attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
                                 reason=reason, job_id=handle.id))
@@ -252,9 +284,31 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
                          every, exit_code=code)
 
 
+def _credentials_missing(candidate: _Candidate) -> Optional[str]:
+    """Why a placement skips ``candidate`` for its credentials (none found offline), or ``None``."""
+    from omnidist.placement import credentials
+
+    found = credentials.lookup(candidate.driver, candidate.settings)
+    if found is None or found.found:
+        return None
+    return f"credentials missing: {found.fix}"
+
+def _interrupted(book: Optional[ledgers.Ledger], seq: Optional[int], stop: InterruptedCreate) -> None:
+    """The ledger row of a create cut short by Ctrl-C: the job, when a look-up found it; else it
+    stays ``creating`` with how to find the job."""
+    try:
+        if stop.job_id is not None:
+            _record(book, seq, id=stop.job_id, url=stop.url, state=ledgers.SUBMITTED,
+                    reason="interrupted after the create made the job")
+        else:
+            _record(book, seq, reason=f"interrupted during the create; the job may exist: it carries {stop.marker}")
+    except LedgerError as lost:  # the interrupt's own message says the same
+        logging.getLogger("omnidist.placement").warning("%s", lost)
+
+
 def _region(candidate: _Candidate) -> Optional[str]:
     try:
-        return candidate.driver.region(candidate.settings)
+        return region_of(candidate.driver, candidate.settings)
     except Exception:  # a plugin's region hook is informational only
         return None
 
@@ -267,7 +321,7 @@ def _price(candidate: _Candidate, job: DistributedJob, environ: Mapping[str, str
     """The hourly price of a plain submit, for the ledger (``None`` when unknown). Informational: a
     price catalog or footprint that cannot be read never stops a submit (it is logged)."""
     try:
-        footprint = candidate.driver.footprint(candidate.compiled, candidate.settings)
+        footprint = footprint_of(candidate.driver, candidate.compiled, candidate.settings)
         if footprint is None:
             return None
         priced = prices.price(footprint, prices.load(environ))
@@ -298,6 +352,8 @@ def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Wait
     """Watch a created job until it starts (``None``), or why the placement moves on (the job then
     confirmed ended): the shortage its cloud reported, or a queue longer than ``queue_s`` (a lack of
     capacity, as far as a placement can tell)."""
+    from omnidist.submission.clients import ReportsShortage  # placement's own client code, loaded when it watches
+
     client = candidate.driver.connect(candidate.settings) if candidate.driver.client is not None else None
     poll = float(getattr(candidate.settings, "poll_interval_s", 15.0) or 0.0)
     deadline = waits.clock() + queue_s
@@ -305,7 +361,7 @@ def _watch(candidate: _Candidate, handle: JobHandle, queue_s: float, waits: Wait
         status = handle.status()
         if status.state in (JobState.RUNNING, JobState.SUCCEEDED):
             return None
-        found = client.queued_shortage(handle.id, status) if client is not None else None
+        found = client.queued_shortage(handle.id, status) if isinstance(client, ReportsShortage) else None
         if found is not None:
             _end(handle, waits)
             return found

@@ -1,32 +1,41 @@
 """The price catalog: list prices per machine, accelerator and fee, each row with its source and date.
 
-omnidist ships a catalog (``prices.csv`` beside this module) holding only figures its sources
-state, with their sources and dates; every machine a backend can pick has a row, and where no
-source gives a figure its price is empty: unknown, never guessed. ``omnidist catalog refresh``
-rebuilds rows from the clouds' public price lists into the user's state folder
-(:func:`user_catalog`); those rows win over the shipped ones for the same item.
+Each vendor kit ships its rows of the catalog (:mod:`omnidist.placement.vendors`: a ``prices.csv``
+in :data:`COLUMNS`) holding only figures its sources state, with their sources and dates; every
+machine a backend can pick has a row, and where no source gives a figure its price is empty:
+unknown, never guessed. ``omnidist catalog refresh`` rebuilds rows from the vendors' public price
+lists into the user's state folder (:func:`user_catalog`); those rows win over the shipped ones
+for the same item.
 
 A backend says what a job runs on as a :class:`~omnidist.backend.values.Footprint` (a service, a
-region, machines per role); :data:`SERVICES` says which price list each service bills from and
-what it adds, as the clouds publish it; :func:`price` adds it up. These are list prices, not quotes.
+region, machines per role) and how each of its services bills
+(:class:`~omnidist.backend.billing.Billing`: which price list, what it adds, as the vendor
+publishes it); :func:`price` adds it up. These are list prices, not quotes.
 """
 
 from __future__ import annotations
 
 import csv
+import io
+import math
 import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import attrs
 
+from omnidist.backend.billing import Billing
 from omnidist.backend.values import Footprint, Pool
 from omnidist.errors import ConfigError
 from omnidist.model import accelerators
+from omnidist.placement import vendors
 
-SHIPPED = Path(__file__).with_name("prices.csv")
-"""The catalog that ships with omnidist."""
+
+def shipped() -> list[Path]:
+    """The catalog files the installed vendor kits ship, by vendor."""
+    return [vendor.rows for vendor in vendors.installed().values()]
+
 
 COLUMNS = ("cloud", "service", "region", "kind", "name", "on_demand", "spot", "source", "date")
 """The columns of a catalog file, in order."""
@@ -46,8 +55,9 @@ class Row:
     """One catalog row: USD per hour of one item in one region, with where the figure comes from.
 
     Attributes:
-        cloud: ``gcp``, ``azure`` or ``aws``.
-        service: the price list (``compute_engine``, ``vertex_ai``, ``azure_vm``, ``amazon_sagemaker``, ``gke``).
+        cloud: the vendor whose kit ships or refreshes the row (:attr:`omnidist.placement.vendors.Vendor.name`).
+        service: the price list (a :attr:`~omnidist.backend.billing.Billing.prices`), or for a fee the
+            service that adds it.
         region: the cloud's region, or :data:`ANY_REGION`.
         kind: one of :data:`KINDS`.
         name: the machine type, the portable accelerator name, or the fee's name.
@@ -90,9 +100,47 @@ def _price(text: str, path: Path, line: int, column: str) -> Optional[float]:
     except ValueError:
         raise ConfigError(f"{path}: line {line}: {column}: {text!r} is not a price; write USD per hour, e.g. 3.67, "
                           "or leave it empty when unknown") from None
+    if not math.isfinite(value):  # nan would sort as the cheapest, inf is no price; neither is JSON
+        raise ConfigError(f"{path}: line {line}: {column}: {text.strip()!r} is not a price; write USD per hour, "
+                          "e.g. 3.67, or leave it empty when unknown")
     if value < 0:
         raise ConfigError(f"{path}: line {line}: {column}: a price cannot be negative ({text})")
     return value
+
+
+MAX_CATALOG_BYTES = 64 * 2**20
+"""The largest catalog file read (the shipped one is ~20 kB; a refresh of every region a few MB)."""
+
+MAX_CATALOG_ROWS = 250_000
+"""The most rows a catalog file may hold."""
+
+
+def _open_catalog(path: Path) -> Any:
+    """``path`` opened for reading as text, once it is known to be a regular file of a readable size
+    (a FIFO or a device would block or never end).
+
+    Raises:
+        ConfigError: it is not a regular file, or it is larger than :data:`MAX_CATALOG_BYTES`.
+    """
+    import stat
+
+    try:
+        handle = open(path, "rb", buffering=0)  # noqa: SIM115 - returned wrapped, closed by the caller
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the price catalog ({exc.strerror or exc})") from None
+    try:
+        # O_NONBLOCK is not needed: opening a FIFO for reading blocks only until a writer opens it,
+        # and fstat says what the opened file is before anything is read from it.
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            raise ConfigError(f"{path}: not a price catalog: not a regular file")
+        if info.st_size > MAX_CATALOG_BYTES:
+            raise ConfigError(f"{path}: the price catalog is {info.st_size:,} bytes, more than the "
+                              f"{MAX_CATALOG_BYTES:,} read; keep the rows of the regions you use")
+    except BaseException:
+        handle.close()
+        raise
+    return io.TextIOWrapper(io.BufferedReader(handle), encoding="utf-8", newline="")
 
 
 def read_rows(path: Path) -> list[Row]:
@@ -101,13 +149,20 @@ def read_rows(path: Path) -> list[Row]:
     Raises:
         ConfigError: the file cannot be read or a row is malformed (naming the file and the line).
     """
+    if path.exists() and not path.is_file():  # checked before opening: a FIFO would block the open
+        raise ConfigError(f"{path}: not a price catalog: not a regular file")
     try:
-        with open(path, newline="", encoding="utf-8") as handle:
+        with _open_catalog(path) as handle:
             reader = csv.DictReader(handle)
             if tuple(reader.fieldnames or ()) != COLUMNS:
                 raise ConfigError(f"{path}: not a price catalog: the header must be {','.join(COLUMNS)}")
             rows = []
             for line, cells in enumerate(reader, start=2):
+                if line > MAX_CATALOG_ROWS + 1:
+                    raise ConfigError(f"{path}: line {line}: the price catalog has more than {MAX_CATALOG_ROWS:,} "
+                                      "rows; keep the rows of the regions you use")
+                if None in cells.values() or None in cells:  # a row cut short, or one with cells to spare
+                    raise ConfigError(f"{path}: line {line}: expected {len(COLUMNS)} cells ({','.join(COLUMNS)})")
                 if cells["kind"] not in KINDS:
                     raise ConfigError(f"{path}: line {line}: kind: {cells['kind']!r} is not one of {', '.join(KINDS)}")
                 rows.append(Row(cloud=cells["cloud"], service=cells["service"], region=cells["region"] or ANY_REGION,
@@ -119,13 +174,17 @@ def read_rows(path: Path) -> list[Row]:
         raise ConfigError(f"{path}: cannot read the price catalog ({exc.strerror or exc})") from None
     except csv.Error as exc:
         raise ConfigError(f"{path}: not a price catalog ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not a price catalog: not UTF-8 text (byte {exc.start:,} of a read block)") from None
     return rows
 
 
 def write_rows(path: Path, rows: Iterable[Row]) -> None:
     """Write a catalog file (sorted by cloud, service, kind, name, region), replacing it at once."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    ordered = sorted(rows, key=lambda r: (r.cloud, r.service, r.kind, r.name, r.region))
+    # a price that is not finite is never written (it would read as the cheapest, or refuse the file)
+    finite = [r for r in rows if all(v is None or math.isfinite(v) for v in (r.on_demand, r.spot))]
+    ordered = sorted(finite, key=lambda r: (r.cloud, r.service, r.kind, r.name, r.region))
     partial = path.with_name(path.name + ".partial")
     with open(partial, "w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle, lineterminator="\n")
@@ -140,53 +199,6 @@ def user_catalog(environ: Mapping[str, str] = os.environ) -> Path:
     from omnidist.config import state_dir
 
     return state_dir(environ) / "prices.csv"
-
-
-@attrs.frozen(kw_only=True)
-class Service:
-    """How a service bills: from which price list, GPUs apart or in the machine's price, which fees.
-
-    Attributes:
-        prices: the price list its machines are billed from.
-        gpus_apart: accelerators are rows of their own, added per GPU to the machine's (Google's
-            lists); else a machine's price includes its GPUs.
-        fees: fee rows it adds per hour (a GKE cluster's).
-        free: nothing to pay (this machine).
-        rule: what the clouds publish about it, for ``omnidist catalog`` and the docs.
-    """
-
-    prices: str = ""
-    gpus_apart: bool = False
-    fees: tuple[str, ...] = ()
-    free: bool = False
-    rule: str = ""
-
-
-SERVICES: dict[str, Service] = {
-    "ai_platform_training": Service(
-        prices="vertex_ai", gpus_apart=True,
-        rule="legacy AI Platform Training bills the Vertex AI custom-training prices (Vertex AI pricing page: "
-             "the same except for prediction machine types)"),
-    "amazon_sagemaker": Service(
-        prices="amazon_sagemaker",
-        rule="SageMaker bills ml.* instances from a price list of its own, above EC2's (by 15-40 % on the "
-             "pairs the sources compare)"),
-    "azure_machine_learning": Service(
-        prices="azure_vm",
-        rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
-             "VMs'; skypilot-catalog az_ml_vms.csv prices equal the VM prices)"),
-    "compute_engine": Service(prices="compute_engine", gpus_apart=True, rule="Compute Engine VMs; GPUs billed apart"),
-    "gke": Service(
-        prices="compute_engine", gpus_apart=True, fees=("cluster",),
-        rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
-             "(GKE pricing page; the fee row names it)"),
-    "local": Service(free=True, rule="this machine: nothing to pay"),
-    "vertex_ai": Service(
-        prices="vertex_ai", gpus_apart=True,
-        rule="Vertex AI custom training bills its own machine and accelerator SKUs, above Compute Engine's "
-             "(about 15 % on the one pair the sources compare); a management fee SKU is billed apart"),
-}
-"""Service -> how it bills, sorted by service."""
 
 
 @attrs.frozen(kw_only=True)
@@ -238,13 +250,13 @@ class Catalog:
 
 
 def load(environ: Mapping[str, str] = os.environ) -> Catalog:
-    """The shipped catalog with the user's refreshed rows over it (``OMNIDIST_PRICES`` names
-    another file to lay over it instead of the refreshed one).
+    """The vendor kits' shipped rows with the user's refreshed rows over them (``OMNIDIST_PRICES``
+    names another file to lay over them instead of the refreshed one).
 
     Raises:
         ConfigError: a catalog file is malformed.
     """
-    files = [SHIPPED]
+    files = shipped()
     extra = Path(environ["OMNIDIST_PRICES"]) if environ.get("OMNIDIST_PRICES") else user_catalog(environ)
     if extra.is_file() or environ.get("OMNIDIST_PRICES"):
         files.append(extra)
@@ -263,6 +275,8 @@ class Priced:
             needs: ``True``, ``False``, or ``None`` for unknown.
         notes: what the figures rest on or lack, for people.
         sources: the rows the figures come from.
+        partial: when ``on_demand`` is unknown, what the parts with a price add up to (a floor,
+            ``None`` when no part has one).
     """
 
     on_demand: Optional[float]
@@ -270,9 +284,10 @@ class Priced:
     available: Optional[bool]
     notes: tuple[str, ...] = ()
     sources: tuple[Row, ...] = ()
+    partial: Optional[float] = None
 
 
-def _pool_items(pool: Pool, service: Service) -> list[tuple[str, str, int]]:
+def _pool_items(pool: Pool, service: Billing) -> list[tuple[str, str, int]]:
     """``(kind, name, how many per machine)`` rows one machine of ``pool`` is billed by. A TPU host
     is billed as its machine, chips included (Cloud TPU prices a TPU VM per slice-hour, host and
     all), never as GPUs apart."""
@@ -282,15 +297,16 @@ def _pool_items(pool: Pool, service: Service) -> list[tuple[str, str, int]]:
     return items
 
 
-def price(footprint: Footprint, catalog: Catalog) -> Priced:
+def price(footprint: Footprint, catalog: Catalog, billing: Optional[Mapping[str, Billing]] = None) -> Priced:
     """The hourly price of ``footprint`` from ``catalog``, with whether its region offers what it needs.
 
     Every machine of every pool is priced (parameter servers, evaluators and reduction servers as
     the machines they run on), GPUs added per GPU where the service bills them apart, the service's
     fees added once; a tuning job's parallel trials multiply it. One unknown part makes the whole
-    unknown (``None``), and a note says which.
+    unknown (``None``), and a note says which. ``billing`` (default: what the installed backends and
+    vendor kits declare, :func:`omnidist.placement.vendors.billing`) says how the service bills.
     """
-    service = SERVICES.get(footprint.service)
+    service = (vendors.billing() if billing is None else billing).get(footprint.service)
     if service is None:
         return Priced(on_demand=None, spot=None, available=None,
                       notes=(f"the price catalog knows no service {footprint.service!r}",))
@@ -299,6 +315,7 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
     region = footprint.region
     notes: list[str] = [] if region else ["the profile names no region: prices from rows that state none"]
     on_demand: Optional[float] = 0.0
+    known = 0.0  # the parts with a price, for a partial price when another part has none
     spot: Optional[float] = 0.0
     offered: list[Optional[bool]] = []
     used: dict[tuple, Row] = {}
@@ -318,8 +335,9 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
             if row is None or row.on_demand is None:
                 missing.append(name)
                 on_demand = None
-            elif on_demand is not None:
-                on_demand += row.on_demand * times
+            else:
+                known += row.on_demand * times
+                on_demand = None if on_demand is None else on_demand + row.on_demand * times
             if row is None or row.spot is None:
                 spot = None
             elif spot is not None:
@@ -333,6 +351,7 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
             on_demand = spot = None
             continue
         used[row.key] = row
+        known += row.on_demand
         fees.append(f"{footprint.service} {fee} fee {row.on_demand:g} USD/h included ({row.source})")
         on_demand = None if on_demand is None else on_demand + row.on_demand
         spot = None if spot is None else spot + row.on_demand
@@ -343,8 +362,9 @@ def price(footprint: Footprint, catalog: Catalog) -> Priced:
         notes.append(f"no {service.prices} list price{where} for {', '.join(dict.fromkeys(missing))}: "
                      "the cost is unknown (omnidist catalog refresh rebuilds prices from the public price lists)")
     notes.extend(f"{p.role}: {p.assumed}" for p in footprint.pools if p.assumed)
+    partial = _cents(known) if on_demand is None and known else None
     return Priced(on_demand=_cents(on_demand), spot=_cents(spot), available=_all(offered),
-                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()))
+                  notes=tuple(dict.fromkeys(notes)), sources=tuple(used.values()), partial=partial)
 
 
 def _cents(value: Optional[float]) -> Optional[float]:

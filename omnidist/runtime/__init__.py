@@ -27,18 +27,22 @@ if TYPE_CHECKING:
     from omnidist.runtime.view import RuntimeContext
 
 _LAZY = {
+    "Checkpoint": "omnidist.runtime.checkpoints",
     "RuntimeContext": "omnidist.runtime.view",
     "RuntimeEnvError": "omnidist.runtime.errors",
     "TorchPlacement": "omnidist.runtime.devices",
+    "checkpoint": "omnidist.runtime.checkpoints",
+    "checkpoint_dir": "omnidist.runtime.checkpoints",
     "context": "omnidist.runtime.detect",
+    "latest_checkpoint": "omnidist.runtime.checkpoints",
     "report": "omnidist.runtime.reporting",
 }
 """Public names imported on first use (PEP 562): a compiler that reads one platform module's
 tables, or the errors module that re-exports the runtime's error, loads nothing else of the
 runtime. (No submodule is named like these, so importing one never hides a name here.)"""
 
-__all__ = ["RuntimeContext", "RuntimeEnvError", "TorchPlacement", "context", "hints", "init_tensorflow",
-           "init_torch", "report", "torch_device"]
+__all__ = ["Checkpoint", "RuntimeContext", "RuntimeEnvError", "TorchPlacement", "checkpoint", "checkpoint_dir",
+           "context", "hints", "init_tensorflow", "init_torch", "latest_checkpoint", "report", "torch_device"]
 
 _placement: Optional[TorchPlacement] = None
 """What :func:`init_torch` chose for this process (read by :func:`torch_device`)."""

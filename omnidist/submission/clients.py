@@ -31,12 +31,16 @@ from omnidist.backend.values import REQUEST_ID_LABEL, CompiledJob, JobState, Job
 from omnidist.errors import (
     BackendError,
     ConflictError,
+    InterruptedCreate,
     InvalidRequestError,
     NotFoundError,
     OmnidistError,
     ShortageError,
     TransientBackendError,
 )
+from omnidist.model.fields import as_tuple
+from omnidist.model.recovery import Ending
+from omnidist.recovery import endings
 from omnidist.submission import retry
 
 if TYPE_CHECKING:
@@ -147,7 +151,7 @@ class LogStart:
     """Where reading a job's logs starts: the lines shown first (where the logs are), the secret
     values to mask, and the cursor of the first page."""
 
-    header: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    header: tuple[str, ...] = attrs.field(default=(), converter=as_tuple)
     secrets: frozenset[str] = frozenset()
     cursor: Any = None
 
@@ -165,7 +169,7 @@ class LogPage:
     """
 
     status: Optional[JobStatus] = None
-    lines: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    lines: tuple[str, ...] = attrs.field(default=(), converter=as_tuple)
     secrets: frozenset[str] = frozenset()
     cursor: Any = None
     last: bool = False
@@ -176,7 +180,16 @@ def labelled(request: Mapping[str, Any], key: str) -> dict[str, Any]:
     return {**request, "labels": {**(request.get("labels") or {}), REQUEST_ID_LABEL: key}}
 
 
-def outcome_unknown(exc: TransientBackendError) -> bool:
+def _why(refusal: BackendError) -> str:
+    """A refusal's kind, as a log line says it: the shortage, else the error's class."""
+    return getattr(refusal, "shortage", None) or type(refusal).__name__
+
+
+def _server_error(exc: BackendError) -> bool:
+    return exc.status is not None and exc.status >= 500
+
+
+def outcome_unknown(exc: BackendError) -> bool:
     """Whether a failed create may have made its job: no answer came back (a reset, a lost
     response, a timeout) or the server answered 5xx (it may fail after making it). A 429 or 408
     says the request was not carried out."""
@@ -261,12 +274,9 @@ class Client(ABC, Generic[N]):
     def id_of(self, keyed: Keyed, job: N) -> str:
         """The id a handle follows the created job by."""
 
-    # --- optional hooks ---------------------------------------------------------------------------
-
-    def prepare(self, compiled: CompiledJob) -> CompiledJob:
-        """Work that must happen before the create (uploading the job's code); returns the job to
-        create. Runs once per submit, before :meth:`keyed`; the default has nothing to do."""
-        return compiled
+    # --- refinements: hooks every client has, with defaults ----------------------------------------
+    # (the optional groups are the capability classes below: StagesCode, ReadsLogs, ReadsTrials,
+    # ReportsShortage)
 
     def secrets_of(self, job: N) -> frozenset[str]:
         """The secret values a native job carries (masked wherever the cloud repeats them)."""
@@ -280,40 +290,16 @@ class Client(ABC, Generic[N]):
         """Why a failed job failed, when the job itself does not say (``""``: unknown)."""
         return ""
 
-    def with_trials(self, job_id: str, job: N, status: JobStatus) -> JobStatus:
-        """A tuning job's status with its trials and best trial, when reading them takes calls of
-        their own (through :meth:`call`); a cloud whose job carries its trials fills them in
-        :meth:`status_of` instead. The default adds nothing."""
-        return status
+    def ending_of(self, job: N, status: JobStatus) -> Optional[Ending]:
+        """How the job ended, from its native resource and its status (message filled in); ``None``
+        while it runs. The default reads the portable state only
+        (:func:`omnidist.recovery.endings.by_state`); a backend overrides it with its native facts."""
+        return endings.by_state(status)
 
     def conflict(self, keyed: Keyed, exc: ConflictError) -> BackendError:
         """The error for a chosen id held by a job this submit did not make."""
         return ConflictError(f"a job with this id already exists and this submit did not make it ({exc})",
                              backend=self.name, status=409)
-
-    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
-        """Whether a refused create is the cloud's lack of quota or capacity (a placement then moves
-        on to its next profile), given the SDK's exception and its translation.
-
-        A plugin refines this with its cloud's own codes. The default reads the message
-        (:func:`shortage_in`) of an error that is not retried in place: a 5xx or a dropped
-        connection is transient, and a 429 that carries ``Retry-After`` or speaks of a request
-        rate is a rate limit (retried as any other); a 429 that names a resource quota is not."""
-        if error.retry_after is not None or (isinstance(error, TransientBackendError) and error.status != 429):
-            return None
-        return shortage_in(error.detail)
-
-    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[ShortageError]:
-        """Whether a created job that has not started says the cloud lacks quota or capacity for it
-        (a placement watching it with ``--max-queue`` moves on): the shortage, as the error the
-        placement reports, or ``None``. Requests go through :meth:`call`. The default reads a failed
-        job's message (:func:`shortage_in`)."""
-        found = shortage_in(status.message) if status.state is JobState.FAILED else None
-        return self.shortage_error(found, status.message) if found else None
-
-    def shortage_error(self, shortage: Shortage | str, message: str) -> ShortageError:
-        """The error a placement reports for a shortage this cloud met."""
-        return ShortageError(message, shortage=Shortage(shortage).value, backend=self.name)
 
     def timed_out(self, exc: BaseException) -> bool:
         """Whether a failed create timed out waiting for its answer (the server may still make it)."""
@@ -323,21 +309,6 @@ class Client(ABC, Generic[N]):
     def settle_s(self) -> float:
         """After a create timed out (:attr:`Idempotency.LABEL`), how long its job may still appear."""
         return 30.0
-
-    def open_logs(self, job_id: str) -> LogStart:
-        """Start reading the job's logs. Default: the console URL, then states only."""
-        url = self.backend.console_url(job_id, self.settings)
-        return LogStart(header=(f"console: {url}",) if url else ())
-
-    def read_logs(self, job_id: str, cursor: Any, *, follow: bool) -> LogPage:
-        """Read the next page of the job's logs from ``cursor``; requests go through :meth:`call`.
-        Default: no lines, the job's state only."""
-        job = self.call(lambda: self.get_job(job_id))
-        return LogPage(status=self._status(job_id, job), secrets=self.secrets_of(job))
-
-    def state_line(self, job_id: str, status: JobStatus) -> str:
-        """The line that tells a state change in the logs (``""``: none)."""
-        return f"state: {status.state.value}" + (f" — {status.message}" if status.message else "")
 
     # --- the template: what the core does the same way for every cloud -----------------------------
 
@@ -373,12 +344,32 @@ class Client(ABC, Generic[N]):
 
         A 400 may quote the request's env values: every error is raised with them masked."""
         with masking.masking_errors(masking.secret_values(compiled.request)):
-            keyed = self.keyed(self.prepare(compiled))
-            if self.idempotency is Idempotency.CHOSEN_ID:
-                job = self.call(lambda: self._create_or_adopt(keyed))
-            else:
+            keyed = self.keyed(self.prepare(compiled) if isinstance(self, StagesCode) else compiled)
+            try:
                 job = self._create(keyed)
+            except InterruptedCreate:
+                raise
+            except KeyboardInterrupt:
+                raise self._interrupted(keyed) from None
             return self.id_of(keyed, job), self.url_of(job)
+
+    def _interrupted(self, keyed: Keyed) -> InterruptedCreate:
+        """What is known after Ctrl-C during a create: one look by the key (no retries; a second
+        Ctrl-C or any failure ends it) says whether the job was made, else how to find it."""
+        marker = (f"the label {REQUEST_ID_LABEL}={keyed.key}" if self.idempotency is Idempotency.LABEL
+                  else f"the {'name' if self.idempotency is Idempotency.NAME else 'id'} {keyed.key}")
+        try:
+            found = self._found(keyed)
+            job_id, url = (self.id_of(keyed, found[0]), self.url_of(found[0])) if found else (None, "")
+        except BaseException:  # noqa: BLE001 - the user asked to stop: nothing more is tried
+            job_id, url = None, ""
+        if job_id is not None:
+            message = (f"interrupted: the create had made the job {job_id}; it is running (omnidist cancel "
+                       f"{job_id} --backend {self.name} stops it)")
+        else:
+            message = (f"interrupted during the create: the job may exist or appear shortly; it carries {marker} "
+                       f"(look for it in the {self.name} console, or submit again: a new submit makes a new job)")
+        return InterruptedCreate(message, backend=self.name, job_id=job_id, url=url, marker=marker)
 
     def status(self, job_id: str) -> JobStatus:
         """The job's state, its message masked."""
@@ -403,16 +394,19 @@ class Client(ABC, Generic[N]):
         ``poll_interval_s`` until the job ends. Lines and errors have the job's secrets masked."""
         secrets: set[str] = set()
         try:
-            start = self.open_logs(job_id)
+            start = self.open_logs(job_id) if isinstance(self, ReadsLogs) else _console_start(self, job_id)
             secrets |= start.secrets
             for line in start.header:
                 yield masking.mask_text(line, secrets)
             cursor, shown = start.cursor, ""
             while True:
-                page = self.read_logs(job_id, cursor, follow=follow)
+                page = (self.read_logs(job_id, cursor, follow=follow) if isinstance(self, ReadsLogs)
+                        else _states_only(self, job_id))
                 secrets |= page.secrets
                 ended = page.status is None or page.status.state.terminal
-                line = self.state_line(job_id, page.status) if page.status is not None else ""
+                line = ("" if page.status is None
+                        else self.state_line(job_id, page.status) if isinstance(self, ReadsLogs)
+                        else _state_line(page.status))
                 change = [line] if line and line != shown else []
                 shown = line or shown
                 # A new state reads before its page's lines, how the job ended after them.
@@ -433,7 +427,9 @@ class Client(ABC, Generic[N]):
         found = self.status_of(job)
         if found.state is JobState.FAILED and not found.message:
             found = attrs.evolve(found, message=self.failure_message(job_id, job))
-        return self.with_trials(job_id, job, found)
+        if found.ended is None:
+            found = attrs.evolve(found, ended=self.ending_of(job, found))
+        return self.with_trials(job_id, job, found) if isinstance(self, ReadsTrials) else found
 
     def _found(self, keyed: Keyed) -> list[N]:
         try:
@@ -450,7 +446,7 @@ class Client(ABC, Generic[N]):
         error = self.translate(exc)
         if error is None:
             return None
-        found = self.shortage(exc, error)
+        found = self.shortage(exc, error) if isinstance(self, ReportsShortage) else None
         if found is None:
             return error
         return ShortageError(error.detail, shortage=Shortage(found).value, backend=error.backend or self.name,
@@ -467,17 +463,19 @@ class Client(ABC, Generic[N]):
 
     def _create(self, keyed: Keyed) -> N:
         creates = _Creates()
+        chosen = self.idempotency is Idempotency.CHOSEN_ID
 
         def attempt() -> N:
             # A NAME create looks before every repeat; a LABEL one after an attempt whose outcome is
-            # unknown (no answer, or a 5xx: the server may have made the job before failing).
-            if creates.attempts and (self.idempotency is Idempotency.NAME or creates.unanswered):
+            # unknown (no answer, or a 5xx: the server may have made the job before failing). A
+            # CHOSEN_ID repeat needs no look first: the cloud answers 409 for the id (adopted).
+            if creates.attempts and not chosen and (self.idempotency is Idempotency.NAME or creates.unanswered):
                 found = self._found(keyed)
                 if found:
                     return found[0]
             creates.attempts += 1
             try:
-                job = self._sent(keyed)
+                job = self._create_or_adopt(keyed) if chosen else self._sent(keyed)
             except TransientBackendError as exc:
                 cause = exc.__cause__ or exc
                 creates.unanswered += outcome_unknown(exc)
@@ -485,6 +483,18 @@ class Client(ABC, Generic[N]):
                     creates.pending += 1
                     creates.settle_until = self.injected.clock() + self.settle_s
                 raise
+            except (ShortageError, InvalidRequestError) as exc:
+                # A refusal for quota or capacity (or one a backend that classifies no shortages gives
+                # as an invalid request) is trusted only once this submit is known to have made no job:
+                # after an earlier create whose outcome is unknown, the quota it uses may be what is
+                # refused now; a 5xx is itself such an outcome.
+                creates.unanswered += outcome_unknown(exc) if isinstance(exc, ShortageError) else _server_error(exc)
+                if not creates.unanswered:
+                    raise
+                found = self._settled(keyed, creates, exc)
+                if not found:
+                    raise
+                return found[0]
             creates.made += 1
             return job
 
@@ -493,6 +503,34 @@ class Client(ABC, Generic[N]):
         if self.idempotency is Idempotency.LABEL and duplicates_possible:
             job = self._settle(keyed, job, creates)
         return job
+
+    def _settled(self, keyed: Keyed, creates: _Creates, refusal: BackendError) -> list[N]:
+        """The jobs this submit's earlier creates made, looked up by its key before a refusal is
+        believed: at once, and again while a timed-out create may still land (``settle_s``).
+
+        Raises:
+            BackendError: the look-up itself failed: whether a job exists is unknown, so the refusal
+                is not passed on as one (a placement would make a second job elsewhere).
+        """
+        pause = 0.2
+        while True:
+            try:
+                found = self.call(lambda: self._found(keyed))
+            except BackendError as exc:
+                raise BackendError(
+                    f"the create was refused ({_why(refusal)}: {refusal.detail}) after an earlier attempt whose "
+                    f"outcome is unknown, and looking for the job that attempt may have made failed ({exc}); "
+                    f"look for a job labelled {REQUEST_ID_LABEL}={keyed.key} before submitting again",
+                    backend=self.name) from exc
+            left = creates.settle_until - self.injected.clock()
+            if found or left <= 0:
+                if found:
+                    self.log.warning("%s: the create was refused (%s) after an attempt whose outcome was unknown; "
+                                     "that attempt had made the job, kept %s", self.name, _why(refusal),
+                                     self.id_of(keyed, found[0]))
+                return found
+            self.injected.wait(min(pause, left))  # a timed-out create may still be running on the server
+            pause = min(pause * 2, 5.0)
 
     def _settle(self, keyed: Keyed, job: N, creates: _Creates) -> N:
         """After creates whose outcome was unknown: wait for a late job to appear (while a timed-out one
@@ -530,3 +568,95 @@ class Client(ABC, Generic[N]):
                              "cancel the job labelled %s that is not %s", self.name, self.settle_s, label,
                              kept_id)
         return kept
+
+
+# --- capability classes: the optional hook groups a client opts into (the template finds them
+# with isinstance; a client without one behaves as the group's defaults say) -----------------------
+
+class StagesCode(Client[N]):
+    """Capability (staging): work before the create, such as uploading the job's code to the cloud's
+    storage (:meth:`prepare`). Without it the compiled job is created as it is."""
+
+    def prepare(self, compiled: CompiledJob) -> CompiledJob:
+        """Work that must happen before the create (uploading the job's code); returns the job to
+        create. Runs once per submit, before :meth:`keyed`; the default has nothing to do."""
+        return compiled
+
+
+class ReadsLogs(Client[N]):
+    """Capability (logs): the job's log lines from the cloud. Without it ``omnidist logs`` shows the
+    console URL, then the job's state changes."""
+
+    def open_logs(self, job_id: str) -> LogStart:
+        """Start reading the job's logs. Default: the console URL, then states only."""
+        return _console_start(self, job_id)
+
+    def read_logs(self, job_id: str, cursor: Any, *, follow: bool) -> LogPage:
+        """Read the next page of the job's logs from ``cursor``; requests go through :meth:`call`.
+        Default: no lines, the job's state only."""
+        return _states_only(self, job_id)
+
+    def state_line(self, job_id: str, status: JobStatus) -> str:
+        """The line that tells a state change in the logs (``""``: none)."""
+        return _state_line(status)
+
+
+class ReadsTrials(Client[N]):
+    """Capability (tuning): a tuning job's trials, where reading them takes calls of their own
+    (a cloud whose job carries its trials fills them in :meth:`Client.status_of` instead)."""
+
+    def with_trials(self, job_id: str, job: N, status: JobStatus) -> JobStatus:
+        """A tuning job's status with its trials and best trial, when reading them takes calls of
+        their own (through :meth:`call`); a cloud whose job carries its trials fills them in
+        :meth:`status_of` instead. The default adds nothing."""
+        return status
+
+
+class ReportsShortage(Client[N]):
+    """Capability (placement): tells the cloud's lack of quota or capacity from other refusals, on a
+    create (:meth:`shortage`) and on a queued job (:meth:`queued_shortage`), so a placement moves on
+    to its next profile. Without it every refusal is an error and a queued job only times out."""
+
+    def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
+        """Whether a refused create is the cloud's lack of quota or capacity (a placement then moves
+        on to its next profile), given the SDK's exception and its translation.
+
+        A plugin refines this with its cloud's own codes. The default reads the message
+        (:func:`shortage_in`) of an error that is not retried in place: a 5xx or a dropped
+        connection is transient, and a 429 that carries ``Retry-After`` or speaks of a request
+        rate is a rate limit (retried as any other); a 429 that names a resource quota is not."""
+        if error.retry_after is not None or (isinstance(error, TransientBackendError) and error.status != 429):
+            return None
+        return shortage_in(error.detail)
+
+    def queued_shortage(self, job_id: str, status: JobStatus) -> Optional[ShortageError]:
+        """Whether a created job that has not started says the cloud lacks quota or capacity for it
+        (a placement watching it with ``--max-queue`` moves on): the shortage, as the error the
+        placement reports, or ``None``. Requests go through :meth:`call`. The default reads a failed
+        job's message (:func:`shortage_in`)."""
+        found = shortage_in(status.message) if status.state is JobState.FAILED else None
+        return self.shortage_error(found, status.message) if found else None
+
+    def shortage_error(self, shortage: Shortage | str, message: str) -> ShortageError:
+        """The error a placement reports for a shortage this cloud met."""
+        return ShortageError(message, shortage=Shortage(shortage).value, backend=self.name)
+
+
+def _console_start(client: Client[Any], job_id: str) -> LogStart:
+    url = client.backend.console_url(job_id, client.settings)
+    return LogStart(header=(f"console: {url}",) if url else ())
+
+
+def _states_only(client: Client[Any], job_id: str) -> LogPage:
+    job = client.call(lambda: client.get_job(job_id))
+    return LogPage(status=client._status(job_id, job), secrets=client.secrets_of(job))
+
+
+def _state_line(status: JobStatus) -> str:
+    return f"state: {status.state.value}" + (f" — {status.message}" if status.message else "")
+
+
+REQUIRED: tuple[str, ...] = ("idempotency", "translate", "keyed", "create_job", "find_jobs", "get_job", "cancel_job",
+                             "status_of", "id_of")
+"""The names every client defines (:class:`Client`'s required protocol, one SDK call each); the rest
+is the template, refinements with defaults, and the capability classes above."""

@@ -40,18 +40,24 @@ SECRET_PATTERNS: tuple[str, ...] = (
     # environment files and shell credentials
     ".env", ".env.*", "*.env", ".envrc", ".netrc", "_netrc", ".npmrc", ".pypirc", ".pgpass", ".my.cnf",
     ".git-credentials", ".htpasswd", ".vault-token",
-    # private keys and keystores
-    "id_rsa", "id_dsa", "id_ecdsa", "id_ed25519", "id_ecdsa_sk", "id_ed25519_sk", "*.pem", "*.key", "*.p12",
+    ".secrets", "secrets.yaml", "secrets.yml", "secrets.json", "secrets.toml", "secrets.env",
+    # private keys and keystores (and their copies: id_rsa.bak, id_rsa.old)
+    "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12",
     "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.gpg",
     # cloud and tool credentials
-    "credentials.json", "credentials", "client_secret*.json", "service-account*.json", "service_account*.json",
-    "application_default_credentials.json", "*.tfstate", "*.tfstate.backup", "kubeconfig",
-    ".ssh/", ".aws/", ".azure/", ".gnupg/", ".kube/", ".docker/config.json", ".config/gcloud/",
+    "credentials.json", "credentials", "credentials.db", "client_secret*.json", "service-account*.json",
+    "service_account*.json", "application_default_credentials.json", "adc.json", "access_tokens.db",
+    "legacy_credentials/", "gcloud/", ".boto", ".s3cfg", ".dockercfg", ".terraformrc", "terraform.rc",
+    "*.tfstate", "*.tfstate.backup", "*.tfvars", "*.tfvars.json", "kubeconfig", "kubeconfig.*", "*.kubeconfig",
+    # credential folders, and a file of the same name (a copied-in .ssh, .aws…)
+    ".ssh", ".aws", ".azure", ".gnupg", ".kube", ".docker/config.json", ".config/gcloud/",
     # templates and public halves are not secrets
     "!.env.example", "!.env.sample", "!.env.template", "!*.pub", "!*.example.*",
 )
 """Files left out of every code archive unless the job's ``ship_secrets`` names them (gitignore
-patterns: a name without ``/`` matches at any depth, ``dir/`` everything under such a folder)."""
+patterns: a name without ``/`` matches at any depth, ``dir/`` everything under such a folder). They
+are matched whatever the case of the file's name (``.ENV``, ``ID_RSA``, ``server.PEM`` are secrets
+too, as on a file system that ignores case)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -88,6 +94,8 @@ class Scan:
         replaced: folders whose ``.amlignore`` is read instead of their ``.gitignore``.
         unreadable_lines: ignore-file lines git reads as matching nothing (``file:line``).
         shipped_secrets: secret-looking files that ship because ``ship_secrets`` names them.
+        hard_links: files that ship and have other names outside the folder (hard links: the same
+            bytes, which a link to a secret elsewhere would ship).
     """
 
     files: tuple[CodeFile, ...]
@@ -97,6 +105,7 @@ class Scan:
     replaced: tuple[str, ...] = ()
     unreadable_lines: tuple[str, ...] = ()
     shipped_secrets: tuple[str, ...] = ()
+    hard_links: tuple[str, ...] = ()
 
     def warnings(self) -> list[str]:
         """One sentence per kind of thing left out (or shipped on request), naming them."""
@@ -119,6 +128,10 @@ class Scan:
         if self.shipped_secrets:
             found.append(f"shipping secret-looking files because ship_secrets names them: "
                          f"{', '.join(self.shipped_secrets)}")
+        if self.hard_links:
+            found.append(f"shipping files that are hard links to a file outside the code folder: "
+                         f"{', '.join(self.hard_links)}; they ship the bytes the other name holds (check none is a "
+                         "secret, or copy the file instead)")
         return found
 
 
@@ -212,6 +225,7 @@ def scan(folder: Path, ship_secrets: Sequence[str] = ()) -> Scan:
     rules: dict[str, tuple[list[str], Any]] = {}
     files: list[CodeFile] = []
     secrets, links, unnamed, shipped = [], [], [], []
+    inodes: dict[tuple[int, int], tuple[int, set[str]]] = {}
     for directory, dirs, names in os.walk(root):
         rel_dir = os.path.relpath(directory, root).replace(os.sep, "/")
         prefix = "" if rel_dir == "." else rel_dir + "/"
@@ -256,7 +270,7 @@ def scan(folder: Path, ship_secrets: Sequence[str] = ()) -> Scan:
                 continue  # a link to nothing, or gone already
             if not stat.S_ISREG(info.st_mode):
                 continue  # a FIFO, socket or device is not code
-            flagged = [p for p in dict.fromkeys((rel, source)) if secret.match_file(p)]
+            flagged = [p for p in dict.fromkeys((rel, source)) if secret.match_file(p.lower())]
             if any(not allowed.match_file(p) for p in flagged):
                 secrets.append(rel if source == rel else f"{rel} -> {source}")
                 continue
@@ -264,9 +278,13 @@ def scan(folder: Path, ship_secrets: Sequence[str] = ()) -> Scan:
                 shipped.append(rel)
             files.append(CodeFile(path=rel, size=info.st_size, source="" if source == rel else source,
                                   mtime_ns=info.st_mtime_ns))
+            if info.st_nlink > 1:
+                inodes.setdefault((info.st_dev, info.st_ino), (info.st_nlink, set()))[1].add(source)
+    # a file with more names than the folder holds has a name outside it
+    hard = sorted(min(names) for count, names in inodes.values() if count > len(names))
     return Scan(files=tuple(sorted(files, key=lambda f: f.path)), secrets=tuple(sorted(secrets)),
                 links=tuple(sorted(links)), unnamed=tuple(sorted(unnamed)), replaced=tuple(found["replaced"]),
-                unreadable_lines=tuple(found["bad"]), shipped_secrets=tuple(shipped))
+                unreadable_lines=tuple(found["bad"]), shipped_secrets=tuple(shipped), hard_links=tuple(hard))
 
 
 def scan_folder(folder: Path, ship_secrets: Sequence[str] = (),

@@ -31,6 +31,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist import notebook
+from omnidist import secrets as masking
 from omnidist.backend.values import JobState
 from omnidist.config import state_dir
 from omnidist.errors import LedgerError
@@ -64,6 +65,16 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX jobs_by_name ON jobs (name, seq)",
         "CREATE INDEX jobs_by_id ON jobs (id)",
     ),
+    (  # 3: recovery (SPEC §15): how each attempt ended, the job to resubmit, one watcher per placement
+        "ALTER TABLE jobs ADD COLUMN ended TEXT",
+        "ALTER TABLE jobs ADD COLUMN ended_at TEXT",
+        "ALTER TABLE jobs ADD COLUMN document TEXT NOT NULL DEFAULT ''",
+        """CREATE TABLE watch_locks (
+            placement TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            expires_at REAL NOT NULL
+        )""",
+    ),
 )
 """Schema version N is reached by running ``MIGRATIONS[N-1]``; a database is upgraded from its
 ``user_version`` to ``len(MIGRATIONS)`` in one transaction. Append; never edit a shipped step."""
@@ -80,7 +91,7 @@ NOT_LIVE = frozenset({REFUSED, SKIPPED, ERROR, *(s.value for s in JobState if s.
 """States of a row with no job running (``jobs --refresh`` does not ask about them)."""
 
 PUBLIC_KEYS = ("name", "id", "backend", "profile", "region", "url", "state", "submitted_at", "price_per_hour",
-               "reason")
+               "attempt", "ended", "reason")
 """The keys of ``omnidist jobs -o json`` (docs/placement.md); ``reason`` is there in full."""
 
 REASON_WIDTH = 60
@@ -124,6 +135,9 @@ class JobRecord:
         placement: the placement the attempt belongs to (one per submit).
         attempt: its position in the placement (1 for a plain submit).
         config_dir: the folder it was submitted from (its profiles are looked up there).
+        ended: how the job ended (:class:`~omnidist.model.recovery.Ending`), ``None`` while live.
+        ended_at: when omnidist saw it end (ISO 8601, UTC).
+        document: the job as JSON, for the watcher to resubmit (``""``: not recorded).
     """
 
     seq: int
@@ -142,6 +156,9 @@ class JobRecord:
     placement: str
     attempt: int
     config_dir: str
+    ended: Optional[str] = None
+    ended_at: Optional[str] = None
+    document: str = ""
 
     @property
     def live(self) -> bool:
@@ -150,7 +167,10 @@ class JobRecord:
 
     def to_json(self) -> dict[str, Any]:
         """The keys of ``omnidist jobs -o json``."""
-        return {key: getattr(self, key) for key in PUBLIC_KEYS}
+        found = {key: getattr(self, key) for key in PUBLIC_KEYS}
+        if isinstance(found.get("reason"), str):  # rows stored before reasons were masked
+            found["reason"] = masking.mask_shapes(found["reason"])
+        return found
 
 
 def short(reason: str, limit: int = REASON_WIDTH) -> str:
@@ -167,10 +187,23 @@ class JobList(tuple):
     def rows(self) -> list[tuple[Any, ...]]:
         """One tuple per record in :attr:`HEADER` order."""
         return [(r.name, r.id or "", r.backend, r.profile or "", r.region or "", r.state, r.submitted_at,
-                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", short(r.reason)) for r in self]
+                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", short(masking.mask_shapes(r.reason)))
+                for r in self]
 
     def _repr_html_(self) -> str:
         return notebook.table(self.rows(), self.HEADER, caption=f"omnidist jobs ({len(self)})")
+
+
+ATTEMPT_HEADER = ("attempt", "id", "backend", "profile", "state", "ended", "submitted", "ended at", "$/h", "reason")
+"""The columns of ``omnidist jobs NAME``: one job's attempts."""
+
+
+def attempt_rows(records: Sequence[JobRecord]) -> list[tuple[Any, ...]]:
+    """One job's attempts, oldest first, in :data:`ATTEMPT_HEADER` order."""
+    ordered = sorted(records, key=lambda r: r.seq)
+    return [(r.attempt, r.id or "", r.backend, r.profile or "", r.state, r.ended or "", r.submitted_at,
+             r.ended_at or "", "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", r.reason)
+            for r in ordered]
 
 
 _COLUMNS = tuple(field.name for field in attrs.fields(JobRecord))
@@ -205,6 +238,12 @@ class Ledger:
         except OSError as exc:
             raise LedgerError(f"{self.path}: cannot make the ledger's folder ({exc.strerror or exc}); set "
                               "OMNIDIST_STATE_DIR to a folder you can write, or OMNIDIST_NO_LEDGER=1") from None
+        if self.path.exists() and not self.path.is_file():  # /dev/null, a folder, a FIFO: SQLite's words mislead
+            what = "a folder" if self.path.is_dir() else f"a link to {os.path.realpath(self.path)}" \
+                if self.path.is_symlink() else "not a regular file"
+            raise LedgerError(f"{self.path}: the job ledger is {what}, not a database file; nothing was recorded. "
+                              f"Move it aside (mv {self.path} {self.path}.moved) and omnidist starts a new one, or set "
+                              "OMNIDIST_STATE_DIR elsewhere, or OMNIDIST_NO_LEDGER=1")
         connection = None
         try:
             connection = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None)
@@ -227,6 +266,10 @@ class Ledger:
         if isinstance(exc, sqlite3.OperationalError) and ("readonly" in text or "unable to open" in text):
             return LedgerError(f"{self.path}: cannot write the job ledger ({text}); set OMNIDIST_STATE_DIR to a "
                                "folder you can write, or OMNIDIST_NO_LEDGER=1")
+        if isinstance(exc, sqlite3.OperationalError) and ("disk is full" in text or "disk I/O error" in text):
+            return LedgerError(f"{self.path}: the job ledger cannot be written ({text}): the disk may be full, or "
+                               "the file at its size limit; nothing was recorded. Free some space, or set "
+                               "OMNIDIST_STATE_DIR to a folder on another disk, or OMNIDIST_NO_LEDGER=1")
         damaged = "malformed" in text or "not a database" in text
         if damaged or (isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError)):
             return LedgerError(f"{self.path}: the job ledger is damaged ({text}). Your jobs are unaffected; move the "
@@ -276,6 +319,7 @@ class Ledger:
         if unknown:
             raise TypeError(f"not ledger columns: {sorted(unknown)}")
         stamp = now()
+        _mask_reason(fields)
         fields.setdefault("submitted_at", stamp)
         fields.setdefault("updated_at", stamp)
         names = sorted(fields)
@@ -291,6 +335,7 @@ class Ledger:
         if unknown:
             raise TypeError(f"not ledger columns: {sorted(unknown)}")
         fields.setdefault("updated_at", now())
+        _mask_reason(fields)
         names = sorted(fields)
         with self._connection() as connection:
             connection.execute(f"UPDATE jobs SET {', '.join(f'{n} = ?' for n in names)} WHERE seq = ?",
@@ -315,6 +360,14 @@ class Ledger:
         with self._connection() as connection:
             return JobList(JobRecord(**dict(zip(_COLUMNS, row))) for row in connection.execute(sql, values))
 
+    def count(self, *, backend: Optional[str] = None, state: Optional[str] = None) -> int:
+        """How many rows :meth:`records` would list without a limit."""
+        where = " AND ".join(f"{name} = ?" for name, value in (("backend", backend), ("state", state)) if value)
+        values = [value for value in (backend, state) if value]
+        with self._connection() as connection:
+            return int(connection.execute("SELECT COUNT(*) FROM jobs" + (f" WHERE {where}" if where else ""),
+                                          values).fetchone()[0])
+
     def find(self, key: str) -> Optional[JobRecord]:
         """The row of the job whose id is ``key``, else the newest job named ``key`` (jobs that were
         made before attempts that made none)."""
@@ -324,6 +377,31 @@ class Ledger:
             if row is None:
                 row = connection.execute(sql.format("name = ?"), [key]).fetchone()
         return None if row is None else JobRecord(**dict(zip(_COLUMNS, row)))
+
+    def lock(self, placement: str, owner: str, ttl_s: float) -> bool:
+        """Take (or renew) the watch lock of a placement for ``ttl_s`` seconds: ``True`` when
+        ``owner`` holds it now, ``False`` when another live owner does. One transaction, so two
+        watchers never both hold it; a lock whose owner stopped renewing it expires."""
+        def take() -> bool:
+            with self._connection() as connection:
+                connection.execute("BEGIN IMMEDIATE")
+                row = connection.execute("SELECT owner, expires_at FROM watch_locks WHERE placement = ?",
+                                         [placement]).fetchone()
+                clock = time.time()
+                if row is not None and row[0] != owner and row[1] > clock:
+                    connection.execute("COMMIT")
+                    return False
+                connection.execute("INSERT OR REPLACE INTO watch_locks (placement, owner, expires_at) "
+                                   "VALUES (?, ?, ?)", [placement, owner, clock + ttl_s])
+                connection.execute("COMMIT")
+                return True
+
+        return bool(self._retrying(take))
+
+    def unlock(self, placement: str, owner: str) -> None:
+        """Give the watch lock back (only ``owner``'s)."""
+        with self._connection() as connection:
+            connection.execute("DELETE FROM watch_locks WHERE placement = ? AND owner = ?", [placement, owner])
 
     def placement(self, placement: str) -> JobList:
         """The attempts of one placement, in order."""
@@ -346,6 +424,13 @@ def record_state(backend: str, job_id: str, state: str, reason: str = "",
             book.update(record.seq, state=state, reason=reason)
     except LedgerError:
         return
+
+
+def _mask_reason(fields: dict[str, Any]) -> None:
+    """A reason is stored with the secrets it holds by their shape masked (a URL's password, a token
+    of a well-known form, ``NAME_PASS=…``): a cloud's refusal may quote the job's environment."""
+    if isinstance(fields.get("reason"), str):
+        fields["reason"] = masking.mask_shapes(fields["reason"])
 
 
 def public(records: Sequence[JobRecord]) -> list[dict[str, Any]]:

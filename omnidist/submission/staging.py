@@ -9,8 +9,7 @@ is left alone, and the archive goes beside it under a name that also holds its M
 (:func:`omnidist.submission.packaging.upload_verified`) — and the name is filled in.
 Both calls go through the backend client's retrying
 :meth:`~omnidist.submission.clients.Client.call`, with the store SDK's errors translated by the
-translator the backend gives. Google Cloud Storage (:func:`omnidist.clouds.google_cloud.stage_code`)
-and Amazon S3 (the SageMaker plugin) are stores of this kind.
+translator the backend gives. The vendor kits' object stores are of this kind.
 """
 
 from __future__ import annotations
@@ -51,8 +50,8 @@ class ObjectStore:
     translate: Optional[Callable[[BaseException], Optional[BackendError]]] = None
 
 
-def stage_code(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
-               layout: str = packaging.SDIST) -> dict[str, Any]:
+def stage_folder(compiled: CompiledJob, client: Client, store: ObjectStore, uri_template: str, *,
+                 layout: str = packaging.SDIST) -> dict[str, Any]:
     """The request to create: unchanged for a job without a local code folder; else with the
     folder packed and uploaded to ``uri_template`` (unless this archive is already there) and the
     object's name filled in everywhere.

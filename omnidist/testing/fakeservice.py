@@ -93,6 +93,15 @@ class FakeService:
         """New jobs stop at running (until cancelled)."""
         self.timeline = self._until_running()
 
+    def finish_running(self) -> None:
+        """Every job now running (kept so by :meth:`keep_running`) moves to the last state of the
+        default timeline (its success) and stays there."""
+        with self.lock:
+            for key, job in self.jobs.items():
+                if self.state(job) == self.RUNNING:
+                    self._set_state(job, self.TIMELINE[-1])
+                    self._next[key] = []
+
     def fail_jobs(self, message: Optional[str] = None) -> None:
         """New jobs fail after running, saying ``message`` (default :attr:`FAILURE`)."""
         self.timeline = [*self._until_running(), self.FAILED]

@@ -30,16 +30,20 @@ FRAGMENTS: tuple[str, ...] = (
     "~", "null", "true", "no", "0", "-1", "1.5", "1e999", "1.0e+999", ".nan", ".inf", "-.inf", "0x1F", "0o17",
     "99999999999999999999999", "9" * 5000, "2020-01-01", "12:30:00", "${{inputs.x}}", "$(rm -rf /)", "é", "😀",
     "a" * 300, "gs://", "azureml:", "http://user:pw@host/", "V100:8", "H100:0", "T4:x",
+    "1: 2", "{1: 2}", "? [a]\n: b", "-1.0e+308", "1.0e+308", "-9223372036854775809", "5e-324",
 )
 """Pieces a text mutation writes: YAML structure and tags, line breaks of every kind, control
-characters, numbers past every limit, values of the wrong shape."""
+characters, numbers past every limit (and at the edge of a float's), keys that are not strings,
+values of the wrong shape."""
 
 JUNK: tuple[Any, ...] = (
     None, True, False, 0, -1, 7, 2**70, 10**400, 1.5, float("nan"), float("inf"), -float("inf"), "", " ", "x",
     "a" * 1000, "\x00", "é", "1e999", "-5", "auto", "none", [], [None], [1, "a"], [[[]]], {}, {"": None},
     {"type": []}, {"mode": []}, {"path": 1}, {"a": {"b": {"c": {}}}},
+    {1: 2}, {None: "x"}, {1.5: []}, -1.0e308, 1.0e308, 5e-324, -(2**63) - 1, 2**63,
 )
-"""Values a data mutation puts in place of another: every JSON type, mostly the wrong one."""
+"""Values a data mutation puts in place of another: every JSON type, mostly the wrong one; mappings
+with keys that are not strings (YAML allows them) and floats at their extremes."""
 
 
 @attrs.frozen
@@ -181,9 +185,9 @@ def attack(data: bytes, source: Optional[str], target: Optional[str], folder: Pa
     path = folder / "native.yaml"
     path.write_bytes(data)
     try:
-        job, found, entries = import_job(path, source)
-        migration.job_yaml_with_comments(job, entries, found, str(path))
-        if target is not None and target != found:
+        job, found, entries = import_job(path, migration.resolve(source))
+        migration.job_yaml_with_comments(job, entries, found.name, str(path))
+        if target is not None and target != found.name:
             compiled, report = migration.migrate(path, found, target)
             compiled.render()
             str(report)

@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from omnidist.model.accelerators import GPUS, TPUS
 from omnidist.model.job import DistributedJob, Framework, Interconnect
+from omnidist.model.recovery import RESTARTABLE_ORDER, Recovery
 from omnidist.model.roles import Accelerator, Role
 from omnidist.model.tuning import Algorithm, Goal, Metric, Parameter, ParameterType, Scale, Tuning
 
@@ -58,6 +59,13 @@ def roles(replicas: Optional[st.SearchStrategy] = None, accelerator: Optional[st
     )
 
 
+recoveries = st.builds(
+    Recovery, max_restarts=st.integers(0, 100),
+    on=st.lists(st.sampled_from([e.value for e in RESTARTABLE_ORDER]), min_size=1, max_size=4, unique=True),
+    move=st.booleans())
+"""Valid recovery blocks (SPEC §15)."""
+
+
 def jobs(
     frameworks=tuple(Framework),
     primary: Optional[st.SearchStrategy[Role]] = None,
@@ -87,6 +95,7 @@ def jobs(
         interconnect=st.sampled_from(list(Interconnect)),
         spot=st.booleans(),
         timeout=st.none() | st.integers(1, 10**7),
+        recovery=st.none() | recoveries,
         labels=st.dictionaries(names, names, max_size=3),
         backends=backends,
         tuning=tuning,

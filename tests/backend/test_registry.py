@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import pytest
@@ -141,11 +142,11 @@ def test_discovery_finds_what_importlib_metadata_finds():
 
 
 def test_a_backend_implements_one_of_the_two_import_methods(plugin_site):
-    from omnidist.backend.contract import Backend, Capabilities
+    from omnidist.backend.contract import Capabilities, Imports
     from omnidist.model.roles import RoleName
     from omnidist_testplugin import EchoSettings
 
-    class Silent(Backend):
+    class Silent(Imports):
         name = "silent"
         capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
         settings_type = EchoSettings
@@ -158,3 +159,24 @@ def test_a_backend_implements_one_of_the_two_import_methods(plugin_site):
     Silent.import_with_notes = lambda self, request: (None, ())
     assert registry.check_contract("silent", Silent) is Silent
     assert Silent().import_native({}) is None, "import_native is import_with_notes' job"
+
+
+def test_a_backend_that_reads_no_files_keeps_the_contract_and_import_says_so(plugin_site, monkeypatch):
+    from omnidist.backend.contract import REQUIRED, Backend, Capabilities, Imports
+    from omnidist.model.roles import RoleName
+    from omnidist_testplugin import EchoSettings
+
+    class CompilesOnly(Backend):
+        name = "compiles_only"
+        capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
+        settings_type = EchoSettings
+
+        def compile(self, job, settings):
+            raise NotImplementedError
+
+    assert set(REQUIRED) <= set(vars(CompilesOnly)), "the required protocol is all it defines"
+    assert registry.check_contract("compiles_only", CompilesOnly) is CompilesOnly
+    assert not isinstance(CompilesOnly(), Imports)
+    monkeypatch.setattr(registry, "get", functools.cache(lambda name: CompilesOnly()))
+    with pytest.raises(BackendNotFoundError, match="'compiles_only' reads no native files"):
+        registry.importer("compiles_only")

@@ -6,7 +6,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from omnidist.clouds.compute_engine import (
+from omnidist.compiler import catalog
+from omnidist.compiler.catalog import Attachment, Machine, MachineCatalog, check_named, smallest_fit
+from omnidist.errors import ValidationError
+from omnidist.model import accelerators
+from omnidist.model.roles import Accelerator
+from omnidist_google.compute_engine import (
     COMPUTE_ENGINE,
     COMPUTE_ENGINE_GPU_MACHINES,
     N1_EGRESS_GBPS,
@@ -16,11 +21,6 @@ from omnidist.clouds.compute_engine import (
     N1_SIZES,
     REDUCTION_SERVER_MACHINE,
 )
-from omnidist.compiler import catalog
-from omnidist.compiler.catalog import Attachment, Catalog, Machine, check_named, smallest_fit
-from omnidist.errors import ValidationError
-from omnidist.model import accelerators
-from omnidist.model.roles import Accelerator
 
 V100 = Accelerator(type="V100", count=8)
 
@@ -54,7 +54,7 @@ def test_compute_engine_facts_from_the_docs():
 
 
 def test_every_portable_gpu_can_be_had_on_compute_engine():
-    for name in accelerators.GPUS:  # the TPUs: omnidist.clouds.tpu
+    for name in accelerators.GPUS:  # the TPUs: omnidist_google.tpu
         assert COMPUTE_ENGINE.ways_to_get(name), name
     assert COMPUTE_ENGINE.ways_to_get("V100") == ("n1-* with 1/2/4/8",)
     assert "a2-highgpu-4g (4)" in COMPUTE_ENGINE.ways_to_get("A100")
@@ -99,7 +99,7 @@ def test_smallest_fit_demands_and_prefers_an_interconnect():
         name="old", vcpus=4, memory_gb=32, accelerator="T4", gpus=1, retired="gone")
     fast = Machine(name="fast", vcpus=16, memory_gb=64, accelerator="T4", gpus=4, rdma=True, infiniband=True)
     small = Machine(name="small", vcpus=4, memory_gb=16, accelerator="T4", gpus=1)
-    skus = Catalog(machines=(sold, retired, fast, small))
+    skus = MachineCatalog(machines=(sold, retired, fast, small))
     t4 = gpus("T4:1")
     assert smallest_fit(skus, t4) == small  # the exact count, or nothing, without more_gpus
     assert smallest_fit(skus, gpus("T4:2")) is None
@@ -107,8 +107,8 @@ def test_smallest_fit_demands_and_prefers_an_interconnect():
     assert smallest_fit(skus, gpus("T4:2"), more_gpus=True, prefer_interconnect="infiniband") == fast
     assert smallest_fit(skus, gpus("T4:1"), more_gpus=True, prefer_interconnect="infiniband") == small  # GPUs first
     assert smallest_fit(skus, t4, more_gpus=True, interconnect="infiniband") == fast
-    assert smallest_fit(Catalog(machines=(retired, sold)), t4, more_gpus=True) == sold  # sold before retired
-    assert smallest_fit(Catalog(machines=(retired,)), t4) == retired  # retired only when nothing else fits
+    assert smallest_fit(MachineCatalog(machines=(retired, sold)), t4, more_gpus=True) == sold  # sold before retired
+    assert smallest_fit(MachineCatalog(machines=(retired,)), t4) == retired  # retired only when nothing else fits
 
 
 @st.composite
@@ -127,8 +127,8 @@ MACHINE_SETS = st.lists(machines(), max_size=12, unique_by=lambda m: m.name).map
 @given(MACHINE_SETS, st.none() | st.builds(Accelerator, type=st.sampled_from(["T4", "V100"]), count=st.integers(1, 8)),
        st.none() | st.integers(1, 64), st.none() | st.integers(1, 512), st.booleans())
 def test_smallest_fit_fits_and_nothing_fitting_is_smaller(machines, accelerator, cpus, memory, more):
-    found = smallest_fit(Catalog(machines=machines), accelerator, cpus=cpus, memory_gb=memory, more_gpus=more)
-    fitting = [m for m in machines if Catalog(machines=machines).takes(m, accelerator, more_gpus=more)
+    found = smallest_fit(MachineCatalog(machines=machines), accelerator, cpus=cpus, memory_gb=memory, more_gpus=more)
+    fitting = [m for m in machines if MachineCatalog(machines=machines).takes(m, accelerator, more_gpus=more)
                and catalog.big_enough(m, cpus, memory)]
     assert (found is None) == (not fitting)
     if found is not None:
@@ -142,15 +142,15 @@ def test_smallest_fit_fits_and_nothing_fitting_is_smaller(machines, accelerator,
 
 def test_names_compare_exactly_unless_the_catalog_ignores_case():
     machines = (Machine(name="Standard_D4s_v3", vcpus=4, memory_gb=16),)
-    assert Catalog(machines=machines).get("standard_d4s_v3") is None
-    assert Catalog(machines=machines, ignore_case=True).get("STANDARD_D4S_V3") == machines[0]
+    assert MachineCatalog(machines=machines).get("standard_d4s_v3") is None
+    assert MachineCatalog(machines=machines, ignore_case=True).get("STANDARD_D4S_V3") == machines[0]
     assert COMPUTE_ENGINE.suggest("n1-standrd-4") == "; did you mean 'n1-standard-4'?"
     assert COMPUTE_ENGINE.suggest("zzz") == ""
 
 
 def test_named_only_machines_are_found_but_never_picked():
     legacy = Machine(name="standard_v100", vcpus=8, memory_gb=30, accelerator="V100", gpus=1)
-    machines = Catalog(machines=COMPUTE_ENGINE.machines, attach_family="n1", attachments=N1_GPUS,
+    machines = MachineCatalog(machines=COMPUTE_ENGINE.machines, attach_family="n1", attachments=N1_GPUS,
                        named_only=(legacy,))
     assert machines.get("standard_v100") == legacy and "standard_v100" in machines.names()
     assert smallest_fit(machines, gpus("V100:1"), cpus=8, memory_gb=30).name == "n1-standard-8"
@@ -158,7 +158,7 @@ def test_named_only_machines_are_found_but_never_picked():
 
 def test_attachments_take_only_their_counts_and_sizes():
     rule = Attachment(limits={1: (12, 78), 2: (24, 156)})
-    machines = Catalog(machines=N1_MACHINES, attach_family="n1", attachments={"V100": rule})
+    machines = MachineCatalog(machines=N1_MACHINES, attach_family="n1", attachments={"V100": rule})
     v1 = gpus("V100:1")
     assert machines.takes(machines.get("n1-standard-8"), v1)
     assert not machines.takes(machines.get("n1-standard-16"), v1)  # 16 vCPUs > 12
@@ -203,6 +203,6 @@ def test_check_named_returns_the_machine_or_none_outside_the_catalog():
 def test_check_named_gives_no_portable_advice_for_a_gpu_without_a_portable_name():
     k80 = Machine(name="standard_gpu", vcpus=8, memory_gb=30, accelerator="NVIDIA_TESLA_K80", gpus=1)
     with pytest.raises(ValidationError) as err:
-        check_named(Catalog(machines=(), named_only=(k80,)), "standard_gpu", role="primary", accelerator=None,
+        check_named(MachineCatalog(machines=(), named_only=(k80,)), "standard_gpu", role="primary", accelerator=None,
                     cpus=None, memory_gb=None, path="p")
     assert "name another machine" in str(err.value) and "set accelerator" not in str(err.value)

@@ -102,12 +102,6 @@ def test_the_code_hash_is_filled_in_everywhere():
     assert data.fill_code_hash(request, "abc") == {"a": ["gs://s/omnidist/code/abc.tar.gz", {"b": "x abc"}], "n": 1}
 
 
-def test_azure_storage_urls_are_told_from_plain_downloads():
-    assert data.is_azure_storage("https://acct.blob.core.windows.net/c/x")
-    assert data.is_azure_storage("https://acct.dfs.core.windows.net/c/x")
-    assert not data.is_azure_storage("https://example.com/blob.core.windows.net")
-
-
 @pytest.mark.parametrize("backend, reads, example", [
     ("sagemaker", "Amazon S3 (s3://BUCKET/PATH, as a channel at /opt/ml/input/data/NAME)",
      'data_map = {"gs://bkt/" = "s3://bkt/data/"}'),

@@ -1,11 +1,10 @@
-"""Commands written as text (omnidist/commandline.py): shell commands to argv, gcloud command lines."""
+"""Commands written as text (omnidist/compiler/commandline.py): shell commands to argv, command lines pasted into a file."""
 
 from __future__ import annotations
 
 import pytest
 
-from omnidist.clouds.gcloud import CommandLine, find_command_line, key_values, merged, parse_flags
-from omnidist.compiler.commandline import needs_shell, shell_argv
+from omnidist.compiler.commandline import CommandLine, find_command_line, needs_shell, shell_argv
 from omnidist.errors import ValidationError
 
 
@@ -49,33 +48,15 @@ def test_an_open_quote_is_invalid_and_named():
 
 
 def test_find_command_line_reads_a_pasted_command():
-    text = "# submit it\n$ gcloud ai custom-jobs create \\\n  --region=us-central1 \\\n  --display-name='my job'\n"
-    assert find_command_line(text) == ("gcloud", "ai", "custom-jobs", "create", "--region=us-central1",
-                                       "--display-name=my job")
-    assert find_command_line("workerPoolSpecs:\n  - {}\n") is None
-    assert find_command_line("# only a comment\n") is None
+    text = "# submit it\n$ tool jobs create \\\n  --region=us-central1 \\\n  --display-name='my job'\n"
+    assert find_command_line(text, {"tool"}) == ("tool", "jobs", "create", "--region=us-central1",
+                                                 "--display-name=my job")
+    assert find_command_line(text, {"other"}) is None  # a program no backend reads: a document
+    assert find_command_line("workerPoolSpecs:\n  - {}\n", {"tool"}) is None
+    assert find_command_line("# only a comment\n", {"tool"}) is None
+    assert CommandLine(argv=("tool", "jobs", "create")).starts("tool", "jobs")
 
 
-def test_parse_flags_reads_every_spelling():
-    flags = parse_flags(["JOB", "--region", "r", "--worker-pool-spec=a", "--worker-pool-spec=b", "--async",
-                         "--no-enable-web-access", "--", "--epochs", "3"],
-                        switches={"async", "enable-web-access"}, known={"region", "worker-pool-spec"}, command="c")
-    assert flags.positional == ["JOB"] and flags.rest == ["--epochs", "3"]
-    assert flags.values["worker-pool-spec"] == ["a", "b"] and flags.one("region") == "r"
-    assert (flags.one("async"), flags.one("enable-web-access")) == ("true", "false")
-
-
-@pytest.mark.parametrize("argv, path", [
-    (["--regoin=r"], "--regoin"),
-    (["--region"], "--region"),
-])
-def test_parse_flags_refuses_what_it_does_not_know(argv, path):
-    with pytest.raises(ValidationError) as err:
-        parse_flags(argv, switches=(), known={"region"}, command="gcloud x")
-    assert err.value.problems[0].path == path and "--region" in str(err.value)
-
-
-def test_small_helpers():
-    assert key_values("count=1,type=nvidia-tesla-t4", "--x") == {"count": "1", "type": "nvidia-tesla-t4"}
-    assert merged({"a": {"b": 1, "c": 2}, "d": 1}, {"a": {"b": 3}}) == {"a": {"b": 3, "c": 2}, "d": 1}
-    assert CommandLine(argv=("gcloud", "ai", "custom-jobs", "create")).starts("gcloud", "ai")
+def test_a_command_line_a_shell_cannot_split_is_invalid():
+    with pytest.raises(ValidationError, match="cannot split the tool command"):
+        find_command_line("tool jobs create --name='open\n", {"tool"})

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from omnidist.backend.values import NoteKind
 from omnidist.compiler import delowering as importing
 from omnidist.compiler.delowering import delower
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import PORTABLE, UnsupportedFeatureError, ValidationError
 from omnidist.model.job import NAME_PATTERN, DistributedJob
 from omnidist.model.roles import Accelerator, EffectiveRole, Role, RoleName, effective_roles
 from omnidist.testing import strategies
@@ -85,7 +85,7 @@ T4 = Accelerator(type="T4", count=1)
 def test_what_a_worker_cannot_take_away_from_the_primary(worker, feature):
     with pytest.raises(UnsupportedFeatureError) as err:
         delower({P: full(P, accelerator=T4, env={"A": "1"}), W: worker})
-    assert err.value.subject == feature and err.value.backend == importing.PORTABLE and err.value.hint
+    assert err.value.subject == feature and err.value.backend == PORTABLE and err.value.hint
 
 
 def test_a_cpu_only_worker_beside_a_gpu_primary_is_accelerator_none():

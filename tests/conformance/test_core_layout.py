@@ -8,7 +8,9 @@ surely as one at the top); only ``if TYPE_CHECKING:`` blocks, which never run, a
 from __future__ import annotations
 
 import ast
+import importlib.metadata
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -27,10 +29,10 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("omnidist.errors",),
     ("omnidist.model",),
     ("omnidist.backend", "omnidist.config"),
-    ("omnidist.compiler",),
+    ("omnidist.compiler", "omnidist.recovery.endings"),
     ("omnidist.submission",),
-    ("omnidist.api", "omnidist.local", "omnidist.clouds"),
-    ("omnidist.migration", "omnidist.placement"),
+    ("omnidist.api", "omnidist.local"),
+    ("omnidist.migration", "omnidist.placement", "omnidist.recovery"),
     ("omnidist.cli", "omnidist.kit", "omnidist.testing"),
 )
 """The floors, bottom first: a module imports from its own floor and the floors below it. A
@@ -158,7 +160,7 @@ def outside_the_kit(path: Path, allowed: tuple[str, ...]) -> list[str]:
 
 def test_the_kit_check_catches_a_core_import(tmp_path):
     plugin = tmp_path / "mod.py"
-    plugin.write_text("from omnidist.kit import Note\nfrom omnidist.compiler.catalog import Catalog\n"
+    plugin.write_text("from omnidist.kit import Note\nfrom omnidist.compiler.catalog import MachineCatalog\n"
                       "from omnidist import serde\nimport omnidist\nfrom omnidist import DistributedJob\n")
     assert outside_the_kit(plugin, ALLOWED_IN_CODE) == ["omnidist.compiler.catalog", "omnidist.serde"]
 
@@ -220,3 +222,70 @@ def test_the_compile_command_loads_no_placement_ledger_or_sqlite(tmp_path):
              f"print('LOADED', ' '.join(m for m in sys.modules if m.startswith({heavy!r})))")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert done.stdout.rsplit("LOADED", 1)[1].split() == []
+
+
+# --- vendor kits: the core through the kit, never a backend ------------------------------------------
+
+VENDORS = ROOT / "vendors"
+VENDOR_PACKAGES = sorted(p.parent.name for p in VENDORS.glob("*/omnidist_*/__init__.py"))
+"""The vendor kits' packages (``vendors/<vendor>/omnidist_<vendor>/``)."""
+
+
+def top_level_imports(path: Path) -> set[str]:
+    """The top-level packages the file imports (``omnidist_vertex`` for ``from omnidist_vertex.x import y``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module.split(".")[0])
+        elif isinstance(node, ast.Import):
+            found.update(alias.name.split(".")[0] for alias in node.names)
+    return found
+
+
+def vendor_problems(folder: Path) -> dict[str, list[str]]:
+    """What the vendor kit in ``folder`` imports that it may not: core modules around the kit
+    (its tests may add the harness helpers and the public API, as a backend's tests), and any backend."""
+    found = {}
+    backends = set(PLUGIN_PACKAGES)
+    for path in sorted(folder.rglob("*.py")):
+        allowed = ALLOWED_IN_TESTS if "tests" in path.relative_to(folder).parts else ALLOWED_IN_CODE
+        wrong = outside_the_kit(path, allowed) + sorted(top_level_imports(path) & backends)
+        if wrong:
+            found[str(path.relative_to(folder))] = wrong
+    return found
+
+
+def test_the_vendor_check_catches_a_core_import_and_a_backend(tmp_path):
+    (tmp_path / "omnidist_x").mkdir()
+    (tmp_path / "omnidist_x" / "a.py").write_text("from omnidist.kit import Note\nfrom omnidist.compiler import catalog\n"
+                                                  "from omnidist_vertex.tables import NAME\n")
+    assert vendor_problems(tmp_path) == {"omnidist_x/a.py": ["omnidist.compiler", "omnidist_vertex"]}
+
+
+def test_there_are_vendor_kits():
+    assert {"omnidist_google", "omnidist_aws", "omnidist_azure", "omnidist_k8s"} <= set(VENDOR_PACKAGES)
+
+
+@pytest.mark.parametrize("package", VENDOR_PACKAGES)
+def test_a_vendor_kit_imports_the_core_only_through_the_kit_and_never_a_backend(package):
+    folder = next(VENDORS.glob(f"*/{package}")).parent
+    assert vendor_problems(folder) == {}
+
+
+@pytest.mark.parametrize("package", PLUGIN_PACKAGES)
+def test_a_backend_depends_on_every_vendor_kit_it_imports(package):
+    import tomllib
+
+    root = Path(__import__(package).__file__).parent
+    used = set().union(*(top_level_imports(p) for p in root.glob("*.py"))) & set(VENDOR_PACKAGES)
+    pyproject = root.parent / "pyproject.toml"
+    if pyproject.is_file():  # a source folder
+        requirements = tomllib.loads(pyproject.read_text())["project"]["dependencies"]
+    else:  # an installed distribution (a backend generated from the template, installed elsewhere)
+        (dist,) = importlib.metadata.packages_distributions()[package]
+        requirements = importlib.metadata.requires(dist) or []
+    declared = {re.split(r"[<>=!~;\[ ]", dep, maxsplit=1)[0].strip() for dep in requirements}
+    distributions = {pkg: tomllib.loads(next(VENDORS.glob(f"*/{pkg}")).parent.joinpath("pyproject.toml")
+                                        .read_text())["project"]["name"] for pkg in used}
+    assert sorted(d for d in distributions.values() if d not in declared) == [], \
+        f"{package} imports vendor kits its pyproject.toml does not depend on"

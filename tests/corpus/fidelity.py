@@ -676,7 +676,7 @@ def _vcpus(backend: str, machine: Optional[str]) -> Optional[int]:
 
         found = legacy.MACHINES.get(machine)
     else:
-        from omnidist.clouds.compute_engine import COMPUTE_ENGINE
+        from omnidist_google.compute_engine import COMPUTE_ENGINE
 
         found = COMPUTE_ENGINE.get(machine)
     return found.vcpus if found else None

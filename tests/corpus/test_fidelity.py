@@ -10,6 +10,7 @@ import pytest
 
 import omnidist
 import omnidist.errors
+from omnidist.backend import registry
 from omnidist.migration.imports import import_job
 
 from .fidelity import leaves, meaning_changes, spoken_of, unaccounted
@@ -56,7 +57,7 @@ SPEC = {
 
 
 def imported(native=SPEC):
-    job, _, entries = import_job(native, "vertex")
+    job, _, entries = import_job(native, registry.get("vertex"))
     return job, [e.field for e in entries]
 
 
@@ -91,7 +92,7 @@ def test_a_field_no_rule_knows_is_caught_unless_reported():
 
 def test_a_collapsed_multi_line_command_is_caught():
     native = {"type": "command", "command": "echo one\npython two.py", "environment": {"image": "i:1"}}
-    job, _, entries = import_job(native, "azure_ml")
+    job, _, entries = import_job(native, registry.get("azure_ml"))
     fields = [e.field for e in entries]
     assert unaccounted(native, "azure_ml", job, fields) == []
     collapsed = attrs.evolve(job, command=("echo", "one", "python", "two.py"))  # one argv, without a word
@@ -119,7 +120,7 @@ def test_walking_and_naming():
 def test_meaning_changes_catch_a_smaller_machine_and_a_lost_gpu_count():
     native = {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-highmem-32"}, "replicaCount": 1,
                                    "containerSpec": {"imageUri": "gcr.io/p/t:1", "command": ["python", "t.py"]}}]}
-    job, _, _ = import_job(native, "vertex")
+    job, _, _ = import_job(native, registry.get("vertex"))
     compiled, report = omnidist.migrate(native, "vertex", "azure_ml", framework="pytorch")
     assert meaning_changes(job, "vertex", compiled.request, "azure_ml", report.entries) == []
     small = {**compiled.request, "resources": {**compiled.request["resources"], "instance_type": "Standard_D4s_v3"}}
@@ -127,7 +128,7 @@ def test_meaning_changes_catch_a_smaller_machine_and_a_lost_gpu_count():
 
     gpus = {"workerPoolSpecs": [{**native["workerPoolSpecs"][0], "machineSpec": {
         "machineType": "a2-highgpu-2g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 2}}]}
-    job, _, _ = import_job(gpus, "vertex")
+    job, _, _ = import_job(gpus, registry.get("vertex"))
     compiled, report = omnidist.migrate(gpus, "vertex", "azure_ml", framework="pytorch")  # Azure sells A100 in 8s
     assert meaning_changes(job, "vertex", compiled.request, "azure_ml", report.entries) == []  # said: changed
     unsaid = [e for e in report.entries if e.field != "primary.machine"]
@@ -136,7 +137,7 @@ def test_meaning_changes_catch_a_smaller_machine_and_a_lost_gpu_count():
 
 def test_meaning_changes_catch_a_command_that_lost_its_lines_or_gained_one():
     native = {"type": "command", "command": "echo one\npython two.py", "environment": {"image": "i:1"}}
-    job, _, _ = import_job(native, "azure_ml")
+    job, _, _ = import_job(native, registry.get("azure_ml"))
     compiled, report = omnidist.migrate(native, "azure_ml", "vertex")
     assert meaning_changes(job, "azure_ml", compiled.request, "vertex", report.entries) == []
     flat = json.loads(json.dumps(compiled.request))
@@ -144,7 +145,7 @@ def test_meaning_changes_catch_a_command_that_lost_its_lines_or_gained_one():
     assert meaning_changes(job, "azure_ml", flat, "vertex", report.entries) == ["command: its lines were not kept"]
     entrypoint = {"workerPoolSpecs": [{"machineSpec": {"machineType": "n1-standard-4"}, "replicaCount": 1,
                                        "containerSpec": {"imageUri": "i:1", "args": ["--epochs=3"]}}]}
-    job, _, _ = import_job(entrypoint, "vertex")
+    job, _, _ = import_job(entrypoint, registry.get("vertex"))
     with pytest.raises(omnidist.errors.UnsupportedFeatureError, match="command"):  # Azure ML needs a command
         omnidist.migrate(entrypoint, "vertex", "azure_ml", framework="pytorch")
     compiled, report = omnidist.migrate(entrypoint, "vertex", "vertex", framework="pytorch")

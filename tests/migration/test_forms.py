@@ -44,7 +44,7 @@ def test_a_vertex_command_line_in_a_file(tmp_path):
     path = tmp_path / "submit.sh"
     path.write_text(VERTEX_COMMAND)
     job, source, _ = import_job(path)
-    assert source == "vertex" and job.name == "bert-mnli" and job.labels == {"team": "nlp"}
+    assert source.name == "vertex" and job.name == "bert-mnli" and job.labels == {"team": "nlp"}
     assert job.workers.replicas == 2 and str(job.primary.accelerator) == "A100:4"
     assert (job.command, job.args) == (("python", "train.py"), ("--epochs=3", "--lr=0.1"))
     assert job.backends["vertex"]["region"] == "europe-west4"
@@ -70,7 +70,7 @@ def test_an_ai_platform_command_line_with_its_config_file(tmp_path):
         "  --master-accelerator count=1,type=nvidia-tesla-t4 --worker-accelerator count=1,type=nvidia-tesla-t4 \\\n"
         "  --config config.yaml --stream-logs \\\n  -- --epochs 5\n")
     job, source, _ = import_job(tmp_path / "train.sh")
-    assert source == "ai_platform" and job.name == "census-1" and job.image == "gcr.io/p/census:1"
+    assert source.name == "ai_platform" and job.name == "census-1" and job.image == "gcr.io/p/census:1"
     assert job.workers.replicas == 2 and str(job.primary.accelerator) == "T4:1" and job.args == ("--epochs", "5")
     compiled, _ = omnidist.migrate(tmp_path / "train.sh", target="vertex", framework="tensorflow")
     pools = compiled.request["jobSpec"]["workerPoolSpecs"]
@@ -79,7 +79,7 @@ def test_an_ai_platform_command_line_with_its_config_file(tmp_path):
 
 
 def test_scale_tier_flags_are_read_like_gcloud():
-    from omnidist.clouds.gcloud import CommandLine
+    from omnidist.compiler.commandline import CommandLine
     from omnidist_ai_platform import gcloud
 
     body = gcloud.command_to_request(CommandLine(argv=(

@@ -122,7 +122,7 @@ def test_an_imported_job_prints_as_yaml_that_loads_back_to_it(source, spec, data
     path = data.draw(st.sampled_from(paths))
     native = replaced(spec, path, text, append)
     try:
-        job, _, entries = import_job(native, source)
+        job, _, entries = import_job(native, registry.get(source))
     except OmnidistError:
         return  # a clean refusal is fine; the fuzz suite checks refusals are clean
     check_printed(job, entries, source)
@@ -132,22 +132,23 @@ def test_an_imported_job_prints_as_yaml_that_loads_back_to_it(source, spec, data
                                   "a\n---\nname: other", "x\x00y"])
 def test_remarks_quoting_hostile_values_stay_comments(text):
     """Every remark the importers write quotes native values; none can add a key."""
-    from omnidist.migration.report import ReportEntry
+    from omnidist.migration.report import Fidelity, ReportEntry
 
     job = job_from_dict(job_document())
     entries = [ReportEntry(fidelity=f, field=field, message=f"value {text} here")
-               for f in ("inferred", "approximated", "dropped", "changed")
+               for f in (Fidelity.INFERRED, Fidelity.APPROXIMATED, Fidelity.DROPPED, Fidelity.CHANGED)
                for field in ("framework", "command", "description", "env", "primary.accelerator", "name")]
     check_printed(job, entries, "vertex")
 
 
 def test_a_long_value_that_wraps_keeps_its_remark_out_of_it():
     """A remark on a value that runs over several lines goes above its key, not inside it."""
-    from omnidist.migration.report import ReportEntry
+    from omnidist.migration.report import Fidelity, ReportEntry
 
     long_text = " ".join(["word"] * 60)
     job = job_from_dict({**job_document(), "description": long_text, "command": long_text})
-    entries = [ReportEntry(fidelity="inferred", field=f, message="said # so") for f in ("description", "command")]
+    entries = [ReportEntry(fidelity=Fidelity.INFERRED, field=f, message="said # so")
+               for f in ("description", "command")]
     printed = migration.job_yaml_with_comments(job, entries, "vertex", None)
     assert job_from_yaml(printed) == job
     assert "# inferred: said # so\ndescription: word" in printed

@@ -424,7 +424,7 @@ def _expected(job: DistributedJob, source: str, target: str, first) -> Distribut
     of reducers the source's request holds (``auto`` was sized from the source's machines)."""
     if registry.get(source).migration.shares_with(registry.get(target).migration):
         native = omnidist.import_native(first.request, backend=source)
-        chosen = machines_named(native, source)
+        chosen = machines_named(native, registry.get(source))
         reducers = native.reduction_servers and attrs.evolve(job.reduction_servers,
                                                              replicas=native.reduction_servers.replicas)
         return attrs.evolve(job, backends={target: {"machine_types": chosen}}, reduction_servers=reducers)
@@ -483,12 +483,12 @@ def test_spot_becomes_on_demand_on_legacy_and_strict_refuses():
 
 def _moved(name: str, target: str):
     imported, source, entries = import_job(INPUTS / name)
-    return move_job(imported, source, target, entries=entries)[0]
+    return move_job(imported, source, registry.get(target), entries=entries)[0]
 
 
 def test_the_plan_gives_up_what_the_target_declares_it_lacks_in_its_own_words(isolated):
     job = _moved("ai_platform_doc_example_command.yaml", "azure_ml")
-    planned, entries = plan(job, "azure_ml")
+    planned, entries = plan(job, registry.get("azure_ml"))
     assert [(e.fidelity.value, e.field) for e in entries] == [
         ("dropped", "evaluators"), ("changed", "parameter_servers.cpus"), ("changed", "parameter_servers.memory_gb")]
     assert entries[0].message == ("the role is left out: Azure ML command jobs have no evaluator role: every node "
@@ -501,8 +501,8 @@ def test_what_the_target_has_on_some_machines_is_left_to_its_compiler(isolated):
     """Vertex declares InfiniBand-class networking (GPUDirect RDMA on two machines), so the plan
     gives nothing up; its compiler refuses it for this job's A100s, and that refusal is given up."""
     job = _moved("azure_ml_pytorch_infiniband.yaml", "vertex")
-    assert plan(job, "vertex") == (job, [])
-    _, final, entries = compile_dropping(job, "vertex")
+    assert plan(job, registry.get("vertex")) == (job, [])
+    _, final, entries = compile_dropping(job, registry.get("vertex"))
     assert [e.field for e in entries] == ["interconnect: infiniband"] and final.interconnect is Interconnect.ANY
 
 
@@ -512,8 +512,9 @@ def test_the_machine_a_target_chose_is_read_from_its_note_data(isolated):
     assert line.message.endswith("picked a2-ultragpu-1g (12 vCPUs, 170 GB, 1×A100-80GB); name a machine here to choose")
     imported, source, _ = import_job(INPUTS / "azure_ml_a100_80gb.yaml")
     words_only = attrs.evolve(compiled, diagnostics=[attrs.evolve(n, code=None) for n in compiled.diagnostics])
-    entries, consumed = machine_entries(imported, compiled.job, words_only, source, "vertex",
-                                        read_back(compiled, "vertex"))
+    vertex = registry.get("vertex")
+    entries, consumed = machine_entries(imported, compiled.job, words_only, source, vertex,
+                                        read_back(compiled, vertex))
     assert consumed == set() and entries[0].message.endswith("the target's machine for it"), \
         "a note that only says the machine's name in words is not the target's choice"
 

@@ -86,7 +86,7 @@ def notes(report_or_entries, fidelity: str) -> dict[str, str]:
 @pytest.mark.parametrize("native, source, total", [(VERTEX_TUNING, "vertex", 2), (AI_PLATFORM_TUNING, "ai_platform", 3),
                                                    (AZURE_SWEEP, "azure_ml", 2)])
 def test_more_trials_at_once_than_in_all_imports_as_all_at_once(isolated, native, source, total):
-    job, _, entries = import_job(native, source)
+    job, _, entries = import_job(native, registry.get(source))
     assert job.tuning.parallel_trials == job.tuning.max_trials == total
     assert "starts them all at once" in notes(entries, "approximated")["tuning.parallel_trials"]
 
@@ -103,7 +103,7 @@ def test_azure_accepts_the_sweep_and_the_tensorflow_file_omnidist_imports(isolat
 
 
 def test_tensorflow_tasks_spread_over_fewer_nodes_import_with_a_change(isolated):
-    job, _, entries = import_job(AZURE_TF, "azure_ml")
+    job, _, entries = import_job(AZURE_TF, registry.get("azure_ml"))
     assert job.workers.replicas == 1 and job.parameter_servers.replicas == 1
     assert "instance_count 1 nodes" in notes(entries, "changed")["workers.replicas"]
 
@@ -116,7 +116,7 @@ def test_tensorflow_tasks_spread_over_fewer_nodes_import_with_a_change(isolated)
 ])
 def test_a_variable_name_only_its_platform_takes_is_dropped_with_a_note(isolated, native, source, field):
     native = {k: v for k, v in native.items() if v is not None}
-    job, _, entries = import_job(native, source)
+    job, _, entries = import_job(native, registry.get(source))
     assert job.env == {"KEEP": "y"}
     assert "rename it to move it" in notes(entries, "dropped")[field]
 
@@ -235,7 +235,7 @@ def test_requests_and_limits_that_differ_are_read_with_a_line(isolated):
     for spec in job["spec"]["pytorchReplicaSpecs"].values():
         spec["template"]["spec"]["containers"][0]["resources"] = {"requests": {"memory": "8Gi", "cpu": "2"},
                                                                    "limits": {"memory": "16Gi", "cpu": "2"}}
-    imported, _, entries = import_job(job, "kubernetes")
+    imported, _, entries = import_job(job, registry.get("kubernetes"))
     assert imported.primary.memory_gb == 8
     lines = notes(entries, "approximated")
     assert any("requests 8Gi, limits 16Gi: the portable job holds the request" in m for m in lines.values())

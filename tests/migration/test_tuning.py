@@ -114,7 +114,7 @@ needs_corpus = pytest.mark.skipif(not CORPUS.is_dir(), reason="../shared/corpus 
 def test_corpus_vertex_study_spec_config():
     job, source, entries = import_job(CORPUS / "vertex" / "compromise-heatmap-hptuning-studyspec.yaml")
     tuning = job.tuning
-    assert source == "vertex" and len(tuning.parameters) == 18 and tuning.metric.name == "F1"
+    assert source.name == "vertex" and len(tuning.parameters) == 18 and tuning.metric.name == "F1"
     assert tuning.parameters["max_game_time"].min == tuning.parameters["max_game_time"].max == 1024  # pinned
     assert tuning.parameters["gnn_type"].values == ("GAT",)
     assert {"tuning.max_trials", "tuning.parallel_trials"} <= {e.field for e in entries}  # gcloud flags

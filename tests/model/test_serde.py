@@ -163,3 +163,12 @@ def test_gpus_is_answered_with_the_accelerator_form_not_cpus(tmp_path):
     assert 'primary.gpus: unknown key; GPUs are set as accelerator, type and count per replica: accelerator: "T4:2".' \
         in str(raised.value)
     assert "cpus?" not in str(raised.value)
+
+def test_the_unprintable_set_is_every_code_point_a_comment_line_cannot_hold():
+    """Written as the characters it finds (it compiles fast): exactly those outside what a YAML
+    comment line holds as it is, checked on every code point."""
+    allowed = [(0x09, 0x09), (0x20, 0x7E), (0xA0, 0x2027), (0x202A, 0xD7FF), (0xE000, 0xFEFE), (0xFF00, 0xFFFD),
+               (0x10000, 0x10FFFF)]
+    text = "".join(map(chr, range(0x110000)))
+    found = [m.start() for m in serde._UNPRINTABLE.finditer(text)]
+    assert found == [c for c in range(0x110000) if not any(lo <= c <= hi for lo, hi in allowed)]

@@ -9,7 +9,6 @@ import pytest
 import omnidist
 from omnidist.backend import registry
 from omnidist.backend.values import Footprint, Pool
-from omnidist.clouds import tpu as tpus
 from omnidist.compiler.lowering import check_portable_rules
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.model import accelerators
@@ -17,6 +16,7 @@ from omnidist.model.job import DistributedJob, Framework
 from omnidist.model.roles import Accelerator, processes_per_node
 from omnidist.placement import prices
 from omnidist.placement.prices import Catalog, Row
+from omnidist_google import tpu as tpus
 
 BASE = {"name": "tpu-job", "framework": "jax", "image": "us-docker.pkg.dev/p/r/jax:1", "command": ["python", "t.py"]}
 
@@ -131,12 +131,12 @@ def test_a_tpu_host_is_priced_as_its_machine_chips_included():
 
 
 def test_the_shipped_catalog_has_a_row_for_every_tpu_machine():
-    shipped = {(r.service, r.kind, r.name): r for r in prices.read_rows(prices.SHIPPED)}
+    shipped = {(r.service, r.kind, r.name): r for path in prices.shipped() for r in prices.read_rows(path)}
     for host in tpus.TPU_HOSTS:
         for service in ("vertex_ai", "compute_engine"):
             assert (service, "machine", host.machine_type) in shipped
     assert ("vertex_ai", "machine", "cloud-tpu") in shipped
-    v6e = [r for r in prices.read_rows(prices.SHIPPED) if r.name == "ct6e-standard-1t" and r.on_demand is not None]
+    v6e = [r for path in prices.shipped() for r in prices.read_rows(path) if r.name == "ct6e-standard-1t" and r.on_demand is not None]
     assert [(r.region, r.on_demand, r.spot) for r in v6e] == [("us-central1", 2.7, 0.648)]
     assert "skypilot-catalog" in v6e[0].source
 

@@ -5,6 +5,7 @@ job ledger read back after each placement (SPEC §12)."""
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -313,3 +314,170 @@ def test_a_max_queue_that_is_no_duration_is_invalid_input(clouds):
     with pytest.raises(errors.ValidationError, match="max_queue: 'soon' is not a duration"):
         place("vtx,aml", max_queue="soon")
     assert [fake.creates() for fake in clouds.values()] == [0, 0, 0, 0, 0]
+
+
+def test_a_profile_without_credentials_is_skipped_and_the_next_one_tried(clouds, monkeypatch, tmp_path):
+    """`submit --profile gcp,azure` with no Google credentials tries Azure (SPEC §12a)."""
+    toml = tmp_path / "omnidist.toml"
+    toml.write_text(toml.read_text().replace('[profiles.vtx]\nbackend = "vertex"',
+                                             '[profiles.vtx]\nbackend = "vertex"\ncredentials = "default"', 1)
+                    .replace('credentials = "anonymous"\n', "", 1))
+    for name in ("GOOGLE_APPLICATION_CREDENTIALS", "CLOUDSDK_CONFIG", "GCE_METADATA_HOST", "GCE_METADATA_IP"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("HOME", str(tmp_path / "nobody"))
+    handle, lines = place("vtx,aml")
+    assert handle.backend == "azure_ml" and clouds["vtx"].creates() == 0
+    assert lines[0].startswith("placement: vtx (vertex): skipped — credentials missing: run `gcloud auth")
+    first, second = records()
+    assert (first.profile, first.state) == ("vtx", "skipped") and second.state == "submitted"
+
+# --- a refusal after a create whose outcome is unknown (never two live jobs) -----------------------
+
+@pytest.mark.parametrize("profile", sorted(REFUSALS))
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_refusal_after_a_create_that_made_its_job_keeps_that_job(clouds, profile, status):
+    """The server makes the job and answers 5xx; the repeat is refused for quota (the quota that
+    job now uses): the refusal is believed only after looking the job up, which finds it."""
+    clouds[profile].server.fail(*clouds[profile].service.ROUTES["create"], Fault.http_after_create(status),
+                                REFUSALS[profile])
+    other = "aml" if profile != "aml" else "vtx"
+    handle, lines = place(f"{profile},{other}")
+    assert handle.backend == PROFILES[profile], lines
+    assert clouds[profile].live() == 1 and clouds[other].creates() == 0, "one live job, on the first profile"
+    assert lines == [f"placement: {profile} ({PROFILES[profile]}): created {handle.id}"]
+    (only,) = records()
+    assert (only.state, only.id) == ("submitted", handle.id)
+
+
+@pytest.mark.parametrize("message", ["Resources are insufficient in region: us-central1.",
+                                     "The following quota metrics exceed quota limits: "
+                                     "aiplatform.googleapis.com/custom_model_training_nvidia_t4_gpus"])
+def test_a_5xx_that_reads_like_a_shortage_is_looked_up_before_moving_on(clouds, message):
+    vtx = clouds["vtx"]
+    vtx.server.fail(*vtx.service.ROUTES["create"], Fault.http_after_create(503, message))
+    handle, lines = place("vtx,aml")
+    assert handle.backend == "vertex" and vtx.live() == 1 and clouds["aml"].creates() == 0, lines
+
+
+def test_a_5xx_shortage_that_made_no_job_still_moves_on(clouds):
+    vtx = clouds["vtx"]
+    vtx.server.fail(*vtx.service.ROUTES["create"], Fault.http(503, "Resources are insufficient in region: us-central1."))
+    handle, lines = place("vtx,aml")
+    assert handle.backend == "azure_ml" and vtx.live() == 0 and "refused — capacity" in lines[0]
+
+
+def test_a_timed_out_create_that_lands_late_is_found_before_a_quota_refusal_is_believed(clouds, tmp_path):
+    """Vertex: the create is held past ``request_timeout_s``, the repeat is refused for quota, and
+    the held create makes its job a moment later: settling (``create_settle_s``) finds it."""
+    release = threading.Event()
+    vtx = clouds["vtx"]
+    route = vtx.service.ROUTES["create"]
+    vtx.server.fail(*route, Fault.held(release), REFUSALS["vtx"])
+    vtx.server.fail(*vtx.service.ROUTES["list"], Fault.slow(0), Fault.hook(release.set))  # lands while settling
+    toml = tmp_path / "omnidist.toml"
+    toml.write_text(re.sub(r"create_settle_s = [^\n]+", "create_settle_s = 30.0\nrequest_timeout_s = 0.5",
+                           toml.read_text()))
+    try:
+        handle, lines = place("vtx,aml")
+    finally:
+        release.set()
+    assert vtx.server.wait_idle()
+    assert handle.backend == "vertex" and vtx.live() == 1 and clouds["aml"].creates() == 0, lines
+    (only,) = records()
+    assert (only.state, only.id) == ("submitted", handle.id)
+
+
+def test_when_the_look_up_fails_the_refusal_is_not_passed_on(clouds):
+    """Whether the first create made a job is unknown: the placement stops instead of moving on."""
+    vtx = clouds["vtx"]
+    vtx.server.fail(*vtx.service.ROUTES["create"],
+                    Fault.http_after_create(503, "Resources are insufficient in region: us-central1."))
+    vtx.server.fail(*vtx.service.ROUTES["list"], *[Fault.http(500, "list failed")] * 20)
+    with pytest.raises(errors.BackendError, match="omnidist-request-id=") as caught:
+        place("vtx,aml")
+    assert not isinstance(caught.value, errors.ShortageError) and clouds["aml"].creates() == 0
+
+
+# --- secrets a refusal quotes -----------------------------------------------------------------------
+
+SECRET_ENV = {"DATABASE_URL": "postgres://trainer:Pg-pass-2291@db.internal:5432/runs",
+              "HF_TOKEN": "hf_" + "Zq8" * 12, "MLFLOW_PASS": "name-only-value-77"}
+"""Secrets by shape (a URL's password, an ``hf_`` token) and by name only (``*_PASS``)."""
+
+
+@pytest.mark.parametrize("profile", ["vtx", "aml", "sm"])
+def test_a_refusal_that_quotes_the_environment_is_masked_everywhere(clouds, profile):
+    quoted = " ".join(f"{name}={value}" for name, value in SECRET_ENV.items())
+    refusal = REFUSALS[profile]
+    clouds[profile].server.fail(*clouds[profile].service.ROUTES["create"],
+                                attrs.evolve(refusal, message=f"{refusal.message} (env: {quoted}; "
+                                                              f"{json.dumps(SECRET_ENV)})"))
+    other = "k8s"
+    lines: list[str] = []
+    failover.submit({**JOB, "env": SECRET_ENV}, profile=f"{profile},{other}", say=lines.append)
+    first, _ = records()
+    listed = cli("jobs")
+    as_json = cli("jobs", "-o", "json")
+    for value in ("Pg-pass-2291", SECRET_ENV["HF_TOKEN"], SECRET_ENV["MLFLOW_PASS"]):
+        assert value not in lines[0], lines[0]
+        assert value not in first.reason, first.reason
+        assert value not in listed.stdout and value not in as_json.stdout
+    assert "refused — quota:" in lines[0] and "••••••" in lines[0]
+
+
+def test_a_reason_stored_with_a_secret_is_masked_when_shown(tmp_path, monkeypatch):
+    """Rows an older omnidist stored raw are masked when ``omnidist jobs`` shows them."""
+    monkeypatch.setenv("OMNIDIST_STATE_DIR", str(tmp_path))
+    book = ledger.Ledger.default()
+    seq = book.add(name="j", backend="vertex", state="refused", job_hash="h", placement="p", attempt=1,
+                   config_dir=str(tmp_path))
+    with __import__("sqlite3").connect(book.path) as raw:
+        raw.execute("UPDATE jobs SET reason = ? WHERE seq = ?", ("quota: HF_TOKEN=hf_" + "a" * 34, seq))
+    (row,) = book.records()
+    assert "hf_aaaa" not in str(row.to_json()) and "hf_aaaa" not in str(ledger.JobList([row]).rows())
+
+
+# --- Ctrl-C during a create ---------------------------------------------------------------------------
+
+def test_ctrl_c_during_a_create_records_how_to_find_the_job(clouds):
+    import os
+    import signal
+
+    vtx = clouds["vtx"]
+    release = threading.Event()
+    vtx.server.fail(*vtx.service.ROUTES["create"], Fault.held(release))
+    timer = threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT))
+    timer.start()
+    try:
+        with pytest.raises(KeyboardInterrupt) as caught:
+            place("vtx,aml")
+    finally:
+        timer.cancel()
+        release.set()
+    assert vtx.server.wait_idle()
+    stop = caught.value
+    assert isinstance(stop, errors.InterruptedCreate) and stop.job_id is None
+    assert "omnidist-request-id=" in stop.message and "may exist" in stop.message
+    (only,) = records()
+    assert only.state == "creating" and stop.marker in only.reason and "omnidist-request-id=" in only.reason
+    assert clouds["aml"].creates() == 0, "an interrupt ends the placement"
+    (job,) = vtx.service.jobs.values()  # the held create made its job: the label the row names finds it
+    assert stop.marker.split("=", 1)[1] in json.dumps(job)
+
+
+def test_ctrl_c_after_the_job_was_made_records_the_job(clouds, monkeypatch):
+    """The look-up after the interrupt finds the job the create made: the row names it."""
+    from omnidist.submission import clients
+
+    original = clients.Client._create
+
+    def interrupted(self, keyed):
+        original(self, keyed)  # the job is made; the answer never reaches the caller
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(clients.Client, "_create", interrupted)
+    with pytest.raises(errors.InterruptedCreate) as caught:
+        place("vtx,aml")
+    (only,) = records()
+    assert caught.value.job_id is not None and (only.state, only.id) == ("submitted", caught.value.job_id)
+    assert f"omnidist cancel {caught.value.job_id}" in caught.value.message

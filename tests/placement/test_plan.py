@@ -43,6 +43,7 @@ azure,azure_vm,eastus,machine,Standard_NC4as_T4_v3,0.526,0.105,test list,2026-01
 gcp,compute_engine,us-central1,accelerator,T4,0.35,0.14,test list,2026-01-02
 gcp,compute_engine,us-central1,machine,n1-standard-1,0.5,0.01,test list,2026-01-02
 gcp,vertex_ai,us-central1,accelerator,T4,0.4025,,test list,2026-01-02
+gcp,vertex_ai,us-central1,machine,n1-highmem-2,,,no list price in the test list,
 gcp,vertex_ai,us-central1,machine,n1-standard-4,0.2185,,test list,2026-01-02
 """
 
@@ -80,13 +81,15 @@ def test_plan_json_has_exactly_the_spec_keys_cheapest_first(project):
     assert azure == {"profile": "azure", "backend": "azure_ml", "region": "eastus",
                      "machines": {"primary": "Standard_NC4as_T4_v3", "workers": "Standard_NC4as_T4_v3"},
                      "accelerators": "T4:2", "price_per_hour": 1.052, "spot_price_per_hour": 0.21, "hours": 3.0,
-                     "estimated_cost": 3.16, "available": True, "blocked": None, "cheapest": True}
+                     "estimated_cost": 3.16, "available": True, "blocked": None, "cheapest": True,
+                     "partial_price_per_hour": None, "idle": None, "credentials": azure["credentials"]}
     assert gke["price_per_hour"] == pytest.approx(2 * (0.5 + 0.35) + 0.10), "GKE nodes plus the cluster fee"
     assert gke["machines"] == {"primary": "n1-standard-1", "workers": "n1-standard-1"}
     assert gcp["price_per_hour"] == pytest.approx(2 * (0.2185 + 0.4025)) and gcp["spot_price_per_hour"] is None
     assert laptop["available"] is False and laptop["price_per_hour"] == 0.0 and not laptop["cheapest"]
     assert legacy["price_per_hour"] is None and legacy["estimated_cost"] is None and legacy["blocked"] is None
     assert sum(row["cheapest"] for row in rows) == 1
+    assert "cheapest: azure of 4 priced; 1 unknown" in done.stderr  # unknown is never cheapest (SPEC 12a)
 
 
 def test_plan_table_marks_the_cheapest_and_says_why_a_price_is_unknown(project):
@@ -159,3 +162,115 @@ def test_the_job_timeout_sets_the_hours_else_one():
     assert planning.hours_for(job, None) == 1.0 and planning.hours_for(job, 2.5) == 2.5
     with pytest.raises(ValidationError):
         job_from_dict({"name": "a", "framework": "pytorch", "primary": {}, "timeout": "soon"})
+
+
+SHIPPED_ENV = {"OMNIDIST_PRICES": ""}
+"""No overlay: the shipped catalog alone."""
+
+EVERY_BACKEND = """
+[profiles.vertex]
+backend = "vertex"
+region = "us-central1"
+[profiles.legacy]
+backend = "ai_platform"
+region = "us-central1"
+[profiles.azure]
+backend = "azure_ml"
+region = "eastus"
+[profiles.sagemaker]
+backend = "sagemaker"
+role_arn = "arn:aws:iam::123456789012:role/train"
+[profiles.gke]
+backend = "kubernetes"
+regions = ["us-central1", "us-east4"]
+"""
+
+
+def one_off(cwd, *args: str, env=None):
+    done = run_cli("plan", *args, "-o", "json", "--image", "img:1", "--", "python", "train.py", cwd=cwd,
+                   env={"OMNIDIST_PRICES": "", **(env or {})})
+    assert done.returncode == 0, done.stderr
+    return {row["profile"]: row for row in json.loads(done.stdout)}, done.stderr
+
+
+@pytest.mark.parametrize("accelerator", ["A100:8", "A100-80GB:8", "H100:8", "V100:1", "T4:1", "L4:1"])
+def test_every_backend_that_runs_a_gpu_prices_it_offline(isolated, accelerator):
+    """SPEC §12a's coverage: the shipped catalog prices each GPU job on every backend that can run
+    it (Google's A100-80GB in a region whose list has its on-demand price)."""
+    config = EVERY_BACKEND
+    if accelerator.startswith("A100-80GB"):  # us-central1's figure is the DWS flex-start SKU: not shipped
+        config = config.replace('"us-central1"', '"asia-southeast1"')
+    (isolated / "omnidist.toml").write_text(config)
+    rows, _ = one_off(isolated, "--nodes", "2", "--accelerator", accelerator)
+    runnable = [row for row in rows.values() if row["blocked"] is None]
+    assert len(runnable) >= 3
+    assert all(row["price_per_hour"] is not None for row in runnable), [
+        (r["profile"], r["partial_price_per_hour"]) for r in runnable if r["price_per_hour"] is None]
+
+
+def test_an_a100_node_hour_is_within_the_public_list_prices(isolated):
+    (isolated / "omnidist.toml").write_text(EVERY_BACKEND)
+    rows, _ = one_off(isolated, "--accelerator", "A100:8")
+    node_hours = {name: row["price_per_hour"] for name, row in rows.items() if row["price_per_hour"]}
+    # EC2 p4d.24xlarge 21.96 (us-east-1) .. SageMaker ml.p4d.24xlarge 37.69: the sources' range
+    assert node_hours and all(20 <= price <= 40 for price in node_hours.values()), node_hours
+
+
+def test_with_no_profile_every_installed_backend_is_planned_on_its_defaults(isolated):
+    rows, stderr = one_off(isolated, "--accelerator", "T4:1")
+    assert {"vertex", "ai_platform", "azure_ml", "sagemaker", "kubernetes"} <= set(rows)
+    assert rows["azure_ml"]["region"] == "eastus" and rows["azure_ml"]["price_per_hour"] == 0.526
+    assert "azure_ml: the profile names no region: priced in eastus" in stderr
+    assert rows["sagemaker"]["blocked"].startswith("backends.sagemaker.role_arn")
+    assert "priced" in stderr.splitlines()[0]
+
+
+def test_a_profile_listing_regions_shows_the_cheapest_and_prices_the_others(isolated):
+    (isolated / "omnidist.toml").write_text('[profiles.gcp]\nbackend = "vertex"\n'
+                                            'regions = ["europe-west4", "us-central1", "us-east4"]\n')
+    rows, stderr = one_off(isolated, "--accelerator", "T4:1")
+    assert rows["gcp"]["region"] == "us-central1"
+    assert "gcp: cheapest of the regions listed (us-central1); the others: europe-west4: " in stderr
+    (isolated / "omnidist.toml").write_text('[profiles.gcp]\nbackend = "vertex"\nregions = "us-east4"\n')
+    done = run_cli("plan", "--accelerator", "T4:1", "--", "python", "t.py", cwd=isolated)
+    assert done.returncode == 2 and "omnidist.toml: profiles.gcp.regions: 'us-east4' is not a list" in done.stderr
+
+
+def test_idle_accelerators_are_said_and_priced_as_billed(isolated):
+    (isolated / "omnidist.toml").write_text('[profiles.azure]\nbackend = "azure_ml"\nregion = "eastus"\n')
+    rows, stderr = one_off(isolated, "--nodes", "2", "--accelerator", "V100:1")
+    azure = rows["azure"]
+    assert azure["idle"] == "14 V100 idle of 16 billed" and azure["accelerators"] == "V100:16"
+    assert azure["price_per_hour"] == pytest.approx(2 * 22.032)
+    assert "14 V100 idle of 16 billed: the machines hold more accelerators than the job uses" in stderr
+
+
+def test_a_partial_price_is_marked_and_never_cheapest(project):
+    (project / "prices.csv").write_text(PRICES + "gcp,compute_engine,us-central1,accelerator,T4,,,no list price,\n")
+    rows = {r["profile"]: r for r in json.loads(cli(project, "plan", "job.yaml", "-o", "json").stdout)}
+    gke = rows["gke"]
+    assert gke["price_per_hour"] is None and gke["partial_price_per_hour"] == pytest.approx(2 * 0.5 + 0.10)
+    assert not gke["cheapest"]
+    table = cli(project, "plan", "job.yaml", "-p", "gke").stdout
+    assert ">= 1.10 (partial)" in table
+
+
+def test_a_kubernetes_profile_is_priced_as_its_clouds_vms(isolated):
+    (isolated / "omnidist.toml").write_text('[profiles.eks]\nbackend = "kubernetes"\ncloud = "aws"\n'
+                                            'region = "us-east-1"\n[profiles.old]\nbackend = "kubernetes"\n'
+                                            'gke_region = "us-central1"\n')
+    rows, stderr = one_off(isolated, "--accelerator", "T4:1")
+    assert rows["old"]["region"] == "us-central1" and rows["old"]["price_per_hour"] is not None
+    assert rows["eks"]["region"] == "us-east-1" and rows["eks"]["price_per_hour"] is None
+    assert "set nodeSelector node.kubernetes.io/instance-type to the aws VM size" in stderr
+    (isolated / "omnidist.toml").write_text('[profiles.eks]\nbackend = "kubernetes"\ncloud = "ibm"\n')
+    done = run_cli("plan", "--accelerator", "T4:1", "--", "python", "t.py", cwd=isolated)
+    assert done.returncode == 2 and "cloud: 'ibm' is not one of aws, azure, gcp" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_the_credentials_column_says_missing_offline(isolated):
+    (isolated / "omnidist.toml").write_text('[profiles.gcp]\nbackend = "vertex"\n')
+    rows, _ = one_off(isolated, "--accelerator", "T4:1", env={"GOOGLE_APPLICATION_CREDENTIALS": "",
+                                                                "CLOUDSDK_CONFIG": "", "GCE_METADATA_HOST": ""})
+    assert rows["gcp"]["credentials"] == "missing"

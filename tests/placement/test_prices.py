@@ -1,17 +1,17 @@
-"""The price catalog: the shipped rows name their sources, every machine a backend can pick has a
-row, and a footprint is priced by the rules each service publishes (SPEC §12)."""
+"""The price catalog: the rows the vendor kits ship name their sources, every machine a backend can
+pick has a row, and a footprint is priced by the rules each backend declares for its service (SPEC §12)."""
 
 from __future__ import annotations
 
 import pytest
 
 from omnidist.backend.values import Footprint, Pool
-from omnidist.clouds.compute_engine import COMPUTE_ENGINE, COMPUTE_ENGINE_ACCELERATORS
 from omnidist.errors import ConfigError
 from omnidist.placement import prices
 from omnidist.placement.prices import Catalog, Row
+from omnidist_google.compute_engine import COMPUTE_ENGINE, COMPUTE_ENGINE_ACCELERATORS
 
-SHIPPED = prices.read_rows(prices.SHIPPED)
+SHIPPED = [row for path in prices.shipped() for row in prices.read_rows(path)]
 
 
 def test_every_shipped_price_names_its_source_and_no_price_is_made_up():
@@ -22,10 +22,44 @@ def test_every_shipped_price_names_its_source_and_no_price_is_made_up():
     # the research notes' figures, as they state them (docs/placement.md lists them)
     by_key = {(r.service, r.region, r.name): r for r in SHIPPED}
     assert by_key["vertex_ai", "*", "n1-standard-4"].on_demand == 0.21849885
-    assert by_key["vertex_ai", "*", "H100"].date == "2026-10-07"
+    assert by_key["vertex_ai", "us-central1", "H100"].on_demand == 11.2660332  # Vertex's own SKU, Iowa
+    assert by_key["vertex_ai", "us-central1", "H100"].date == "2025-08-15"
     assert by_key["azure_vm", "eastus", "Standard_NC24ads_A100_v4"].on_demand == 3.673
-    assert by_key["compute_engine", "us-central1", "a2-highgpu-1g"].spot == 0.29576
+    assert by_key["compute_engine", "us-central1", "a2-highgpu-1g"].spot == 0.36975
     assert by_key["gke", "*", "cluster"].on_demand == 0.10
+    # the figures that conflicted with the sources are gone: Compute Engine's H100 price shipped as
+    # Vertex's, the Dec-2023 ND96isr_H100_v5 and westus's NC96ads_A100_v4 price shipped as eastus's
+    assert by_key["vertex_ai", "*", "H100"].on_demand is None
+    assert by_key["azure_vm", "*", "Standard_ND96isr_H100_v5"].on_demand is None
+    assert by_key["azure_vm", "eastus", "Standard_ND96isr_H100_v5"].on_demand == 98.32
+    assert by_key["azure_vm", "eastus", "Standard_NC96ads_A100_v4"].on_demand == 14.692
+
+
+def test_the_catalogs_traps_are_not_shipped_as_prices():
+    """DWS flex-start SKUs among on-demand rows, spot above on-demand, spot = on-demand for "no spot
+    meter", 700.0 and 0.0 for "not offered" (shared/platforms/prices-sources.md)."""
+    by_key = {(r.service, r.region, r.kind, r.name): r for r in SHIPPED}
+    flex = by_key["compute_engine", "us-central1", "accelerator", "H100"]
+    assert flex.on_demand is None and flex.spot == 2.9926 and "flex-start" in flex.source
+    assert by_key["compute_engine", "us-east4", "accelerator", "H100"].on_demand == 9.79655
+    for row in SHIPPED:
+        if row.on_demand is not None and row.spot is not None and row.kind == "accelerator":
+            assert row.spot < 0.7 * row.on_demand, row
+        assert row.on_demand not in (0.0, 700.0) or row.service == "local", row
+        assert row.spot is None or row.on_demand is None or row.spot < row.on_demand, row
+    assert by_key["azure_vm", "eastus", "machine", "Standard_NC40ads_H100_v5"].spot is None
+
+
+def test_a_derived_price_says_estimated_and_its_rule():
+    derived = [r for r in SHIPPED if r.source.startswith("estimated:")]
+    assert {r.service for r in derived} == {"vertex_ai", "amazon_sagemaker"}
+    by_key = {(r.service, r.region, r.kind, r.name): r for r in SHIPPED}
+    host = by_key["compute_engine", "us-central1", "machine", "a2-highgpu-8g"]
+    vertex = by_key["vertex_ai", "us-central1", "machine", "a2-highgpu-8g"]
+    assert vertex.on_demand == pytest.approx(host.on_demand * 1.15) and "1.15 x Compute Engine" in vertex.source
+    ec2 = by_key["ec2", "us-east-1", "machine", "p4de.24xlarge"]
+    ml = by_key["amazon_sagemaker", "us-east-1", "machine", "ml.p4de.24xlarge"]
+    assert ml.on_demand == pytest.approx(ec2.on_demand * 1.40) and "1.40 x EC2" in ml.source
 
 
 def test_every_machine_and_accelerator_a_backend_can_pick_has_a_row():
@@ -39,10 +73,30 @@ def test_every_machine_and_accelerator_a_backend_can_pick_has_a_row():
     assert sorted(wanted - keys) == []
 
 
-def test_the_shipped_catalog_is_sorted_and_round_trips(tmp_path):
-    copy = tmp_path / "prices.csv"
-    prices.write_rows(copy, SHIPPED)
-    assert copy.read_text() == prices.SHIPPED.read_text()
+def test_each_vendor_kit_ships_its_own_rows_sorted_and_round_tripping(tmp_path):
+    from omnidist.placement import vendors
+
+    installed = vendors.installed()
+    assert {"google", "aws", "azure"} <= set(installed)
+    for name, vendor in installed.items():
+        rows = prices.read_rows(vendor.rows)
+        assert rows and {r.cloud for r in rows} == {vendor.name}, f"{name} ships rows of another vendor"
+        copy = tmp_path / f"{name}.csv"
+        prices.write_rows(copy, rows)
+        assert copy.read_text() == vendor.rows.read_text()
+    assert sorted(prices.shipped()) == sorted(v.rows for v in installed.values())
+
+
+def test_billing_is_what_the_backends_declare():
+    from omnidist.backend import registry
+    from omnidist.placement import vendors
+
+    billing = vendors.billing()
+    for name in registry.installed():
+        for service, bills in registry.get(name).billing.items():
+            assert billing[service] is bills
+    assert billing["local"].free and billing["gke"].fees == ("cluster",)
+    assert not any(service in billing for service in ("", "nothing"))
 
 
 @pytest.mark.parametrize("text, words", [
@@ -149,6 +203,6 @@ def test_a_refreshed_catalog_lays_over_the_shipped_one(tmp_path, monkeypatch):
     prices.write_rows(extra, [row("vertex_ai", "*", "machine", "n1-standard-4", 9.0)])
     monkeypatch.setenv("OMNIDIST_PRICES", str(extra))
     loaded = prices.load()
-    assert loaded.files == (prices.SHIPPED, extra)
+    assert loaded.files == (*prices.shipped(), extra)
     assert loaded.lookup("vertex_ai", None, "machine", "n1-standard-4").row.on_demand == 9.0
-    assert loaded.lookup("vertex_ai", None, "accelerator", "H100").row.on_demand == 9.79655057
+    assert loaded.lookup("vertex_ai", "us-central1", "accelerator", "H100").row.on_demand == 11.2660332

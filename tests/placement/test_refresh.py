@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from omnidist.placement import prices, refresh
+from omnidist.placement import prices, refresh, vendors
 from omnidist.testing import FakeServer, Recorded, Response
 from omnidist.testing.cli import run_cli
 
@@ -138,7 +138,7 @@ class PriceLists:
 @pytest.fixture
 def lists(monkeypatch):
     with FakeServer() as server:
-        for source in refresh.SOURCES.values():
+        for _, source in vendors.sources():
             monkeypatch.setenv(source.env, server.url)
         yield PriceLists(server)
 
@@ -149,8 +149,8 @@ def rows_of(path) -> dict[tuple[str, str, str, str], prices.Row]:
 
 def test_every_list_is_read_into_rows_with_its_source_and_date(lists, tmp_path):
     lines: list[str] = []
-    done = refresh.refresh(gcp_api_key="test-key", output=tmp_path / "prices.csv", say=lines.append)
-    assert not done.failed and len(lines) == 4, lines
+    done = refresh.refresh(api_keys={"gcp": "test-key"}, output=tmp_path / "prices.csv", say=lines.append)
+    assert not done.failed and len(lines) == 5, lines  # skypilot's two files, then the vendors' own lists
     found = rows_of(done.path)
     # skypilot: hosts, GPUs per GPU (the smallest count), a region marked complete, the 700 sentinel skipped
     a100 = found["compute_engine", "us-central1", "accelerator", "A100"]
@@ -178,7 +178,9 @@ def test_the_billing_catalog_needs_a_key_and_is_skipped_without_one(lists, tmp_p
     lines: list[str] = []
     done = refresh.refresh(output=tmp_path / "prices.csv", say=lines.append)
     assert not done.failed
-    assert "skipped gcp: the GCP Cloud Billing Catalog API (Compute Engine) needs an API key" in lines[2]
+    assert [line.split(":")[0] for line in lines] == ["read skypilot (azure)", "read skypilot (gcp)", "read aws (aws)",
+                                                      "read azure (azure)", "skipped gcp (gcp)"]
+    assert "the GCP Cloud Billing Catalog API (Compute Engine) needs an API key (--api-key gcp=KEY" in lines[4]
     assert not lists.server.calls("GET", "/skus")
 
 
@@ -188,26 +190,39 @@ def test_a_list_that_fails_is_reported_and_leaves_its_old_rows(lists, tmp_path):
                      on_demand=0.1, source="earlier", date="2026-01-01")
     prices.write_rows(path, [old])
     lines: list[str] = []
-    done = refresh.refresh(["gcp", "aws"], gcp_api_key="wrong", output=path, say=lines.append)
+    done = refresh.refresh(["gcp", "aws"], api_keys={"gcp": "wrong"}, output=path, say=lines.append)
     assert done.failed
-    assert "failed gcp" in lines[0] and "HTTP 403" in lines[0] and "wrong" not in lines[0], "the key is not shown"
+    failed = next(line for line in lines if line.startswith("failed"))
+    assert "failed gcp" in failed and "HTTP 403" in failed and "wrong" not in failed, "the key is not shown"
     found = rows_of(path)
     assert found[old.key] == old and ("amazon_sagemaker", "us-east-1", "machine", "ml.p4d.24xlarge") in found
 
 
 def test_the_cli_refreshes_into_the_state_folder_and_the_catalog_command_lists_sources(lists, isolated):
     done = run_cli("catalog", "refresh", "--source", "skypilot", "--source", "aws", cwd=isolated,
-                   env={source.env: lists.server.url for source in refresh.SOURCES.values()})
+                   env={source.env: lists.server.url for _, source in vendors.sources()})
     assert done.returncode == 0, done.stderr
     assert f"to {prices.user_catalog()}" in done.stdout
     done = run_cli("catalog", cwd=isolated)
     assert done.returncode == 0, done.stderr
-    assert str(prices.SHIPPED) in done.stdout and str(prices.user_catalog()) in done.stdout
+    assert all(str(path) in done.stdout for path in prices.shipped()) and str(prices.user_catalog()) in done.stdout
+    assert "gcp (gcp): GCP Cloud Billing Catalog API (Compute Engine); needs --api-key gcp=KEY" in done.stdout
     assert "skypilot-org/skypilot-catalog catalogs/v7/gcp/vms.csv" in done.stdout
     assert "2026-10-07" in done.stdout and "api-evangelist" in done.stdout, "the shipped rows' sources and dates"
     assert "azure_machine_learning: Azure ML compute bills the VM price, no surcharge" in done.stdout
     rows = run_cli("catalog", "--rows", cwd=isolated).stdout.splitlines()
     assert rows[0] == ",".join(prices.COLUMNS) and any("ml.p4d.24xlarge,25.25" in r for r in rows)
+
+
+def test_the_cli_reads_api_keys_and_refuses_an_unknown_list(lists, isolated):
+    env = {source.env: lists.server.url for _, source in vendors.sources()}
+    done = run_cli("catalog", "refresh", "--source", "gcp", "--api-key", "gcp=test-key", cwd=isolated, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "read gcp (gcp)" in done.stderr
+    done = run_cli("catalog", "refresh", "--source", "nowhere", cwd=isolated, env=env)
+    assert done.returncode == 2 and "no price list 'nowhere'" in done.stderr and "skypilot" in done.stderr
+    done = run_cli("catalog", "refresh", "--api-key", "gcp", cwd=isolated, env=env)
+    assert done.returncode == 2 and "--api-key" in done.stderr and "LIST=KEY" in done.stderr
 
 
 def test_regions_narrow_every_list(lists, tmp_path):
@@ -221,4 +236,6 @@ def test_regions_narrow_every_list(lists, tmp_path):
                                              ("a2-megagpu-16g", "a2"), ("a2-ultragpu-1g", "a2 ultra"),
                                              ("a3-megagpu-8g", "a3 mega"), ("g2-standard-4", "g2")])
 def test_a_machine_is_priced_only_by_its_own_series_rates(machine, series):
-    assert refresh.series(machine) == series
+    from omnidist_google import prices as google
+
+    assert google.series(machine) == series

@@ -7,7 +7,7 @@ from typing import Optional
 
 import attrs
 
-from omnidist.kit import Backend, Capabilities, CompiledJob, JobHandle, JobStatus, RoleName
+from omnidist.kit import Capabilities, CompiledJob, Imports, JobHandle, JobStatus, RoleName
 
 
 @attrs.frozen(kw_only=True)
@@ -15,7 +15,7 @@ class EchoSettings:
     greeting: Optional[str] = None
 
 
-class EchoBackend(Backend):
+class EchoBackend(Imports):
     name = "echo"
     capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
     settings_type = EchoSettings

@@ -44,3 +44,18 @@ def test_a_second_submit_after_an_ambiguous_create_makes_a_second_job(cloud):
     cloud.submit()
     cloud.submit()
     assert cloud.job_count() == 2
+
+
+@pytest.mark.parametrize("status", [500, 503])
+def test_a_quota_refusal_after_a_create_that_made_its_job_adopts_that_job(cloud, status):
+    """The server makes the job and answers 5xx; the repeat is refused for quota (the quota that job
+    now takes): the refusal is believed only after the job is looked up, which finds it."""
+    from omnidist.errors import ShortageError
+
+    refusal = Fault.http(400, "Quota exceeded: the request exceeds the quota of 0 GPUs for this project")
+    cloud.server.fail(*cloud.create, Fault.http_after_create(status), refusal)
+    try:
+        handle = cloud.submit()
+    except ShortageError as exc:  # pragma: no cover - the defect this guards against
+        pytest.fail(f"a refusal was believed while this submit's job exists: {exc}")
+    assert cloud.job_count() == 1 and handle.status().state.value in ("queued", "pending", "running")

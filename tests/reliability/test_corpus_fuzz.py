@@ -24,7 +24,7 @@ CORPUS = Path(__file__).resolve().parents[2].parent / "shared" / "corpus"
 FUZZED = suite_backends("fuzz")
 BACKENDS = tuple(sorted(name for name, found in FUZZED.items() if isinstance(found, Harness) or found is None))
 
-INPUTS = 150
+INPUTS = 300
 """Mutated inputs per backend and run (a few seconds each)."""
 
 GUARD_S = 120.0

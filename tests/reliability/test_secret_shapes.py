@@ -129,9 +129,10 @@ def test_the_migration_report_and_import_remarks_show_no_secret(isolated, source
     compiled, report = migration.migrate(native, source, target, settings=required_settings(target))
     for shown in (str(report), json.dumps(report.to_dict()), report._repr_html_()):
         assert leaks(shown) == [], shown
+    from omnidist.backend import registry
     from omnidist.migration.imports import import_job
 
-    job, _, entries = import_job(native, source)
+    job, _, entries = import_job(native, registry.get(source))
     printed = migration.job_yaml_with_comments(job, entries, source, None)
     comments = "\n".join(line.split("#", 1)[1] for line in printed.splitlines() if "#" in line)
     assert leaks(comments) == [], comments

@@ -20,6 +20,12 @@ tf = {"AZUREML_RUN_ID": "r",
       "TF_CONFIG": '{"cluster": {"worker": ["h:1", "h:2"], "ps": []}, "task": {"type": "worker", "index": 0}}'}
 init_tensorflow(tf)
 plan_launch(context(tf), ["train.py"], environ=tf)
+import tempfile
+from omnidist.runtime import checkpoint, latest_checkpoint
+saves = {"OMNIDIST_OUTPUT_checkpoints": tempfile.mkdtemp()}
+with checkpoint(3, saves) as folder:
+    (folder / "state").write_text("x")
+assert latest_checkpoint(saves).step == 3
 print(json.dumps(sorted(set(sys.modules) - before)))
 """
 

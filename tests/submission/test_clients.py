@@ -18,7 +18,7 @@ from typing import Any, ClassVar, Optional
 import attrs
 import pytest
 
-from omnidist.backend.contract import Capabilities
+from omnidist.backend.contract import Capabilities, Imports
 from omnidist.backend.settings import ClientSettings
 from omnidist.backend.values import CompiledJob, JobState, JobStatus
 from omnidist.errors import (
@@ -35,12 +35,14 @@ from omnidist.secrets import MASK
 from omnidist.submission import retry
 from omnidist.submission.clients import (
     REQUEST_ID_LABEL,
-    Client,
     Idempotency,
     Keyed,
     LogPage,
     LogStart,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
+    StagesCode,
     labelled,
     shortage_in,
 )
@@ -127,7 +129,7 @@ class ToySettings(ClientSettings):
     create_settle_s: float = 30.0
 
 
-class ToyClient(Client[dict]):
+class ToyClient(ReadsLogs[dict], ReportsShortage[dict]):
     """The toy cloud's client; :attr:`idempotency` is set per test."""
 
     idempotency: ClassVar[Idempotency] = Idempotency.LABEL
@@ -203,7 +205,7 @@ class ToyClient(Client[dict]):
         return LogPage(status=status, lines=page["lines"], cursor=cursor + len(page["lines"]))
 
 
-class ToyBackend(CloudBackend):
+class ToyBackend(Imports, CloudBackend):
     name = "toy"
     capabilities = Capabilities(roles=frozenset({RoleName.PRIMARY}))
     settings_type = ToySettings
@@ -407,7 +409,7 @@ def test_a_backend_without_a_client_cannot_submit():
 def test_prepare_runs_once_before_the_create(backend, toy):
     prepared = []
 
-    class Uploading(ToyClient):
+    class Uploading(StagesCode[dict], ToyClient):
         def prepare(self, compiled):
             prepared.append(len(toy.calls("create")))
             return attrs.evolve(compiled, request={**compiled.request, "code": "gs://b/code.tar.gz"})

@@ -307,3 +307,32 @@ def test_a_file_refused_at_open_closes_its_descriptor_once(src, change):
         os.fstat(reader), os.fstat(writer)
     finally:
         os.close(reader), os.close(writer)
+
+@pytest.mark.parametrize("name", [
+    ".ENV", "ID_RSA", "server.PEM", "Credentials.json", "Secrets.YAML",  # any case
+    ".ssh", ".aws", ".boto", ".s3cfg", "kubeconfig.yaml", "id_rsa.bak", "prod.tfvars", "vars.tfvars.json",
+    "secrets.yaml", "gcloud/legacy_credentials/me@example.com/adc.json", "conf/adc.json", "deploy/.kube",
+])
+def test_more_credential_files_are_secrets_whatever_their_case(src, name):
+    path = src / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("secret")
+    found = code_files.scan(src)
+    assert name not in [f.path for f in found.files] and name in found.secrets
+
+
+@pytest.mark.parametrize("name", ["id_rsa.pub", "ID_ED25519.PUB", ".env.example", "secrets_test.py", "keys.py"])
+def test_public_halves_templates_and_code_still_ship(src, name):
+    (src / name).write_text("x")
+    assert name in [f.path for f in code_files.scan(src).files]
+
+
+def test_a_hard_link_to_a_file_outside_the_folder_is_warned_about(src, tmp_path):
+    outside = tmp_path / "elsewhere" / "token.txt"
+    outside.parent.mkdir()
+    outside.write_text("s3cret")
+    os.link(outside, src / "notes.txt")
+    os.link(src / "trainer" / "task.py", src / "task_copy.py")  # two names inside the folder: not a link out
+    found = code_files.scan(src)
+    assert found.hard_links == ("notes.txt",)
+    assert any("hard links to a file outside the code folder: notes.txt" in w for w in found.warnings())

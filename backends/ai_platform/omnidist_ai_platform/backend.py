@@ -12,21 +12,24 @@ from collections.abc import Mapping
 from typing import Any, Optional
 
 from omnidist.kit import (
-    GOOGLE_LABELS,
     Capabilities,
     CloudBackend,
     CommandLine,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import (
+    BILLING,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     LEFT_BEHIND,
@@ -34,10 +37,13 @@ from omnidist_ai_platform.tables import (
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
+from omnidist_google import gcloud
+from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 
 
-class AIPlatformBackend(CloudBackend):
+class AIPlatformBackend(Imports, Placement, CloudBackend):
     """Legacy AI Platform Training (``ml v1``): compile, import, and submit to compatible endpoints.
 
     Submitting and following go through :class:`~omnidist_ai_platform.client.AIPlatformClient`; a
@@ -46,11 +52,13 @@ class AIPlatformBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = AIPlatformSettings
     client = LazyClient("omnidist_ai_platform.client:AIPlatformClient")
     testing = "omnidist_ai_platform.testing:HARNESS"
     native_formats = NATIVE_FORMATS
+    command_programs = (gcloud.PROGRAM,)
     capabilities = Capabilities(
         roles=frozenset(RoleName), reduction_server=True,
         accelerators=frozenset(catalog.ACCELERATOR_TYPES) | frozenset(catalog.TPU_ACCELERATORS),
@@ -93,12 +101,37 @@ class AIPlatformBackend(CloudBackend):
         """A create body, ``gcloud --config`` file or bare ``trainingInput`` (by their keys), or a
         ``gcloud ai-platform jobs submit training`` command line."""
         if isinstance(native, CommandLine):
-            return any(native.creates(*words) for words in GCLOUD_COMMANDS)
+            return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         return isinstance(native, Mapping) and bool(NATIVE_KEYS & set(native))
 
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
+        from omnidist_google.google_cloud import find_google_credentials
+
+        return find_google_credentials(settings.credentials)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, refreshed into a token (nothing is created)."""
+        from omnidist_google.google_cloud import check_google_credentials
+
+        return check_google_credentials(settings.credentials, self.name)
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """Google's TPU VM hosts of ``accelerator``."""
+        from omnidist_google.tpu import host_picks
+
+        return host_picks(accelerator)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """legacy AI Platform Training: its machine list, and the price list they bill from."""
+        from omnidist_ai_platform.catalog import MACHINES
+        from omnidist_ai_platform.footprint import SERVICE
+
+        return SERVICE, MACHINES
 
     def footprint(self, compiled: CompiledJob, settings: AIPlatformSettings) -> Footprint:
         """Each ``trainingInput`` slot's machine, GPUs and count, priced as Vertex AI training."""

@@ -11,13 +11,12 @@ from typing import Optional
 
 import attrs
 
-from omnidist.kit import (
+from omnidist.kit import Machine, MachineCatalog
+from omnidist_google.compute_engine import (
     COMPUTE_ENGINE,
     COMPUTE_ENGINE_ACCELERATORS,
     N1_GPUS,
     REDUCTION_SERVER_MACHINE,
-    Catalog,
-    Machine,
 )
 
 ACCELERATOR_TYPES: dict[str, str] = {
@@ -122,7 +121,7 @@ def _legacy(name: str, equivalent: str, native_gpu: Optional[str], count: int) -
     return attrs.evolve(machine, name=name, accelerator=gpu, gpus=count)
 
 
-MACHINES = Catalog(
+MACHINES = MachineCatalog(
     machines=tuple(m for m in COMPUTE_ENGINE.machines if _accepted(m)),
     attach_family="n1",
     attachments={k: v for k, v in N1_GPUS.items() if k in ACCELERATOR_TYPES},

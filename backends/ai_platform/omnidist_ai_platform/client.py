@@ -28,25 +28,27 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
     ConflictError,
+    Ending,
     Idempotency,
     JobState,
     JobStatus,
     Keyed,
     LogStart,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
+    StagesCode,
     TransientBackendError,
+    classify_ending,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
-    stage_code,
-    translate_storage_error,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
+from omnidist_ai_platform.tables import FAILURE_ENDINGS, JOB_STATES, NAME, shortage_named
+from omnidist_google.google_cloud import google_credentials, stage_code, translate_storage_error
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -96,7 +98,7 @@ def job_name(job_id: str, settings: AIPlatformSettings) -> str:
     return job_id if job_id.startswith("projects/") else f"projects/{_project(settings)}/jobs/{job_id}"
 
 
-class AIPlatformClient(Client[dict]):
+class AIPlatformClient(ReportsShortage[dict], StagesCode[dict], ReadsLogs[dict]):
     """``projects.jobs`` create / get / cancel; native jobs are the ``Job`` resources as dicts."""
 
     idempotency = Idempotency.CHOSEN_ID
@@ -183,6 +185,10 @@ class AIPlatformClient(Client[dict]):
         metric, trials, best = tuning.trials_of(job)
         return JobStatus(state=JOB_STATES.get(native, JobState.UNKNOWN), native_state=native,
                          message=str(job.get("errorMessage") or ""), metric=metric, trials=trials, best=best)
+
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """A failed job's ``errorMessage`` through :data:`~omnidist_ai_platform.tables.FAILURE_ENDINGS`."""
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
         """The job's ``jobId``."""

@@ -36,7 +36,6 @@ from omnidist.kit import (
     code_folder,
     default_output_base,
     foreign_uri,
-    is_azure_storage,
     is_package,
     resolve_data,
     staged_code_uri,
@@ -47,6 +46,7 @@ from omnidist.kit import (
 from omnidist_ai_platform import prebuilt
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME
+from omnidist_azure.storage import is_blob_url
 
 SETTINGS = f"backends.{NAME}"
 READS = "Cloud Storage (gs://BUCKET/PATH, read by the program itself) or plain http(s) URLs"
@@ -113,7 +113,7 @@ def _job_dir(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
 
 
 def _input(name: str, inp: JobInput) -> str:
-    if inp.scheme == "gs" or (inp.scheme in ("http", "https") and not is_azure_storage(inp.uri)):
+    if inp.scheme == "gs" or (inp.scheme in ("http", "https") and not is_blob_url(inp.uri)):
         return inp.uri
     raise foreign_uri(f"inputs.{name}", NAME, inp.uri, READS)
 

@@ -29,7 +29,6 @@ from omnidist.kit import (
     RoleName,
     UnsupportedFeatureError,
     ValidationError,
-    check_google_labels,
     check_named,
     effective_roles,
     format_proto_duration,
@@ -38,11 +37,13 @@ from omnidist.kit import (
     smallest_fit,
     start_processes,
     tpu_slice_of,
+    watcher_note,
 )
 from omnidist.runtime.launch import carry_processes_per_node
 from omnidist_ai_platform import catalog, code_data
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME, REDUCER_IMAGE, REFUSALS, ROLE_PREFIXES
+from omnidist_google.google_labels import check_labels as check_google_labels
 
 _SETTINGS_PATH = f"backends.{NAME}"
 
@@ -198,9 +199,11 @@ def reducers_to_native(role: EffectiveRole, ctx: _Context) -> dict[str, Any]:
     machine = machine_for(role, ctx, default=catalog.REDUCER_MACHINE)
     count = role.replicas
     if count == AUTO:
-        trainers = {r: ctx.roles[r] for r in (RoleName.PRIMARY, RoleName.WORKERS) if r in ctx.roles}
-        egress = {r: catalog.MACHINES.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator)
-                  for r, n in trainers.items()}
+        trainers: dict[RoleName, EffectiveRole] = {r: ctx.roles[r] for r in (RoleName.PRIMARY, RoleName.WORKERS)
+                                                   if r in ctx.roles}
+        egress: dict[RoleName, float] = {
+            r: catalog.MACHINES.egress_gbps(machine_for(n, attrs.evolve(ctx, notes=[])), n.accelerator)
+            for r, n in trainers.items()}
         sizing = size_reducers(trainers, egress, machine.egress_gbps)
         count = sizing.count
         ctx.notes.append(Note(kind=NoteKind.DEFAULTED, field="reduction_servers.replicas",
@@ -361,4 +364,7 @@ def compile_job(job: DistributedJob, settings: AIPlatformSettings) -> CompiledJo
     if job.labels:
         body["labels"] = dict(job.labels)
     body["trainingInput"] = training_input(ctx)
+    note = watcher_note(job, "")  # trainingInput has no retry or restart field
+    if note:
+        notes.append(note)
     return CompiledJob(backend=NAME, request=body, diagnostics=tuple(notes), format="json", job=job)

@@ -12,10 +12,7 @@ from typing import Any, Optional
 from omnidist.kit import Footprint, Pool, RoleName
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import ROLE_PREFIXES
-
-SERVICE = "ai_platform_training"
-"""The price list legacy AI Platform Training bills from."""
+from omnidist_ai_platform.tables import ROLE_PREFIXES, SERVICE
 
 _SLOTS = tuple((role, ROLE_PREFIXES[role]) for role in RoleName if role is not RoleName.REDUCTION_SERVERS)
 """Role -> its ``trainingInput`` prefix, in pool order (reducers sit in the parameter-server slot)."""

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.kit import CommandLine, Flags, ValidationError, key_values, merged, parse_flags
+from omnidist.kit import CommandLine, ValidationError
+from omnidist_google.gcloud import Flags, key_values, merged, parse_flags
 
 COMMANDS = (("ai-platform", "jobs", "submit", "training"), ("ml-engine", "jobs", "submit", "training"))
 """The gcloud commands (after ``gcloud`` and an optional ``beta``)."""

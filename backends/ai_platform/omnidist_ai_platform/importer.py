@@ -569,7 +569,7 @@ def import_with_notes(request: Mapping[str, Any]) -> tuple[DistributedJob, tuple
                                                          role=RoleName.REDUCTION_SERVERS)
     package, ti, pools = package_job(ti, pools)
     master = pools[RoleName.PRIMARY]
-    trainers = {role: native_to_role(pool, master) for role, pool in pools.items()
+    trainers: dict[RoleName, EffectiveRole] = {role: native_to_role(pool, master) for role, pool in pools.items()
                 if role is not RoleName.REDUCTION_SERVERS}  # reducers run Google's image, without env
     found = delower(trainers, unset={"disk_gb": DEFAULT_BOOT_DISK_GB})
     reducers = pools.get(RoleName.REDUCTION_SERVERS)

@@ -7,9 +7,10 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist.kit import ClientSettings, ValidationError, check_data_map, check_gs_prefix, one_of, role_keys
+from omnidist.kit import ClientSettings, ValidationError, check_data_map, one_of, role_keys
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.tables import CREDENTIALS, JOB_ID_PATTERN, SCALE_TIERS
+from omnidist_google.google_cloud import check_gs_prefix
 
 
 def _job_id(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:

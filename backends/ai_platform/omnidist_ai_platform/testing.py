@@ -95,7 +95,7 @@ def schema_problems(value: Any, spec: Any = JOB_SCHEMA, path: str = "") -> list[
 
 
 _JOB_ID = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
-# Google Cloud label rules, written out independently of omnidist.clouds.google_labels (the fake checks the client).
+# Google Cloud label rules, written out independently of omnidist_google.google_labels (the fake checks the client).
 _LABEL_KEY = re.compile(r"^[^\W\d_][\w-]{0,62}$")
 _LABEL_VALUE = re.compile(r"^[\w-]{0,63}$")
 FAILURE = "The replica master 0 exited with a non-zero status of 1."

@@ -40,7 +40,6 @@ from omnidist.kit import (
 )
 from omnidist_ai_platform.tables import JOB_STATES, NAME
 
-PORTABLE = "the portable job format"
 PATH = "trainingInput.hyperparameters"
 
 GOALS: dict[Goal, str] = {Goal.MAXIMIZE: "MAXIMIZE", Goal.MINIMIZE: "MINIMIZE"}
@@ -228,7 +227,7 @@ def native_to_parameter(native: NativeParameter, path: str, notes: list[Note]) -
                 notes.append(Note(kind=NoteKind.DROPPED, field=field,
                                   message=f"scaleType {native.scaleType}: portable {kind.value} parameters have no "
                                           "scale"))
-            whole = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values or ()]
+            whole: Any = [int(v) if isinstance(v, float) and v.is_integer() else v for v in values or ()]
             if kind is ParameterType.CATEGORICAL and values is not None:
                 whole = values
             parameter = Parameter(type=kind, values=whole)

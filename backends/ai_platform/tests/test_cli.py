@@ -72,12 +72,12 @@ def test_submit_wait_status_cancel(project, service):
     assert logs.returncode == 0 and "Cloud Logging" in logs.stdout and "job state: CANCELLED" in logs.stdout
 
 
-def test_failed_job_exits_1_and_unknown_job_says_so(project, service):
+def test_failed_job_exits_1_and_unknown_job_exits_2_saying_so(project, service):
     service.fail_jobs()
     done = omnidist(project, "submit", "job.yaml", "--wait", "--poll", "0.05")
     assert done.returncode == 1 and "failed" in done.stdout and "non-zero status" in done.stdout
     missing = omnidist(project, "status", "no_such_job")
-    assert missing.returncode == 1 and "was not found" in missing.stderr and "Traceback" not in missing.stderr
+    assert missing.returncode == 2 and "was not found" in missing.stderr and "Traceback" not in missing.stderr
 
 
 def test_h100_exits_3_naming_the_accelerator_and_vertex(project, server):

@@ -177,3 +177,14 @@ def test_project_is_required_to_talk_to_the_service(backend, server):
 def test_status_accepts_a_full_resource_name(backend, settings, service):
     handle = backend.submit(compiled(), settings)
     assert backend.status(f"projects/proj/jobs/{handle.id}", settings).state is JobState.QUEUED
+
+
+@pytest.mark.parametrize(("message", "ended"), [
+    ("The replica master 0 exited with a non-zero status of 1.", "failure"),
+    ("The replica worker 1 was preempted.", "preemption"),
+    ("RESOURCE_EXHAUSTED: Resources are insufficient in region us-central1.", "capacity"),
+])
+def test_how_a_failed_job_ended_is_read_from_its_error_message(backend, settings, service, message, ended):
+    service.fail_jobs(message)
+    final = backend.submit(compiled(), settings).wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and final.ended.value == ended

@@ -276,3 +276,9 @@ def test_a_launch_command_carries_processes_per_node():
     assert note.kind is NoteKind.APPROXIMATED and "omnidist launch --nproc-per-node=2 -- …" in note.message
     assert plain.request["trainingInput"]["masterConfig"]["containerCommand"] == [
         "omnidist", "launch", "--nproc-per-node=2", "--", "python", "train.py"]
+
+
+def test_recovery_is_left_to_the_watcher():
+    compiled = compile_checked(base(recovery={"on": ["capacity", "failure"]}))
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "nothing natively" in note and "after capacity, failure, up to 3 times" in note

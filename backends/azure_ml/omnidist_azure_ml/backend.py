@@ -6,34 +6,39 @@ Imports flow one way: tables <- compiler, importer, client <- here.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Optional
 
 from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
     refuse_tpus,
 )
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
 from omnidist_azure_ml.tables import (
+    BILLING,
     COMMAND_JOB_KEYS,
     LEFT_BEHIND,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
 )
 
 
-class AzureMLBackend(CloudBackend):
+class AzureMLBackend(Imports, Placement, CloudBackend):
     """Azure ML command jobs: PyTorch / DeepSpeed / Horovod (MPI) / TensorFlow distribution on
     one homogeneous set of nodes, with InfiniBand SKUs for multi-node GPU training.
 
@@ -43,6 +48,7 @@ class AzureMLBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "yaml"
     settings_type = AzureMLSettings
     client = LazyClient("omnidist_azure_ml.client:AzureMLClient")
@@ -88,6 +94,29 @@ class AzureMLBackend(CloudBackend):
                 or "component" in keys or len(keys & NATIVE_KEYS) >= 2):
             return True
         return "command" in keys and len(keys) > 1 and keys <= COMMAND_JOB_KEYS
+
+    def pricing_region(self, settings: AzureMLSettings) -> Optional[str]:
+        """Azure's largest region (``eastus``), for a plan whose profile names no workspace ``region``."""
+        return "eastus"
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """DefaultAzureCredential's sources looked up offline: the environment, the Azure CLI's login."""
+        from omnidist_azure_ml.credentials import find
+
+        return find(settings)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, asked for an Azure Resource Manager token (nothing is created)."""
+        from omnidist_azure_ml.credentials import check
+
+        return check(settings)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """Azure ML compute: Azure VM sizes, and the price list they bill from."""
+        from omnidist_azure_ml.catalog import MACHINES
+        from omnidist_azure_ml.footprint import SERVICE
+
+        return SERVICE, MACHINES
 
     def footprint(self, compiled: CompiledJob, settings: AzureMLSettings) -> Footprint:
         """``instance_count`` nodes of the job's VM size, priced as Azure VMs in the ``region`` setting."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Optional
 
-from omnidist.kit import Catalog, Machine
+from omnidist.kit import Machine, MachineCatalog
 
 Sku = Machine
 """An Azure VM size: a catalog machine (``infiniband``: SR-IOV InfiniBand; ``retired``: why Azure
@@ -69,11 +69,14 @@ SKUS: tuple[Sku, ...] = (
             rdma=True, infiniband=True),
     Machine(name="Standard_ND96isr_H200_v5", accelerator="H200", gpus=8, vcpus=96, memory_gb=1850,
             rdma=True, infiniband=True),
+    # NVadsA10 v5: the 36- and 72-vCPU sizes carry whole A10s (the smaller ones a fraction of one)
+    Machine(name="Standard_NV36ads_A10_v5", accelerator="A10", gpus=1, vcpus=36, memory_gb=440),
+    Machine(name="Standard_NV72ads_A10_v5", accelerator="A10", gpus=2, vcpus=72, memory_gb=880),
 )
 """Every SKU omnidist knows, sorted by name: general-purpose Dsv3 (4 GB per vCPU) and memory-optimized
 Esv3 (8 GB per vCPU, up to 432 GB) for CPU roles, the H and HB/HC HPC sizes, the N-series GPU sizes."""
 
-MACHINES = Catalog(machines=SKUS, ignore_case=True)
+MACHINES = MachineCatalog(machines=SKUS, ignore_case=True)
 """The SKUs by name (Azure compares VM sizes case-insensitively)."""
 
 TOPO_FILES: dict[str, str] = {

@@ -31,7 +31,6 @@ import io
 import logging
 import os
 import re
-import time
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -41,10 +40,9 @@ import attrs
 
 from omnidist.kit import (
     PROGRESS_ABOVE_BYTES,
-    AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
+    Ending,
     Idempotency,
     InvalidRequestError,
     JobState,
@@ -53,61 +51,27 @@ from omnidist.kit import (
     LogPage,
     LogStart,
     OmnidistError,
+    ReadsLogs,
+    ReadsTrials,
+    ReportsShortage,
     Shortage,
     StagedCode,
-    TransientBackendError,
+    StagesCode,
+    classify_ending,
     code_folder,
     dump_yaml,
-    error_for_status,
     large_folder_warning,
-    parse_retry_after,
     scan_folder,
     secret_values,
     stage,
 )
+from omnidist_azure import credentials, storage
+from omnidist_azure.credentials import PUBLIC_CLOUD, credential, plain_http_policy
 from omnidist_azure_ml.settings import AzureMLSettings
-from omnidist_azure_ml.tables import NAME, SHORTAGE_CODES, native_state
+from omnidist_azure_ml.tables import FAILURE_ENDINGS, NAME, SHORTAGE_CODES, native_state
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
-
-PUBLIC_CLOUD: dict[str, str] = {
-    "active_directory": "https://login.microsoftonline.com/",
-    "aml_resource_id": "https://ml.azure.com/",
-    "azure_portal": "https://portal.azure.com/",
-    "registry_discovery_endpoint": "https://eastus.api.azureml.ms/",
-    "resource_manager": "https://management.azure.com/",
-    "storage_endpoint": "core.windows.net",
-}
-"""Azure public cloud endpoints; ``settings.endpoint`` replaces ``resource_manager``."""
-
-
-class StaticTokenCredential:
-    """A credential that hands out one fake bearer token (``credential = "anonymous"``), for
-    local endpoints that check no token."""
-
-    def get_token(self, *scopes: str, **kwargs: Any) -> Any:
-        """A token valid for an hour."""
-        from azure.core.credentials import AccessToken
-
-        return AccessToken("omnidist-anonymous", int(time.time()) + 3600)
-
-
-def credential(settings: AzureMLSettings) -> Any:
-    """azure-identity's default chain, or the static fake token."""
-    if settings.credential == "anonymous":
-        return StaticTokenCredential()
-    from azure.identity import DefaultAzureCredential
-
-    return DefaultAzureCredential()
-
-
-NO_CREDENTIALS = ("no Azure credentials: run `az login`, or set AZURE_CLIENT_ID, AZURE_TENANT_ID and "
-                  "AZURE_CLIENT_SECRET for a service principal (DefaultAzureCredential found none that gives a "
-                  "token; --debug shows what each source said)")
-"""The error for a credential chain that gave no token (one line: the chain's own message lists
-ten sources, most of which the user never meant to use)."""
-
 
 EXPERIMENTAL_LOGGERS = ("azure.ai.ml._utils._experimental", "azure.ai.ml._schema.core.fields")
 """Where the SDK says a field or class is experimental (``queue_settings``, ``QueueSettings``), once per
@@ -149,45 +113,18 @@ def ml_client(settings: AzureMLSettings, show_progress: bool = False) -> Any:
         kwargs["cloud"] = f"omnidist-{base}"
         kwargs["cloud_metadata"] = {**PUBLIC_CLOUD, "resource_manager": base}
         if not base.lower().startswith("https"):
-            kwargs["per_call_policies"] = [_plain_http_policy()]
-    return MLClient(credential(settings), settings.subscription_id, settings.resource_group,
+            kwargs["per_call_policies"] = [plain_http_policy()]
+    return MLClient(credential(settings.credential), settings.subscription_id, settings.resource_group,
                     settings.workspace, **kwargs)
-
-
-def _plain_http_policy() -> Any:
-    """A pipeline policy that lets bearer tokens go to a plain-http endpoint (local test servers):
-    some SDK calls (the code upload's asset lookup) do not pass ``enforce_https`` themselves."""
-    from azure.core.pipeline.policies import SansIOHTTPPolicy
-
-    class AllowPlainHttp(SansIOHTTPPolicy):
-        def on_request(self, request: Any) -> None:
-            request.context.options.setdefault("enforce_https", False)
-
-    return AllowPlainHttp()
 
 
 def translate(exc: BaseException) -> OmnidistError:
     """The omnidist error for an SDK/transport exception, with the service's message."""
-    from azure.core.exceptions import (
-        ClientAuthenticationError,
-        HttpResponseError,
-        ServiceRequestError,
-        ServiceResponseError,
-    )
-
     if isinstance(exc, OmnidistError):
         return exc
-    if isinstance(exc, ClientAuthenticationError) and exc.response is None:  # no token, not a refusal (401)
-        return AuthenticationError(NO_CREDENTIALS, backend=NAME)
-    if isinstance(exc, (ServiceRequestError, ServiceResponseError)):
-        return TransientBackendError(f"connection failed: {exc}", backend=NAME)
-    if isinstance(exc, HttpResponseError):
-        status = exc.status_code
-        error = getattr(exc, "error", None)
-        message = getattr(error, "message", None) or exc.message or str(exc)
-        headers = exc.response.headers if exc.response is not None else {}
-        return error_for_status(status)(message, backend=NAME, status=status,
-                                        retry_after=parse_retry_after(headers.get("Retry-After")))
+    found = credentials.translate(exc, backend=NAME)
+    if found is not None:
+        return found
     if _is_validation(exc):
         return InvalidRequestError(f"the Azure ML SDK rejected the job: {exc}", backend=NAME)
     return BackendError(f"{type(exc).__name__}: {exc}", backend=NAME)
@@ -208,7 +145,7 @@ class _Command:
     origin: str
 
 
-class AzureMLClient(Client[Any]):
+class AzureMLClient(StagesCode[Any], ReportsShortage[Any], ReadsTrials[Any], ReadsLogs[Any]):
     """Command and sweep jobs through ``MLClient``; native jobs are the SDK's ``Job`` objects."""
 
     idempotency = Idempotency.NAME
@@ -247,7 +184,7 @@ class AzureMLClient(Client[Any]):
 
     def translate(self, exc: BaseException) -> BackendError:
         """:func:`translate`."""
-        return translate(exc)
+        return translate(exc)  # type: ignore[return-value]  # an OmnidistError only for SDK errors it maps
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The job YAML named ``<display_name>-<suffix>``, one name per submit (the key)."""
@@ -305,6 +242,11 @@ class AzureMLClient(Client[Any]):
             logging.getLogger("omnidist.azure_ml").debug("no error message for %s: %s", job_id, exc)
             return ""
         return _error_of(run)
+
+    def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
+        """A failed run's error (:meth:`failure_message`) through
+        :data:`~omnidist_azure_ml.tables.FAILURE_ENDINGS`: ``PreemptionError`` is a preemption."""
+        return classify_ending(status, FAILURE_ENDINGS)
 
     def with_trials(self, job_id: str, job: Any, status: JobStatus) -> JobStatus:
         """A sweep's status with its child runs as trials, and the best so far (a plain job's as it
@@ -425,7 +367,7 @@ def _history_api(client: Any, settings: AzureMLSettings) -> str:
                            "history", backend=NAME)
     response = client._requests_pipeline.get(workspace.discovery_url, **_timeouts(settings))
     if response.status_code != 200:
-        raise _http_error(response, "the workspace's discovery document")
+        raise storage.http_error(response, "the workspace's discovery document", backend=NAME)
     api = (response.json() or {}).get("api")
     if not api:
         raise BackendError(f"{workspace.discovery_url} names no api URL: cannot find the run history",
@@ -452,7 +394,7 @@ def _sweep_children(client: AzureMLClient, sweep: str, metric: str, limit: Optio
     history = RunHistoryClient(jobs._credential, base_url=api, **jobs._service_client_kwargs)
     https = _https_option(api)
     # The call ``jobs.list(parent_job_name=…)`` makes; the SDK reads one page of it, and so does this.
-    runs = client.call(lambda: list(history.runs.get_child(*scope, sweep, top=limit, **https)))
+    runs = client.call(lambda: list(history.runs.get_child(*scope, sweep, top=limit, **https)))  # type: ignore[arg-type]
 
     def child(run: Any) -> Any:
         status = str(run.status or "Unknown")
@@ -510,26 +452,6 @@ def _timeouts(settings: AzureMLSettings) -> dict[str, float]:
     return {"connection_timeout": settings.request_timeout_s, "read_timeout": settings.request_timeout_s}
 
 
-_BLOB_MESSAGE = re.compile(r"<Message>(.*?)</Message>", re.S)
-
-
-def _http_error(response: Any, what: str) -> OmnidistError:
-    """The omnidist error for a failed plain GET (blob storage answers in XML, others in JSON).
-
-    The URL is left out on purpose: a log file's URL carries its SAS signature.
-    """
-    text = response.text() or ""
-    found = _BLOB_MESSAGE.search(text)
-    message = found.group(1).strip() if found else text.strip()[:300]
-    try:
-        message = response.json()["error"]["message"]
-    except (ValueError, KeyError, TypeError):
-        pass
-    return error_for_status(response.status_code)(
-        f"reading {what}: {message or response.reason}", backend=NAME, status=response.status_code,
-        retry_after=parse_retry_after(response.headers.get("Retry-After")))
-
-
 class _LogTail:
     """Where each log file's next unread line starts (a byte offset), and the file last shown."""
 
@@ -557,15 +479,8 @@ class _LogTail:
                 yield line.removesuffix("\r")
 
     def _fetch(self, path: str, url: str, offset: int) -> bytes:
-        response = self._pipeline.get(url, headers={"Range": f"bytes={offset}-"},
-                                      **_timeouts(self._client.settings))
-        if response.status_code in (404, 416):  # not uploaded yet / nothing after the offset
-            return b""
-        if response.status_code == 206:
-            return response.body()
-        if response.status_code == 200:  # a server that ignores Range sends the whole file
-            return response.body()[offset:]
-        raise _http_error(response, f"log file {path}")
+        return storage.read_from(self._pipeline, url, offset, what=f"log file {path}", backend=NAME,
+                                 timeouts=_timeouts(self._client.settings))
 
 
 def local_code(compiled: Any) -> Optional[Path]:

@@ -35,6 +35,7 @@ from omnidist.kit import (
     replica_count,
     runtime_hints,
     smallest_fit,
+    watcher_note,
 )
 from omnidist.runtime.launch import is_launch_command
 from omnidist_azure_ml import catalog, code_data
@@ -300,6 +301,9 @@ def compile_job(job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
     if primary.disk_gb is not None:
         notes.append(Note(kind=NoteKind.DROPPED, field="primary.disk_gb",
                           message="Azure ML nodes use their SKU's local disk; disk_gb is not sent"))
+    note = watcher_note(job, "")  # a command job has no retry field; preempted low-priority jobs fail
+    if note:
+        notes.append(note)
     return CompiledJob(backend=NAME, request=request, diagnostics=notes, format="yaml", job=job)
 
 

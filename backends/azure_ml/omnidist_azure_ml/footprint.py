@@ -11,9 +11,7 @@ from typing import Any, Optional
 from omnidist.kit import Footprint, Note, NoteCode, Pool
 from omnidist_azure_ml import catalog
 from omnidist_azure_ml.settings import AzureMLSettings
-
-SERVICE = "azure_machine_learning"
-"""The price list Azure ML compute bills from (the VM prices)."""
+from omnidist_azure_ml.tables import SERVICE
 
 
 def _assumed(notes: Sequence[Note]) -> Optional[str]:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
-from omnidist.kit import Feature, Framework, JobState, Refusal
+import re
+
+from omnidist.kit import Billing, Ending, Feature, Framework, JobState, Refusal
 from omnidist.runtime.platforms import azure_ml as platform
 
 NAME = platform.NAME
@@ -134,3 +136,21 @@ quota"). Sources: docs/placement.md."""
 def native_state(state: str) -> JobState:
     """The portable state for an Azure status (``UNKNOWN`` for a status omnidist has not seen)."""
     return STATES.get(state, JobState.UNKNOWN)
+
+
+FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
+    (re.compile(r"PreemptionError"), Ending.PREEMPTION),
+    (re.compile(r"(?i)not enough quota|exceeds? (the )?quota|insufficient capacity|OutOfCapacity"), Ending.CAPACITY),
+)
+"""A failed run's error -> its ending: ``PreemptionError: Nodes of this job got pre-empted`` (a
+low-priority cluster's nodes taken back); quota or capacity texts; any other (a ``UserError``
+with the exit code) is the program's own failure."""
+
+SERVICE = "azure_machine_learning"
+"""The price list Azure ML compute bills from (the VM prices)."""
+
+BILLING = Billing(
+    prices="azure_vm",
+    rule="Azure ML compute bills the VM price, no surcharge (infracost PR #2902: 'the same pricing as Azure "
+         "VMs'; skypilot-catalog az_ml_vms.csv prices equal the VM prices)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

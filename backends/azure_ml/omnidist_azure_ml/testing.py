@@ -324,7 +324,7 @@ def _direct(service: FakeService) -> Any:
 
     from azure.ai.ml import MLClient
 
-    from omnidist_azure_ml.client import PUBLIC_CLOUD, StaticTokenCredential
+    from omnidist_azure.credentials import PUBLIC_CLOUD, StaticTokenCredential
 
     client = MLClient(StaticTokenCredential(), "sub", "rg", "ws", cloud="bench-direct", enable_telemetry=False,
                       cloud_metadata={**PUBLIC_CLOUD, "resource_manager": service.url + "/"}, show_progress=False)
@@ -349,9 +349,10 @@ def check_request(request: Mapping[str, Any], scratch: Path) -> None:
     path.write_text(dump_yaml(request))
     loaded = load_job(path)
     if request.get("type") == "sweep":  # the trial is the command job
-        assert loaded._to_rest_object().as_dict()["properties"]["trial"]["command"]
+        # The SDK's own private serialisers: the shape its submit sends.
+        assert loaded._to_rest_object().as_dict()["properties"]["trial"]["command"]  # type: ignore[attr-defined]
     else:
-        assert loaded._to_job()._to_rest_object().as_dict()["properties"]["command"]
+        assert loaded._to_job()._to_rest_object().as_dict()["properties"]["command"]  # type: ignore[attr-defined]
 
 
 HARNESS = Harness(

@@ -30,6 +30,7 @@ import attrs
 
 from omnidist.kit import (
     PARAMETER_NAME,
+    PORTABLE,
     Algorithm,
     CompiledJob,
     DistributedJob,
@@ -51,7 +52,6 @@ from omnidist.kit import (
 from omnidist_azure_ml.tables import NAME, native_state
 
 SCHEMA = "https://azuremlschemas.azureedge.net/latest/sweepJob.schema.json"
-PORTABLE = "the portable job format"
 
 TRIAL_KEYS = ("command", "code", "environment", "environment_variables", "distribution", "resources")
 """Command-job keys that describe one trial's program and nodes: they go under ``trial``."""
@@ -130,7 +130,7 @@ def _integer_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: l
     else:
         notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"tuning.parameters.{name}", message=(
             f"integer range {low} … {high} became a choice of its {count} values ({why})")))
-    return {"type": "choice", "values": list(range(low, high + 1))}
+    return {"type": "choice", "values": list(range(int(low), int(high) + 1))}
 
 
 def parameter_to_native(name: str, parameter: Parameter, tuning: Tuning, notes: list[Note]) -> dict[str, Any]:

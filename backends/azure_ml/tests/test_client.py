@@ -141,9 +141,10 @@ def test_missing_workspace_settings_are_a_config_error(backend):
 def test_default_credential_is_azure_identity():
     from azure.identity import DefaultAzureCredential
 
-    from omnidist_azure_ml import client
+    from omnidist_azure.credentials import StaticTokenCredential, credential
 
-    assert isinstance(client.credential(OFFLINE), DefaultAzureCredential)
+    assert isinstance(credential(OFFLINE.credential), DefaultAzureCredential)
+    assert isinstance(credential("anonymous"), StaticTokenCredential)
 
 
 def test_every_azure_status_is_mapped():
@@ -156,3 +157,17 @@ def test_every_azure_status_is_mapped():
 def test_console_url(backend):
     assert backend.console_url("j-1", OFFLINE) == (
         "https://ml.azure.com/runs/j-1?wsid=/subscriptions/sub-1/resourcegroups/rg-1/workspaces/ws-1")
+
+
+@pytest.mark.parametrize(("error", "ended"), [
+    ("PreemptionError: Nodes of this job got pre-empted. Please retry the job.", "preemption"),
+    ("UserError: Execution failed. User process 'python' exited with status code 1.", "failure"),
+])
+def test_how_a_failed_job_ended_is_read_from_its_run_error(azure, settings, backend, compile_, error, ended):
+    azure.fail_jobs(error)
+    final = submit(backend, settings, compile_).wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and final.ended.value == ended
+
+
+def test_a_completed_job_succeeded(azure, settings, backend, compile_):
+    assert submit(backend, settings, compile_).wait(poll_interval=0, sleep=lambda s: None).ended.value == "succeeded"

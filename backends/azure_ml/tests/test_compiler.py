@@ -364,3 +364,10 @@ def test_catalog_is_sorted_and_consistent():
     for sku in catalog.SKUS:
         assert not sku.infiniband or sku.rdma  # SR-IOV InfiniBand SKUs are RDMA SKUs
         assert (sku.gpus == 0) == (sku.accelerator is None)
+
+
+def test_recovery_is_left_to_the_watcher_and_the_request_stays_valid(compile_, to_rest):
+    compiled = compile_(job(spot=True, workers={"replicas": 1}, recovery={"max_restarts": 2, "move": True}))
+    to_rest(compiled.request)  # the SDK's own schema takes it
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "nothing natively" in note and "up to 2 times" in note and "next profile" in note

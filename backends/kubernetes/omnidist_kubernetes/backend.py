@@ -13,19 +13,22 @@ from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
 from omnidist_kubernetes.settings import KubernetesSettings
-from omnidist_kubernetes.tables import GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME
+from omnidist_kubernetes.tables import BILLING, CLOUD_BILLING, GKE_ACCELERATORS, GKE_TPU_ACCELERATORS, NAME, SERVICE
 
 
-class KubernetesBackend(CloudBackend):
+class KubernetesBackend(Imports, Placement, CloudBackend):
     """Kubeflow training jobs on any Kubernetes cluster (GKE's node labels by default).
 
     ``submit``, ``status``, ``logs`` and ``cancel`` go through :class:`~omnidist_kubernetes.client.KubernetesClient`
@@ -36,6 +39,7 @@ class KubernetesBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING, **CLOUD_BILLING}
     output_format = "yaml"
     settings_type = KubernetesSettings
     capabilities = Capabilities(
@@ -93,15 +97,46 @@ class KubernetesBackend(CloudBackend):
 
         return importer.recognizes(native)
 
+    def find_credentials(self, settings: Any) -> Credentials:
+        """A kubeconfig (the setting, ``$KUBECONFIG``, ``~/.kube/config``) or a pod's service account."""
+        from omnidist_kubernetes.credentials import find
+
+        return find(settings)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The cluster asked for its version with those credentials (nothing is created)."""
+        from omnidist_kubernetes.credentials import check
+
+        return check(settings)
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """Google's TPU VM hosts of ``accelerator``."""
+        from omnidist_google.tpu import host_picks
+
+        return host_picks(accelerator)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """GKE nodes (the default cloud): Compute Engine machine types, and the price list they bill from."""
+        from omnidist_google.compute_engine import COMPUTE_ENGINE
+        from omnidist_kubernetes.footprint import SERVICE
+
+        return SERVICE, COMPUTE_ENGINE
+
     def footprint(self, compiled: CompiledJob, settings: KubernetesSettings) -> Footprint:
-        """Each replica type's pods as GKE nodes in the ``gke_region`` setting (one pod per node)."""
+        """Each replica type's pods as the ``cloud``'s nodes in the ``region`` setting (one pod per node)."""
         from omnidist_kubernetes import footprint
 
         return footprint.footprint(compiled.request, settings)
 
     def region(self, settings: KubernetesSettings) -> Optional[str]:
-        """The ``gke_region`` setting."""
-        return settings.gke_region
+        """The ``region`` setting (or its alias ``gke_region``)."""
+        return settings.cluster_region
+
+    def pricing_region(self, settings: KubernetesSettings) -> Optional[str]:
+        """The largest region of the cluster's ``cloud``, for a plan whose settings name none."""
+        from omnidist_kubernetes.footprint import LARGEST_REGION
+
+        return LARGEST_REGION[settings.cloud]
 
     def console_url(self, job_id: str, settings: KubernetesSettings) -> str:
         """Kubernetes has no console of its own: empty (``kubectl describe`` shows the job)."""

@@ -20,8 +20,7 @@ from __future__ import annotations
 import copy
 import functools
 import http.client
-import json
-import os
+import logging
 import secrets
 import socket
 import string
@@ -31,28 +30,31 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist.kit import (
     REQUEST_ID_LABEL,
-    AuthenticationError,
     BackendError,
-    Client,
-    ConfigError,
     ConflictError,
+    Ending,
     Idempotency,
     JobState,
     JobStatus,
     Keyed,
     LogPage,
     NotFoundError,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
     ShortageError,
     TransientBackendError,
     ValidationError,
+    classify_ending,
     error_for_status,
     mask_error,
     mask_text,
     parse_retry_after,
 )
+from omnidist_k8s import api
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
+    CONDITION_ENDINGS,
     CONDITION_ORDER,
     CONDITION_STATES,
     GROUP,
@@ -61,6 +63,7 @@ from omnidist_kubernetes.tables import (
     LAUNCHER,
     MAX_NAME,
     NAME,
+    POD_ENDINGS,
     QUEUE_LABEL,
     QUOTA_REFUSAL,
     REPLICA_INDEX_LABEL,
@@ -161,6 +164,19 @@ def status_of(job: Mapping[str, Any]) -> JobStatus:
                      message="the operator has not reported on the job yet")
 
 
+def pod_ending(pod: Any) -> Optional[Ending]:
+    """How a pod's disruption ends its job (:data:`~omnidist_kubernetes.tables.POD_ENDINGS`), or ``None``."""
+    status = pod.status
+    if status is None:
+        return None
+    if status.reason in POD_ENDINGS:
+        return POD_ENDINGS[status.reason]
+    for condition in status.conditions or []:
+        if condition.type == "DisruptionTarget" and condition.status == "True" and condition.reason in POD_ENDINGS:
+            return POD_ENDINGS[condition.reason]
+    return None
+
+
 def pod_tag(pod: Any) -> tuple[str, int, str]:
     """(replica type, index, ``type-index``) of a job's pod, from the operators' labels."""
     labels = pod.metadata.labels or {}
@@ -206,7 +222,7 @@ def random_suffix() -> str:
     return "".join(secrets.choice(SUFFIX_ALPHABET) for _ in range(5))
 
 
-class KubernetesClient(Client[dict]):
+class KubernetesClient(ReportsShortage[dict], ReadsLogs[dict]):
     """Kubeflow jobs created, read and deleted as custom objects; logs from their pods."""
 
     idempotency = Idempotency.CHOSEN_ID
@@ -214,7 +230,9 @@ class KubernetesClient(Client[dict]):
 
     @functools.cached_property
     def _api(self) -> Any:
-        return api_client(self.settings)
+        settings = self.settings
+        return api.api_client(api_server=settings.api_server, kubeconfig=settings.kubeconfig, context=settings.context,
+                              settings=f"backends.{NAME}", backend=NAME)
 
     @functools.cached_property
     def _objects(self) -> Any:
@@ -242,7 +260,8 @@ class KubernetesClient(Client[dict]):
             if not exc.status:
                 return BackendError(f"the request failed ({exc.reason})", backend=NAME)
             after = parse_retry_after((exc.headers or {}).get("Retry-After"))
-            return error_for_status(exc.status)(_message(exc), backend=NAME, status=exc.status, retry_after=after)
+            return error_for_status(exc.status)(api.status_message(exc), backend=NAME, status=exc.status,
+                                                retry_after=after)
         if isinstance(exc, url_errors.MaxRetryError) and exc.reason is not None:
             exc = exc.reason
         if isinstance(exc, url_errors.NewConnectionError):  # nothing listens there: retrying will not help
@@ -312,6 +331,21 @@ class KubernetesClient(Client[dict]):
     def status_of(self, job: dict[str, Any]) -> JobStatus:
         """The state from ``status.conditions`` (:func:`status_of`)."""
         return status_of(job)
+
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """A failed job whose condition says evicted (``MPIJobEvicted``), or one of whose pods
+        was disrupted (:data:`~omnidist_kubernetes.tables.POD_ENDINGS`: a pod's ``reason:
+        Evicted`` or its ``DisruptionTarget`` condition), ended by preemption or node loss, not by
+        the program; else the portable state. Reading the pods is best effort (logged)."""
+        ended = classify_ending(status, CONDITION_ENDINGS, text=f"{status.native_state} {status.message}")
+        if ended is not Ending.FAILURE:
+            return ended
+        try:
+            pods = self.pods(job)
+        except BackendError as exc:
+            logging.getLogger("omnidist.kubernetes").debug("no pods to classify %s: %s", status, exc)
+            return ended
+        return next((found for found in map(pod_ending, pods) if found is not None), ended)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:
         """``NAMESPACE/KIND/NAME``."""
@@ -433,64 +467,3 @@ class KubernetesClient(Client[dict]):
             except StopIteration:
                 return
             yield line
-
-
-# --- the SDK boundary ------------------------------------------------------------------------------
-
-NO_KUBECONFIG = ("no kubeconfig and not inside a cluster: get one with your cluster's tool (`gcloud container "
-                 "clusters get-credentials`, `az aks get-credentials`, `aws eks update-kubeconfig`) or point "
-                 "KUBECONFIG at one; or set backends.kubernetes.api_server to a `kubectl proxy`")
-"""The error for a machine with no cluster credentials at all."""
-
-
-def kubeconfig_paths() -> list[str]:
-    """Where the client looks for a kubeconfig: the files ``KUBECONFIG`` lists, else ``~/.kube/config``."""
-    listed = [p for p in os.environ.get("KUBECONFIG", "").split(os.pathsep) if p]
-    return [os.path.expanduser(p) for p in listed] or [os.path.expanduser("~/.kube/config")]
-
-
-def api_client(settings: KubernetesSettings) -> Any:
-    """A ``kubernetes.client.ApiClient``: for ``api_server`` (no credentials), else from the
-    kubeconfig (its ``context``), else, inside a pod, from the pod's service account.
-
-    Raises:
-        AuthenticationError: no kubeconfig anywhere and not inside a cluster (exit 1, like a cloud
-            without credentials: the fix is to log in, not to edit the job).
-        ConfigError: a kubeconfig or context that is named or present but cannot be used (exit 2).
-    """
-    from kubernetes import client, config
-
-    configuration = client.Configuration()
-    if settings.api_server:
-        configuration.host = settings.api_server.rstrip("/")
-    else:
-        try:
-            config.load_kube_config(config_file=settings.kubeconfig, context=settings.context,
-                                    client_configuration=configuration)
-        except (config.ConfigException, OSError) as exc:
-            if settings.kubeconfig or settings.context:
-                raise ConfigError(f"kubernetes: cannot use the kubeconfig ({exc}); check backends.kubernetes."
-                                  "kubeconfig and context") from exc
-            found = [path for path in kubeconfig_paths() if os.path.exists(path)]
-            if found:
-                raise ConfigError(f"kubernetes: cannot use the kubeconfig {', '.join(found)} ({exc})") from exc
-            try:
-                config.load_incluster_config(client_configuration=configuration)
-            except config.ConfigException:
-                raise AuthenticationError(NO_KUBECONFIG, backend=NAME) from exc
-    configuration.retries = False  # the template's retry policy is the only one
-    return client.ApiClient(configuration)
-
-
-def _message(exc: Any) -> str:
-    """The API server's message (a ``Status`` object's ``message``), else the HTTP reason."""
-    try:
-        body = json.loads(exc.body) if exc.body else {}
-    except (TypeError, ValueError):
-        body = {}
-    if isinstance(body, Mapping):
-        nested = body.get("error")
-        text = body.get("message") or (nested.get("message") if isinstance(nested, Mapping) else None)
-        if text:
-            return str(text)
-    return str(exc.reason or exc)

@@ -28,7 +28,6 @@ from omnidist.kit import (
     NoteKind,
     Problem,
     RoleName,
-    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
     apply_data_map,
@@ -42,38 +41,34 @@ from omnidist.kit import (
     runtime_hints,
     start_processes,
     substituted,
-    tpu_slice,
     tpu_slice_of,
+    watcher_note,
     with_module,
 )
-from omnidist_kubernetes import expansion, names, quantities
+from omnidist_google.tpu import TpuSlice, tpu_slice
+from omnidist_k8s import quantities
+from omnidist_k8s.nodes import CPU, EPHEMERAL_STORAGE, GPU_RESOURCE, MEMORY, MULTI_GPU_SHM_SIZE, SHM_PATH, SHM_VOLUME
+from omnidist_kubernetes import expansion, names
 from omnidist_kubernetes.settings import KubernetesSettings, label_problems
 from omnidist_kubernetes.tables import (
-    CPU,
     DEFAULT_CLEAN_POD_POLICIES,
     DEFAULT_NODE_SELECTORS,
     DEFAULT_RESTART_POLICIES,
     DESCRIPTION_ANNOTATION,
-    EPHEMERAL_STORAGE,
     FRAMEWORK_KINDS,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_ACCELERATORS,
     GKE_TPU_TOPOLOGY_LABEL,
-    GPU_RESOURCE,
     KINDS,
     LAUNCHER,
     MAX_NAME,
-    MEMORY,
     MPI_CONTAINERS,
     MPI_RESTART_POLICIES,
     MPIRUN,
     MPIRUN_FORWARDED,
-    MULTI_GPU_SHM_SIZE,
     NAME,
     QUEUE_LABEL,
     REPLICA_TYPES,
-    SHM_PATH,
-    SHM_VOLUME,
     TPU_RESOURCE,
     Kind,
 )
@@ -306,6 +301,33 @@ def _restart_policy(kind: Kind, settings: KubernetesSettings, replica_type: str)
     return settings.restart_policy or default
 
 
+def recovery_restart_policy(kind: Kind, job: DistributedJob, settings: KubernetesSettings) -> KubernetesSettings:
+    """With ``recovery`` and no ``restart_policy`` of the user's: training-operator's ``ExitCode``
+    (a replica killed by a signal, exit 128-255 as an evicted or preempted pod is, restarts; the
+    program's own exit 1-127 fails the job) or, when ``on`` lists ``failure``, ``OnFailure``; and
+    ``backoffLimit`` from ``max_restarts``. mpi-operator takes neither ExitCode nor per-pod
+    restarts that would help mpirun: an MPIJob keeps its defaults."""
+    recovery = job.recovery
+    if recovery is None or kind.kind == "MPIJob":
+        return settings
+    changes: dict[str, Any] = {}
+    if settings.restart_policy is None:
+        changes["restart_policy"] = "OnFailure" if recovery.restarts("failure") else "ExitCode"
+    if settings.backoff_limit is None:
+        changes["backoff_limit"] = recovery.max_restarts
+    return attrs.evolve(settings, **changes)
+
+
+def recovery_note(kind: Kind, job: DistributedJob, settings: KubernetesSettings) -> Optional[Note]:
+    """What the operator restarts by itself, and what is left to ``omnidist watch``."""
+    if kind.kind == "MPIJob" or settings.restart_policy not in ("ExitCode", "OnFailure", "Always"):
+        return watcher_note(job, "")
+    handled = ["preemption", "node_failure"] + (["failure"] if settings.restart_policy != "ExitCode" else [])
+    limit = f", at most {settings.backoff_limit} times (runPolicy.backoffLimit)" if settings.backoff_limit else ""
+    return watcher_note(job, f"restartPolicy {settings.restart_policy} restarts a replica whose pod was evicted or "
+                             f"lost with its node{limit}", handled=handled)
+
+
 # --- the whole job -----------------------------------------------------------------------------------
 
 def _role_env(role: EffectiveRole, job: DistributedJob, values: DataValues,
@@ -503,6 +525,10 @@ def compile_job(job: DistributedJob, settings: KubernetesSettings) -> CompiledJo
     notes: list[Note] = []
     kind = KINDS[FRAMEWORK_KINDS[job.framework]]
     check_job(job, kind, notes)
+    settings = recovery_restart_policy(kind, job, settings)
+    note = recovery_note(kind, job, settings)
+    if note:
+        notes.append(note)
     job, values = prepare(job, settings, notes)
     roles = {r.name: _ready(r, job, values) for r in effective_roles(job)}
     roles, tpu = tpu_hosts(roles, job, kind, notes)

@@ -1,37 +1,49 @@
 """What a compiled Kubeflow job runs on, read from its own manifest (for ``omnidist plan`` and the
-job ledger), priced as GKE Standard nodes in the ``gke_region`` setting: each replica type's pods,
-one pod per node, on the machine its node labels name (``node.kubernetes.io/instance-type``) or
-else the smallest Compute Engine machine that holds the pod (its GPUs, CPU and memory requests);
-a TPU host's pod as the TPU VM machine with its chips (GKE's TPU labels and ``google.com/tpu``).
-An MPIJob's launcher pod is not priced (it shares a node). Pure."""
+job ledger), priced as the nodes of a cluster on the ``cloud`` setting's VMs in the ``region``
+setting (GKE Standard nodes by default): each replica type's pods, one pod per node, on the
+machine its node labels name (``node.kubernetes.io/instance-type``) or else, on GKE, the smallest
+Compute Engine machine that holds the pod (its GPUs, CPU and memory requests); a TPU host's pod as
+the TPU VM machine with its chips (GKE's TPU labels and ``google.com/tpu``). An MPIJob's launcher
+pod is not priced (it shares a node). Pure."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, Optional
 
-from omnidist.kit import COMPUTE_ENGINE, TPU_HOSTS, Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist.kit import Accelerator, Footprint, Pool, RoleName, smallest_fit
+from omnidist_google.compute_engine import COMPUTE_ENGINE
+from omnidist_google.tpu import TPU_HOSTS
+from omnidist_k8s.nodes import INSTANCE_TYPE_LABELS
 from omnidist_kubernetes.pods import NativePod, native_to_pod
 from omnidist_kubernetes.settings import KubernetesSettings
 from omnidist_kubernetes.tables import (
+    AKS_SERVICE,
+    EKS_SERVICE,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_PORTABLE,
     GKE_TPU_TOPOLOGY_LABEL,
-    INSTANCE_TYPE_LABELS,
     KINDS,
     LAUNCHER,
     REPLICA_ROLES,
+    SERVICE,
 )
 
-SERVICE = "gke"
-"""The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
+SERVICES = {"aws": EKS_SERVICE, "azure": AKS_SERVICE, "gcp": SERVICE}
+"""The ``cloud`` setting -> the service its nodes are priced as."""
+
+LARGEST_REGION = {"aws": "us-east-1", "azure": "eastus", "gcp": "us-central1"}
+"""The ``cloud`` setting -> the region a plan prices in when the settings name none."""
 
 
-def _machine(pod: NativePod, selector: Mapping[str, str]) -> tuple[Optional[str], str]:
+def _machine(pod: NativePod, selector: Mapping[str, str], cloud: str = "gcp") -> tuple[Optional[str], str]:
     """The node's machine type, and why it is an assumption (``""``: the labels name it)."""
     named = next((selector[label] for label in INSTANCE_TYPE_LABELS if label in selector), None)
     if named:
         return named, ""
+    if cloud != "gcp":  # omnidist knows no machine list of that cloud to fit the pod to
+        return f"{cloud}-node", (f"no node instance type named: set nodeSelector {INSTANCE_TYPE_LABELS[0]} to the "
+                                 f"{cloud} VM size the nodes are, and plan prices it")
     if pod.tpus:
         return _tpu_host(pod)
     wanted = Accelerator(type=pod.accelerator, count=pod.gpus) if pod.accelerator and pod.gpus else None
@@ -73,9 +85,10 @@ def footprint(request: Mapping[str, Any], settings: KubernetesSettings) -> Footp
             continue
         pod = native_to_pod(body.get("template"), kind, rtype, [])
         selector = (body["template"].get("spec") or {}).get("nodeSelector") or {}
-        machine, assumed = _machine(pod, selector)
+        machine, assumed = _machine(pod, selector, settings.cloud)
         if machine is None:
             continue
         spot = spot and pod.spot
         pools += _pools(rtype, REPLICA_ROLES.get(kind.kind, {}).get(rtype), replicas, pod, machine, assumed)
-    return Footprint(service=SERVICE, region=settings.gke_region, pools=pools, spot=spot and bool(pools))
+    return Footprint(service=SERVICES[settings.cloud], region=settings.cluster_region, pools=pools,
+                     spot=spot and bool(pools))

@@ -23,12 +23,12 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
-    DEFAULT_TPU_TOPOLOGIES,
     REQUEST_ID_LABEL,
     TOPOLOGY,
     Accelerator,
     DistributedJob,
     EffectiveRole,
+    Feature,
     Note,
     NoteKind,
     RoleName,
@@ -39,11 +39,14 @@ from omnidist.kit import (
     job_from_dict,
     pick_name,
     topology_chips,
-    tpu_slice,
 )
 from omnidist.runtime import hints
+from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES
+from omnidist_google.tpu import tpu_slice
+from omnidist_k8s.nodes import MULTI_GPU_SHM_SIZE
+from omnidist_k8s.templates import mapping, string_map, text
 from omnidist_kubernetes import pods
-from omnidist_kubernetes.pods import NativePod, dropped, mapping, string_map, text
+from omnidist_kubernetes.pods import NativePod, dropped
 from omnidist_kubernetes.tables import (
     CLEAN_POD_POLICIES,
     DEFAULT_CLEAN_POD_POLICIES,
@@ -64,7 +67,6 @@ from omnidist_kubernetes.tables import (
     MPIRUN_FORWARDED,
     MPIRUN_OPTION_VALUES,
     MPIRUN_PROGRAMS,
-    MULTI_GPU_SHM_SIZE,
     NAME,
     QUEUE_LABEL,
     REPLICA_ROLES,
@@ -325,7 +327,8 @@ def tpu_slice_from_pods(roles: dict[RoleName, tuple[int, NativePod]],
         return roles, None
     if label in GKE_TPU_UNPORTABLE or label not in GKE_TPU_PORTABLE:
         raise cannot_hold(f"accelerator {label}", "it has no portable accelerator name (the portable TPUs on GKE are "
-                          "TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.", feature="accelerator")
+                          "TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.",
+                          feature=Feature.ACCELERATOR)
     hosts = sum(count for count, _ in trainers.values())
     kind, chips = GKE_TPU_PORTABLE[label], hosts * primary.tpus
     topology = primary.tpu_labels.get(GKE_TPU_TOPOLOGY_LABEL)
@@ -570,6 +573,7 @@ def _processes(kind: Kind, spec: Mapping[str, Any], primary: NativePod, framewor
                notes: list[Note], tpu: Optional[Accelerator] = None) -> Any:
     """``processes_per_node`` from ``nprocPerNode`` / ``slotsPerWorker`` (the hint when it is there)."""
     told = primary.env.get(hints.PROCESSES_PER_NODE)
+    value: int | str
     if kind.kind == "PyTorchJob":
         raw = spec.get("nprocPerNode")
         if raw is None:

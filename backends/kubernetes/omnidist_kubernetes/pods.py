@@ -9,7 +9,7 @@ affinity, ``envFrom``, values from secrets, extended resources other than ``nvid
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from decimal import Decimal
 from typing import Any, Optional
 
@@ -21,22 +21,26 @@ from omnidist.kit import (
     ValidationError,
     portable_env,
 )
-from omnidist_kubernetes import expansion, quantities
-from omnidist_kubernetes.tables import (
+from omnidist_k8s import quantities
+from omnidist_k8s.nodes import (
     CPU,
     EPHEMERAL_STORAGE,
-    GKE_ACCELERATOR_LABEL,
-    GKE_PORTABLE,
-    GKE_TPU_ACCELERATOR_LABEL,
-    GKE_TPU_TOPOLOGY_LABEL,
     GPU_PRODUCT_LABEL,
     GPU_PRODUCTS,
     GPU_RESOURCE,
-    INSTANCE_GPUS,
     INSTANCE_TYPE_LABELS,
     MEMORY,
     SHM_PATH,
     SPOT_NODE_LABELS,
+)
+from omnidist_k8s.templates import items, mapping, string_map, strings, text
+from omnidist_kubernetes import expansion
+from omnidist_kubernetes.tables import (
+    GKE_ACCELERATOR_LABEL,
+    GKE_PORTABLE,
+    GKE_TPU_ACCELERATOR_LABEL,
+    GKE_TPU_TOPOLOGY_LABEL,
+    INSTANCE_GPUS,
     TPU_RESOURCE,
     Kind,
 )
@@ -101,55 +105,6 @@ class NativePod:
     path: str = ""
 
 
-# --- scalars ---------------------------------------------------------------------------------------
-
-def mapping(value: Any, path: str, required: bool = False) -> Mapping[str, Any]:
-    """A mapping at ``path`` (``None`` reads as empty unless ``required``).
-
-    Raises:
-        ValidationError: anything else.
-    """
-    if value is None and not required:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ValidationError(f"expected a mapping, got {type(value).__name__}", path=path)
-    return value
-
-
-def items(value: Any, path: str) -> Sequence[Any]:
-    """A list at ``path`` (``None``, which the API server drops, reads as empty)."""
-    if value is None:
-        return ()
-    if not isinstance(value, list):
-        raise ValidationError(f"expected a list, got {type(value).__name__}", path=path)
-    return value
-
-
-def text(value: Any, path: str) -> str:
-    """A non-empty string at ``path``."""
-    if not isinstance(value, str) or not value:
-        raise ValidationError(f"expected a non-empty string, got {value!r}", path=path)
-    return value
-
-
-def strings(value: Any, path: str) -> tuple[str, ...]:
-    """A list of strings (YAML numbers are refused, as the API server refuses them)."""
-    found = items(value, path)
-    for i, item in enumerate(found):
-        if not isinstance(item, str):
-            raise ValidationError(f"expected a string, got {item!r}; quote it", path=f"{path}[{i}]")
-    return tuple(found)
-
-
-def string_map(value: Any, path: str) -> dict[str, str]:
-    """A mapping of strings to strings (node selectors, labels)."""
-    found = mapping(value, path)
-    for key, item in found.items():
-        if not isinstance(item, str):
-            raise ValidationError(f"expected a string, got {item!r}; quote it", path=f"{path}.{key}")
-    return dict(found)
-
-
 def dropped(notes: list[Note], field: str, message: str, kind: NoteKind = NoteKind.DROPPED) -> None:
     """Note something the portable job cannot carry (once)."""
     note = Note(kind=kind, field=field, message=message)
@@ -188,7 +143,8 @@ def main_container(pod: Mapping[str, Any], kind: Kind, path: str, notes: list[No
 
 def env_to_portable(value: Any, path: str, notes: list[Note]) -> tuple[dict[str, str], tuple[str, ...]]:
     """``[{name, value}]`` -> (variables, their ``$(VAR)`` references); ``valueFrom`` is dropped."""
-    env, refs = {}, []
+    env: dict[str, str] = {}
+    refs: list[str] = []
     for i, item in enumerate(items(value, path)):
         item = mapping(item, f"{path}[{i}]", required=True)
         name = text(item.get("name"), f"{path}[{i}].name")
@@ -207,7 +163,9 @@ def env_to_portable(value: Any, path: str, notes: list[Note]) -> tuple[dict[str,
 
 def program(container: Mapping[str, Any], path: str) -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
     """(command, args, references) with Kubernetes' ``$$`` escapes undone."""
-    command, args, refs = [], [], []
+    command: list[str] = []
+    args: list[str] = []
+    refs: list[str] = []
     for key, out in (("command", command), ("args", args)):
         for arg in strings(container.get(key), f"{path}.{key}"):
             literal, found = expansion.unescape(arg)

@@ -12,7 +12,8 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import ClientSettings, Problem, ValidationError, canonical_accelerator, check_data_map
-from omnidist_kubernetes import names, quantities
+from omnidist_k8s import quantities
+from omnidist_kubernetes import names
 from omnidist_kubernetes.tables import (
     CLEAN_POD_POLICIES,
     RESTART_POLICIES,
@@ -38,6 +39,10 @@ def _check(rule: Callable[[str], str]) -> Callable[[Any, attrs.Attribute, Any], 
         _fail([Problem(attribute.name, problem)] if problem else [])
 
     return check
+
+
+CLUSTER_CLOUDS = ("aws", "azure", "gcp")
+"""The clouds whose VMs ``plan`` prices a cluster's nodes as (the ``cloud`` setting)."""
 
 
 def _one_of(choices: Sequence[str]) -> Callable[[Any, attrs.Attribute, Any], None]:
@@ -171,6 +176,16 @@ class KubernetesSettings(ClientSettings):
     """Where ``default`` outputs go (a URI the program writes, or a path on a volume of the image)."""
     data_map: dict[str, str] = attrs.field(factory=dict, validator=check_data_map)
     """Prefix rewrites for input, output and code URIs (``{"azureml://…/" = "gs://bkt/"}``)."""
+    region: Optional[str] = None
+    """The region of the cluster the job goes to (``us-central1``): never sent, read by ``omnidist
+    plan`` to price the pods as the nodes they need (``cloud``'s VMs) and recorded in the ledger."""
+    cloud: str = attrs.field(default="gcp", validator=_one_of(CLUSTER_CLOUDS))
+    """Whose VMs the cluster's nodes are: ``gcp`` (GKE: Compute Engine prices plus the cluster fee),
+    ``aws`` (EKS: EC2 prices) or ``azure`` (AKS: Azure VM prices)."""
     gke_region: Optional[str] = None
-    """The region of the GKE Standard cluster the job goes to (``us-central1``): never sent, read by
-    ``omnidist plan`` to price the pods as the Compute Engine nodes they need and recorded in the ledger."""
+    """``region``'s former name (kept as an alias)."""
+
+    @property
+    def cluster_region(self) -> Optional[str]:
+        """``region``, else its alias ``gke_region``."""
+        return self.region or self.gke_region

@@ -14,8 +14,9 @@ import re
 
 import attrs
 
-from omnidist.kit import COMPUTE_ENGINE_GPU_MACHINES, Framework, JobState, RoleName
+from omnidist.kit import Billing, Ending, Framework, JobState, RoleName
 from omnidist.runtime.platforms import kubernetes as platform
+from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 
 NAME = "kubernetes"
 """The backend's name (entry point, settings block ``backends.kubernetes``)."""
@@ -139,12 +140,7 @@ MPIRUN_OPTION_VALUES: dict[str, int] = {
 program); an option written ``--opt=value`` takes its value with it."""
 
 # --- resources, labels, annotations --------------------------------------------------------------
-
-GPU_RESOURCE = "nvidia.com/gpu"
-"""The extended resource NVIDIA's device plugin offers: a GPU count is a limit on it."""
-
-CPU, MEMORY, EPHEMERAL_STORAGE = "cpu", "memory", "ephemeral-storage"
-"""The core resources a role's ``cpus``, ``memory_gb`` and ``disk_gb`` become."""
+# (what any cluster's nodes say is the Kubernetes vendor kit's: omnidist_k8s.nodes)
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 """The label Kueue admits a job by (its LocalQueue's name)."""
@@ -158,14 +154,6 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 
 DESCRIPTION_ANNOTATION = "kubernetes.io/description"
 """The well-known annotation a job's ``description`` goes into (Kubernetes objects have no field)."""
-
-SHM_VOLUME = "dshm"
-SHM_PATH = "/dev/shm"
-"""The memory-backed volume omnidist mounts for shared memory (the container default is 64 MiB)."""
-
-MULTI_GPU_SHM_SIZE = "16Gi"
-"""Shared memory given to pods with several GPUs when the settings name no ``shm_size``
-(multi-process data loaders and NCCL hang on the default)."""
 
 MAX_NAME = 63
 """A job's name, and every pod and service name the operators derive from it, is a DNS-1035 label."""
@@ -199,27 +187,6 @@ DEFAULT_NODE_SELECTORS: dict[str, dict[str, str]] = {
     accelerator: {GKE_ACCELERATOR_LABEL: value} for accelerator, value in GKE_ACCELERATORS.items()
 }
 """The ``node_selectors`` setting when none is given: GKE's accelerator label."""
-
-GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
-"""The node label NVIDIA's GPU feature discovery sets (``NVIDIA-A100-SXM4-80GB``, ``Tesla-T4``…)."""
-
-GPU_PRODUCTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"A100.*80GB", re.IGNORECASE), "A100-80GB"),
-    (re.compile(r"A100", re.IGNORECASE), "A100"),
-    (re.compile(r"B200", re.IGNORECASE), "B200"),
-    (re.compile(r"H100", re.IGNORECASE), "H100"),
-    (re.compile(r"H200", re.IGNORECASE), "H200"),
-    (re.compile(r"(^|-)L4($|-)", re.IGNORECASE), "L4"),
-    (re.compile(r"P100", re.IGNORECASE), "P100"),
-    (re.compile(r"(^|-)P4($|-)", re.IGNORECASE), "P4"),
-    (re.compile(r"(^|-)T4($|-)", re.IGNORECASE), "T4"),
-    (re.compile(r"V100", re.IGNORECASE), "V100"),
-)
-"""``nvidia.com/gpu.product`` pattern -> portable accelerator, first match wins (the label is the
-marketing name with spaces as ``-``; *unconfirmed* beyond the common SXM/PCIe spellings)."""
-
-INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-"""The well-known node labels holding the cloud's machine type."""
 
 INSTANCE_GPUS: dict[str, tuple[str, int]] = {
     **{m.name: (m.accelerator, m.gpus) for m in COMPUTE_ENGINE_GPU_MACHINES if m.gpus},
@@ -268,20 +235,6 @@ SPOT_TOLERATIONS: tuple[dict[str, str], ...] = (
 )
 """The ``spot_tolerations`` setting's default: the taint GKE documents for Spot node pools."""
 
-SPOT_NODE_LABELS: dict[str, str] = {
-    "cloud.google.com/gke-preemptible": "true",
-    "cloud.google.com/gke-spot": "true",
-    "eks.amazonaws.com/capacityType": "SPOT",
-    "karpenter.sh/capacity-type": "spot",
-    "kubernetes.azure.com/scalesetpriority": "spot",
-}
-"""Node labels (with their value) that put a pod on spot capacity, for the importer: GKE,
-EKS managed node groups, Karpenter, AKS spot node pools."""
-
-GPU_TOLERATION: dict[str, str] = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
-"""A toleration of the ``nvidia.com/gpu`` taint: GKE adds one to every pod that asks for GPUs
-(ExtendedResourceToleration), so the importer does not carry it (any value of the key)."""
-
 # --- states ----------------------------------------------------------------------------------------
 
 CONDITION_STATES: dict[str, JobState] = {
@@ -306,3 +259,44 @@ available: 6 Insufficient nvidia.com/gpu."): a placement watching the job moves 
 
 QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
 """How the API server refuses a create over a ``ResourceQuota`` (403 "exceeded quota: gpus, requested: …")."""
+
+
+CONDITION_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
+    (re.compile(r"(?i)evicted"), Ending.PREEMPTION),
+)
+"""A failed job's condition (``reason message``) -> its ending: mpi-operator's ``MPIJobEvicted``."""
+
+POD_ENDINGS: dict[str, Ending] = {
+    "DeletionByPodGC": Ending.NODE_FAILURE,
+    "DeletionByTaintManager": Ending.NODE_FAILURE,
+    "Evicted": Ending.PREEMPTION,
+    "EvictionByEvictionAPI": Ending.PREEMPTION,
+    "PreemptionByScheduler": Ending.PREEMPTION,
+    "TerminationByKubelet": Ending.PREEMPTION,
+}
+"""A pod's ``status.reason`` or ``DisruptionTarget`` condition reason -> how the job it failed
+ended: taken back (a higher-priority pod, a drained or shut-down spot node, a kubelet eviction)
+or lost with its node (the node gone or not ready)."""
+
+SERVICE = "gke"
+"""The price list: GKE Standard nodes (Compute Engine prices plus the cluster fee)."""
+
+BILLING = Billing(
+    prices="compute_engine", gpus_apart=True, fees=("cluster",),
+    rule="GKE Standard nodes bill Compute Engine prices, plus the cluster management fee "
+         "(GKE pricing page; the fee row names it)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""
+
+AKS_SERVICE = "aks"
+"""The price list of a cluster on Azure (``cloud = "azure"``): AKS nodes."""
+
+EKS_SERVICE = "eks"
+"""The price list of a cluster on AWS (``cloud = "aws"``): EKS nodes."""
+
+CLOUD_BILLING: dict[str, Billing] = {
+    AKS_SERVICE: Billing(prices="azure_vm", rule="AKS nodes bill the Azure VM price; the cluster's own fee (AKS "
+                                                 "Standard tier) is not in omnidist's sources and not included"),
+    EKS_SERVICE: Billing(prices="ec2", rule="EKS nodes bill the EC2 price; the EKS cluster fee is not in omnidist's "
+                                            "sources and not included"),
+}
+"""How a cluster on another cloud bills, by service (sorted)."""

@@ -22,7 +22,7 @@ import re
 import uuid
 from collections.abc import Hashable, Mapping
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, cast
 from urllib.parse import unquote
 
 from omnidist.kit import parse_duration
@@ -318,7 +318,7 @@ class FakeKubernetes(FakeService):
     def stepped(self, key: Hashable, job: dict[str, Any]) -> None:
         """A job that starts running gets its pods, each with :attr:`output` for a log (an
         unschedulable one its pending pods when it is made)."""
-        namespace, plural, name = key
+        namespace, plural, name = cast(tuple[str, str, str], key)  # the server keys jobs by (namespace, plural, name)
         if self.pending_reason and not any(p["metadata"]["labels"][JOB_NAME_LABEL] == name
                                            for p in self.pods.get(namespace, [])):
             self.add_pod(namespace, name, "Master", 0, phase="Pending")

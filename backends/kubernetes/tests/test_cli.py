@@ -69,6 +69,6 @@ def test_a_rejection_exits_1_with_the_servers_message_masked(project, kube):
     assert "Invalid value" in failed.stderr and SECRET not in failed.stderr and "Traceback" not in failed.stderr
 
 
-def test_an_unknown_job_exits_1(project, kube):
+def test_an_unknown_job_exits_2_as_an_unknown_name(project, kube):
     missing = omnidist(project, "status", "ml/tfjob/nothing")
-    assert missing.returncode == 1 and "not found" in missing.stderr
+    assert missing.returncode == 2 and "not found" in missing.stderr

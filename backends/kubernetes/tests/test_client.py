@@ -295,3 +295,33 @@ def test_a_create_that_got_no_answer_is_adopted(fault, backend, settings, kube):
     handle = submit(backend, attrs.evolve(settings, request_timeout_s=1))
     assert len(kube.jobs) == 1 and handle.id == "default/pytorchjob/bert-abcde"
     assert len(kube.calls("create")) == 2  # the repeat found the name taken by its own job
+
+
+def _disrupt(kube, namespace, **status):
+    for pod in kube.pods[namespace]:
+        if pod["metadata"]["name"].endswith("worker-0"):
+            pod["status"].update(status)
+
+
+@pytest.mark.parametrize(("status", "ended"), [
+    ({}, "failure"),
+    ({"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."}, "preemption"),
+    ({"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "PreemptionByScheduler"}]},
+     "preemption"),
+    ({"conditions": [{"type": "DisruptionTarget", "status": "True", "reason": "DeletionByTaintManager"}]},
+     "node_failure"),
+])
+def test_a_failed_job_whose_pod_was_disrupted_ended_by_preemption_or_node_loss(backend, settings, kube, status,
+                                                                                ended):
+    kube.fail_jobs("PyTorchJob cassava is failed because 1 Worker replica(s) failed.")
+    handle = submit(backend, settings, workers={"replicas": 1})
+    assert handle.wait(poll_interval=0, sleep=lambda s: None).ended.value == "failure"
+    namespace = handle.id.split("/")[0]
+    _disrupt(kube, namespace, **status)
+    assert handle.status().ended.value == ended
+
+
+def test_mpi_operators_evicted_condition_is_a_preemption(backend, settings, kube):
+    kube.fail_jobs("MPIJobEvicted: launcher pod evicted")
+    final = submit(backend, settings, framework="horovod").wait(poll_interval=0, sleep=lambda s: None)
+    assert final.ended.value == "preemption"

@@ -319,3 +319,28 @@ def test_compile_and_import_load_no_kubernetes_client(tmp_path):
              "omnidist.import_native(request, backend='kubernetes'); print(json.dumps(sorted(sys.modules)))")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path)
     assert [m for m in json.loads(out.stdout) if m.split(".")[0] in ("kubernetes", "urllib3")] == []
+
+
+def test_recovery_restarts_signalled_replicas_with_exit_code_and_caps_backoff(compile_):
+    compiled = compile_(job(workers={"replicas": 2}, spot=True, recovery={"max_restarts": 5}))
+    check_manifest(compiled.request)
+    spec = compiled.request["spec"]
+    assert spec["runPolicy"]["backoffLimit"] == 5
+    assert {s["restartPolicy"] for s in spec["pytorchReplicaSpecs"].values()} == {"ExitCode"}
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "restartPolicy ExitCode" in note and "at most 5 times" in note
+    assert "after capacity, up to 5 times" in note  # preemption and node loss are the operator's
+
+
+def test_recovery_of_the_programs_failure_is_on_failure_and_the_users_settings_win(compile_):
+    spec = compile_(job(recovery={"on": ["failure", "preemption"]})).request["spec"]
+    assert spec["pytorchReplicaSpecs"]["Master"]["restartPolicy"] == "OnFailure"
+    spec = compile_(job(recovery={"max_restarts": 1}), restart_policy="Never", backoff_limit=9).request["spec"]
+    assert (spec["pytorchReplicaSpecs"]["Master"]["restartPolicy"], spec["runPolicy"]["backoffLimit"]) == ("Never", 9)
+
+
+def test_an_mpijob_with_recovery_leaves_it_to_the_watcher(compile_):
+    compiled = compile_(job(framework="horovod", recovery={}))
+    check_manifest(compiled.request)
+    assert "backoffLimit" not in compiled.request["spec"].get("runPolicy", {})
+    assert any("nothing natively" in str(n) for n in compiled.diagnostics if n.field == "recovery")

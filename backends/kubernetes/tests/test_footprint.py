@@ -42,3 +42,17 @@ def test_without_gke_region_the_region_is_unknown():
     backend = KubernetesBackend()
     assert backend.region(KubernetesSettings()) is None
     assert footprint({"primary": {}}, gke_region=None).region is None
+
+
+def test_region_and_cloud_price_the_nodes_as_that_clouds_vms():
+    """SPEC §12a: a kubernetes profile names its cluster's region and cloud (gke_region stays an alias)."""
+    backend = KubernetesBackend()
+    on_aws = footprint({"primary": {"accelerator": "A100:8"}}, gke_region=None, region="us-east-1", cloud="aws",
+                       node_selector={"node.kubernetes.io/instance-type": "p4d.24xlarge"})
+    assert (on_aws.service, on_aws.region, on_aws.pools[0].machine) == ("eks", "us-east-1", "p4d.24xlarge")
+    on_azure = footprint({"primary": {"accelerator": "T4:1"}}, gke_region=None, region="eastus", cloud="azure")
+    assert on_azure.service == "aks" and "set nodeSelector node.kubernetes.io/instance-type" in (
+        on_azure.pools[0].assumed)
+    aliased = structure({"gke_region": "us-central1"}, KubernetesSettings, path="backends.kubernetes")
+    assert backend.region(aliased) == "us-central1" and aliased.cloud == "gcp"
+    assert backend.pricing_region(structure({"cloud": "aws"}, KubernetesSettings, path="k")) == "us-east-1"

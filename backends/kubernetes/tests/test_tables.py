@@ -8,8 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from omnidist.kit import ACCELERATORS_BY_NAME, GPUS_BY_NAME, TPU_HOSTS, ValidationError
-from omnidist_kubernetes import expansion, names, quantities, tables
+from omnidist.kit import ACCELERATORS_BY_NAME, GPUS_BY_NAME, ValidationError
+from omnidist_google.tpu import TPU_HOSTS
+from omnidist_k8s import quantities
+from omnidist_kubernetes import expansion, names, tables
 from omnidist_kubernetes.testing import QUANTITY
 
 

@@ -11,18 +11,21 @@ from omnidist.kit import (
     Capabilities,
     CloudBackend,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
     Framework,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
     refuse_tpus,
 )
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
-from omnidist_sagemaker.tables import CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS
+from omnidist_sagemaker.tables import BILLING, CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS, SERVICE
 
 
 def _offered() -> frozenset[str]:
@@ -31,7 +34,7 @@ def _offered() -> frozenset[str]:
     return frozenset(offered())
 
 
-class SageMakerBackend(CloudBackend):
+class SageMakerBackend(Imports, Placement, CloudBackend):
     """Amazon SageMaker training jobs (``CreateTrainingJob``) and tuning jobs
     (``CreateHyperParameterTuningJob``), through boto3.
 
@@ -43,6 +46,7 @@ class SageMakerBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = SageMakerSettings
     client = LazyClient("omnidist_sagemaker.client:SageMakerClient")
@@ -93,6 +97,25 @@ class SageMakerBackend(CloudBackend):
         from omnidist_sagemaker import importer
 
         return importer.recognizes(native)
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """boto3's chain looked up offline: the environment, ``~/.aws`` files, a container or web-identity role."""
+        from omnidist_sagemaker.credentials import find
+
+        return find(settings)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, shown to STS (``GetCallerIdentity`` creates nothing)."""
+        from omnidist_sagemaker.credentials import check
+
+        return check(settings)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """SageMaker training: ml.* instance types, and the price list they bill from."""
+        from omnidist_sagemaker.catalog import MACHINES
+        from omnidist_sagemaker.footprint import SERVICE
+
+        return SERVICE, MACHINES
 
     def footprint(self, compiled: CompiledJob, settings: SageMakerSettings) -> Footprint:
         """The instances of ``ResourceConfig`` (a tuning job's, times its trials at once), priced as

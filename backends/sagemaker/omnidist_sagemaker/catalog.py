@@ -1,51 +1,19 @@
 """SageMaker's training instance types: the ``ml.*`` machines omnidist picks from and checks.
 
 vCPUs, memory (GiB), GPU model and count are EC2's for the same hardware (the ``ml.`` types
-are EC2 instances); EFA with GPUDirect RDMA (what ``interconnect: infiniband`` asks for) is on
+are EC2 instances: :mod:`omnidist_aws.ec2`); EFA with GPUDirect RDMA (what ``interconnect: infiniband`` asks for) is on
 the types SageMaker's own drivers turn RDMA on for (SDK v3 ``SM_EFA_RDMA_INSTANCES``: p4d,
 p4de, p5, p5e) and on p5en and p6-b200, which AWS sells with EFA for GPUDirect RDMA
 (*unconfirmed* from a SageMaker source: a table entry, easy to correct). GPUs without a portable
-name (A10G, L40S, Trainium, Inferentia) keep the cloud's own name: such a type is run when a job
+name (Trainium, Inferentia) keep the cloud's own name: such a type is run when a job
 names it, never picked. :data:`INSTANCE_TYPES` is every value of botocore's
 ``TrainingInstanceType`` enum (botocore 1.44), so a name the API refuses is caught at compile.
 """
 
 from __future__ import annotations
 
-from omnidist.kit import Catalog, Machine
-
-SIZES: dict[str, int] = {
-    "10xlarge": 40,
-    "12xlarge": 48,
-    "16xlarge": 64,
-    "18xlarge": 72,
-    "24xlarge": 96,
-    "2xlarge": 8,
-    "32xlarge": 128,
-    "48xlarge": 192,
-    "4xlarge": 16,
-    "8xlarge": 32,
-    "9xlarge": 36,
-    "large": 2,
-    "medium": 2,
-    "xlarge": 4,
-}
-"""Size suffix -> vCPUs (EC2's naming: xlarge = 4 vCPUs, doubling; ``c4.8xlarge`` is the exception)."""
-
-GIB_PER_VCPU: dict[str, float] = {
-    "c4": 1.875,
-    "c5": 2,
-    "c6i": 2,
-    "c7i": 2,
-    "m4": 4,
-    "m5": 4,
-    "m6i": 4,
-    "m7i": 4,
-    "r5": 8,
-    "r7i": 8,
-    "t3": 4,
-}
-"""CPU family -> GiB of memory per vCPU (EC2's general purpose 4, compute 2, memory 8)."""
+from omnidist.kit import Machine, MachineCatalog
+from omnidist_aws import ec2
 
 CPU_SIZES: dict[str, tuple[str, ...]] = {
     "c4": ("2xlarge", "4xlarge", "xlarge"),
@@ -62,64 +30,11 @@ CPU_SIZES: dict[str, tuple[str, ...]] = {
 }
 """CPU family -> the sizes SageMaker trains on (botocore's ``TrainingInstanceType``)."""
 
-CPU_EXCEPTIONS: dict[str, tuple[int, float]] = {
-    "ml.c4.8xlarge": (36, 60),
-    "ml.t3.medium": (2, 4),
-}
-"""CPU types whose (vCPUs, GiB) the family rule gets wrong."""
-
-GPU_TYPES: dict[str, tuple[int, float, str, int]] = {
-    "ml.g4dn.12xlarge": (48, 192, "T4", 4),
-    "ml.g4dn.16xlarge": (64, 256, "T4", 1),
-    "ml.g4dn.2xlarge": (8, 32, "T4", 1),
-    "ml.g4dn.4xlarge": (16, 64, "T4", 1),
-    "ml.g4dn.8xlarge": (32, 128, "T4", 1),
-    "ml.g4dn.xlarge": (4, 16, "T4", 1),
-    "ml.g5.12xlarge": (48, 192, "A10G", 4),
-    "ml.g5.16xlarge": (64, 256, "A10G", 1),
-    "ml.g5.24xlarge": (96, 384, "A10G", 4),
-    "ml.g5.2xlarge": (8, 32, "A10G", 1),
-    "ml.g5.48xlarge": (192, 768, "A10G", 8),
-    "ml.g5.4xlarge": (16, 64, "A10G", 1),
-    "ml.g5.8xlarge": (32, 128, "A10G", 1),
-    "ml.g5.xlarge": (4, 16, "A10G", 1),
-    "ml.g6.12xlarge": (48, 192, "L4", 4),
-    "ml.g6.16xlarge": (64, 256, "L4", 1),
-    "ml.g6.24xlarge": (96, 384, "L4", 4),
-    "ml.g6.2xlarge": (8, 32, "L4", 1),
-    "ml.g6.48xlarge": (192, 768, "L4", 8),
-    "ml.g6.4xlarge": (16, 64, "L4", 1),
-    "ml.g6.8xlarge": (32, 128, "L4", 1),
-    "ml.g6.xlarge": (4, 16, "L4", 1),
-    "ml.g6e.12xlarge": (48, 384, "L40S", 4),
-    "ml.g6e.16xlarge": (64, 512, "L40S", 1),
-    "ml.g6e.24xlarge": (96, 768, "L40S", 4),
-    "ml.g6e.2xlarge": (8, 64, "L40S", 1),
-    "ml.g6e.48xlarge": (192, 1536, "L40S", 8),
-    "ml.g6e.4xlarge": (16, 128, "L40S", 1),
-    "ml.g6e.8xlarge": (32, 256, "L40S", 1),
-    "ml.g6e.xlarge": (4, 32, "L40S", 1),
-    "ml.p3.16xlarge": (64, 488, "V100", 8),
-    "ml.p3.2xlarge": (8, 61, "V100", 1),
-    "ml.p3.8xlarge": (32, 244, "V100", 4),
-    "ml.p3dn.24xlarge": (96, 768, "V100", 8),
-    "ml.p4d.24xlarge": (96, 1152, "A100", 8),
-    "ml.p4de.24xlarge": (96, 1152, "A100-80GB", 8),
-    "ml.p5.48xlarge": (192, 2048, "H100", 8),
-    "ml.p5e.48xlarge": (192, 2048, "H200", 8),
-    "ml.p5en.48xlarge": (192, 2048, "H200", 8),
-    "ml.p6-b200.48xlarge": (192, 2048, "B200", 8),
-    "ml.trn1.2xlarge": (8, 32, "Trainium", 1),
-    "ml.trn1.32xlarge": (128, 512, "Trainium", 16),
-}
-"""GPU (and Trainium) type -> (vCPUs, GiB, accelerator, count); the accelerator is a portable name
-where it has one."""
+GPU_TYPES: dict[str, tuple[int, float, str, int]] = {f"ml.{name}": shape for name, shape in ec2.GPU_SHAPES.items()}
+"""GPU (and Trainium) type -> (vCPUs, GiB, accelerator, count): EC2's shapes under SageMaker's names."""
 
 RETIRED_TYPES: dict[str, tuple[int, float, str, int]] = {
-    "ml.p2.16xlarge": (64, 732, "K80", 16),
-    "ml.p2.8xlarge": (32, 488, "K80", 8),
-    "ml.p2.xlarge": (4, 61, "K80", 1),
-}
+    f"ml.{name}": shape for name, shape in ec2.RETIRED_SHAPES.items()}
 """Types whose GPUs no cloud sells any more (K80): read by import, never picked."""
 
 EFA_RDMA: frozenset[str] = frozenset({
@@ -180,9 +95,8 @@ DEFAULT_CPU_TYPE = "ml.m5.xlarge"
 
 
 def _cpu(family: str, size: str) -> Machine:
-    name = f"ml.{family}.{size}"
-    vcpus, memory = CPU_EXCEPTIONS.get(name, (SIZES[size], SIZES[size] * GIB_PER_VCPU[family]))
-    return Machine(name=name, vcpus=vcpus, memory_gb=memory)
+    vcpus, memory = ec2.shape(family, size)
+    return Machine(name=f"ml.{family}.{size}", vcpus=vcpus, memory_gb=memory)
 
 
 def _gpu(name: str, shape: tuple[int, float, str, int], retired: str = "") -> Machine:
@@ -194,7 +108,7 @@ def _gpu(name: str, shape: tuple[int, float, str, int], retired: str = "") -> Ma
 PREVIOUS_GENERATION: frozenset[str] = frozenset({"c4", "m4"})
 """CPU families run when a job names them, never picked (a current one is cheaper for the same size)."""
 
-MACHINES = Catalog(
+MACHINES = MachineCatalog(
     machines=(*(_cpu(f, s) for f, sizes in sorted(CPU_SIZES.items()) if f not in PREVIOUS_GENERATION for s in sizes),
               *(_gpu(n, shape) for n, shape in sorted(GPU_TYPES.items()))),
     named_only=(*(_cpu(f, s) for f in sorted(PREVIOUS_GENERATION) for s in CPU_SIZES[f]),

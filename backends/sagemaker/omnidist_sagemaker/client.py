@@ -8,51 +8,48 @@ unique job name chosen once per submit and a request-id tag
 taken, and the job holding it is adopted only when its ``omnidist-request-id`` tag is this
 submit's. A job id is the job's name (or its ARN); a tuning job is found under the same name.
 Logs are read from CloudWatch Logs (``/aws/sagemaker/TrainingJobs``, one stream per host).
-A local code folder is uploaded to S3 once per content (:func:`omnidist.kit.stage_folder`).
+A local code folder is uploaded to S3 once per content (:func:`omnidist.kit.stage_folder`). The
+boto3 set-up, botocore's errors, S3 and CloudWatch are the AWS vendor kit's (:mod:`omnidist_aws`).
 """
 
 from __future__ import annotations
 
-import base64
 import functools
-import hashlib
-import re
-import socket
-from typing import TYPE_CHECKING, Any, BinaryIO, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
 from omnidist.kit import (
     FLAT_ARCHIVE,
     REQUEST_ID_LABEL,
-    AuthenticationError,
     BackendError,
-    Client,
-    ConfigError,
     ConflictError,
+    Ending,
     Idempotency,
-    InvalidRequestError,
     JobState,
     JobStatus,
     Keyed,
     LogPage,
     LogStart,
     NotFoundError,
-    ObjectStore,
-    PermissionDeniedError,
+    ReadsLogs,
+    ReadsTrials,
+    ReportsShortage,
     Shortage,
-    TransientBackendError,
-    error_for_status,
-    parse_retry_after,
+    StagesCode,
+    classify_ending,
     stage_folder,
 )
+from omnidist_aws import cloudwatch, s3, session
 from omnidist_sagemaker import tuning
 from omnidist_sagemaker.code_data import CODE_OBJECT, default_bucket
 from omnidist_sagemaker.settings import SageMakerSettings
 from omnidist_sagemaker.tables import (
+    FAILURE_ENDINGS,
     JOB_STATES,
     LOG_GROUP,
     NAME,
+    SECONDARY_ENDINGS,
     SECONDARY_STATES,
     SHORTAGE_CODES,
     TUNING_JOB_NAME_MAX,
@@ -63,96 +60,21 @@ if TYPE_CHECKING:
 
 TRAINING_NAME_MAX = 63
 
-MD5_ETAG = re.compile(r"[0-9a-f]{32}")
-"""An S3 ETag that is the object's MD5 (not a multipart or KMS-encrypted object's)."""
-
-THROTTLING = frozenset({"RequestLimitExceeded", "SlowDown", "Throttling", "ThrottlingException",
-                        "TooManyRequestsException", "ThrottledException", "ProvisionedThroughputExceededException"})
-"""Error codes AWS throttles with (retried, like a 429)."""
-
-NOT_FOUND = frozenset({"NoSuchBucket", "NoSuchKey", "NotFound", "ResourceNotFound", "ResourceNotFoundException", "404"})
-
 NOT_FOUND_TEXT = ("Requested resource not found", "does not exist", "not found", "Could not find")
 """SageMaker answers a describe of a job that does not exist with a ValidationException saying so
 (moto, the local stand-in for its API: "Could not find training job …")."""
 
-AUTH = frozenset({"ExpiredTokenException", "IncompleteSignature", "InvalidClientTokenId", "MissingAuthenticationToken",
-                  "UnrecognizedClientException", "InvalidSignatureException"})
-
-
-NO_CREDENTIALS = ("no AWS credentials: run `aws configure` (or `aws sso login`), or set AWS_ACCESS_KEY_ID and "
-                  "AWS_SECRET_ACCESS_KEY, or AWS_PROFILE to a profile of ~/.aws/config; credentials = \"anonymous\" "
-                  "for a local endpoint")
-"""The error for a machine where boto3's chain (environment, ``~/.aws``, the instance's role) found
-no credentials: one line, exit 1, as on the other clouds."""
-
 
 def aws_client(settings: SageMakerSettings, service: str) -> Any:
-    """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint
-    (one per process for the same settings: a client reads its service model once, and is thread-safe)."""
-    return _client(service, settings.region, settings.aws_profile, settings.endpoint_url, settings.credentials,
-                   settings.request_timeout_s)
-
-
-@functools.lru_cache(maxsize=32)
-def _client(service: str, region: str, profile: Optional[str], endpoint: Optional[str], credentials: str,
-            timeout: float) -> Any:
-    import boto3
-    from botocore import UNSIGNED
-    from botocore.config import Config
-    from botocore.exceptions import ProfileNotFound
-
-    config = Config(retries={"total_max_attempts": 1}, connect_timeout=timeout, read_timeout=timeout,
-                    signature_version=UNSIGNED if credentials == "anonymous" else None)
-    try:
-        session = boto3.session.Session(profile_name=profile, region_name=region)
-    except ProfileNotFound as exc:  # a setting that names nothing: the user's to fix, not the cloud's
-        raise ConfigError(f"backends.{NAME}.aws_profile: {profile!r} is not a profile of ~/.aws/config or "
-                          "~/.aws/credentials (AWS_CONFIG_FILE); name one of them, or leave aws_profile out "
-                          "for boto3's default chain") from exc
-    return session.client(service, endpoint_url=endpoint, config=config)
-
-
-def _code(exc: Any) -> str:
-    return str((getattr(exc, "response", None) or {}).get("Error", {}).get("Code", ""))
-
-
-def _status(exc: Any) -> Optional[int]:
-    status = ((getattr(exc, "response", None) or {}).get("ResponseMetadata") or {}).get("HTTPStatusCode")
-    return status if isinstance(status, int) else None
+    """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint."""
+    return session.client(service, region=settings.region, profile=settings.aws_profile,
+                          endpoint=settings.endpoint_url, credentials=settings.credentials,
+                          timeout=settings.request_timeout_s, profile_setting=f"backends.{NAME}.aws_profile")
 
 
 def translate_error(exc: BaseException) -> Optional[BackendError]:
     """omnidist's error for a botocore exception (``None`` when it is not one)."""
-    from botocore import exceptions as aws
-
-    if isinstance(exc, aws.ClientError):
-        code, status = _code(exc), _status(exc)
-        message = str(exc.response.get("Error", {}).get("Message") or "")
-        text = f"{code}: {message}" if code and message else (message or code or str(exc))
-        headers = (exc.response.get("ResponseMetadata") or {}).get("HTTPHeaders") or {}
-        after = parse_retry_after(headers.get("retry-after"))
-        if code in THROTTLING:
-            return TransientBackendError(text, backend=NAME, status=status or 429, retry_after=after)
-        if code in NOT_FOUND or (code == "ValidationException" and any(t in message for t in NOT_FOUND_TEXT)):
-            return NotFoundError(text, backend=NAME, status=status or 404)
-        if code == "ResourceInUse":
-            return ConflictError(text, backend=NAME, status=409)
-        if code in AUTH:
-            return AuthenticationError(text, backend=NAME, status=status)
-        if code in ("AccessDeniedException", "AccessDenied"):
-            return PermissionDeniedError(text, backend=NAME, status=status or 403)
-        return error_for_status(status)(text, backend=NAME, status=status, retry_after=after)
-    if isinstance(exc, (aws.ConnectionClosedError, aws.ReadTimeoutError, aws.ConnectTimeoutError,
-                        aws.EndpointConnectionError, ConnectionError, TimeoutError, socket.timeout)):
-        return TransientBackendError(f"connection failed ({type(exc).__name__}: {exc})", backend=NAME)
-    if isinstance(exc, aws.NoCredentialsError):
-        return AuthenticationError(NO_CREDENTIALS, backend=NAME)
-    if isinstance(exc, aws.ParamValidationError):
-        return InvalidRequestError(f"boto3 refused the request: {exc}", backend=NAME)
-    if isinstance(exc, aws.BotoCoreError):
-        return BackendError(f"{type(exc).__name__}: {exc}", backend=NAME)
-    return None
+    return session.translate_error(exc, backend=NAME, not_found_text=NOT_FOUND_TEXT)
 
 
 def _tuning(request: Any) -> bool:
@@ -174,13 +96,7 @@ def _instances(job: dict[str, Any]) -> int:
     return sum(int(g.get("InstanceCount", 0)) for g in groups) if groups else int(config.get("InstanceCount") or 1)
 
 
-def split_s3(uri: str) -> tuple[str, str]:
-    """``s3://BUCKET/KEY`` -> ``(BUCKET, KEY)``."""
-    bucket, _, key = uri[len("s3://"):].partition("/")
-    return bucket, key
-
-
-class SageMakerClient(Client[dict]):
+class SageMakerClient(StagesCode[dict], ReportsShortage[dict], ReadsTrials[dict], ReadsLogs[dict]):
     """``create``/``describe``/``stop`` training and tuning jobs; native jobs are boto3's answers as dicts."""
 
     idempotency = Idempotency.CHOSEN_ID
@@ -204,7 +120,7 @@ class SageMakerClient(Client[dict]):
     def shortage(self, exc: BaseException, error: BackendError) -> Optional[Shortage]:
         """A quota or capacity refusal by its AWS error code (:data:`~omnidist_sagemaker.tables.SHORTAGE_CODES`:
         ``ResourceLimitExceeded`` is the account's instance quota), else the template's reading."""
-        found = SHORTAGE_CODES.get(_code(exc))
+        found = SHORTAGE_CODES.get(session.error_code(exc))
         return Shortage(found) if found is not None else super().shortage(exc, error)
 
     # --- create ------------------------------------------------------------------------------
@@ -215,35 +131,9 @@ class SageMakerClient(Client[dict]):
         if compiled.job is None or compiled.job.code is None:
             return compiled
         bucket = self.settings.staging_bucket or default_bucket(self.settings)
-        store = ObjectStore(stored=self._stored, upload=self._upload, translate=translate_error)
+        store = s3.object_store(lambda: self._s3, translate_error)
         request = stage_folder(compiled, self, store, f"{bucket.rstrip('/')}/{CODE_OBJECT}", layout=FLAT_ARCHIVE)
         return attrs.evolve(compiled, request=request)
-
-    def _stored(self, uri: str) -> Optional[str]:
-        """The object's MD5 (base64): its ETag when that is one (a single-part upload without
-        KMS), else read from its bytes; ``None`` when nothing is there."""
-        from botocore import exceptions as aws
-
-        bucket, key = split_s3(uri)
-        try:
-            head = self._s3.head_object(Bucket=bucket, Key=key)
-        except aws.ClientError as exc:
-            if _status(exc) == 404 or _code(exc) in NOT_FOUND:
-                return None
-            raise
-        etag = str(head.get("ETag") or "").strip('"')
-        if MD5_ETAG.fullmatch(etag):
-            return base64.b64encode(bytes.fromhex(etag)).decode()
-        digest = hashlib.md5(usedforsecurity=False)
-        body = self._s3.get_object(Bucket=bucket, Key=key)["Body"]
-        for chunk in iter(lambda: body.read(1 << 20), b""):
-            digest.update(chunk)
-        return base64.b64encode(digest.digest()).decode()
-
-    def _upload(self, uri: str, stream: BinaryIO, size: int) -> None:
-        bucket, key = split_s3(uri)
-        self._s3.put_object(Bucket=bucket, Key=key, Body=stream, ContentLength=size,
-                            ContentType="application/gzip")
 
     def keyed(self, compiled: CompiledJob) -> Keyed:
         """The create request: the job's name with a unique suffix, and the request-id tag."""
@@ -333,6 +223,17 @@ class SageMakerClient(Client[dict]):
         shown = f"{native}/{secondary}" if secondary and secondary != native else native
         return JobStatus(state=state, native_state=shown, message=str(job.get("FailureReason") or ""))
 
+    def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
+        """``SecondaryStatus`` ``MaxWaitTimeExceeded`` is a preemption (spot interruptions outlasted
+        the wait); a ``FailureReason`` of ``CapacityError`` capacity, ``InternalServerError`` a lost
+        instance (:data:`~omnidist_sagemaker.tables.FAILURE_ENDINGS`); else the portable state."""
+        if not status.state.terminal:
+            return None
+        secondary = str(job.get("SecondaryStatus") or "")
+        if secondary in SECONDARY_ENDINGS:
+            return SECONDARY_ENDINGS[secondary]
+        return classify_ending(status, FAILURE_ENDINGS)
+
     def with_trials(self, job_id: str, job: dict[str, Any], status: JobStatus) -> JobStatus:
         """A tuning job's trials (its training jobs) and best trial."""
         name = job.get("HyperParameterTuningJobName")
@@ -374,39 +275,8 @@ class SageMakerClient(Client[dict]):
         tokens = dict(cursor or {})
         lines: list[str] = []
         several = _instances(job) > 1
-        for stream in self._streams(name):
+        for stream in cloudwatch.streams(self.call, self._logs, LOG_GROUP, f"{name}/"):
             host = stream[len(name) + 1:].rsplit("-", 1)[0] if stream.startswith(name + "/") else stream
-            for message in self._events(stream, tokens):
+            for message in cloudwatch.events(self.call, self._logs, LOG_GROUP, stream, tokens):
                 lines.append(f"[{host}] {message}" if several else message)
         return LogPage(status=status, lines=lines, secrets=self.secrets_of(job), cursor=tokens)
-
-    def _streams(self, name: str) -> list[str]:
-        found: list[str] = []
-        token: Optional[str] = None
-        while True:
-            extra = {"nextToken": token} if token else {}
-            try:
-                page = self.call(lambda: self._logs.describe_log_streams(  # noqa: B023
-                    logGroupName=LOG_GROUP, logStreamNamePrefix=f"{name}/", **extra))  # noqa: B023
-            except NotFoundError:  # no log group until a container has logged
-                return []
-            found += [s["logStreamName"] for s in page.get("logStreams") or []]
-            token = page.get("nextToken")
-            if not token:
-                return sorted(found)
-
-    def _events(self, stream: str, tokens: dict[str, str]) -> list[str]:
-        lines: list[str] = []
-        while True:
-            token = tokens.get(stream)
-            extra = {"nextToken": token} if token else {}
-            page = self.call(lambda: self._logs.get_log_events(  # noqa: B023
-                logGroupName=LOG_GROUP, logStreamName=stream, startFromHead=True, **extra))  # noqa: B023
-            events = page.get("events") or []
-            lines += [str(e.get("message", "")).rstrip("\n") for e in events]
-            following = page.get("nextForwardToken")
-            if not events or not following or following == token:
-                if following:
-                    tokens[stream] = following
-                return lines
-            tokens[stream] = following

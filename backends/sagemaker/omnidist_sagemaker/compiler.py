@@ -12,7 +12,7 @@ does not check (the name pattern, 50 tags, 100 variables, 100 hyperparameters, 2
 from __future__ import annotations
 
 import functools
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 import attrs
 
@@ -38,6 +38,7 @@ from omnidist.kit import (
     processes_per_node,
     smallest_fit,
     start_processes,
+    watcher_note,
 )
 from omnidist.runtime import hints
 from omnidist.runtime.launch import carry_processes_per_node, is_launch_command
@@ -112,7 +113,7 @@ def _refuse_efa(role: EffectiveRole, why: str) -> UnsupportedFeatureError:
 def _named(name: str, role: EffectiveRole, job: DistributedJob, notes: list[Note]) -> Optional[Machine]:
     machine = catalog.machine(name)
     if machine is not None and role.accelerator is None and machine.accelerator not in (None, *_portable()):
-        # A GPU without a portable name (A10G, L40S, Trainium): the job names the type itself.
+        # A chip without a portable name (Trainium, Inferentia): the job names the type itself.
         notes.append(Note(kind=NoteKind.HINT, field=_machine_path(role.name),
                           message=f"{name} comes with {machine.gpus}×{machine.accelerator}, which has no portable "
                                   "name: other clouds run this role without GPUs"))
@@ -152,7 +153,7 @@ def _pick(role: EffectiveRole, job: DistributedJob) -> Machine:
         ways = ", ".join(catalog.MACHINES.ways_to_get(wanted.type))
         raise ValidationError(f"SageMaker offers {wanted.type} as: {ways}; {wanted.count} per instance is more than "
                               "any of them has", path=f"{role.name.value}.accelerator")
-    link = "rdma" if efa else None
+    link: Optional[Literal["infiniband", "rdma"]] = "rdma" if efa else None
     found = (smallest_fit(catalog.MACHINES, wanted, cpus=role.cpus, memory_gb=role.memory_gb, interconnect=link)
              or smallest_fit(catalog.MACHINES, wanted, cpus=role.cpus, memory_gb=role.memory_gb, interconnect=link,
                              more_gpus=True))
@@ -336,12 +337,28 @@ def checkpoint(job: DistributedJob, settings: SageMakerSettings, plan: code_data
                notes: list[Note]) -> Optional[dict[str, Any]]:
     """``CheckpointConfig``: ``outputs.checkpoints`` or ``checkpoint_s3_uri``; a spot job gets one by default."""
     uri = plan.checkpoints or settings.checkpoint_s3_uri
-    if uri is None and job.spot:
+    if uri is None and (job.spot or job.recovery):
         uri = f"{plan.output_path.rstrip('/')}/checkpoints"
+        what = "a spot job" if job.spot else "a job with recovery"
         notes.append(Note(kind=NoteKind.DEFAULTED, field=f"{SETTINGS}.checkpoint_s3_uri",
-                          message=f"a spot job resumes from checkpoints: {platform.CHECKPOINT_PATH} is synced with "
+                          message=f"{what} resumes from checkpoints: {platform.CHECKPOINT_PATH} is synced with "
                                   f"{uri}"))
     return {"S3Uri": uri, "LocalPath": platform.CHECKPOINT_PATH} if uri else None
+
+
+MAX_RETRY_ATTEMPTS = 30
+"""``RetryStrategy.MaximumRetryAttempts`` is 1-30."""
+
+
+def recovery_note(job: DistributedJob, retries: Optional[int]) -> Optional[Note]:
+    """What SageMaker restarts itself: a spot interruption (managed spot, within ``MaxWaitTimeInSeconds``,
+    from ``/opt/ml/checkpoints``) and, with ``RetryStrategy``, internal errors only."""
+    native = []
+    if job.spot:
+        native.append("managed spot restarts an interrupted job from its checkpoints within MaxWaitTimeInSeconds")
+    if retries is not None:
+        native.append(f"RetryStrategy retries it up to {retries} times after an InternalServerError only")
+    return watcher_note(job, "; ".join(native), handled=("preemption",) if job.spot else ())
 
 
 def algorithm(role: EffectiveRole, settings: SageMakerSettings, plan: code_data.Plan,
@@ -471,8 +488,14 @@ def training_request(job: DistributedJob, settings: SageMakerSettings,
         request["EnableNetworkIsolation"] = True
     if settings.encrypt_inter_container_traffic:
         request["EnableInterContainerTrafficEncryption"] = True
-    if settings.max_retries is not None:
-        request["RetryStrategy"] = {"MaximumRetryAttempts": settings.max_retries}
+    retries = settings.max_retries
+    if retries is None and job.recovery is not None and job.recovery.max_restarts:
+        retries = min(job.recovery.max_restarts, MAX_RETRY_ATTEMPTS)
+    if retries is not None:
+        request["RetryStrategy"] = {"MaximumRetryAttempts": retries}
+    note = recovery_note(job, retries)
+    if note:
+        notes.append(note)
     if job.labels:
         request["Tags"] = labels.tags(job.labels, job.source)
     return request, job

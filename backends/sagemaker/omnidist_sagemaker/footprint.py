@@ -12,9 +12,7 @@ from omnidist.kit import Footprint, Pool
 from omnidist.runtime.platforms import sagemaker as platform
 from omnidist_sagemaker import catalog
 from omnidist_sagemaker.settings import SageMakerSettings
-
-SERVICE = "amazon_sagemaker"
-"""The price list SageMaker training bills from."""
+from omnidist_sagemaker.tables import SERVICE
 
 
 def _pool(role: str, replicas: int, instance_type: str) -> Pool:

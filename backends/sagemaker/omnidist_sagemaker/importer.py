@@ -612,7 +612,7 @@ def _carried_argv(data: dict[str, Any], env: dict[str, str]) -> None:
     """An argv compile carried in ``OMNIDIST_ARGV_<i>`` (a word too long for SageMaker) is the command."""
     import shlex
 
-    parts = []
+    parts: list[str] = []
     while f"OMNIDIST_ARGV_{len(parts)}" in env:
         parts.append(env.pop(f"OMNIDIST_ARGV_{len(parts)}"))
     command = data.get("command") or []
@@ -663,7 +663,7 @@ def _references(data: dict[str, Any], block: dict[str, Any], notes: list[Note]) 
 
     def rewrite(text: str, field: str) -> str:
         for pattern, replace in table:
-            text = pattern.sub(lambda m, replace=replace: replace(m) or m[0], text)
+            text = pattern.sub(lambda m, replace=replace: replace(m) or m[0], text)  # type: ignore[misc]
         left = sorted(set(bound.findall(text)))
         if left:
             notes.append(Note(kind=NoteKind.CHANGED, field=field,

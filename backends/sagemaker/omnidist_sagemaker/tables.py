@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Feature, Framework, InputMode, JobState, Refusal
+from omnidist.kit import Billing, Ending, Feature, Framework, InputMode, JobState, Refusal
 from omnidist.runtime.platforms import sagemaker as platform
 
 NAME = platform.NAME
@@ -22,6 +22,19 @@ JOB_STATES: dict[str, JobState] = {
 }
 """``TrainingJobStatus`` / ``HyperParameterTuningJobStatus`` -> portable state (an ``InProgress``
 job's ``SecondaryStatus`` refines it: :data:`SECONDARY_STATES`)."""
+
+SECONDARY_ENDINGS: dict[str, Ending] = {
+    "MaxWaitTimeExceeded": Ending.PREEMPTION,
+}
+"""An ended job's ``SecondaryStatus`` that says how it ended whatever its status: a managed spot job
+stopped because interruptions (or no spot capacity) outlasted ``MaxWaitTimeInSeconds``."""
+
+FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
+    (re.compile(r"^CapacityError"), Ending.CAPACITY),
+    (re.compile(r"^InternalServerError"), Ending.NODE_FAILURE),
+)
+"""A failed job's ``FailureReason`` prefix -> its ending; any other (``AlgorithmError``…) is the
+program's own failure."""
 
 SECONDARY_STATES: dict[str, JobState] = {
     "Downloading": JobState.PENDING,
@@ -228,3 +241,12 @@ SHORTAGE_CODES: dict[str, str] = {
 }
 """AWS error code -> the shortage (a :class:`~omnidist.kit.Shortage` value) a placement moves on from
 (throttling codes are rate limits, retried in place)."""
+
+SERVICE = "amazon_sagemaker"
+"""The price list SageMaker training bills from."""
+
+BILLING = Billing(
+    prices="amazon_sagemaker",
+    rule="SageMaker bills ml.* instances from a price list of its own, above EC2's (by 15-40 % on the "
+         "pairs the sources compare)")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

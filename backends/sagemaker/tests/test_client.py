@@ -259,3 +259,26 @@ def test_a_tuning_job_is_found_by_its_name_where_the_endpoint_says_could_not_fin
     client = backend.connect(moto_settings)
     assert client.get_job(handle.id.rsplit("/", 1)[-1])["HyperParameterTuningJobName"] == "tune-s0"
     backend.cancel(handle.id, moto_settings)  # moto ends it at once: nothing to stop
+
+@pytest.mark.parametrize(("reason", "ended"), [
+    ("AlgorithmError: ExecuteUserScriptError: the training script exited with 1", "failure"),
+    ("CapacityError: Unable to provision requested ML compute capacity.", "capacity"),
+    ("InternalServerError: We encountered an internal error. Please try again.", "node_failure"),
+])
+def test_how_a_failed_job_ended_is_read_from_its_failure_reason(backend, fake_settings, fake, reason, ended):
+    fake.fail_jobs(reason)
+    final = submit(backend, fake_settings).wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and final.ended.value == ended
+
+
+def test_a_spot_job_whose_interruptions_outlast_its_wait_was_preempted(backend, fake_settings, fake):
+    fake.timeline = ["InProgress/Starting", "InProgress/Training", "InProgress/Interrupted",
+                     "Stopped/MaxWaitTimeExceeded"]
+    handle = submit(backend, fake_settings)
+    seen = []
+    final = handle.wait(poll_interval=0, sleep=lambda s: None, on_change=lambda s: seen.append(s.ended))
+    assert final.native_state == "Stopped/MaxWaitTimeExceeded" and final.ended.value == "preemption"
+    assert seen[:-1] == [None] * (len(seen) - 1)  # an interruption SageMaker resumes itself is no ending
+    fake.timeline = ["InProgress/Starting", "Stopped/Stopped"]
+    assert submit(backend, fake_settings, name="other").wait(poll_interval=0, sleep=lambda s: None).ended.value == \
+        "cancelled"

@@ -91,9 +91,16 @@ def test_cpu_roles_and_named_types():
 
 def test_a_type_whose_gpus_have_no_portable_name_runs_when_named():
     compiled = compile_({**JOB, "primary": {}, "workers": None, "interconnect": "any"},
-                        instance_types={"primary": "ml.g5.2xlarge"})
-    assert compiled.request["ResourceConfig"]["InstanceType"] == "ml.g5.2xlarge"
-    assert any("1×A10G, which has no portable name" in n.message for n in compiled.diagnostics)
+                        instance_types={"primary": "ml.trn1.2xlarge"})
+    assert compiled.request["ResourceConfig"]["InstanceType"] == "ml.trn1.2xlarge"
+    assert any("1×Trainium, which has no portable name" in n.message for n in compiled.diagnostics)
+
+
+def test_a10g_and_l40s_are_portable_and_picked():
+    """SageMaker's g5 (A10G) and g6e (L40S) types are picked for a job asking for those GPUs."""
+    for accelerator, picked in (("A10G:1", "ml.g5.xlarge"), ("L40S:4", "ml.g6e.12xlarge")):
+        compiled = compile_({**JOB, "primary": {"accelerator": accelerator}, "workers": None, "interconnect": "any"})
+        assert compiled.request["ResourceConfig"]["InstanceType"] == picked
 
 
 def test_roles_on_different_types_make_a_heterogeneous_cluster():
@@ -277,3 +284,26 @@ def test_settings_reach_the_request():
         compile_(JOB, subnets=["subnet-1"])
     with pytest.raises(ValidationError, match="not an S3 location"):
         SageMakerSettings(staging_bucket="gs://x")
+
+
+def test_recovery_compiles_to_managed_spot_checkpoints_and_a_retry_strategy():
+    job = {**JOB, "interconnect": "any", "outputs": {"model": "default", "checkpoints": {"uri": "s3://ck/run"}},
+           "recovery": {"max_restarts": 50, "on": ["preemption", "capacity"]}}
+    compiled = compile_(job, base_output_dir="s3://out/runs")
+    request = valid(compiled.request)
+    assert request["EnableManagedSpotTraining"] is True
+    assert request["CheckpointConfig"] == {"S3Uri": "s3://ck/run", "LocalPath": "/opt/ml/checkpoints"}
+    assert request["StoppingCondition"]["MaxWaitTimeInSeconds"] >= request["StoppingCondition"]["MaxRuntimeInSeconds"]
+    assert request["RetryStrategy"] == {"MaximumRetryAttempts": 30}  # SageMaker's most
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "managed spot restarts an interrupted job" in note and "InternalServerError only" in note
+    assert "restarts it after capacity, up to 50 times" in note and "preemption" not in note.split("restarts it after")[1]
+
+
+def test_recovery_on_demand_still_syncs_checkpoints_and_leaves_preemption_to_the_watcher():
+    job = {**JOB, "interconnect": "any", "spot": False, "recovery": {"max_restarts": 0}}
+    compiled = compile_(job, base_output_dir="s3://out/runs")
+    request = valid(compiled.request)
+    assert request["CheckpointConfig"]["S3Uri"] == "s3://out/runs/checkpoints" and "RetryStrategy" not in request
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "nothing natively" in note and "restarts nothing" in note

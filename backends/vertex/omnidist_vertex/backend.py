@@ -9,33 +9,39 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from omnidist.kit import (
-    GOOGLE_LABELS,
     TPUS_BY_NAME,
     Capabilities,
     CloudBackend,
     CommandLine,
     CompiledJob,
+    Credentials,
     DistributedJob,
     Footprint,
+    Imports,
     LazyClient,
     MigrationPolicy,
     Note,
+    Placement,
     RoleName,
 )
+from omnidist_google import gcloud
+from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
     ACCELERATOR_TYPES,
+    BILLING,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     NAME,
     NATIVE_FORMATS,
     NATIVE_KEYS,
     REFUSALS,
+    SERVICE,
     resource_name,
 )
 
 
-class VertexBackend(CloudBackend):
+class VertexBackend(Imports, Placement, CloudBackend):
     """Vertex AI CustomJobs: positional worker pools, per-role machines, Reduction Server.
 
     Submitting and following go through :class:`~omnidist_vertex.client.VertexClient` (declared
@@ -44,11 +50,13 @@ class VertexBackend(CloudBackend):
     """
 
     name = NAME
+    billing = {SERVICE: BILLING}
     output_format = "json"
     settings_type = VertexSettings
     client = LazyClient("omnidist_vertex.client:VertexClient")
     testing = "omnidist_vertex.testing:HARNESS"
     native_formats = NATIVE_FORMATS
+    command_programs = (gcloud.PROGRAM,)
     capabilities = Capabilities(
         roles=frozenset(RoleName), accelerators=frozenset(ACCELERATOR_TYPES) | frozenset(TPUS_BY_NAME), spot=True,
         infiniband=True,  # GPUDirect RDMA, on the machines that have it
@@ -89,10 +97,35 @@ class VertexBackend(CloudBackend):
         """A CustomJob, CustomJobSpec or HyperparameterTuningJob (by their keys), a list of
         ``--worker-pool-spec`` strings, or a ``gcloud ai custom-jobs create`` command line."""
         if isinstance(native, CommandLine):
-            return any(native.creates(*words) for words in GCLOUD_COMMANDS)
+            return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
+
+    def find_credentials(self, settings: Any) -> Credentials:
+        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
+        from omnidist_google.google_cloud import find_google_credentials
+
+        return find_google_credentials(settings.credentials)
+
+    def check_credentials(self, settings: Any) -> Credentials:
+        """The credentials found, refreshed into a token (nothing is created)."""
+        from omnidist_google.google_cloud import check_google_credentials
+
+        return check_google_credentials(settings.credentials, self.name)
+
+    def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
+        """Google's TPU VM hosts of ``accelerator``."""
+        from omnidist_google.tpu import host_picks
+
+        return host_picks(accelerator)
+
+    def machine_offer(self) -> tuple[str, Any]:
+        """Vertex AI custom training: Compute Engine machine types, and the price list they bill from."""
+        from omnidist_google.compute_engine import COMPUTE_ENGINE
+        from omnidist_vertex.footprint import SERVICE
+
+        return SERVICE, COMPUTE_ENGINE
 
     def footprint(self, compiled: CompiledJob, settings: VertexSettings) -> Footprint:
         """Each worker pool's machine, GPUs and replicas, priced from Vertex AI's training prices."""

@@ -26,8 +26,8 @@ from omnidist.kit import (
     REQUEST_ID_LABEL,
     AuthenticationError,
     BackendError,
-    Client,
     ConfigError,
+    Ending,
     Idempotency,
     InvalidRequestError,
     JobState,
@@ -35,20 +35,22 @@ from omnidist.kit import (
     Keyed,
     LogPage,
     LogStart,
+    ReadsLogs,
+    ReportsShortage,
     Shortage,
     ShortageError,
+    StagesCode,
     TransientBackendError,
     ValidationError,
+    classify_ending,
     error_for_status,
-    google_credentials,
     labelled,
     parse_retry_after,
     secret_values,
-    stage_code,
-    storage_media_error,
 )
+from omnidist_google.google_cloud import google_credentials, stage_code, storage_media_error
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import JOB_STATES, resource_name, shortage_named
+from omnidist_vertex.tables import CAPACITY_CODE, FAILURE_ENDINGS, JOB_STATES, resource_name, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -130,7 +132,7 @@ def job_name(job_id: str, settings: VertexSettings) -> tuple[str, str, Kind]:
 # --- the protocol -----------------------------------------------------------------------------------
 
 
-class VertexClient(Client[Any]):
+class VertexClient(StagesCode[Any], ReportsShortage[Any], ReadsLogs[Any]):
     """CustomJobs and HyperparameterTuningJobs through a REST ``JobServiceClient``; native jobs are
     ``aiplatform_v1.CustomJob`` or ``aiplatform_v1.HyperparameterTuningJob`` messages."""
 
@@ -261,6 +263,14 @@ class VertexClient(Client[Any]):
         metric, trials, best = tuning.trials_of(rest)
         return attrs.evolve(status, metric=metric, trials=trials, best=best)
 
+    def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
+        """A failed job's ``error``: code 8 (RESOURCE_EXHAUSTED) is capacity; its message says
+        preempted, no capacity or an internal error (:data:`~omnidist_vertex.tables.FAILURE_ENDINGS`);
+        else the portable state."""
+        if status.state is JobState.FAILED and job.error and job.error.code == CAPACITY_CODE:
+            return Ending.CAPACITY
+        return classify_ending(status, FAILURE_ENDINGS)
+
     def secrets_of(self, job: Any) -> frozenset[str]:
         """The values of the secret-looking variables the job's pools get."""
         return secret_values(type(job).to_dict(job))
@@ -276,7 +286,7 @@ class VertexClient(Client[Any]):
         url = self.backend.console_url(job_id, self.settings)
         header = (f"console: {url}",) if url else ()
         try:
-            from google.cloud import logging as cloud_logging  # optional dependency
+            from google.cloud import logging as cloud_logging  # type: ignore[attr-defined]  # optional dependency
         except ImportError:
             hint = "(install google-cloud-logging to stream this job's logs here)"
             return LogStart(header=(*header, hint))

@@ -40,7 +40,6 @@ from omnidist.kit import (
     data_hints,
     default_output_base,
     foreign_uri,
-    is_azure_storage,
     is_package,
     processes_per_node,
     resolve_data,
@@ -50,6 +49,7 @@ from omnidist.kit import (
     unknown_version,
     with_module,
 )
+from omnidist_azure.storage import is_blob_url
 from omnidist_vertex import prebuilt
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import NAME, multi_region
@@ -192,7 +192,7 @@ def _input(name: str, inp: JobInput, notes: list[Note]) -> str:
             notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"inputs.{name}",
                               message=f"read through Cloud Storage FUSE at {gcs_path(uri)}, not downloaded first"))
         return gcs_path(uri)
-    if inp.scheme in ("http", "https") and not is_azure_storage(uri):
+    if inp.scheme in ("http", "https") and not is_blob_url(uri):
         return uri
     raise foreign_uri(f"inputs.{name}", BACKEND, uri, READS)
 

@@ -14,10 +14,6 @@ import attrs
 
 from omnidist.kit import (
     AUTO,
-    COMPUTE_ENGINE,
-    N1_GPUS,
-    N1_MEMORY_PER_VCPU,
-    REDUCTION_SERVER_MACHINE,
     Accelerator,
     CompiledJob,
     DistributedJob,
@@ -30,20 +26,21 @@ from omnidist.kit import (
     NoteCode,
     NoteKind,
     RoleName,
-    TpuSlice,
     UnsupportedFeatureError,
     ValidationError,
-    check_google_labels,
     check_named,
     effective_roles,
     env_with_hints,
     format_proto_duration,
     size_reducers,
     smallest_fit,
-    tpu_slice,
     tpu_slice_of,
+    watcher_note,
 )
 from omnidist.runtime import hints
+from omnidist_google.compute_engine import COMPUTE_ENGINE, N1_GPUS, N1_MEMORY_PER_VCPU, REDUCTION_SERVER_MACHINE
+from omnidist_google.google_labels import check_labels as check_google_labels
+from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
@@ -251,7 +248,7 @@ def reducer_count(role: EffectiveRole, placements: dict[RoleName, Placement], ro
                   notes: list[Note]) -> int:
     """``replicas: auto`` = ceil(Σ egress of primary + workers / egress of one reducer)."""
     if role.replicas != AUTO:
-        return role.replicas
+        return int(role.replicas)
     trainers = [r for r in TRAINING_ROLES if r in roles]
     unknown = [placements[r].machine_type for r in (*trainers, role.name) if placements[r].egress_gbps is None]
     if unknown:
@@ -325,10 +322,16 @@ def pool_to_native(role: EffectiveRole, replicas: int, placement: Placement, job
     return pool
 
 
+RECOVERY_NATIVE = ("scheduling.restartJobOnWorkerRestart restarts every worker together when Vertex AI "
+                   "restarts one, so all resume from the same checkpoint")
+
+
 def scheduling_to_native(job: DistributedJob, settings: VertexSettings) -> dict[str, Any]:
     """``scheduling``: timeout as ``"<seconds>s"``, SPOT capacity, restart on worker restart."""
+    # one machine restarts as a whole anyway; several restart together only when asked
+    together = job.recovery is not None and len(list(effective_roles(job))) > 1
     scheduling = {"timeout": format_proto_duration(job.timeout) if job.timeout is not None else None,
-                  "restartJobOnWorkerRestart": settings.restart_job_on_worker_restart or None,
+                  "restartJobOnWorkerRestart": settings.restart_job_on_worker_restart or together or None,
                   "strategy": "SPOT" if job.spot else None}
     return {k: v for k, v in scheduling.items() if v is not None}
 
@@ -374,4 +377,7 @@ def compile_job(job: DistributedJob, settings: VertexSettings) -> CompiledJob:
         request["labels"] = dict(job.labels)
     if settings.kms_key_name:
         request["encryptionSpec"] = {"kmsKeyName": settings.kms_key_name}
+    note = watcher_note(job, RECOVERY_NATIVE if scheduling.get("restartJobOnWorkerRestart") else "")
+    if note:
+        notes.append(note)
     return CompiledJob(backend=BACKEND, request=request, diagnostics=notes, format="json", job=job)

@@ -7,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.kit import TPU_HOSTS_BY_NAME, Accelerator, Footprint, Pool, RoleName, slice_from_host, tpu_slice
+from omnidist.kit import Accelerator, Footprint, Pool, RoleName
+from omnidist_google.tpu import HOSTS_BY_NAME as TPU_HOSTS_BY_NAME
+from omnidist_google.tpu import slice_from_host, tpu_slice
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import PORTABLE_ACCELERATORS, PORTABLE_CLOUD_TPUS, REDUCTION_SERVER_IMAGE, ROLES_AT
-
-SERVICE = "vertex_ai"
-"""The price list Vertex AI custom training bills from."""
+from omnidist_vertex.tables import PORTABLE_ACCELERATORS, PORTABLE_CLOUD_TPUS, REDUCTION_SERVER_IMAGE, ROLES_AT, SERVICE
 
 
 def _role_at(index: int, pool: Mapping[str, Any]) -> RoleName:

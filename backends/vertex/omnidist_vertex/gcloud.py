@@ -17,19 +17,8 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any, Optional
 
-from omnidist.kit import (
-    CommandLine,
-    Flags,
-    Note,
-    NoteKind,
-    ValidationError,
-    cannot_hold,
-    key_values,
-    merged,
-    parse_flags,
-    proto_json_keys,
-    structure,
-)
+from omnidist.kit import CommandLine, Note, NoteKind, ValidationError, cannot_hold, proto_json_keys, structure
+from omnidist_google.gcloud import Flags, key_values, merged, parse_flags
 from omnidist_vertex.tables import REDUCTION_SERVER_IMAGE
 
 # --- --worker-pool-spec strings --------------------------------------------------------------------
@@ -96,7 +85,7 @@ def _argv(value: Any, path: str) -> tuple[str, ...]:
     """``--command``/``--args``: a list, or one string split like a shell would."""
     if isinstance(value, str):
         return tuple(shlex.split(value))
-    return tuple(structure(value, Optional[tuple[str, ...]], path=path) or ())
+    return tuple(structure(value, Optional[tuple[str, ...]], path=path) or ())  # type: ignore[arg-type]
 
 
 def flags_to_spec(data: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:

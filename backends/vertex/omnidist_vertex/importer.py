@@ -41,7 +41,6 @@ import attrs
 
 from omnidist.kit import (
     REQUEST_ID_LABEL,
-    TPU_HOSTS_BY_NAME,
     Accelerator,
     CommandLine,
     DistributedJob,
@@ -53,10 +52,8 @@ from omnidist.kit import (
     ValidationError,
     auto_processes,
     cannot_hold,
-    compute_engine_shape,
     delower,
     dropped_note,
-    is_default_tpu_host,
     is_package,
     job_from_dict,
     native_text,
@@ -65,10 +62,19 @@ from omnidist.kit import (
     proto_json_keys,
     retired_gpu,
     shorten,
+)
+from omnidist.runtime import hints
+from omnidist_google.compute_engine import compute_engine_shape
+from omnidist_google.tpu import (
+    HOSTS_BY_NAME as TPU_HOSTS_BY_NAME,
+)
+from omnidist_google.tpu import (
+    is_default_host as is_default_tpu_host,
+)
+from omnidist_google.tpu import (
     slice_from_host,
     tpu_slice,
 )
-from omnidist.runtime import hints
 from omnidist_vertex import gcloud, prebuilt
 from omnidist_vertex.tables import (
     ACCELERATOR_BY_NUMBER,

@@ -61,7 +61,7 @@ def _deferred(name: str) -> ModuleType:
         except KeyError:
             raise AttributeError(f"module {name!r} has no attribute {attr!r}") from None
 
-    module.__getattr__ = __getattr__
+    module.__getattr__ = __getattr__  # type: ignore[method-assign]  # PEP 562 on a module object
     sys.modules[name] = module
     parent, _, child = name.rpartition(".")
     setattr(sys.modules[parent], child, module)

@@ -6,7 +6,8 @@ from typing import Optional
 
 import attrs
 
-from omnidist.kit import ClientSettings, at_least, check_data_map, check_gs_prefix, one_of, role_keys
+from omnidist.kit import ClientSettings, at_least, check_data_map, one_of, role_keys
+from omnidist_google.google_cloud import check_gs_prefix
 from omnidist_vertex.tables import BOOT_DISK_TYPES, DEFAULT_REGION
 
 

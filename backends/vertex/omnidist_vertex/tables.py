@@ -6,8 +6,9 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from omnidist.kit import COMPUTE_ENGINE_ACCELERATORS, Feature, JobState, Refusal, RoleName
+from omnidist.kit import Billing, Ending, Feature, JobState, Refusal, RoleName
 from omnidist.runtime.platforms import vertex as platform
+from omnidist_google.compute_engine import COMPUTE_ENGINE_ACCELERATORS
 
 NAME = platform.NAME
 """The backend's name (entry point, ``backends.vertex`` block, runtime platform)."""
@@ -24,7 +25,7 @@ many cores: "cloud-tpu + TPU_V2 + 8", Vertex's TPU table)."""
 
 CLOUD_TPU_ACCELERATORS: dict[str, str] = {"TPU-V2": "TPU_V2", "TPU-V3": "TPU_V3"}
 """Portable TPU on the ``cloud-tpu`` machine -> its ``acceleratorType`` (TPU v5e and v6e are named
-by their TPU VM machine type instead, :data:`omnidist.clouds.tpu.TPU_HOSTS`, with ``tpuTopology``)."""
+by their TPU VM machine type instead, :data:`omnidist_google.tpu.TPU_HOSTS`, with ``tpuTopology``)."""
 
 PORTABLE_CLOUD_TPUS: dict[str, str] = {v: k for k, v in CLOUD_TPU_ACCELERATORS.items()}
 """``acceleratorType`` of a ``cloud-tpu`` pool -> portable TPU (derived)."""
@@ -205,3 +206,25 @@ retried in place. Sources: docs/placement.md."""
 def shortage_named(text: str) -> str | None:
     """``quota`` or ``capacity`` when ``text`` is one of :data:`SHORTAGES`, else ``None``."""
     return next((kind for pattern, kind in SHORTAGES if pattern.search(text or "")), None)
+
+
+FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
+    (re.compile(r"(?i)preempt"), Ending.PREEMPTION),
+    (re.compile(r"(?i)resources are insufficient|RESOURCE_EXHAUSTED|stockout|ZONE_RESOURCE_POOL_EXHAUSTED"),
+     Ending.CAPACITY),
+    (re.compile(r"(?i)internal error"), Ending.NODE_FAILURE),
+)
+"""A failed job's error message -> its ending (a VM taken back, no capacity in the region, the
+service's own error); any other is the program's own failure (a replica that exited non-zero)."""
+
+CAPACITY_CODE = 8
+"""``google.rpc.Code`` RESOURCE_EXHAUSTED: a failed job's ``error.code`` when the region had no capacity."""
+
+SERVICE = "vertex_ai"
+"""The price list Vertex AI custom training bills from."""
+
+BILLING = Billing(
+    prices="vertex_ai", gpus_apart=True,
+    rule="Vertex AI custom training bills its own machine and accelerator SKUs, above Compute Engine's "
+         "(about 15 % on the one pair the sources compare); a management fee SKU is billed apart")
+"""How it bills (its :attr:`Backend.billing <omnidist.kit.Backend.billing>`; the rows are its vendor kit's)."""

@@ -86,12 +86,14 @@ class FakeVertex(FakeService):
         self._types = aiplatform_v1
         self._ids = itertools.count(1000)
         super().__init__(server)
+        self.error_code = 13
+        """The ``google.rpc.Code`` of a failed job's error (8: RESOURCE_EXHAUSTED, no capacity)."""
 
     def _render(self, job: dict[str, Any]) -> dict[str, Any]:
         body = dict(job)
-        body["state"] = self._types.JobState[job["state"]].value
+        body["state"] = self._types.JobState[job["state"]].value  # type: ignore[misc]  # a proto enum, read by name
         if job["state"] == self.FAILED and self.error_message:
-            body["error"] = {"code": 13, "message": self.error_message}
+            body["error"] = {"code": self.error_code, "message": self.error_message}
         study = self.studies.get(job["name"])
         if study is not None and study.trials:
             body["trials"] = [self._trial(trial, job) for trial in study.trials]
@@ -100,7 +102,7 @@ class FakeVertex(FakeService):
     def _trial(self, trial: Any, job: dict[str, Any]) -> dict[str, Any]:
         """One ``Trial`` in REST form (enum numbers), its final measurement once it has ended."""
         rendered: dict[str, Any] = {
-            "id": str(trial.number), "state": self._types.Trial.State[TRIAL_STATES[trial.state]].value,
+            "id": str(trial.number), "state": self._types.Trial.State[TRIAL_STATES[trial.state]].value,  # type: ignore[misc]
             "parameters": [{"parameterId": name, "value": value} for name, value in trial.params.items()]}
         if trial.value is not None:
             metric = job["studySpec"]["metrics"][0]["metricId"]
@@ -183,7 +185,7 @@ class FakeVertex(FakeService):
             found = [
                 self._render(j)
                 for n, j in self.jobs.items()
-                if n.startswith(f"{match['parent']}/{collection}/")
+                if str(n).startswith(f"{match['parent']}/{collection}/")
                 and (rule is None or j.get("labels", {}).get(rule["key"]) == rule["value"])
             ]
         return Response(200, {collection: found} if found else {})

@@ -17,6 +17,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
+    PORTABLE,
     RANGE_TYPES,
     Algorithm,
     CompiledJob,
@@ -38,7 +39,6 @@ from omnidist.kit import (
 )
 
 BACKEND = "vertex"
-PORTABLE = "the portable job"
 
 GOALS: dict[Goal, str] = {Goal.MAXIMIZE: "MAXIMIZE", Goal.MINIMIZE: "MINIMIZE"}
 """Portable goal -> ``MetricSpec.GoalType``."""
@@ -295,7 +295,7 @@ def native_to_tuning(native: Mapping[str, Any], notes: list[Note]) -> Tuning:
         if study.get(key) not in (None, "MEASUREMENT_SELECTION_TYPE_UNSPECIFIED", "OBSERVATION_NOISE_UNSPECIFIED"):
             notes.append(Note(kind=NoteKind.DROPPED, field="tuning",
                               message=f"studySpec.{key} ({study[key]}) has no portable form"))
-    fields = {
+    fields: dict[str, Any] = {
         "metric": {"name": metric.get("metricId"), "goal": GOAL_NAMES[goal]},
         "parameters": parameters,
         "algorithm": ALGORITHM_NAMES[algorithm],

@@ -252,3 +252,25 @@ def test_duplicate_cancel_failure_is_reported_not_raised(driver, vertex, caplog)
     handle = submit(driver, vertex, request_timeout_s=0.2, create_settle_s=10.0)
     assert len(vertex.jobs) == 2 and handle.id in vertex.jobs
     assert "could not cancel the duplicate job" in caplog.text and "perm-9" in caplog.text
+
+
+@pytest.mark.parametrize(("code", "message", "ended"), [
+    (3, "The replica workerpool0-0 exited with a non-zero status of 1.", "failure"),
+    (13, "The replica workerpool1-0 was preempted: its VM was reclaimed.", "preemption"),
+    (8, "Resources are insufficient in region: us-central1.", "capacity"),
+    (13, "Internal error occurred for the current attempt.", "node_failure"),
+])
+def test_how_a_failed_job_ended_is_read_from_its_error(driver, vertex, code, message, ended):
+    vertex.fail_jobs(message)
+    vertex.error_code = code
+    final = submit(driver, vertex).wait(poll_interval=0, sleep=lambda s: None)
+    assert final.state is JobState.FAILED and final.ended.value == ended
+
+
+def test_success_and_cancellation_are_endings_too(driver, vertex):
+    assert submit(driver, vertex).wait(poll_interval=0, sleep=lambda s: None).ended.value == "succeeded"
+    vertex.keep_running()
+    handle = submit(driver, vertex)
+    assert handle.status().ended is None
+    handle.cancel()
+    assert handle.wait(poll_interval=0, sleep=lambda s: None).ended.value == "cancelled"

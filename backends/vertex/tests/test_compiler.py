@@ -419,3 +419,17 @@ def test_compile_imports_no_google_sdk(tmp_path):
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=tmp_path
     ).stdout
     assert after == bare
+
+
+def test_recovery_restarts_every_worker_together_and_notes_the_rest(valid):
+    compiled = build({"primary": {}, "workers": {"replicas": 2}, "spot": True,
+                      "recovery": {"max_restarts": 4, "move": True}})
+    request = valid(compiled.request)
+    assert request["jobSpec"]["scheduling"] == {"strategy": "SPOT", "restartJobOnWorkerRestart": True}
+    (note,) = [str(n) for n in compiled.diagnostics if n.field == "recovery"]
+    assert "restartJobOnWorkerRestart" in note and "after preemption, capacity, node_failure, up to 4 times" in note
+    assert "moving it to the next profile" in note
+    single = build({"primary": {}, "recovery": {}})
+    assert "scheduling" not in valid(single.request)["jobSpec"]
+    assert any("nothing natively" in str(n) for n in single.diagnostics if n.field == "recovery")
+    assert not any(n.field == "recovery" for n in build({"primary": {}}).diagnostics)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from omnidist.kit import ACCELERATORS_BY_NAME, GPUS_BY_NAME, TPU_HOSTS, TPUS_BY_NAME, JobState, RoleName
+from omnidist.kit import ACCELERATORS_BY_NAME, GPUS_BY_NAME, TPUS_BY_NAME, JobState, RoleName
 from omnidist.testing.tables import table_problems
+from omnidist_google.tpu import TPU_HOSTS
 from omnidist_vertex import backend, compiler, tables
 
 

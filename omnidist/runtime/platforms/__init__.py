@@ -31,6 +31,8 @@ node: why, else ``None``). For tuning: ``METRICS`` (where the platform's tuner r
 metrics: ``"hypertune"``, ``"mlflow"`` or ``"logs"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
 (the trial this process belongs to, where the platform says it its own way) and
 ``emulate_trial(env, trial, params)`` (the variables a trial's process gets, for local tuning).
+``PREEMPTION_GRACE_S``: the seconds a preempted replica has between SIGTERM and its machine's
+end (:func:`preemption`; ``omnidist run --preempt`` sends the same).
 ``claims_tf_config(spec)``: a bare ``TF_CONFIG`` (parsed) is this platform's own.
 ``BOUND`` (a :class:`Bound`): what exists only inside this platform's containers (mount paths,
 variables it sets), which ``omnidist migrate`` finds in a job's command, args and env and rewrites
@@ -228,6 +230,21 @@ class Bound:
     def declares(self, variable: str) -> bool:
         """True when ``variable`` is one of this platform's own."""
         return any(variable == v or (v.endswith("*") and variable.startswith(v[:-1])) for v in self.variables)
+
+
+DEFAULT_PREEMPTION_GRACE_S = 30
+"""What a preempted replica gets where its platform says nothing (a Kubernetes pod's default)."""
+
+
+def preemption(name: str) -> tuple[int, float]:
+    """The signal a preempted replica of platform ``name`` gets, and the seconds before SIGKILL.
+
+    Every platform sends SIGTERM (a program it stops exits 143 everywhere); the grace differs.
+    """
+    import signal
+
+    module = named(name)
+    return signal.SIGTERM, float(getattr(module, "PREEMPTION_GRACE_S", DEFAULT_PREEMPTION_GRACE_S))
 
 
 def bound() -> dict[str, Bound]:

@@ -143,3 +143,9 @@ def claims_tf_config(spec: Mapping[str, Any]) -> bool:
     """A bare ``TF_CONFIG`` whose chief is the legacy ``master`` is AI Platform's."""
     listing = spec.get("cluster")
     return isinstance(listing, dict) and tf_config.LEGACY_CHIEF in listing
+
+
+PREEMPTION_GRACE_S = 30
+"""Seconds between the SIGTERM a preempted replica gets and its machine's end:
+Compute Engine preemptible VMs get about 30 s (ACPI soft off, SIGTERM to the container)
+(``omnidist run --preempt`` sends the same)."""

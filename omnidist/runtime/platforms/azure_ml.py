@@ -308,3 +308,9 @@ def emulate_trial(env: Mapping[str, str], trial: str, params: Mapping[str, Any])
     if RUN_ID in found:
         found[RUN_ID] = f"{found[RUN_ID]}_trial_{trial}"
     return found
+
+
+PREEMPTION_GRACE_S = 30
+"""Seconds between the SIGTERM a preempted replica gets and its machine's end:
+Azure Spot and low-priority VMs get a 30 s eviction notice (Scheduled Events)
+(``omnidist run --preempt`` sends the same)."""

@@ -194,3 +194,9 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
             env[NPROC_PER_NODE] = nproc
         result.append(env)
     return result
+
+
+PREEMPTION_GRACE_S = 30
+"""Seconds between the SIGTERM a preempted replica gets and its machine's end:
+a pod deleted or evicted gets SIGTERM, then SIGKILL after terminationGracePeriodSeconds (30 s)
+(``omnidist run --preempt`` sends the same)."""

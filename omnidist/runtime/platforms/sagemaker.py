@@ -328,3 +328,9 @@ def _tf_config(slots: Sequence[Slot], slot: Slot) -> dict[str, Any]:
     types = {"primary": tf_config.LEGACY_CHIEF, "worker": "worker", "parameter_server": "ps"}
     listing = {types[r]: hosts(slots, r) for r in types if hosts(slots, r)}
     return {"cluster": listing, "task": {"type": types[slot.role], "index": slot.index}, "environment": "cloud"}
+
+
+PREEMPTION_GRACE_S = 120
+"""Seconds between the SIGTERM a preempted replica gets and its machine's end:
+EC2's two-minute Spot interruption notice; SageMaker SIGTERMs the algorithm and gives it 120 s
+(``omnidist run --preempt`` sends the same)."""

@@ -151,3 +151,9 @@ def claims_tf_config(spec: Mapping[str, Any]) -> bool:
     return spec.get("environment") == ENVIRONMENT and not (
         isinstance(listing, dict) and tf_config.LEGACY_CHIEF in listing
     )
+
+
+PREEMPTION_GRACE_S = 30
+"""Seconds between the SIGTERM a preempted replica gets and its machine's end:
+Compute Engine Spot VMs get about 30 s (ACPI soft off, SIGTERM to the container)
+(``omnidist run --preempt`` sends the same)."""

@@ -1,0 +1,174 @@
+"""Portable checkpoints: where to save, how to mark a save complete, which one to resume from (SPEC §15).
+
+Standard library only. The job's output named ``checkpoints`` is the folder; each save is a
+sub-folder ``step-<N>`` holding a completion marker (:data:`MARKER`). A save is written into a
+hidden temporary folder first and renamed into place, and the marker is written last, so a
+replica preempted in the middle of a save leaves either no ``step-<N>`` or one without the
+marker: :func:`latest_checkpoint` ignores both and a resumed job never reads half a checkpoint.
+(Cloud Storage FUSE cannot rename folders; there the save is copied into place instead, and
+the marker written last is what keeps it safe.)
+
+Where the folder is, per platform (:func:`checkpoint_dir`):
+
+- ``OMNIDIST_OUTPUT_checkpoints`` names a path (a Vertex AI ``/gcs/`` mount, an Azure ML mount,
+  a Kubernetes volume, SageMaker's ``/opt/ml/checkpoints`` that ``CheckpointConfig`` syncs
+  with S3, the run folder's ``outputs/checkpoints`` under ``omnidist run``): that path.
+- It names a ``gs://`` URI on a machine with Cloud Storage FUSE at ``/gcs``: the mount's path.
+- Inside SageMaker with no hint (a job written natively with ``CheckpointConfig``):
+  ``/opt/ml/checkpoints`` when it exists.
+- Otherwise ``None``: the job declares no checkpoints.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import re
+import shutil
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Optional
+
+from omnidist.runtime import hints
+from omnidist.runtime.errors import RuntimeEnvError
+
+OUTPUT = "checkpoints"
+"""The output a job declares for its checkpoints."""
+
+VARIABLE = f"{hints.OUTPUT_PREFIX}{OUTPUT}"
+"""Where the compilers (and ``omnidist run``) say the checkpoints output is."""
+
+MARKER = ".omnidist-complete"
+"""Written last into a save's folder: a folder without it is not a checkpoint."""
+
+PREFIX = "step-"
+"""A save of step N is the folder ``step-N`` (steps are integers >= 0)."""
+
+SAGEMAKER_PATH = "/opt/ml/checkpoints"
+"""SageMaker's ``CheckpointConfig.LocalPath`` default, synced with its ``S3Uri``."""
+
+GCS_FUSE = "/gcs"
+"""Where Vertex AI mounts Cloud Storage (``gs://BUCKET/PATH`` is ``/gcs/BUCKET/PATH``)."""
+
+_STEP = re.compile(rf"{PREFIX}(\d+)")
+
+
+@dataclasses.dataclass(frozen=True)
+class Checkpoint:
+    """One complete save.
+
+    Attributes:
+        step: the step it was saved at.
+        path: its folder (read the files the program wrote there).
+    """
+
+    step: int
+    path: Path
+
+
+def checkpoint_dir(environ: Optional[Mapping[str, str]] = None) -> Optional[Path]:
+    """The local folder this job's checkpoints go to, created if missing; ``None`` when it declares none.
+
+    Args:
+        environ: the variables to read (default: ``os.environ``).
+
+    Raises:
+        RuntimeEnvError: the checkpoints output is a URI this machine has no folder for.
+    """
+    env = os.environ if environ is None else environ
+    value = env.get(VARIABLE)
+    if value is None:
+        if any(k.startswith("SM_") for k in env) and os.path.isdir(SAGEMAKER_PATH):
+            return Path(SAGEMAKER_PATH)
+        return None
+    folder = _local(value)
+    if folder is None:
+        raise RuntimeEnvError(VARIABLE, f"{value!r} is a URI with no local folder here: give the job's "
+                                        "checkpoints output a path or a mounted URI (gs:// on Vertex AI, "
+                                        "s3:// on SageMaker) so saves survive the machine")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def _local(value: str) -> Optional[Path]:
+    if "://" not in value:
+        return Path(value)
+    if value.startswith("gs://") and os.path.isdir(GCS_FUSE):
+        return Path(GCS_FUSE) / value[len("gs://"):]
+    return None
+
+
+def _required(environ: Optional[Mapping[str, str]]) -> Path:
+    folder = checkpoint_dir(environ)
+    if folder is None:
+        raise RuntimeEnvError(VARIABLE, "the job declares no output named 'checkpoints': add "
+                                        "outputs: {checkpoints: {uri: ...}} to the job")
+    return folder
+
+
+@contextlib.contextmanager
+def checkpoint(step: int, environ: Optional[Mapping[str, str]] = None) -> Iterator[Path]:
+    """A new folder to save step ``step`` in; it becomes the newest complete checkpoint when the block ends.
+
+    An exception in the block discards the folder (the previous checkpoint stays the latest).
+    Saving a step that exists replaces it.
+
+    Example:
+        >>> with runtime.checkpoint(step) as folder:         # doctest: +SKIP
+        ...     torch.save(model.state_dict(), folder / "model.pt")
+
+    Args:
+        step: the training step (an integer >= 0).
+        environ: the variables to read (default: ``os.environ``).
+
+    Raises:
+        RuntimeEnvError: the job declares no checkpoints output.
+        ValueError: ``step`` is not an integer >= 0.
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 0:
+        raise ValueError(f"checkpoint step must be an integer >= 0, not {step!r}")
+    root = _required(environ)
+    final = root / f"{PREFIX}{step}"
+    temp = root / f".{PREFIX}{step}.tmp-{os.getpid()}"
+    shutil.rmtree(temp, ignore_errors=True)
+    temp.mkdir()
+    try:
+        yield temp
+    except BaseException:
+        shutil.rmtree(temp, ignore_errors=True)
+        raise
+    if final.exists():
+        shutil.rmtree(final)
+    try:
+        os.rename(temp, final)
+    except OSError:  # a FUSE mount that cannot rename folders: copy, the marker below still comes last
+        shutil.copytree(temp, final)
+        shutil.rmtree(temp, ignore_errors=True)
+    marker = final / f"{MARKER}.tmp"
+    marker.write_text(f"{step}\n")
+    os.replace(marker, final / MARKER)
+
+
+def checkpoints(environ: Optional[Mapping[str, str]] = None) -> list[Checkpoint]:
+    """Every complete checkpoint, oldest step first (empty when the job declares none)."""
+    root = checkpoint_dir(environ)
+    if root is None or not root.is_dir():
+        return []
+    found = []
+    for entry in root.iterdir():
+        match = _STEP.fullmatch(entry.name)
+        if match and (entry / MARKER).is_file():
+            found.append(Checkpoint(step=int(match.group(1)), path=entry))
+    return sorted(found, key=lambda c: c.step)
+
+
+def latest_checkpoint(environ: Optional[Mapping[str, str]] = None) -> Optional[Checkpoint]:
+    """The newest complete checkpoint (``.step``, ``.path``), or ``None`` for a fresh start.
+
+    Example:
+        >>> last = runtime.latest_checkpoint()                 # doctest: +SKIP
+        >>> start = last.step + 1 if last else 0
+    """
+    found = checkpoints(environ)
+    return found[-1] if found else None
