@@ -33,10 +33,10 @@ from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
 from omnidist.migration.imports import import_job, import_jobs
-from omnidist.migration.move import move_job
+from omnidist.migration.move import give_accelerators, move_job
 from omnidist.migration.native import Native, detect_backend
 from omnidist.migration.plan import compile_dropping
-from omnidist.migration.readback import read_back, unreported
+from omnidist.migration.readback import read_back, unread, unreported
 from omnidist.migration.report import (
     Fidelity,
     MigrationReport,
@@ -89,6 +89,7 @@ def migrate(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
+    accelerators: Optional[Mapping[str, str]] = None,
 ) -> tuple[CompiledJob, MigrationReport]:
     """Import ``native`` from ``source`` (detected when omitted) and compile it for ``target``.
 
@@ -105,6 +106,8 @@ def migrate(
         settings: explicit target settings.
         command: the command to run, one string read like a shell reads it (for a spec that
             names none, or to run something else).
+        accelerators: role -> ``TYPE:COUNT``, for a spec whose machines the import cannot read (an
+            Azure ML job on a named compute cluster runs on whatever the cluster has).
 
     Returns:
         The compiled request and a :class:`MigrationReport`.
@@ -119,7 +122,7 @@ def migrate(
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         imported, found, entries = import_job(native, resolve(source), framework)
     return _move(imported, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
-                 command=command, native=native)
+                 command=command, native=native, accelerators=accelerators)
 
 
 def import_all(
@@ -145,15 +148,16 @@ def migrate_all(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
+    accelerators: Optional[Mapping[str, str]] = None,
 ) -> list[tuple[CompiledJob, MigrationReport]]:
-    """:func:`migrate` for every training job of the spec (SPEC §10): one compiled request and
+    """:func:`migrate` for every training job of the spec (docs/migration.md): one compiled request and
     report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
     the first job that breaks it raises."""
     to = _target(target)
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         parts, found = import_jobs(native, resolve(source), framework)
     return [_move(job, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
-                  command=command, native=native) for job, entries in parts]
+                  command=command, native=native, accelerators=accelerators) for job, entries in parts]
 
 
 def resolve(backend: Optional[Union[str, Backend]]) -> Optional[Backend]:
@@ -174,9 +178,12 @@ def _target(target: Optional[Union[str, Backend]]) -> Backend:
 
 def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry], target: Backend, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
-          command: Optional[str], native: Any = None) -> tuple[CompiledJob, MigrationReport]:
+          command: Optional[str], native: Any = None,
+          accelerators: Optional[Mapping[str, str]] = None) -> tuple[CompiledJob, MigrationReport]:
     """Steps 2-5 for one imported job (see the module docstring); nothing the native spec or the
     job holds secretly is shown in an error or the report."""
+    if accelerators:  # the user's answer for machines the import could not read: part of the source job
+        imported, entries = give_accelerators(imported, accelerators, entries)
     secrets = _shown_secrets(native, imported)
     with masking_errors(secrets):
         job, entries = move_job(imported, source, target, image, command, written_by("move", entries))
@@ -187,7 +194,7 @@ def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry],
     entries += written_by("plan", given_up) + written_by("machines", machines)
     entries += [entry_for(n, f"{target.name} compiler") for n in compiled.diagnostics if n not in consumed]
     entries += written_by("region", region_entries(final, source, target, profile, settings))
-    entries += written_by("read-back", unreported(imported, readback, target, entries))
+    entries += written_by("read-back", unreported(imported, readback, target, entries, unread(compiled, target)))
     entries += written_by("exact", exact_entries(final, entries, imported))
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source.name, target=target.name, entries=sorted(entries, key=order))
