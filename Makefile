@@ -4,7 +4,12 @@ VENV := .venv
 PY := $(VENV)/bin/python
 VENDORS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard vendors/*/pyproject.toml)))  # every vendor kit folder
 BACKENDS := $(patsubst %/pyproject.toml,%,$(sort $(wildcard backends/*/pyproject.toml)))  # every plugin folder
+# Two set-ups: `make run` installs only what the example needs (the core, whose local backend runs
+# it, and torch, pinned once in requirements-dev.txt); `make setup` (and `make test`) everything:
+# the core, every backend (editable) and the dev tools.
 STAMP := $(VENV)/.omnidist-installed
+RUN_STAMP := $(VENV)/.omnidist-run
+TORCH := $(shell grep -E '^torch[=<>~ ]' requirements-dev.txt)
 
 .PHONY: setup run gpu-check test bench clean
 
@@ -12,14 +17,26 @@ setup: $(STAMP)
 
 # setuptools says "Editable installation." once per editable package (advice about folders named
 # like the package, not a problem); it is the only build message left, so it is filtered by its text.
-$(STAMP): export PYTHONWARNINGS = ignore:Editable installation
-$(STAMP): pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(VENDORS) $(BACKENDS))
-	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+# Each step says what it installs first; pip's own lines are kept quiet (-q) but for torch, the one
+# large download, whose lines and progress bar show that a first run is moving.
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
+
+$(RUN_STAMP): export PYTHONWARNINGS = ignore:Editable installation
+$(RUN_STAMP): pyproject.toml requirements-dev.txt | $(VENV)/bin/python
+	@echo "setup (for make run): omnidist and $(TORCH) into $(VENV), first time only"
+	$(PY) -m pip install --quiet -e .
+	$(PY) -m pip install --progress-bar on '$(TORCH)'
+	touch $(RUN_STAMP)
+
+$(STAMP): export PYTHONWARNINGS = ignore:Editable installation
+$(STAMP): $(RUN_STAMP) pyproject.toml requirements-dev.txt $(addsuffix /pyproject.toml,$(VENDORS) $(BACKENDS))
+	@echo "setup: every vendor kit and backend (editable) with its cloud SDK, and the dev tools, into $(VENV), first time only"
 	$(PY) -m pip install --quiet -e '.[tuning]' $(addprefix -e ,$(VENDORS) $(BACKENDS)) -r requirements-dev.txt
 	touch $(STAMP)
 
-run: setup
+run: $(RUN_STAMP)
 	$(VENV)/bin/omnidist run examples/ddp/job.yaml
 
 # On a machine with NVIDIA GPUs whose Python already has a CUDA build of torch, offline: that Python

@@ -1,4 +1,4 @@
-"""The Python API of SPEC §4: load, compile, submit, follow."""
+"""The Python API: load, compile, submit, follow (docs/api.md)."""
 
 from __future__ import annotations
 
@@ -95,7 +95,7 @@ def prepare(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
 ) -> tuple[DistributedJob, Backend, Any]:
-    """Resolve the job, the backend and its settings (SPEC §2 precedence).
+    """Resolve the job, the backend and its settings (the precedence of docs/profiles.md).
 
     The portable rules (:func:`omnidist.compiler.lowering.check_portable_rules`) are checked here, once,
     before any backend sees the job.

@@ -1,7 +1,7 @@
 """The one exception tree of omnidist.
 
 Every error omnidist raises derives from :class:`OmnidistError`; each class carries the
-process exit code the CLI uses for it (SPEC §3)::
+process exit code the CLI uses for it (docs/cli.md)::
 
     OmnidistError                      exit 1
     ├── ValidationError (ValueError)   exit 2  bad job file, flag or native spec; names file + field path

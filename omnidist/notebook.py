@@ -44,6 +44,12 @@ KIND_COLOURS = {
 amber the same by other means, red a change in meaning or a loss, grey advice."""
 
 
+def notes(lines: Iterable[str], title: str = "notes") -> str:
+    """A list of note lines (escaped) under a bold title; empty without lines."""
+    items = "".join(f"<li>{_escape(line)}</li>" for line in lines)
+    return f"<div><b>{_escape(title)}</b><ul style='margin-top:0'>{items}</ul></div>" if items else ""
+
+
 def badge(kind: str) -> Raw:
     """``kind`` as a coloured label (white on the kind's colour: readable on light and dark themes)."""
     colour = KIND_COLOURS.get(kind, "#6e7781")

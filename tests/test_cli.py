@@ -288,3 +288,47 @@ def test_only_omnidists_own_log_records_reach_stderr(capsys):
             root.removeHandler(handler)
         root.setLevel(level)
         logging.captureWarnings(False)
+
+
+def test_validate_takes_the_profile_as_compile_does(tmp_path):
+    """SageMaker needs role_arn; a profile that sets it makes the job valid there."""
+    job = _job(tmp_path, JOB.replace("framework: custom", "framework: pytorch"))
+    bare = run_cli("validate", str(job), "-b", "sagemaker", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert bare.returncode != 0 and "role_arn" in bare.stdout
+    (tmp_path / "omnidist.toml").write_text('[profiles.aws]\nbackend = "sagemaker"\n'
+                                            'role_arn = "arn:aws:iam::111122223333:role/Training"\n'
+                                            'region = "us-east-1"\n')
+    with_profile = run_cli("validate", str(job), "-b", "sagemaker", "--profile", "aws", cwd=tmp_path,
+                           env={"HOME": str(tmp_path)})
+    assert with_profile.returncode == 0, with_profile.stdout + with_profile.stderr
+    assert with_profile.stdout.split()[-2:] == ["sagemaker", "ok"]
+    unknown = run_cli("validate", str(job), "-p", "awz", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert unknown.returncode == 2 and "Did you mean 'aws'?" in unknown.stderr
+
+
+def test_migrate_takes_accelerator_for_a_job_on_a_named_cluster(tmp_path):
+    native = tmp_path / "az.yml"
+    native.write_text("$schema: https://azuremlschemas.azureedge.net/latest/commandJob.schema.json\ntype: command\n"
+                      "command: python train.py\nenvironment: {image: pytorch/pytorch:2.2}\n"
+                      "compute: azureml:gpu-cluster\nresources: {instance_count: 2}\n")
+    result = run_cli("migrate", str(native), "--to", "vertex", "--accelerator", "V100:2", "--accelerator",
+                     "workers=T4:1", "--strict", cwd=tmp_path, env={"HOME": str(tmp_path)})
+    assert result.returncode == 0, result.stderr
+    pools = json.loads(result.stdout)["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"]["acceleratorType"] for p in pools] == ["NVIDIA_TESLA_V100", "NVIDIA_TESLA_T4"]
+
+
+def test_a_long_error_wraps_on_a_terminal_and_stays_whole_elsewhere(monkeypatch, capsys):
+    from omnidist.cli import style
+
+    message = "job.yaml: primary.accelerator: " + "the reason goes on " * 20 + "gs://a-bucket/a/long/path/that/stays/whole"
+    monkeypatch.setattr(style, "_stderr_width", lambda: 60)
+    style.echo_error(message)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines[0].startswith("error: job.yaml: primary.accelerator: the reason")
+    assert all(len(line) <= 60 for line in lines) and all(line.startswith("  ") for line in lines[1:])
+    assert any("gs://a-bucket/a/long/path/that/stays/whole" in line for line in lines)
+    assert " ".join(line.strip() for line in lines) == f"error: {message}".rstrip()
+    monkeypatch.setattr(style, "_stderr_width", lambda: None)
+    style.echo_error(message)
+    assert capsys.readouterr().err == f"error: {message}\n"

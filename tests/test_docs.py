@@ -69,7 +69,30 @@ def test_the_help_names_every_cloud_backend():
     from click.testing import CliRunner
 
     text = " ".join(CliRunner().invoke(cli.main, ["--help"]).output.split())
-    assert [name for name in ("Vertex AI", "Azure ML", "Kubernetes", "AI Platform") if name not in text] == []
+    assert [name for name in ("Vertex AI", "Azure ML", "SageMaker", "Kubernetes", "AI Platform") if name not in text] == []
+
+
+def test_the_docs_cite_no_spec_sections():
+    """Users have the docs, not the project's SPEC: pages (and the docstrings they render) link to
+    docs pages instead of citing "SPEC §N"."""
+    import importlib
+    import inspect
+
+    cited = [f"{page.relative_to(ROOT)}" for page in sorted([*DOCS.rglob("*.md"), ROOT / "README.md"])
+             if "SPEC §" in page.read_text()]
+    rendered = [line.split(":::")[1].strip() for page in DOCS.rglob("*.md") for line in page.read_text().splitlines()
+                if line.startswith(":::")]
+    for name in rendered:
+        module, _, attr = name.rpartition(".")
+        try:
+            found = importlib.import_module(name)
+        except ImportError:
+            found = getattr(importlib.import_module(module), attr)
+        members = [found, *(value for key, value in vars(found).items() if not key.startswith("_") and (
+            inspect.isclass(found) or getattr(value, "__module__", None) == found.__name__))]
+        cited += [f"{name}: {getattr(m, '__qualname__', name)}" for m in members
+                  if isinstance(getattr(m, "__doc__", None), str) and "SPEC §" in m.__doc__]
+    assert cited == []
 
 
 def test_the_guide_counts_the_required_protocol_as_the_code_defines_it():

@@ -109,10 +109,16 @@ class MigrationPolicy:
             (given an image elsewhere, the job runs ``python -m MODULE``).
         runs_instead: settings key -> what a job with that setting runs instead of a container
             image (``{value}`` is the setting's value), for the error asking for ``--image``.
-        tpus: how its TPU jobs reach the TPU (SPEC §13): ``node`` (the program runs on a VM of its
+        tpus: how its TPU jobs reach the TPU (docs/job-format.md, TPUs): ``node`` (the program runs on a VM of its
             own and reaches a TPU Node by name: legacy AI Platform), ``vm`` (the program runs on
             the TPU hosts: Vertex, GKE); empty without TPUs. A TPU job moving between the two is
             reported ``changed``.
+        output_setting: the settings key of the folder the job's outputs go under (Vertex's
+            ``base_output_dir``, AI Platform's ``job_dir``): between backends of one vocabulary
+            it is carried to the target's own key.
+        example_settings: settings key -> an example value, for the settings a job may need that
+            no default can give (SageMaker's ``role_arn``): a migration missing several goes on
+            with the examples to list every one at once, then fails naming them.
     """
 
     vocabulary: str = ""
@@ -124,6 +130,8 @@ class MigrationPolicy:
     module_setting: str = ""
     runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=as_dict, hash=False)
     tpus: str = ""
+    output_setting: str = ""
+    example_settings: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, hash=False)
 
     def shares_with(self, other: MigrationPolicy) -> bool:
         """True when both backends speak the same vocabulary."""
@@ -260,7 +268,7 @@ class Imports(Backend):
 
     def split_jobs(self, native: Any) -> Sequence[Any]:
         """``native`` once per training job it holds, each part what :meth:`import_with_notes`
-        reads (SPEC §10: a YAML stream of several jobs imports as one portable job per job).
+        reads (docs/migration.md: a YAML stream of several jobs imports as one portable job per job).
         Pure; the default holds one job, ``[native]``."""
         return [native]
 

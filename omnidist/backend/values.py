@@ -161,7 +161,7 @@ class JobStatus:
         metric: a tuning job's metric (``""`` for a plain job).
         trials: a tuning job's trials so far, in the cloud's order (empty for a plain job).
         best: the trial with the best final value so far (:func:`best_trial`).
-        ended: how an ended job ended, as its backend classifies the native status (SPEC §15):
+        ended: how an ended job ended, as its backend classifies the native status (docs/recovery.md):
             preemption, capacity, node_failure, failure, succeeded or cancelled; ``None`` while
             it runs (or when nothing classified it).
     """

@@ -23,8 +23,8 @@ from omnidist.cli.migrate import import_command, migrate_command
 @click.version_option(package_name="omnidist", prog_name="omnidist")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
-    """omnidist: one distributed training job for Vertex AI, Azure ML, Kubernetes (Kubeflow), legacy
-    AI Platform and your laptop.
+    """omnidist: one distributed training job for Vertex AI, Azure ML, Amazon SageMaker, Kubernetes
+    (Kubeflow), legacy AI Platform and your laptop.
 
     \b
     Examples:

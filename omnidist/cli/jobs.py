@@ -28,8 +28,12 @@ from omnidist.errors import OmnidistError
 @click.command()
 @click.argument("job_file", type=click.Path(dir_okay=False))
 @backend_option
-def validate(job_file: str, backend: Optional[str]) -> None:
+@profile_option
+def validate(job_file: str, backend: Optional[str], profile: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
+
+    Settings come from --profile as compile takes them (e.g. SageMaker's role_arn): the profile's
+    own backend gets all of them, the others what they understand.
 
     Exits 2 when the file itself is invalid or breaks a rule every backend shares; with
     --backend, exits with that backend's verdict (3 when it cannot express the job); when every
@@ -40,19 +44,22 @@ def validate(job_file: str, backend: Optional[str]) -> None:
     Examples:
       omnidist validate job.yaml
       omnidist validate job.yaml --backend azure_ml   # exit code: that backend's verdict
+      omnidist validate job.yaml -p aws -b sagemaker   # with the profile's settings
     """
-    from omnidist import api
+    from omnidist import api, config
     from omnidist.backend import registry
     from omnidist.compiler import lowering
 
     job = api.load(job_file)
+    if profile:  # an undefined profile is one error (exit 2), not a row per backend
+        config.resolve(profile=profile)
     api.check_backend_blocks(job)
     lowering.check_portable_rules(job)  # a job no backend can run is invalid input, not a table row
     names = [backend] if backend else [n for n in registry.installed()]
     rows, worst = [], None
     for name in names:
         try:
-            api.compile(job, backend=name, profile=None)
+            api.compile(job, backend=name, profile=profile)
             rows.append((name, "ok"))
         except OmnidistError as exc:
             rows.append((name, str(exc).replace("\n", "; ")))

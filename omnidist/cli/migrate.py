@@ -49,11 +49,15 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 @click.option("--command", "command", help="Command to run, one string read like a shell reads it "
               "(for a spec that names none, or to run something else).")
 @click.option("--profile", "-p", help="Profile supplying the target's settings.")
+@click.option("--accelerator", "accelerators", multiple=True, metavar="[ROLE=]TYPE:COUNT",
+              help="The GPUs of a spec whose machines the file does not say (an Azure ML job on a named compute "
+                   "cluster): V100:2 for the primary (the roles that inherit its hardware follow), "
+                   "workers=V100:2 for one role. Repeatable.")
 @click.option("--debug", is_flag=True, help="Say where each report line came from (the importer's or compiler's note "
               "and its code, or the migration itself), and show Python tracebacks for errors.")
 def migrate_command(native_file: str, source: Optional[str], target: str, strict: bool, framework: Optional[str],
                     output: str, image: Optional[str], command: Optional[str], profile: Optional[str],
-                    debug: bool) -> None:
+                    accelerators: tuple[str, ...], debug: bool) -> None:
     """Import NATIVE_FILE and compile it for another backend.
 
     Prints the target's native request on stdout and a fidelity report on stderr: what
@@ -70,6 +74,7 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
       omnidist migrate config.yaml --to vertex > customjob.json
       omnidist migrate job.yml --from azure_ml --to vertex --strict
       omnidist migrate config.yaml --to azure_ml --image gcr.io/p/trainer:1 -o json
+      omnidist migrate azure-job.yml --to vertex --accelerator V100:4   # compute: gpu-cluster
     """
     from omnidist import migration
     from omnidist.errors import OmnidistError
@@ -82,7 +87,8 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     traced = bool(meta.get("omnidist.debug"))
     try:
         results = migration.migrate_all(native_file, source, target, strict=strict, framework=framework,
-                                        image=image, profile=profile, command=command)
+                                        image=image, profile=profile, command=command,
+                                        accelerators=dict(_role_and_accelerator(a) for a in accelerators))
     except OmnidistError as exc:
         report = exc.report if isinstance(exc, StrictMigrationError) else None  # what broke --strict
         if output != "json" or traced:
@@ -106,6 +112,12 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
             name = compiled.job.name if compiled.job is not None else ""
             click.echo(f"{'' if i == 0 else chr(10)}# job {i + 1} of {len(results)}: {shown(name)}", err=True)
         click.echo(style.report(report, on, traced=traced), err=True, color=on)
+
+
+def _role_and_accelerator(text: str) -> tuple[str, str]:
+    """``workers=V100:2`` -> ``("workers", "V100:2")``; a bare ``V100:2`` is the primary's."""
+    role, sep, accelerator = text.partition("=")
+    return (role.strip(), accelerator.strip()) if sep else ("primary", text.strip())
 
 
 def error_dict(exc: BaseException) -> dict[str, object]:

@@ -84,9 +84,36 @@ def state(value: str, on: bool) -> str:
 
 
 def echo_error(message: str, prefix: str = "error:") -> None:
-    """``error: MESSAGE`` on stderr, the prefix red on a terminal."""
+    """``error: MESSAGE`` on stderr, the prefix red on a terminal. On a terminal each line longer
+    than it is wide wraps at spaces (a path or a URI is never split) onto lines indented under the
+    message; elsewhere (a file, a program reading it) the message stays as it is."""
     on = enabled(sys.stderr)
-    click.echo(f"{paint(prefix, on, fg='red', bold=True)} {shown(message)}", err=True, color=on)
+    text = shown(message)
+    columns = _stderr_width()
+    if columns:
+        text = "\n".join(wrapped(line, columns, first=len(prefix) + 1) for line in text.split("\n"))
+    click.echo(f"{paint(prefix, on, fg='red', bold=True)} {text}", err=True, color=on)
+
+
+def wrapped(line: str, columns: int, first: int = 0, indent: str = "  ") -> str:
+    """``line`` wrapped to ``columns`` at spaces, its first line ``first`` characters shorter (for a
+    prefix), the others indented."""
+    import textwrap
+
+    if first + len(line) <= columns:
+        return line
+    parts = textwrap.wrap(" " * first + line, columns, subsequent_indent=indent, break_long_words=False,
+                          break_on_hyphens=False)
+    return "\n".join(parts)[first:] if parts else line
+
+
+def _stderr_width() -> Optional[int]:
+    """The terminal's width when stderr is one, else ``None``."""
+    import shutil
+
+    if not sys.stderr.isatty():
+        return None
+    return max(shutil.get_terminal_size((100, 24)).columns, 40)
 
 
 def echo_note(note: Any, prefix: str = "note:") -> None:

@@ -18,6 +18,7 @@ everywhere:
 from __future__ import annotations
 
 import os
+import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -95,18 +96,32 @@ def apply_data_map(job: DistributedJob, data_map: Mapping[str, str]) -> tuple[Di
 
 def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnsupportedFeatureError:
     """Exit 3 for a data location ``backend`` cannot read, saying how ``data_map`` fixes it
-    (``field``: ``code``, ``inputs.NAME`` or ``outputs.NAME``, which names the feature)."""
-    kind = scheme(uri)
+    (``field``: ``code``, ``inputs.NAME`` or ``outputs.NAME``, which names the feature). The
+    example maps to the first kind of location ``reads`` names (``s3://`` for SageMaker)."""
+    kind, to = scheme(uri), _example_target(reads)
     if is_asset(uri):
         return UnsupportedFeatureError(
             field, backend, f"{uri} is a registered Azure ML data asset, and {backend} jobs read {reads}.",
             f"Download it (az ml data download --name {uri.removeprefix('azureml:').split(':')[0].split('@')[0]}), "
-            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "gs://bkt/data"}}.')
-    example = {"gs": '"gs://bkt/" = "azureml://datastores/ds/paths/"',
-               "local": '"./data/" = "gs://bkt/data/"'}.get(kind, f'"{uri.rsplit("/", 1)[0]}/" = "gs://bkt/data/"')
+            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "{to.rstrip("/")}"}}.')
+    source = {"gs": "gs://bkt/", "local": "./data/"}.get(kind, f'{uri.rsplit("/", 1)[0]}/')
     return UnsupportedFeatureError(
         Feature(field.split(".")[0]), backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
-        f"Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{{example}}}.", subject=field)
+        f'Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{"{source}" = "{to}"}}.',
+        subject=field)
+
+
+_READ_SCHEME = re.compile(r"\b([a-z][a-z0-9]*)://(datastores/)?")
+
+
+def _example_target(reads: str) -> str:
+    """A prefix of the first kind of location ``reads`` names, for a ``data_map`` example."""
+    found = _READ_SCHEME.search(reads)
+    if found is None:
+        return "./data/" if "local" in reads else "gs://bkt/data/"
+    if found.group(2):
+        return f"{found.group(1)}://datastores/ds/paths/"
+    return f"{found.group(1)}://bkt/data/"
 
 
 def is_asset(uri: str) -> bool:

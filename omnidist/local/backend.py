@@ -296,12 +296,16 @@ class LocalBackend(Imports, Placement, Backend):
                                          platform=settings.emulate)
             preemption.check(shot, specs)
         code_data.make_output_dirs(job, settings, run_dir)
+        if any(n.field == "emulate" and n.code is NoteCode.DETAIL for n in chosen):
+            # nobody asked for this emulation: that its backend is missing is a detail (-v), not news
+            found = [attrs.evolve(n, code=NoteCode.DETAIL) if n.field == "emulate" else n for n in found]
         for note in chosen + found:
             shown(note, show, verbose)
         err.flush()
         restarted = 0
         while True:
-            result = runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True, preempt=shot)
+            result = runner.run(specs, out=out, err=err, grace=settings.grace_period, masked=True, preempt=shot,
+                                timeout=job.timeout, memory_gb=_memory(job))
             if not preemption.restarts(result.ended, job.recovery, restarted):
                 return result
             restarted += 1
@@ -342,6 +346,7 @@ class LocalBackend(Imports, Placement, Backend):
         specs, found = self._plan(job, settings, store.path)
         found = chosen + found
         store.create({"job": job.name, "emulate": settings.emulate, "grace_period": settings.grace_period,
+                      "timeout": job.timeout, "memory_gb": _memory(job),
                       "notes": [n.message for n in found],
                       "replicas": [s.to_dict() for s in specs]})
         code_data.make_output_dirs(job, settings, store.path)
@@ -375,7 +380,9 @@ class LocalBackend(Imports, Placement, Backend):
                 return JobStatus(state=STATES[native], native_state=native,
                                  message="the supervisor ended without recording a result")
         message = ""
-        if native == "failed" and state.get("failed"):
+        if native == "failed" and state.get("reason"):
+            message = state["reason"]
+        elif native == "failed" and state.get("failed"):
             message = f"{state['failed']} exited with code {state.get('exit_code')}"
         elif native in ("failed", "cancelled") and state.get("exit_code") is not None:
             message = f"exit code {state['exit_code']}"
@@ -432,3 +439,8 @@ class LocalBackend(Imports, Placement, Backend):
         """The run directory, as a ``file://`` URL."""
         return (runs_root(settings.runs_dir) / job_id).resolve().as_uri()
 
+
+def _memory(job: DistributedJob) -> dict[str, float]:
+    """Each role's memory_gb by the name its replicas run as (``worker``), for the runner to say
+    when one is killed."""
+    return {role.name.singular: role.memory_gb for role in effective_roles(job) if role.memory_gb}

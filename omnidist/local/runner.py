@@ -37,6 +37,9 @@ from omnidist.secrets import mask_text, secret_values
 POLL_SECONDS = 0.05
 """How often the runner looks at its replicas; bounds how late fail-fast reacts."""
 
+TIMEOUT_EXIT = 124
+"""The exit code of a run stopped by the job's ``timeout:`` (as timeout(1) exits)."""
+
 
 @attrs.frozen
 class RunResult:
@@ -47,6 +50,12 @@ class RunResult:
     """Label of the first replica that failed (``worker-1``), if one did."""
     interrupted: bool = False
     """True when Ctrl-C or SIGTERM stopped the run."""
+    timed_out: bool = False
+    """True when the job's ``timeout:`` passed with replicas still running."""
+    signal: Optional[int] = None
+    """The signal that killed the failed replica, when a signal did."""
+    reason: str = ""
+    """Why the run failed or was stopped, said for a person (``worker-0 exited with code 3``)."""
     preempted: bool = False
     """True when ``--preempt`` took a replica's machine away (SPEC §15)."""
 
@@ -80,6 +89,33 @@ def free_ports(count: int) -> list[int]:
 def exit_code(returncode: int) -> int:
     """A shell-style exit code: killed by signal N -> 128 + N."""
     return 128 - returncode if returncode < 0 else returncode
+
+
+def _failed(code: int, spec: ReplicaSpec) -> RunResult:
+    return RunResult(exit_code(code), failed=spec.label, signal=-code if code < 0 else None)
+
+
+def _timed_out(deadline: Optional[float]) -> bool:
+    return deadline is not None and time.monotonic() >= deadline
+
+
+def ended(result: RunResult, memory_gb: Optional[float] = None) -> str:
+    """How the failed replica ended, said for a person: its exit code, or the signal that killed it
+    and the likely sender (SIGKILL that nobody here sent is most often the kernel's out-of-memory
+    killer)."""
+    if result.signal is None:
+        return f"{result.failed} exited with code {result.exit_code}"
+    try:
+        name = signal.Signals(result.signal).name
+    except ValueError:
+        name = f"signal {result.signal}"
+    said = f"{result.failed} was killed by {name} (exit code {result.exit_code})"
+    if result.signal == signal.SIGKILL:
+        asked = (f"the job sets memory_gb: {memory_gb:g} for it, which a local run does not hold it to"
+                 if memory_gb else "the job sets no memory_gb")
+        said += (f": most likely the kernel's out-of-memory killer, the replica wanting more memory than this "
+                 f"machine had free ({asked}; `dmesg` or `journalctl -k` names the kill)")
+    return said
 
 
 def group_alive(pgid: int) -> bool:
@@ -151,8 +187,9 @@ def _pump(stream: IO[bytes], prefix: str, out: IO[str], lock: threading.Lock,
     stream.close()
 
 
-def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> RunResult:
-    """Wait until all replicas succeed or the first one fails.
+def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec],
+           deadline: Optional[float] = None) -> RunResult:
+    """Wait until all replicas succeed, the first one fails, or ``deadline`` (a monotonic time) passes.
 
     On Linux each replica's end is a process file descriptor in one epoll set, which reports them
     in the order they ended: of two replicas failing a few milliseconds apart, the first is named
@@ -160,20 +197,24 @@ def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> R
     try:
         fds = [os.pidfd_open(proc.pid) for proc in procs]
     except (AttributeError, OSError):  # no pidfd here (macOS, an old kernel): poll
-        return _poll(procs, specs)
+        return _poll(procs, specs, deadline)
     selector = selectors.DefaultSelector()
     try:
         for fd, proc, spec in zip(fds, procs, specs):
             selector.register(fd, selectors.EVENT_READ, (proc, spec))
         running = len(procs)
         while running:
-            for key, _ in selector.select():
+            wait = None if deadline is None else max(deadline - time.monotonic(), 0.0)
+            events = selector.select(wait)
+            if not events and _timed_out(deadline):
+                return RunResult(TIMEOUT_EXIT, timed_out=True)
+            for key, _ in events:
                 proc, spec = key.data
                 selector.unregister(key.fd)
                 running -= 1
                 code = proc.wait()
                 if code != 0:
-                    return RunResult(exit_code(code), failed=spec.label)
+                    return _failed(code, spec)
         return RunResult(0)
     finally:
         selector.close()
@@ -181,7 +222,8 @@ def _watch(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> R
             os.close(fd)
 
 
-def _poll(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> RunResult:
+def _poll(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec],
+          deadline: Optional[float] = None) -> RunResult:
     """:func:`_watch` without process file descriptors: look at each replica every :data:`POLL_SECONDS`."""
     while True:
         running = False
@@ -190,9 +232,11 @@ def _poll(procs: Sequence[subprocess.Popen], specs: Sequence[ReplicaSpec]) -> Ru
             if code is None:
                 running = True
             elif code != 0:
-                return RunResult(exit_code(code), failed=spec.label)
+                return _failed(code, spec)
         if not running:
             return RunResult(0)
+        if _timed_out(deadline):
+            return RunResult(TIMEOUT_EXIT, timed_out=True)
         time.sleep(POLL_SECONDS)
 
 
@@ -213,6 +257,8 @@ def run(
     environ: Optional[dict[str, str]] = None,
     on_start: Optional[Callable[[list[subprocess.Popen]], None]] = None,
     masked: bool = False,
+    timeout: Optional[float] = None,
+    memory_gb: Optional[dict[str, float]] = None,
     preempt: Optional[Preemption] = None,
 ) -> RunResult:
     """Run every replica to the end (or to the first failure) and return how it ended.
@@ -227,6 +273,9 @@ def run(
         masked: mask the replicas' secrets in their output (the values of their secret-looking
             variables, and secrets by their shape), as every display of a job's output does; the
             supervisor's run log keeps the output as it was written.
+        timeout: seconds the run may take (the job's ``timeout:``); then every replica is stopped
+            and the run exits with :data:`TIMEOUT_EXIT`.
+        memory_gb: each role's (``ReplicaSpec.role``) memory_gb, said when a replica is SIGKILLed.
         preempt: preempt one replica as its platform would (:mod:`omnidist.local.preemption`).
     """
     out, err = out or sys.stdout, err or sys.stderr
@@ -239,6 +288,7 @@ def run(
     result = RunResult(0)
     secrets = secret_values([spec.env for spec in specs]) if masked else None
     guard = watchdog.start(grace)
+    started = time.monotonic()
     preempter: Optional[Preempter] = None
     try:
         for spec in specs:
@@ -260,13 +310,20 @@ def run(
             on_start(procs)
         if preempt is not None:
             preempter = Preempter(preempt, procs, specs).start()
-        result = _watch(procs, specs)
+        deadline = None if timeout is None else started + timeout
+        result = _watch(procs, specs, deadline)
         if preempter is not None and preempter.fired.is_set():
             preempter.cancel()
             _say(err, f"omnidist: {preempter.describe()}; the run ended by preemption\n")
             return RunResult(128 + preempt.signum, failed=preempt.replica, preempted=True)
         if result.failed:
-            err.write(f"omnidist: {result.failed} exited with code {result.exit_code}; stopping the other replicas\n")
+            role = next(spec.role for spec in specs if spec.label == result.failed)
+            result = attrs.evolve(result, reason=ended(result, (memory_gb or {}).get(role)))
+            err.write(f"omnidist: {result.reason}; stopping the other replicas\n")
+        elif result.timed_out:
+            result = attrs.evolve(result, reason=f"the job's timeout ({_duration(timeout)}) passed with replicas "
+                                                 "still running")
+            err.write(f"omnidist: {result.reason}; stopping every replica (exit code {TIMEOUT_EXIT})\n")
         return result
     except KeyboardInterrupt:
         err.write("omnidist: interrupted; stopping every replica\n")
@@ -296,6 +353,12 @@ def run(
                 for sig, handler in previous.items():
                     signal.signal(sig, handler)
         _flush(err)
+
+
+def _duration(seconds: float) -> str:
+    from omnidist.model.serde import format_duration
+
+    return format_duration(int(seconds)) if float(seconds).is_integer() else f"{seconds:g}s"
 
 
 def _tell(guard: subprocess.Popen, line: str) -> None:
@@ -344,13 +407,15 @@ def supervise(run_dir: str) -> int:
             log.write(f"omnidist: note: {note}\n")
         log.flush()
         store.update(state="running", started=time.time(), supervisor_pid=os.getpid())
-        result = run(specs, out=log, err=log, grace=plan.get("grace_period", 5.0),
+        result = run(specs, out=log, err=log, grace=plan.get("grace_period", 5.0), timeout=plan.get("timeout"),
+                     memory_gb=plan.get("memory_gb"),
                      on_start=lambda procs: store.update(groups=[p.pid for p in procs]))
     if store.cancel_requested():
         state = "cancelled"
     else:
         state = "succeeded" if result.exit_code == 0 else "failed"
-    store.update(state=state, exit_code=result.exit_code, failed=result.failed, finished=time.time())
+    store.update(state=state, exit_code=result.exit_code, failed=result.failed, reason=result.reason,
+                 finished=time.time())
     return 0
 
 

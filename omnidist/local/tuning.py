@@ -291,7 +291,9 @@ class _Search:
         self.progress = progress
 
     def run(self) -> StudyResult:
-        from tqdm.auto import tqdm
+        from omnidist.submission.progress import tqdm_class
+
+        tqdm = tqdm_class()  # a notebook without ipywidgets gets text
 
         interrupted, code, message = False, 0, ""
         pool = ThreadPoolExecutor(max_workers=self.tuning.parallel_trials, thread_name_prefix="trial")

@@ -36,12 +36,12 @@ from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
 from omnidist.migration.imports import import_job, import_jobs
 from omnidist.migration.keep import keep_cluster, refuse_lost_mpi
-from omnidist.migration.move import move_job
+from omnidist.migration.move import give_accelerators, move_job
 from omnidist.migration.native import Native, detect_backend, native_parts
 from omnidist.migration.observed import unreported as observed
 from omnidist.migration.observed import world_of
 from omnidist.migration.plan import compile_dropping
-from omnidist.migration.readback import read_back, unreported
+from omnidist.migration.readback import read_back, unread, unreported
 from omnidist.migration.report import (
     Fidelity,
     MigrationReport,
@@ -94,6 +94,7 @@ def migrate(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
+    accelerators: Optional[Mapping[str, str]] = None,
 ) -> tuple[CompiledJob, MigrationReport]:
     """Import ``native`` from ``source`` (detected when omitted) and compile it for ``target``.
 
@@ -110,6 +111,8 @@ def migrate(
         settings: explicit target settings.
         command: the command to run, one string read like a shell reads it (for a spec that
             names none, or to run something else).
+        accelerators: role -> ``TYPE:COUNT``, for a spec whose machines the import cannot read (an
+            Azure ML job on a named compute cluster runs on whatever the cluster has).
 
     Returns:
         The compiled request and a :class:`MigrationReport`.
@@ -124,7 +127,7 @@ def migrate(
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         imported, found, entries = import_job(native, resolve(source), framework)
     return _move(imported, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
-                 command=command, native=native, part=native_parts(native, found)[0])
+                 command=command, native=native, part=native_parts(native, found)[0], accelerators=accelerators)
 
 
 def import_all(
@@ -150,8 +153,9 @@ def migrate_all(
     profile: Optional[str] = None,
     settings: Optional[Mapping[str, Any]] = None,
     command: Optional[str] = None,
+    accelerators: Optional[Mapping[str, str]] = None,
 ) -> list[tuple[CompiledJob, MigrationReport]]:
-    """:func:`migrate` for every training job of the spec (SPEC §10): one compiled request and
+    """:func:`migrate` for every training job of the spec (docs/migration.md): one compiled request and
     report per job, in the file's order. Arguments and errors as :func:`migrate`; with ``strict``,
     the first job that breaks it raises."""
     to = _target(target)
@@ -160,7 +164,8 @@ def migrate_all(
     natives = native_parts(native, found)
     natives = natives if len(natives) == len(parts) else [None] * len(parts)
     return [_move(job, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
-                  command=command, native=native, part=part) for (job, entries), part in zip(parts, natives)]
+                  command=command, native=native, part=part, accelerators=accelerators)
+            for (job, entries), part in zip(parts, natives)]
 
 
 def resolve(backend: Optional[Union[str, Backend]]) -> Optional[Backend]:
@@ -181,10 +186,13 @@ def _target(target: Optional[Union[str, Backend]]) -> Backend:
 
 def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry], target: Backend, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
-          command: Optional[str], native: Any = None, part: Any = None) -> tuple[CompiledJob, MigrationReport]:
+          command: Optional[str], native: Any = None, part: Any = None,
+          accelerators: Optional[Mapping[str, str]] = None) -> tuple[CompiledJob, MigrationReport]:
     """Steps 2-5 for one imported job (see the module docstring); nothing the native spec or the
     job holds secretly is shown in an error or the report. ``part``: the native request of this
-    job, whose World the target's is compared with (SPEC §14)."""
+    job, whose World the target's is compared with (docs/migration.md)."""
+    if accelerators:  # the user's answer for machines the import could not read: part of the source job
+        imported, entries = give_accelerators(imported, accelerators, entries)
     secrets = _shown_secrets(native, imported)
     before = world_of(source, part) if part is not None else None
     with masking_errors(secrets):
@@ -203,7 +211,7 @@ def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry],
     entries += written_by("plan", given_up) + written_by("machines", machines)
     entries += [entry_for(n, f"{target.name} compiler") for n in compiled.diagnostics if n not in consumed]
     entries += written_by("region", region_entries(final, source, target, profile, settings))
-    entries += written_by("read-back", unreported(imported, readback, target, entries))
+    entries += written_by("read-back", unreported(imported, readback, target, entries, unread(compiled, target)))
     entries += written_by("world", observed(before, after, entries))
     entries += written_by("exact", exact_entries(final, entries, imported))
     changed = {e.field for e in entries if e.fidelity.breaks_strict}

@@ -43,6 +43,22 @@ def infer_framework(job: DistributedJob) -> tuple[Framework, str]:
     return Framework.CUSTOM, "nothing in the spec says; set it with --framework (pytorch, tensorflow, …)"
 
 
+LAUNCHED_BY = {"torchrun": Framework.PYTORCH, "deepspeed": Framework.DEEPSPEED}
+"""A launcher kind (:func:`omnidist.compiler.launchers.read_launcher`) -> the framework it starts."""
+
+
+def launcher_framework(job: DistributedJob) -> Optional[tuple[Framework, str]]:
+    """The framework the primary's launcher line says (``torchrun`` starts PyTorch), and why;
+    ``None`` without one."""
+    primary = job.primary
+    argv = (*(primary.command or job.command), *(primary.args or job.args or ()))
+    launcher = read_launcher(argv)
+    framework = LAUNCHED_BY.get(launcher.kind) if launcher is not None else None
+    if framework is None:
+        return None
+    return framework, f"the command starts it with {launcher.kind}"
+
+
 def check_json(filename: str) -> None:
     """A ``.json`` file for a backend whose tools read JSON strictly must be JSON.
 
@@ -124,6 +140,7 @@ def _import_one(data: object, filename: Optional[str], source: Backend, framewor
                                           "(or leave --from out to detect it)"), *problems)
         raise ValidationError(problems, source=exc.source or filename) from None
     entries = [entry_for(n, f"{source.name} importer") for n in notes]
+    launched = launcher_framework(job)  # read before the launcher line is unwrapped
     job, unwrapped = unwrap_launchers(job)
     entries += unwrapped
     if filename and job.source is None:  # a local code folder or input is relative to the native file
@@ -135,7 +152,7 @@ def _import_one(data: object, filename: Optional[str], source: Backend, framewor
             ReportEntry(fidelity=Fidelity.EXACT, field="framework", message=f"{job.framework.value} (from --framework)")
         )
     elif job.framework is Framework.CUSTOM:
-        guessed, why = infer_framework(job)
+        guessed, why = launched or infer_framework(job)
         job = with_framework(job, guessed)
         entries = [e for e in entries if e.field != "framework"]
         entries.append(ReportEntry(fidelity=Fidelity.INFERRED, field="framework", message=f"{guessed.value}: {why}"))

@@ -14,6 +14,7 @@ import attrs
 from omnidist.backend.contract import Backend, machine_alias_of
 from omnidist.compiler import code_data
 from omnidist.compiler.delowering import shorten
+from omnidist.errors import ValidationError
 from omnidist.migration.needs import give_command, give_image
 from omnidist.migration.references import rewrite_bound_references
 from omnidist.migration.report import Fidelity, ReportEntry
@@ -47,8 +48,15 @@ def carry_backend_block(job: DistributedJob, source: Backend,
     if own.machine_setting in carried:
         carried[own.machine_setting], renamed = shared_machine_names(carried[own.machine_setting], source, target)
         entries += renamed
+    output, their_output = own.output_setting, target.migration.output_setting
+    if shared and output in block and their_output:
+        carried[their_output] = block[output]
+        entries.append(ReportEntry(fidelity=Fidelity.EXACT, field=f"backends.{source.name}.{output}",
+                                   message=f"{block[output]} carried to backends.{target.name}.{their_output} (where "
+                                           f"{target.name} puts the job's outputs)"))
     for key in block:
-        if key in carried or key == own.inputs_setting or (key == own.machine_setting and not shared):
+        if key in carried or key == output and their_output and shared or key == own.inputs_setting or (
+                key == own.machine_setting and not shared):
             continue  # inputs: see inline_inputs; machines: see machine_entries
         why = own.left_behind.get(key)
         entries.append(
@@ -212,7 +220,12 @@ def move_job(job: DistributedJob, source: Backend, target: Backend, image: Optio
         moved += sized
     job, tpu = tpu_hosts_for_target(job, source, target)
     moved += tpu
+    folder = job.backends.get(source.name, {}).get(source.migration.output_setting)
     job, carried = carry_backend_block(job, source, target)
+    if folder and any(e.field == f"backends.{source.name}.{source.migration.output_setting}"
+                      and e.fidelity is Fidelity.EXACT
+                      for e in carried):  # the import's approximation of that folder: the carry answers it
+        moved = [e for e in moved if not (e.fidelity is Fidelity.APPROXIMATED and e.message.startswith(f"{folder}:"))]
     job, relabelled = labels_for_target(job, target)
     job, code = carry_code(job, source, target)
     return job, moved + carried + relabelled + code
@@ -283,3 +296,34 @@ def machines_named(job: DistributedJob, backend: Backend) -> dict[str, str]:
     if backend.capabilities.per_role_machines:
         return dict(named)
     return {r.value: named for r in (RoleName.PRIMARY, RoleName.WORKERS)}  # parameter servers share these nodes
+
+
+def give_accelerators(job: DistributedJob, given: Mapping[str, str],
+                      entries: list[ReportEntry]) -> tuple[DistributedJob, list[ReportEntry]]:
+    """The accelerators ``--accelerator`` names (role -> ``TYPE:COUNT``), for a spec whose machines
+    the import could not read (an Azure ML job on a named compute cluster): each replaces the
+    import's lines about that role's accelerator with an exact one.
+
+    Raises:
+        ValidationError: an accelerator that does not parse, or a role the job does not have.
+    """
+    from omnidist.model.roles import AUTO, Accelerator, processes_per_node
+
+    entries, ran = list(entries), processes_per_node(job)
+    for name, text in given.items():
+        try:
+            role_name = RoleName(name)
+            accelerator = Accelerator.parse(text)
+        except ValueError as exc:
+            raise ValidationError(f"{name}={text}: {exc}. Write TYPE:COUNT (every role) or ROLE=TYPE:COUNT, "
+                                  f"ROLE one of {', '.join(r.value for r in RoleName)}", path="--accelerator") from None
+        role = job.role(role_name)
+        if role is None:
+            raise ValidationError(f"{name}={text}: the job has no {name}", path="--accelerator")
+        job = attrs.evolve(job, **{role_name.value: attrs.evolve(role, accelerator=accelerator)})
+        field = f"{role_name.value}.accelerator"
+        entries = [e for e in entries if e.field != field]
+        entries.append(ReportEntry(fidelity=Fidelity.EXACT, field=field, message=f"{accelerator} (from --accelerator)"))
+    if job.processes_per_node == AUTO and processes_per_node(job) != ran:  # the GPUs were there all along: the
+        job = attrs.evolve(job, processes_per_node=ran)  # program ran as many processes per node as it did
+    return job, entries

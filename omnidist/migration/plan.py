@@ -11,7 +11,7 @@ import attrs
 from omnidist import api
 from omnidist.backend.contract import Backend
 from omnidist.backend.values import CompiledJob
-from omnidist.errors import Refusal, UnsupportedFeatureError, ValidationError
+from omnidist.errors import Problem, Refusal, UnsupportedFeatureError, ValidationError
 from omnidist.migration.needs import cannot_express, with_flag_hint
 from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model import data as jobdata
@@ -110,6 +110,19 @@ def _primary_hardware(job: DistributedJob, target: Backend,
     return job, entries
 
 
+def _missing_settings(exc: ValidationError, target: Backend, given: Mapping[str, Any],
+                      missing: list[Problem]) -> dict[str, Any]:
+    """The target's example values for the settings ``exc`` says are missing, when it says nothing
+    else and none of them was given an example already (``{}`` otherwise)."""
+    examples = target.migration.example_settings
+    prefix = f"backends.{target.name}."
+    keys = [p.path[len(prefix):].split(".")[0] for p in exc.problems if p.path.startswith(prefix)]
+    if (not keys or len(keys) != len(exc.problems) or any(k not in examples or k in given for k in keys)
+            or any(p in missing for p in exc.problems)):
+        return {}
+    return {k: examples[k] for k in keys}
+
+
 def _fallback(job: DistributedJob, refusal: UnsupportedFeatureError) -> Optional[tuple[DistributedJob, ReportEntry]]:
     """A give-up for a refusal the capabilities could not foresee; ``None`` when there is none."""
     role = next((r for r, f in ROLE_FEATURES.items() if f is refusal.feature), None)
@@ -164,18 +177,39 @@ def compile_dropping(
     the target does not offer (the target picks one for the same accelerator). Each removes
     something from a finite job, so the compiles end. Returns the compiled job, the job it was
     compiled from, and the entries.
+
+    A setting the target needs and neither the profile nor the job gives (SageMaker's
+    ``role_arn``, AI Platform's ``job_dir``) does not stop at the first: the compile goes on with
+    the target's example value for it (``MigrationPolicy.example_settings``) to find the others,
+    and one error lists them all, each with its fix.
     """
     job, entries = plan(job, target)
+    missing: list[Problem] = []
+    examples: dict[str, Any] = {}
     while True:
         try:
-            return api.compile(job, backend=target.name, profile=profile, settings=settings), job, entries
+            compiled = api.compile(job, backend=target.name, profile=profile,
+                                   settings={**(settings or {}), **examples})
+            if missing:
+                raise ValidationError(missing, source=job.source)
+            return compiled, job, entries
         except UnsupportedFeatureError as exc:
+            if missing:  # what the settings would have let through: said with them
+                raise ValidationError([*missing, Problem("", str(exc))], source=job.source) from None
             given = _fallback(job, exc)
             if given is None:
                 raise with_flag_hint(exc) from None
             job, entry = given
             entries.append(entry)
         except ValidationError as exc:
+            needed = _missing_settings(exc, target, examples, missing)
+            if needed:
+                missing += exc.problems
+                examples.update(needed)
+                continue
+            if missing:
+                raise ValidationError([*missing, *(p for p in exc.problems if p not in missing)],
+                                      source=exc.source or job.source) from None
             fixed = _without_machine(job, target, exc)
             if fixed is None:
                 raise cannot_express(exc, target.name) from None

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 from typing import Any, Optional
 
 from omnidist.backend.contract import Backend, Imports
-from omnidist.backend.values import CompiledJob
+from omnidist.backend.values import CompiledJob, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.migration.imports import unwrap_launchers
 from omnidist.migration.report import Fidelity, ReportEntry
@@ -42,6 +42,22 @@ def read_back(compiled: CompiledJob, target: Backend) -> Optional[DistributedJob
     except (ValidationError, UnsupportedFeatureError):  # pragma: no cover - compilers write what importers read
         return None
     return unwrap_launchers(job)[0]
+
+
+def unread(compiled: CompiledJob, target: Backend) -> frozenset[str]:
+    """The facets the target's importer cannot read back from its own request, so a difference in
+    them is no change: the GPUs of every role when its notes say the accelerator cannot be named (an
+    Azure ML request on a named compute cluster carries no VM size; compile chose one the cluster is
+    assumed to have, and said so)."""
+    if not isinstance(target, Imports):  # a target that reads no files back: nothing to compare
+        return frozenset()
+    try:
+        _, notes = target.import_with_notes(compiled.request)
+    except (ValidationError, UnsupportedFeatureError):  # pragma: no cover - as read_back
+        return frozenset()
+    if any(n.field.endswith(".accelerator") and n.kind in (NoteKind.CHANGED, NoteKind.HINT) for n in notes):
+        return frozenset(f"{name.value}.gpus" for name in RoleName)
+    return frozenset()
 
 
 def _program(words: Iterable[str]) -> tuple[str, ...]:
@@ -150,16 +166,17 @@ def _shown(value: Any) -> str:
 
 
 def unreported(source: DistributedJob, readback: Optional[DistributedJob], target: Backend,
-               entries: list[ReportEntry]) -> list[ReportEntry]:
+               entries: list[ReportEntry], unknown: frozenset[str] = frozenset()) -> list[ReportEntry]:
     """A ``changed`` line for each facet the target's request reads back differently from the
-    source job, that no report line covers."""
+    source job, that no report line covers; ``unknown`` facets (:func:`unread`) read back as
+    ``none`` are not compared."""
     if readback is None:
         return []
     before, after = facets(source), facets(readback)
     found = []
     for facet in sorted(set(before) | set(after)):
         was, now = before.get(facet), after.get(facet)
-        if was == now or _covered(facet, entries):
+        if was == now or _covered(facet, entries) or (facet in unknown and now == "none"):
             continue
         if facet == "env" and was is not None and now is not None and was <= now:
             continue  # the target adds variables of its own (InfiniBand tuning): nothing of the job's is lost

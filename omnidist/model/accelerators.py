@@ -101,8 +101,28 @@ def canonical_name(name: str) -> str:
     key = name.strip().upper().replace("_", "-")
     if key in _LOOKUP:
         return _LOOKUP[key]
-    close = difflib.get_close_matches(key, list(_LOOKUP), n=1, cutoff=0.6)
-    hint = f"; did you mean {_LOOKUP[close[0]]!r}?" if close else ""
+    if key in OTHER_PRODUCTS:
+        raise ValueError(f"unknown accelerator {name!r}: {key} is a GPU omnidist does not know (it is not a spelling "
+                         f"of another one). Portable names: {', '.join(BY_NAME)}")
+    # A close spelling is offered only when its model number holds the name's, or the other way round
+    # (V1000, H10): a name with other digits is another product, and suggesting it would move a job
+    # to hardware it never asked for.
+    close = [c for c in difflib.get_close_matches(key, list(_LOOKUP), n=3, cutoff=0.6) if _digits(key) in _digits(c)
+             or _digits(c) in _digits(key)]
+    hint = (f"; did you mean {_LOOKUP[close[0]]!r}?" if close
+            else ": not a GPU or TPU omnidist knows, and no known name is a spelling of it.")
     raise ValueError(
         f"unknown accelerator {name!r}{hint} Portable names: {', '.join(BY_NAME)}"
     )
+
+
+OTHER_PRODUCTS = frozenset({"A16", "A2", "A30", "A40", "K80", "L40", "M60", "P40", "RTX6000",
+                            "T4G", "GH200", "MI300X", "TRAINIUM", "TRN1", "INFERENTIA"}) - set(BY_NAME)
+"""GPUs and chips the clouds offer that are not portable names: never offered a close spelling (A10G
+reads one letter away from A100; the portable ones are left out, so a GPU that becomes portable
+is never refused as unknown)."""
+
+
+def _digits(name: str) -> str:
+    """The model number in an accelerator's name (``A100-80GB`` -> ``10080``)."""
+    return "".join(ch for ch in name if ch.isdigit())

@@ -78,7 +78,7 @@ def _role_auto_only_for_reducers(job: DistributedJob) -> None:
 
 @attrs.frozen(kw_only=True, repr=False)
 class DistributedJob:
-    """One distributed training job, portable across backends (SPEC §1).
+    """One distributed training job, portable across backends (docs/job-format.md).
 
     Example:
         >>> job = DistributedJob(name="demo", framework="pytorch", image="trainer:1",

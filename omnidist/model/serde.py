@@ -290,7 +290,15 @@ def _join(path: str, step: Any) -> str:
     return f"{path}{step}" if step.startswith("[") else f"{path}.{step}"
 
 
+GPU_KEYS = frozenset({"gpu", "gpus", "num_gpus", "gpu_count", "gpu_type", "gpu_per_node", "gpus_per_node",
+                      "accelerators", "accelerator_count", "accelerator_type", "tpu", "tpus"})
+"""Keys users write for GPUs; where ``accelerator`` is allowed they get its form, not a near spelling
+(``gpus`` is one letter from ``cpus``)."""
+
+
 def _suggest(key: Any, known: list[str]) -> str:
+    if isinstance(key, str) and key.lower() in GPU_KEYS and "accelerator" in known:
+        return '; GPUs are set as accelerator, type and count per replica: accelerator: "T4:2".'
     close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) and len(key) < 100 else []
     return f"; did you mean {close[0]!r}?" if close else "."
 

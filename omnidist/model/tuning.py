@@ -221,7 +221,7 @@ def _count(minimum: int) -> Callable[[Any, attrs.Attribute, Any], None]:
 class Tuning:
     """Hyperparameter search: run the job as up to ``max_trials`` trials, ``parallel_trials`` at a
     time, each with values of ``parameters`` passed as ``--NAME=VALUE`` after ``args``, and keep
-    the trial whose reported ``metric`` is best (SPEC §8).
+    the trial whose reported ``metric`` is best (docs/tuning.md).
 
     Attributes:
         metric: what trials report and the goal.

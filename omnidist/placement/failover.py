@@ -115,7 +115,7 @@ def submit(job: Any, backend: Optional[str] = None, *, profile: Profiles = None,
            settings: Optional[Mapping[str, Any]] = None, max_queue: Union[str, float, None] = None,
            say: Optional[Callable[[str], None]] = None, waits: Optional[Waits] = None,
            environ: Mapping[str, str] = os.environ) -> JobHandle:
-    """Compile ``job`` and create it, on one profile or the first of several that takes it (SPEC §12).
+    """Compile ``job`` and create it, on one profile or the first of several that takes it (docs/placement.md).
 
     Args:
         job: a :class:`~omnidist.DistributedJob`, a job file path, or a mapping.

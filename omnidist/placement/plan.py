@@ -166,7 +166,7 @@ class Plan(tuple):
         return next((row for row in self if row.cheapest), None)
 
     def _repr_html_(self) -> str:
-        return notebook.table(self.rows(), HEADER, caption=self.summary())
+        return notebook.table(self.rows(), HEADER, caption=self.summary()) + notebook.notes(self.notes())
 
 
 def _machines(machines: Mapping[str, str]) -> str:

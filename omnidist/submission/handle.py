@@ -13,6 +13,7 @@ from omnidist.backend import registry
 from omnidist.backend.contract import Backend
 from omnidist.backend.values import JobState, JobStatus
 from omnidist.model.job import DistributedJob
+from omnidist.submission import ledger
 from omnidist.submission import progress as progress_ui
 
 
@@ -99,6 +100,7 @@ class JobHandle:
                     ui.update(status)
                     if status.state != last:
                         last = status.state
+                        ledger.record_state(self.backend, self.id, status.state.value, status.message or "")
                         ui.changed(status)
                         if on_change:
                             on_change(status)

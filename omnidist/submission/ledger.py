@@ -91,8 +91,11 @@ NOT_LIVE = frozenset({REFUSED, SKIPPED, ERROR, *(s.value for s in JobState if s.
 """States of a row with no job running (``jobs --refresh`` does not ask about them)."""
 
 PUBLIC_KEYS = ("name", "id", "backend", "profile", "region", "url", "state", "submitted_at", "price_per_hour",
-               "attempt", "ended")
-"""The keys of ``omnidist jobs -o json`` (SPEC §12, §15)."""
+               "attempt", "ended", "reason")
+"""The keys of ``omnidist jobs -o json`` (docs/placement.md); ``reason`` is there in full."""
+
+REASON_WIDTH = 60
+"""The characters of a reason the table shows (a refused attempt's can be a paragraph)."""
 
 
 def disabled(environ: Mapping[str, str] = os.environ) -> bool:
@@ -170,6 +173,12 @@ class JobRecord:
         return found
 
 
+def short(reason: str, limit: int = REASON_WIDTH) -> str:
+    """A reason's first line, cut at ``limit`` characters with an ellipsis (the table's cell)."""
+    line = reason.strip().splitlines()[0] if reason.strip() else ""
+    return line if len(line) <= limit else line[:limit - 1].rstrip() + "…"
+
+
 class JobList(tuple):
     """Ledger rows, newest first; a table in notebooks."""
 
@@ -178,7 +187,7 @@ class JobList(tuple):
     def rows(self) -> list[tuple[Any, ...]]:
         """One tuple per record in :attr:`HEADER` order."""
         return [(r.name, r.id or "", r.backend, r.profile or "", r.region or "", r.state, r.submitted_at,
-                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", masking.mask_shapes(r.reason))
+                 "" if r.price_per_hour is None else f"{r.price_per_hour:.2f}", short(masking.mask_shapes(r.reason)))
                 for r in self]
 
     def _repr_html_(self) -> str:
@@ -397,6 +406,24 @@ class Ledger:
     def placement(self, placement: str) -> JobList:
         """The attempts of one placement, in order."""
         return JobList(r for r in reversed(self.records()) if r.placement == placement)
+
+
+def record_state(backend: str, job_id: str, state: str, reason: str = "",
+                 environ: Mapping[str, str] = os.environ) -> None:
+    """Write the state a wait saw to the job's ledger row, when the ledger has one, so ``omnidist
+    jobs`` shows what ``submit --wait`` saw rather than ``submitted``.
+
+    A ledger that is off, locked or damaged is passed over: it records the job, and must not end
+    the wait on a job that runs."""
+    book = Ledger.default(environ)
+    if book is None:
+        return
+    try:
+        record = book.find(job_id)
+        if record is not None and record.id == job_id and record.backend == backend:
+            book.update(record.seq, state=state, reason=reason)
+    except LedgerError:
+        return
 
 
 def _mask_reason(fields: dict[str, Any]) -> None:

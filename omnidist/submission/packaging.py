@@ -126,6 +126,7 @@ class _Source(io.RawIOBase):
         super().__init__()
         self._folder, self._item, self._left = folder, item, item.size
         self.digest = hashlib.sha256()
+        self._fd = -1  # nothing to close yet: the finalizer (IOBase's __del__) calls close() on a failed __init__
         try:
             self._fd = os.open(folder / item.read_from, _OPEN_FLAGS)
         except OSError:
@@ -133,7 +134,7 @@ class _Source(io.RawIOBase):
         self._stat = os.fstat(self._fd)
         if not stat.S_ISREG(self._stat.st_mode) or (self._stat.st_size, self._stat.st_mtime_ns) != (
                 item.size, item.mtime_ns):
-            os.close(self._fd)
+            self.close()
             raise self._changed("changed")
         self.executable = bool(self._stat.st_mode & stat.S_IXUSR)
 
@@ -169,8 +170,10 @@ class _Source(io.RawIOBase):
         return self.digest.digest()
 
     def close(self) -> None:
-        if not self.closed:
+        # Once only: a descriptor closed twice may by then be another file's or a socket's.
+        if not self.closed and self._fd >= 0:
             os.close(self._fd)
+            self._fd = -1
         super().close()
 
 
@@ -360,9 +363,9 @@ def upload_once(package: CodePackage, exists: Callable[[], bool],
         if package.size <= progress_above:
             upload(fh, package.size)
         else:
-            from tqdm.auto import tqdm
+            from omnidist.submission.progress import tqdm_class
 
-            with tqdm(total=package.size, unit="B", unit_scale=True, unit_divisor=1024,
+            with tqdm_class()(total=package.size, unit="B", unit_scale=True, unit_divisor=1024,
                       desc=f"uploading code to {what}") as bar:
                 upload(_Progress(fh, bar.update), package.size)
     return True

@@ -23,9 +23,24 @@ from omnidist.secrets import is_secret, mask_text
 
 def say(message: str) -> None:
     """Print a message to stderr without breaking an active progress line."""
+    tqdm_class().write(message, file=sys.stderr)
+
+
+def tqdm_class() -> Any:
+    """``tqdm.auto``'s class, except Jupyter's widget where ipywidgets is not installed (the widget
+    cannot be drawn there, and tqdm would raise): plain tqdm, which prints text."""
     from tqdm.auto import tqdm
 
-    tqdm.write(message, file=sys.stderr)
+    if _is_widget(tqdm):
+        try:
+            import ipywidgets  # noqa: F401 - only whether it imports
+        except ImportError:
+            from tqdm.std import tqdm
+    return tqdm
+
+
+def _is_widget(cls: type) -> bool:
+    return any(c.__module__ == "tqdm.notebook" for c in cls.__mro__)
 
 
 DRAIN_SECONDS = 5.0
@@ -41,11 +56,9 @@ def state_line(state: str) -> str:
 
 
 def _interactive() -> bool:
-    """Whether a redrawn tqdm line can be shown: a terminal, or Jupyter's widget."""
-    from tqdm.auto import tqdm
-
-    notebook = any(cls.__module__ == "tqdm.notebook" for cls in tqdm.__mro__)
-    return notebook or sys.stderr.isatty()
+    """Whether a redrawn tqdm line can be shown: a terminal, or Jupyter's widget (with ipywidgets;
+    without it a notebook gets a line per state change)."""
+    return _is_widget(tqdm_class()) or sys.stderr.isatty()
 
 
 class WaitProgress:
@@ -66,9 +79,7 @@ class WaitProgress:
 
     def __enter__(self) -> WaitProgress:
         if self.enabled and _interactive():
-            from tqdm.auto import tqdm
-
-            self._bar = tqdm(total=None, desc=self._describe("starting"), unit=" polls",
+            self._bar = tqdm_class()(total=None, desc=self._describe("starting"), unit=" polls",
                              bar_format="{desc} [{elapsed}]", file=sys.stderr, leave=True)
         elif self.enabled:
             self._lines = True

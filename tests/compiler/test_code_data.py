@@ -100,3 +100,15 @@ def test_references_are_substituted_and_hinted():
 def test_the_code_hash_is_filled_in_everywhere():
     request = {"a": ["gs://s/omnidist/code/{content-sha256}.tar.gz", {"b": "x {content-sha256}"}], "n": 1}
     assert data.fill_code_hash(request, "abc") == {"a": ["gs://s/omnidist/code/abc.tar.gz", {"b": "x abc"}], "n": 1}
+
+
+@pytest.mark.parametrize("backend, reads, example", [
+    ("sagemaker", "Amazon S3 (s3://BUCKET/PATH, as a channel at /opt/ml/input/data/NAME)",
+     'data_map = {"gs://bkt/" = "s3://bkt/data/"}'),
+    ("azure_ml", "azureml://datastores/… paths, Azure Storage", 'data_map = {"gs://bkt/" = "azureml://datastores/ds/paths/"}'),
+    ("local", "code from a local folder", 'data_map = {"gs://bkt/" = "./data/"}'),
+])
+def test_the_data_map_example_maps_to_what_the_backend_reads(backend, reads, example):
+    from omnidist.compiler.code_data import foreign_uri
+
+    assert example in str(foreign_uri("inputs.train", backend, "gs://b/x/train", reads))

@@ -51,6 +51,8 @@ REFUSED: dict[tuple[str, Optional[str]], str] = {
     **{(f"sagemaker/{file}", "azure_ml"): "tuning.early_stopping" for file in (
         "ack-hpo-warm-start-tags.yaml", "operator-xgboost-mnist-hpo.yaml")},
     ("vertex/distillix-l4.yaml", "azure_ml"): "accelerator L4",
+    # AWS's A10G (g5) is a GPU Google's clouds do not offer.
+    ("sagemaker/sport-llm-g5-2xlarge-script-mode.json", "vertex"): "accelerator A10G",
     # An MPI program (Azure ML's MPI distribution, 2 nodes): Google's platforms and a SageMaker custom image start
     # independent copies (SPEC §14).
     **{("azure_ml/tensorflow-mnist-horovod-mpi-serverless.yml", target): "processes_per_node"

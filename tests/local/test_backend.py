@@ -280,3 +280,21 @@ def test_default_runs_dir_is_the_users_state_directory(clean_env, tmp_path):
     assert runs_root(None, {"XDG_STATE_HOME": "/s"}) == Path("/s/omnidist/runs")
     assert runs_root("~/r", {}) == Path("~/r").expanduser()
     assert LocalSettings().emulate is None  # unset: chosen per job (tests/local/test_emulation_choice.py)
+
+
+def test_a_missing_backend_of_the_default_emulation_is_a_detail_and_news_when_asked_for(job_dir, clean_env,
+                                                                                          monkeypatch):
+    """``make run`` installs no cloud backend: its example's default emulation (vertex) says that
+    only with -v; an emulation the user names says it always."""
+    from omnidist.local import emulated
+
+    monkeypatch.setattr(emulated.registry, "installed", lambda: ["local"])
+    job = api.load(job_dir({"ok.py": "pass\n"}, command=["python", "ok.py"]))
+    said = {}
+    for emulate in (None, "vertex"):
+        err = io.StringIO()
+        result = LocalBackend().run(job, LocalSettings(emulate=emulate), out=io.StringIO(), err=err)
+        assert result.exit_code == 0, err.getvalue()
+        said[emulate] = err.getvalue()
+    assert "backend is not installed" not in said[None]
+    assert "the vertex backend is not installed (pip install omnidist-vertex)" in said["vertex"]

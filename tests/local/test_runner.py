@@ -226,3 +226,51 @@ def test_the_first_of_two_failures_a_few_milliseconds_apart_is_named(tmp_path, r
     early = spec("worker-0", f"import time, sys; time.sleep({at} - time.time()); sys.exit(5)", tmp_path)
     result = run([late, early], out=io.StringIO(), err=io.StringIO(), grace=1)
     assert result.failed == "worker-0" and result.exit_code == 5
+
+
+def test_the_jobs_timeout_stops_every_replica_and_says_so(job_dir, clean_env):
+    job = job_dir({"ready.py": READY}, command=["python", "ready.py"], workers={"replicas": 1}, timeout="2s",
+                  backends={"local": {"grace_period": 1}})
+    began = time.monotonic()
+    runner = subprocess.Popen([OMNIDIST, "run", str(job)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    out, err = runner.communicate(timeout=60)
+    assert runner.returncode == 124, err
+    assert "omnidist: the job's timeout (2s) passed with replicas still running; stopping every replica" in err
+    assert time.monotonic() - began < 30  # a guard against the timeout being ignored (the replicas sleep 60 s)
+    pids = [int(p) for line in out.splitlines() if " ready " in line for p in line.split()[2:]]
+    assert len(pids) == 4
+    deadline = time.monotonic() + 30
+    while not all(process_gone(p) for p in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(process_gone(p) for p in pids)
+
+
+def test_a_replica_killed_by_sigkill_is_named_with_its_likely_cause(job_dir, clean_env):
+    job = job_dir({"die.py": "import os, signal\nfrom omnidist.runtime import context\n"
+                             "if context().role == 'worker':\n    os.kill(os.getpid(), signal.SIGKILL)\n"
+                             "import time; time.sleep(30)\n"},
+                  command=["python", "die.py"], workers={"replicas": 1, "memory_gb": 6})
+    out = subprocess.run([OMNIDIST, "run", str(job)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 137, out.stderr
+    assert ("omnidist: worker-0 was killed by SIGKILL (exit code 137): most likely the kernel's out-of-memory "
+            "killer") in out.stderr
+    assert "the job sets memory_gb: 6 for it" in out.stderr
+
+
+def test_other_signals_are_named_without_a_guess(tmp_path):
+    err = io.StringIO()
+    result = run([spec("worker-0", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)", tmp_path)],
+                 out=io.StringIO(), err=err, grace=0.5)
+    assert result.signal == signal.SIGSEGV and result.reason == "worker-0 was killed by SIGSEGV (exit code 139)"
+    assert "omnidist: worker-0 was killed by SIGSEGV (exit code 139); stopping the other replicas" in err.getvalue()
+
+
+def test_a_submitted_run_is_held_to_its_timeout(job_dir, clean_env):
+    from omnidist.backend.values import JobState
+
+    job = job_dir({"sleep.py": "import time; time.sleep(60)\n"}, command=["python", "sleep.py"], timeout="1s",
+                  backends={"local": {"grace_period": 1}})
+    handle = api.submit(job, backend="local")
+    final = handle.wait(poll_interval=0.1, timeout=60)
+    assert final.state is JobState.FAILED
+    assert final.message == "the job's timeout (1s) passed with replicas still running"

@@ -96,3 +96,104 @@ def test_facets_read_data_locations_alike_whatever_their_spelling():
     by_uri = job_from_dict({**base, "command": ["python", "t.py"], "args": ["--data", "gs://b/x"]})
     assert facets(by_reference)["command"] == facets(by_uri)["command"]
     assert facets(by_reference)["data"] == facets(by_uri)["data"] == frozenset({"gs://b/x"})
+
+
+VERTEX_A100 = {"displayName": "bert", "jobSpec": {"workerPoolSpecs": [
+    {"machineSpec": {"machineType": "a2-highgpu-8g", "acceleratorType": "NVIDIA_TESLA_A100", "acceleratorCount": 8},
+     "replicaCount": str(replicas), "containerSpec": {"imageUri": "us-docker.pkg.dev/p/r/bert:1",
+                                                       "command": ["python", "train.py"]}}
+    for replicas in (1, 3)]}}
+AZURE_CLUSTER = {"subscription_id": "00000000-0000-0000-0000-000000000000", "resource_group": "rg",
+                 "workspace": "ws", "compute": "gpu-cluster"}
+
+
+def test_gpus_a_named_cluster_hides_from_the_read_back_are_no_false_alarm():
+    """An Azure ML request on a named compute cluster carries no VM size: its importer cannot name
+    the GPUs, so the read-back's ``none`` is not a change (the SKU compile assumed is reported)."""
+    compiled, report = omnidist.migrate(VERTEX_A100, "vertex", "azure_ml", framework="pytorch",
+                                        settings=AZURE_CLUSTER, strict=True)
+    assert "instance_type" not in compiled.request.get("resources", {})
+    assert not changed(report)
+    assert "backends.azure_ml.instance_type" in {e.field for e in report.entries}
+
+
+def test_gpus_the_read_back_can_name_are_still_compared(monkeypatch):
+    """A request whose VM size is known and has no GPUs is still a change."""
+
+    def no_gpus(request):
+        request["resources"]["instance_type"] = "Standard_D4s_v3"
+
+    breaking(monkeypatch, "azure_ml", no_gpus)
+    _, report = omnidist.migrate(VERTEX_A100, "vertex", "azure_ml", framework="pytorch")
+    assert "it has CPU-only" in changed(report)["workers.machine"]
+
+
+@pytest.mark.parametrize("command, framework", [
+    (["torchrun", "--nproc_per_node=8", "train.py"], "pytorch"),
+    (["python", "-m", "torch.distributed.run", "--nproc_per_node=8", "train.py"], "pytorch"),
+    (["python", "train.py"], "custom"),
+])
+def test_a_job_started_with_torchrun_imports_as_pytorch(command, framework):
+    native = copy.deepcopy(VERTEX_A100)
+    for pool in native["jobSpec"]["workerPoolSpecs"]:
+        pool["containerSpec"]["command"] = command
+    _, report = omnidist.migrate(native, "vertex", "vertex")
+    (line,) = [e for e in report.entries if e.field == "framework"]
+    assert line.fidelity.value == "inferred" and line.message.startswith(f"{framework}:")
+
+
+AZURE_ON_A_CLUSTER = {"$schema": "https://azuremlschemas.azureedge.net/latest/commandJob.schema.json", "type": "command",
+                      "command": "python train.py", "environment": {"image": "pytorch/pytorch:2.2"},
+                      "compute": "azureml:gpu-cluster", "resources": {"instance_count": 2},
+                      "distribution": {"type": "pytorch", "process_count_per_instance": 1}}
+
+
+def test_a_job_on_a_named_cluster_says_how_to_keep_its_gpus_and_accelerator_keeps_them():
+    _, bare = omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex")
+    assert "omnidist migrate --accelerator TYPE:COUNT" in changed(bare)["primary.accelerator"]
+    compiled, given = omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"primary": "V100:2"})
+    pools = compiled.request["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"].get("acceleratorType") for p in pools] == ["NVIDIA_TESLA_V100"] * 2
+    assert {e.field: e.message for e in given.entries}["primary.accelerator"] == "V100:2 (from --accelerator)"
+    assert "primary.accelerator" not in changed(given) and "workers.gpus" not in changed(given)
+
+
+def test_accelerator_per_role_and_its_errors():
+    compiled, report = omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"workers": "T4:1"})
+    pools = compiled.request["jobSpec"]["workerPoolSpecs"]
+    assert [p["machineSpec"].get("acceleratorType") for p in pools] == [None, "NVIDIA_TESLA_T4"]
+    assert "primary.accelerator" in changed(report)  # the primary's GPUs are still unnamed: still said
+    from omnidist.errors import ValidationError
+
+    with pytest.raises(ValidationError, match="--accelerator: evaluators=T4:1: the job has no evaluators"):
+        omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"evaluators": "T4:1"})
+    with pytest.raises(ValidationError, match="ROLE one of primary, workers"):
+        omnidist.migrate(AZURE_ON_A_CLUSTER, "azure_ml", "vertex", accelerators={"gpus": "T4:1"})
+
+
+def test_every_missing_setting_is_listed_at_once_with_its_fix():
+    """SageMaker needs role_arn, and S3 for the model: one error says both, not the first alone."""
+    from omnidist.errors import ValidationError
+
+    native = {**AZURE_ON_A_CLUSTER, "compute": "azureml:cpu",
+              "resources": {"instance_count": 2, "instance_type": "Standard_D4s_v3"},
+              "outputs": {"model": {"type": "uri_folder", "path": "azureml://datastores/ds/paths/model/"}}}
+    with pytest.raises(ValidationError) as raised:
+        omnidist.migrate(native, "azure_ml", "sagemaker")
+    lines = str(raised.value).splitlines()
+    assert lines[0].startswith("backends.sagemaker.role_arn: SageMaker runs every job as an IAM role: set role_arn")
+    assert "sagemaker cannot express outputs.model" in lines[1] and '"s3://bkt/data/"' in lines[1]
+    compiled, _ = omnidist.migrate(native, "azure_ml", "sagemaker", settings={
+        "role_arn": "arn:aws:iam::111122223333:role/Training",
+        "data_map": {"azureml://datastores/ds/paths/model/": "s3://bkt/model/"}})
+    assert compiled.request["RoleArn"] == "arn:aws:iam::111122223333:role/Training"
+    assert compiled.request["OutputDataConfig"]["S3OutputPath"] == "s3://bkt/model/"
+
+
+def test_the_example_values_never_reach_a_request():
+    from omnidist.errors import ValidationError
+
+    native = {**AZURE_ON_A_CLUSTER, "compute": "azureml:cpu",
+              "resources": {"instance_count": 2, "instance_type": "Standard_D4s_v3"}}
+    with pytest.raises(ValidationError, match="role_arn"):
+        omnidist.migrate(native, "azure_ml", "sagemaker")

@@ -143,6 +143,27 @@ def test_an_internal_field_is_neither_allowed_nor_suggested():
     assert "source" not in str(info.value).partition("Allowed here:")[2]
 
 
+@pytest.mark.parametrize("name", ["A30", "a30", "L40", "K80"])
+def test_another_gpu_is_not_offered_as_a_spelling_of_a_portable_one(name):
+    from omnidist.model.accelerators import canonical_name
+
+    with pytest.raises(ValueError) as raised:
+        canonical_name(name)
+    assert "did you mean" not in str(raised.value)
+    assert "is a GPU omnidist does not know" in str(raised.value) and "Portable names: A10, A100" in str(raised.value)
+
+
+def test_gpus_is_answered_with_the_accelerator_form_not_cpus(tmp_path):
+    from omnidist import api
+
+    path = tmp_path / "job.yaml"
+    path.write_text("name: a\nframework: pytorch\nimage: i\ncommand: [python, t.py]\nprimary: {gpus: 2}\n")
+    with pytest.raises(ValidationError) as raised:
+        api.load(path)
+    assert 'primary.gpus: unknown key; GPUs are set as accelerator, type and count per replica: accelerator: "T4:2".' \
+        in str(raised.value)
+    assert "cpus?" not in str(raised.value)
+
 def test_the_unprintable_set_is_every_code_point_a_comment_line_cannot_hold():
     """Written as the characters it finds (it compiles fast): exactly those outside what a YAML
     comment line holds as it is, checked on every code point."""

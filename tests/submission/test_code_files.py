@@ -286,6 +286,28 @@ def test_stage_copies_exactly_what_ships(src, tmp_path):
     assert not staged.path.exists()
 
 
+@pytest.mark.parametrize("change", ["touch", "remove"])
+def test_a_file_refused_at_open_closes_its_descriptor_once(src, change):
+    """A file found changed when it is opened is closed then and never again: a second close, when
+    the object is collected, would close whatever took its number (a socket of the SDK's pool)."""
+    import gc
+
+    (target := src / "data.txt").write_text("0123456789")
+    (item,) = [f for f in code_files.scan_folder(src) if f.read_from == "data.txt"]
+    if change == "touch":
+        os.utime(target, ns=(1, 1))
+    else:
+        target.unlink()
+    with pytest.raises(packaging.ChangedWhilePacking) as caught:  # its traceback holds the refused object
+        packaging._Source(src, item)
+    reader, writer = os.pipe()  # the number the refused file had, when it had one
+    try:
+        del caught
+        gc.collect()  # the refused object's finalizer runs
+        os.fstat(reader), os.fstat(writer)
+    finally:
+        os.close(reader), os.close(writer)
+
 @pytest.mark.parametrize("name", [
     ".ENV", "ID_RSA", "server.PEM", "Credentials.json", "Secrets.YAML",  # any case
     ".ssh", ".aws", ".boto", ".s3cfg", "kubeconfig.yaml", "id_rsa.bak", "prod.tfvars", "vars.tfvars.json",

@@ -190,3 +190,27 @@ def test_the_job_list_is_a_table_in_notebooks(tmp_path):
     book.add(name="bert", backend="vertex", profile="gcp", state="refused", reason="quota: <no A100s>")
     html = book.records()._repr_html_()
     assert "omnidist jobs (1)" in html and "bert" in html and "&lt;no A100s&gt;" in html
+
+
+def test_the_table_cuts_long_reasons_and_json_keeps_them(tmp_path):
+    book = Ledger(tmp_path / "jobs.db")
+    reason = "credentials: " + "the cloud refused the request because " * 8 + "\nsecond line"
+    book.add(name="bert", backend="vertex", profile="gcp", state="refused", reason=reason)
+    (shown,) = book.records().rows()
+    assert shown[-1] == ledger.short(reason) and len(shown[-1]) == ledger.REASON_WIDTH and shown[-1].endswith("…")
+    assert ledger.short("quota") == "quota" and ledger.short("") == ""
+    assert book.records()[0].to_json()["reason"] == reason
+
+
+def test_a_wait_records_the_state_it_saw(tmp_path):
+    environ = {"OMNIDIST_STATE_DIR": str(tmp_path)}
+    book = Ledger.default(environ)
+    seq = book.add(name="bert", backend="vertex", state="submitted", id="job-1")
+    book.add(name="ernie", backend="azure_ml", state="submitted", id="job-2")
+    ledger.record_state("vertex", "job-1", "succeeded", "", environ)
+    ledger.record_state("vertex", "job-2", "failed", "", environ)  # another backend's job: not this one
+    ledger.record_state("vertex", "unknown", "failed", "", environ)  # no row: nothing to write
+    assert {r.id: r.state for r in book.records()} == {"job-1": "succeeded", "job-2": "submitted"}
+    assert book.records()[-1].seq == seq
+    ledger.record_state("vertex", "job-1", "failed", "", {"OMNIDIST_NO_LEDGER": "1"})  # off: nothing
+    assert book.find("job-1").state == "succeeded"

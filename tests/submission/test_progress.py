@@ -64,3 +64,32 @@ def test_log_lines_that_are_not_state_changes_are_printed(capsys):
     _handle(driver).wait(poll_interval=0, sleep=lambda s: None, stream_logs=True)
     lines = capsys.readouterr().err.splitlines()
     assert sorted(lines) == ["state: running (epoch 3)", "state: succeeded", "state: training"], lines
+
+
+def test_a_notebook_without_ipywidgets_gets_text_not_an_error(monkeypatch, capsys):
+    """tqdm.auto picks Jupyter's widget in a notebook; without ipywidgets it cannot be drawn (tqdm
+    raises), so the wait prints a line per state change instead."""
+    import sys
+
+    import tqdm.auto
+    import tqdm.notebook
+
+    from omnidist.submission import progress
+
+    monkeypatch.setattr(tqdm.auto, "tqdm", tqdm.notebook.tqdm)
+    monkeypatch.setitem(sys.modules, "ipywidgets", None)  # not installed
+    assert progress.tqdm_class().__module__ == "tqdm.std" and not progress._interactive()
+    final = _handle(_Job(["queued", "running", "succeeded"])).wait(poll_interval=0, sleep=lambda s: None,
+                                                                     progress=True)
+    assert final.state is JobState.SUCCEEDED
+    assert capsys.readouterr().err.splitlines() == ["state: queued", "state: running", "state: succeeded"]
+
+
+def test_the_plan_shows_its_notes_in_a_notebook():
+    from omnidist.placement.plan import Plan, PlanRow
+
+    row = PlanRow(profile="gcp", backend="vertex", region="us-central1", machines={"primary": "a2-highgpu-1g"},
+                  accelerators="A100:1", price_per_hour=3.5, spot_price_per_hour=None, hours=1.0, estimated_cost=3.5,
+                  available=None, notes=("no spot price <known>",))
+    html = Plan([row])._repr_html_()
+    assert "<li>gcp: no spot price &lt;known&gt;</li>" in html

@@ -73,6 +73,8 @@ class AIPlatformBackend(Imports, Placement, CloudBackend):
         label_rules=GOOGLE_LABELS,
         module_setting="python_module",
         tpus="node",
+        output_setting="job_dir",
+        example_settings={"job_dir": "gs://example-bucket/out"},
         runs_instead={key: "runs a Python package on Google's runtime {runtime_version}"
                       for key in ("runtime_version", "python_module")},
     )

@@ -63,7 +63,7 @@ class AzureMLBackend(Imports, Placement, CloudBackend):
                                 runs_instead={"environment": "runs the Azure ML environment {environment}"})
 
     def compile(self, job: DistributedJob, settings: AzureMLSettings) -> CompiledJob:
-        """The command job YAML (as a dict) for ``job``; pure. A TPU is exit 3 naming it (SPEC §13)."""
+        """The command job YAML (as a dict) for ``job``; pure. A TPU is exit 3 naming it (docs/job-format.md, TPUs)."""
         from omnidist_azure_ml import compiler
 
         refuse_tpus(job, self.name, "Azure ML offers GPU virtual machines, no TPUs")

@@ -509,11 +509,13 @@ def _accelerator(sku: Optional[catalog.Sku], native: NativeCommandJob, notes: li
         if gpus:
             notes.append(Note(kind=NoteKind.CHANGED, field="primary.accelerator",
                               message=f"{gpus}: the job's GPUs cannot be named, so other clouds run it without GPUs; "
-                                      "set primary.accelerator (omnidist import, then edit) to keep them"))
+                                      "name them to keep them: omnidist migrate --accelerator TYPE:COUNT (per role: "
+                                      "workers=TYPE:COUNT), or set primary.accelerator after omnidist import"))
         elif native.compute:
             notes.append(Note(kind=NoteKind.HINT, field="primary.accelerator",
-                              message=f"the machines are whatever the compute {native.compute} has; set "
-                                      "primary.accelerator (and cpus, memory_gb) to carry them to another cloud"))
+                              message=f"the machines are whatever the compute {native.compute} has; to carry its "
+                                      "GPUs to another cloud, name them: omnidist migrate --accelerator TYPE:COUNT, or "
+                                      "set primary.accelerator (and cpus, memory_gb) after omnidist import"))
         return None
     accelerator = Accelerator(type=sku.accelerator, count=sku.gpus)
     notes.append(Note(kind=NoteKind.DEFAULTED, field="primary.accelerator",

@@ -52,7 +52,7 @@ class KubernetesBackend(Imports, Placement, CloudBackend):
         env=True,
         reduction_server=False,
     )
-    migration = MigrationPolicy(tpus="vm")
+    migration = MigrationPolicy(tpus="vm", example_settings={"base_output_dir": "gs://example-bucket/out"})
     client = LazyClient("omnidist_kubernetes.client:KubernetesClient")
     testing = "omnidist_kubernetes.testing:HARNESS"
     native_formats = (

@@ -60,7 +60,9 @@ class SageMakerBackend(Imports, Placement, CloudBackend):
         accelerators=_offered(), spot=True, infiniband=True, per_role_machines=True, env=True,
         reduction_server=False, refusals=REFUSALS,
     )
-    migration = MigrationPolicy(left_behind=LEFT_BEHIND, machine_setting="instance_types", label_rules=TAGS)
+    migration = MigrationPolicy(left_behind=LEFT_BEHIND, machine_setting="instance_types", label_rules=TAGS,
+                                example_settings={"role_arn": "arn:aws:iam::111122223333:role/Example",
+                                                  "base_output_dir": "s3://example-bucket/out"})
     opts_out = {
         "tuning": "SageMaker tuning jobs run the image's own entrypoint (HyperParameterAlgorithmSpecification has no "
                   "ContainerEntrypoint), and the suite's search runs a command on a custom image, which compile "

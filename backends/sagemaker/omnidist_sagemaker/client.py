@@ -60,8 +60,9 @@ if TYPE_CHECKING:
 
 TRAINING_NAME_MAX = 63
 
-NOT_FOUND_TEXT = ("Requested resource not found", "does not exist", "not found")
-"""SageMaker answers a describe of a job that does not exist with a ValidationException saying so."""
+NOT_FOUND_TEXT = ("Requested resource not found", "does not exist", "not found", "Could not find")
+"""SageMaker answers a describe of a job that does not exist with a ValidationException saying so
+(moto, the local stand-in for its API: "Could not find training job …")."""
 
 
 def aws_client(settings: SageMakerSettings, service: str) -> Any:
@@ -183,11 +184,25 @@ class SageMakerClient(StagesCode[dict], ReportsShortage[dict], ReadsTrials[dict]
         kind, name = _name_of(job_id)
         if kind != "hyper-parameter-tuning-job":
             try:
-                return self.translated(lambda: self._sagemaker.describe_training_job(TrainingJobName=name))
+                return self._described(self.translated(
+                    lambda: self._sagemaker.describe_training_job(TrainingJobName=name)), "DescribeTrainingJob")
             except NotFoundError:
                 if kind == "training-job" or len(name) > TUNING_JOB_NAME_MAX:
                     raise
-        return self._sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name)
+        return self._described(self._sagemaker.describe_hyper_parameter_tuning_job(HyperParameterTuningJobName=name),
+                               "DescribeHyperParameterTuningJob")
+
+    def _described(self, answer: dict[str, Any], operation: str) -> dict[str, Any]:
+        """``answer`` when it is a job. An endpoint that answers 200 with no job in it (a local
+        stand-in that cannot place the request: moto with unsigned requests) is a clear error, not a
+        job of unknown state."""
+        if "TrainingJobName" in answer or "HyperParameterTuningJobName" in answer:
+            return answer
+        where = self.settings.endpoint_url or "SageMaker"
+        raise BackendError(f"{where} answered {operation} with no job in it (HTTP "
+                           f"{(answer.get('ResponseMetadata') or {}).get('HTTPStatusCode', '?')}): check "
+                           f"backends.{NAME}.endpoint_url, and that requests are signed (credentials: a local "
+                           "AWS stand-in such as moto places each request by its signature)", backend=NAME)
 
     def cancel_job(self, job_id: str) -> None:
         """``StopTrainingJob`` (``StopHyperParameterTuningJob``)."""

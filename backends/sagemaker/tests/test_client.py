@@ -238,6 +238,28 @@ def test_an_aws_profile_that_is_not_there_is_a_setting_to_fix(backend, fake_sett
     assert str(caught.value).startswith("backends.sagemaker.aws_profile: 'nope' is not a profile of ~/.aws/config")
 
 
+def test_an_endpoint_that_answers_no_job_is_a_clear_error_not_a_key_error(backend, moto_settings):
+    """moto places each request by its signature: unsigned (credentials anonymous), it answers a
+    describe with 200 and no job, which once ended cancel in ``internal error: KeyError``."""
+    handle = submit(backend, moto_settings)
+    unsigned = attrs.evolve(moto_settings, credentials="anonymous")
+    for act in (lambda: backend.cancel(handle.id, unsigned), lambda: backend.status(handle.id, unsigned)):
+        with pytest.raises(BackendError, match=r"answered DescribeTrainingJob with no job in it \(HTTP 200\): "
+                                               r"check backends.sagemaker.endpoint_url"):
+            act()
+
+
+def test_a_tuning_job_is_found_by_its_name_where_the_endpoint_says_could_not_find(backend, moto_settings):
+    """moto says "Could not find training job" for a name that is a tuning job's: not found, so the
+    tuning job is described (and, ended, not stopped)."""
+    job = job_from_dict({**{k: v for k, v in JOB.items() if k not in ("command", "args")}, "name": "tune",
+                         "tuning": {"metric": {"name": "accuracy", "goal": "maximize"}, "max_trials": 2,
+                                    "parameters": {"lr": {"type": "double", "min": 0.001, "max": 0.1}}}})
+    handle = backend.submit(backend.compile(job, moto_settings), moto_settings)
+    client = backend.connect(moto_settings)
+    assert client.get_job(handle.id.rsplit("/", 1)[-1])["HyperParameterTuningJobName"] == "tune-s0"
+    backend.cancel(handle.id, moto_settings)  # moto ends it at once: nothing to stop
+
 @pytest.mark.parametrize(("reason", "ended"), [
     ("AlgorithmError: ExecuteUserScriptError: the training script exited with 1", "failure"),
     ("CapacityError: Unable to provision requested ML compute capacity.", "capacity"),

@@ -68,6 +68,7 @@ class VertexBackend(Imports, Placement, CloudBackend):
         machine_setting="machine_types",
         label_rules=GOOGLE_LABELS,
         tpus="vm",
+        output_setting="base_output_dir",
     )
 
     def compile(self, job: DistributedJob, settings: VertexSettings) -> CompiledJob:

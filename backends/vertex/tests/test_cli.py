@@ -69,6 +69,9 @@ def test_compile_submit_wait_status(project, vertex, valid):
     assert states == sorted(set(states), key=lifecycle.index), submitted.stderr
     (job,) = vertex.jobs.values()
     assert job["jobSpec"]["workerPoolSpecs"][2]["replicaCount"] == "16"
+    listed = omnidist(project, "jobs", "-o", "json")
+    assert [(r["id"], r["state"]) for r in json.loads(listed.stdout)] == [(job_id, "succeeded")], \
+        "the ledger records the state the wait saw, not 'submitted'"
 
 
 
