@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from omnidist.model.roles import processes_per_node
     from omnidist.model.roles import replica_count
     from omnidist.model.roles import TRAINING_ROLES
+    from omnidist.model.roles import INHERITS_FROM_PRIMARY
     from omnidist.model.roles import TOPOLOGY
     from omnidist.model.roles import topology_chips
     from omnidist.model.roles import auto_processes
@@ -146,6 +147,23 @@ if TYPE_CHECKING:
     from omnidist.compiler.commandline import needs_shell
     from omnidist.compiler.commandline import shell_argv
     from omnidist.compiler.launchers import Launcher
+    # what the program sees (SPEC §14): each backend's world(native)
+    from omnidist.migration.world import World
+    from omnidist.migration.world import Node as WorldNode
+    from omnidist.migration.world import Image as WorldImage
+    from omnidist.migration.world import DataPath
+    from omnidist.migration.world import Given
+    from omnidist.migration.world import Access
+    from omnidist.migration.world import Launcher as StartedBy
+    from omnidist.migration.world import ENTRYPOINT
+    from omnidist.migration.world import ARGV
+    from omnidist.migration.world import TORCH_VARIABLES
+    from omnidist.migration.world import MPI_VARIABLES
+    from omnidist.migration.world import PROCESS_VARIABLES
+    from omnidist.migration.world import registry_of
+    from omnidist.migration.world import launched
+    from omnidist.migration.world import env_list
+    from omnidist.migration.world import uris_in
     from omnidist.compiler.launchers import read_launcher
     from omnidist.compiler.launchers import start_processes
     from omnidist.compiler.lowering import env_with_hints
@@ -262,6 +280,7 @@ _NAMES: dict[str, str] = {
     "processes_per_node": "omnidist.model.roles",
     "replica_count": "omnidist.model.roles",
     "TRAINING_ROLES": "omnidist.model.roles",
+    "INHERITS_FROM_PRIMARY": "omnidist.model.roles",
     "TOPOLOGY": "omnidist.model.roles",
     "topology_chips": "omnidist.model.roles",
     "auto_processes": "omnidist.model.roles",
@@ -337,6 +356,23 @@ _NAMES: dict[str, str] = {
     "needs_shell": "omnidist.compiler.commandline",
     "shell_argv": "omnidist.compiler.commandline",
     "Launcher": "omnidist.compiler.launchers",
+    # what the program sees (SPEC §14): each backend's world(native)
+    "World": "omnidist.migration.world",
+    "WorldNode": "omnidist.migration.world:Node",
+    "WorldImage": "omnidist.migration.world:Image",
+    "DataPath": "omnidist.migration.world",
+    "Given": "omnidist.migration.world",
+    "Access": "omnidist.migration.world",
+    "StartedBy": "omnidist.migration.world:Launcher",
+    "ENTRYPOINT": "omnidist.migration.world",
+    "ARGV": "omnidist.migration.world",
+    "TORCH_VARIABLES": "omnidist.migration.world",
+    "MPI_VARIABLES": "omnidist.migration.world",
+    "PROCESS_VARIABLES": "omnidist.migration.world",
+    "registry_of": "omnidist.migration.world",
+    "launched": "omnidist.migration.world",
+    "env_list": "omnidist.migration.world",
+    "uris_in": "omnidist.migration.world",
     "read_launcher": "omnidist.compiler.launchers",
     "start_processes": "omnidist.compiler.launchers",
     "env_with_hints": "omnidist.compiler.lowering",

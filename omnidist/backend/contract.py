@@ -260,6 +260,12 @@ class Imports(Backend):
         ``--from``. Pure and cheap; the default recognises nothing."""
         return False
 
+    def world(self, native: Any) -> Any:
+        """What the training program sees on this platform when it runs ``native``: an
+        :class:`omnidist.migration.world.World`, derived from the native request alone (not from
+        the portable job). Pure; ``None`` where the backend cannot tell (the default)."""
+        return None
+
     def split_jobs(self, native: Any) -> Sequence[Any]:
         """``native`` once per training job it holds, each part what :meth:`import_with_notes`
         reads (docs/migration.md: a YAML stream of several jobs imports as one portable job per job).

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import click
 
-from omnidist.cli import container, jobs, placement
+from omnidist.cli import container, explain, jobs, placement
 from omnidist.cli.common import Group, setup_logging
 from omnidist.cli.migrate import import_command, migrate_command
 
@@ -42,8 +42,9 @@ def main(ctx: click.Context, debug: bool) -> None:
 
 
 for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,
-                jobs.run, jobs.watch, import_command, migrate_command, container.env, container.launch,
-                placement.plan, placement.catalog, placement.gpus, placement.check, placement.jobs_command):
+                jobs.run, jobs.watch, import_command, migrate_command, explain.explain, container.env,
+                container.launch, placement.plan, placement.catalog, placement.gpus, placement.check,
+                placement.jobs_command):
     main.add_command(command)
 
 

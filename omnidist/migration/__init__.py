@@ -13,6 +13,8 @@ The steps, one module each, each reporting what it did:
    read back), the region, and what mapped exactly;
 5. :mod:`~omnidist.migration.readback`: the target's request read back with its own importer and
    compared with the source job; a difference no other line covers becomes a ``changed`` line;
+   then :mod:`~omnidist.migration.observed`: what the program sees (SPEC §14), the World of the
+   source request against the World of the target request, each from its backend's ``world``;
 
 and :mod:`~omnidist.migration.report` holds the report they write. ``--strict`` refuses any drop
 or change in meaning. A machine picked for the same accelerator type and count is not a change
@@ -33,8 +35,11 @@ from omnidist.backend.values import CompiledJob
 from omnidist.errors import ValidationError
 from omnidist.migration.entries import exact_entries, machine_entries, region_entries
 from omnidist.migration.imports import import_job, import_jobs
+from omnidist.migration.keep import keep_cluster, refuse_lost_mpi
 from omnidist.migration.move import give_accelerators, move_job
-from omnidist.migration.native import Native, detect_backend
+from omnidist.migration.native import Native, detect_backend, native_parts
+from omnidist.migration.observed import unreported as observed
+from omnidist.migration.observed import world_of
 from omnidist.migration.plan import compile_dropping
 from omnidist.migration.readback import read_back, unread, unreported
 from omnidist.migration.report import (
@@ -122,7 +127,7 @@ def migrate(
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         imported, found, entries = import_job(native, resolve(source), framework)
     return _move(imported, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
-                 command=command, native=native, accelerators=accelerators)
+                 command=command, native=native, part=native_parts(native, found)[0], accelerators=accelerators)
 
 
 def import_all(
@@ -156,8 +161,11 @@ def migrate_all(
     to = _target(target)
     with masking_errors(_shown_secrets(native)):  # an error may quote a native value
         parts, found = import_jobs(native, resolve(source), framework)
+    natives = native_parts(native, found)
+    natives = natives if len(natives) == len(parts) else [None] * len(parts)
     return [_move(job, found, entries, to, strict=strict, image=image, profile=profile, settings=settings,
-                  command=command, native=native, accelerators=accelerators) for job, entries in parts]
+                  command=command, native=native, part=part, accelerators=accelerators)
+            for (job, entries), part in zip(parts, natives)]
 
 
 def resolve(backend: Optional[Union[str, Backend]]) -> Optional[Backend]:
@@ -178,24 +186,36 @@ def _target(target: Optional[Union[str, Backend]]) -> Backend:
 
 def _move(imported: DistributedJob, source: Backend, entries: list[ReportEntry], target: Backend, *, strict: bool,
           image: Optional[str], profile: Optional[str], settings: Optional[Mapping[str, Any]],
-          command: Optional[str], native: Any = None,
+          command: Optional[str], native: Any = None, part: Any = None,
           accelerators: Optional[Mapping[str, str]] = None) -> tuple[CompiledJob, MigrationReport]:
     """Steps 2-5 for one imported job (see the module docstring); nothing the native spec or the
-    job holds secretly is shown in an error or the report."""
+    job holds secretly is shown in an error or the report. ``part``: the native request of this
+    job, whose World the target's is compared with (docs/migration.md)."""
     if accelerators:  # the user's answer for machines the import could not read: part of the source job
         imported, entries = give_accelerators(imported, accelerators, entries)
     secrets = _shown_secrets(native, imported)
+    before = world_of(source, part) if part is not None else None
     with masking_errors(secrets):
-        job, entries = move_job(imported, source, target, image, command, written_by("move", entries))
+        job, entries = move_job(imported, source, target, image, command, written_by("move", entries), before)
         entries = written_by("move", entries)
         compiled, final, given_up = compile_dropping(job, target, profile, settings)
+        after = world_of(target, compiled.request) if source != target else None
+        if before is not None and after is not None:
+            refuse_lost_mpi(before, after)
+            job, launched = keep_cluster(job, before, after)
+            if launched:
+                compiled, final, given_up = compile_dropping(job, target, profile, settings)
+                after, entries = world_of(target, compiled.request), entries + launched
     readback = read_back(compiled, target)
     machines, consumed = machine_entries(imported, final, compiled, source, target, readback)
     entries += written_by("plan", given_up) + written_by("machines", machines)
     entries += [entry_for(n, f"{target.name} compiler") for n in compiled.diagnostics if n not in consumed]
     entries += written_by("region", region_entries(final, source, target, profile, settings))
     entries += written_by("read-back", unreported(imported, readback, target, entries, unread(compiled, target)))
+    entries += written_by("world", observed(before, after, entries))
     entries += written_by("exact", exact_entries(final, entries, imported))
+    changed = {e.field for e in entries if e.fidelity.breaks_strict}
+    entries = [e for e in entries if not (e.fidelity is Fidelity.EXACT and e.field in changed)]  # never both
     entries = [attrs.evolve(e, message=mask_text(e.message, secrets)) for e in entries]  # the report quotes values
     report = MigrationReport(source=source.name, target=target.name, entries=sorted(entries, key=order))
     if strict and report.breaks_strict:

@@ -193,11 +193,17 @@ def labels_for_target(job: DistributedJob, target: Backend) -> tuple[Distributed
 
 
 def move_job(job: DistributedJob, source: Backend, target: Backend, image: Optional[str] = None,
-             command: Optional[str] = None,
-             entries: Optional[list[ReportEntry]] = None) -> tuple[DistributedJob, list[ReportEntry]]:
+             command: Optional[str] = None, entries: Optional[list[ReportEntry]] = None,
+             world: Any = None) -> tuple[DistributedJob, list[ReportEntry]]:
     """Everything between import and compile: the command, the image, the source's settings,
     inputs, sizes. ``entries`` are the import's (``--image`` answers some); the result is
-    every entry, those included."""
+    every entry, those included. ``world``: what the program saw on the source, which
+    :func:`~omnidist.migration.keep.keep_observed` keeps where omnidist can."""
+    if world is not None and source != target and command is None:
+        from omnidist.migration.keep import keep_observed
+
+        job, kept_world = keep_observed(job, world)
+        entries = [*(entries or []), *kept_world]
     job, commanded = give_command(job, command)
     job, kept, imaged = give_image(job, source, target, image, list(entries or []))
     moved = kept + commanded + imaged
@@ -301,9 +307,9 @@ def give_accelerators(job: DistributedJob, given: Mapping[str, str],
     Raises:
         ValidationError: an accelerator that does not parse, or a role the job does not have.
     """
-    from omnidist.model.roles import Accelerator
+    from omnidist.model.roles import AUTO, Accelerator, processes_per_node
 
-    entries = list(entries)
+    entries, ran = list(entries), processes_per_node(job)
     for name, text in given.items():
         try:
             role_name = RoleName(name)
@@ -318,4 +324,6 @@ def give_accelerators(job: DistributedJob, given: Mapping[str, str],
         field = f"{role_name.value}.accelerator"
         entries = [e for e in entries if e.field != field]
         entries.append(ReportEntry(fidelity=Fidelity.EXACT, field=field, message=f"{accelerator} (from --accelerator)"))
+    if job.processes_per_node == AUTO and processes_per_node(job) != ran:  # the GPUs were there all along: the
+        job = attrs.evolve(job, processes_per_node=ran)  # program ran as many processes per node as it did
     return job, entries

@@ -113,3 +113,15 @@ def _config_of(argv: Sequence[str], source: str) -> Any:
                               "the command)", source=source, path="--config")
     return serde.read_document(path)
 
+
+
+def native_parts(native: Native, source: Any) -> list[Any]:
+    """The native request of each training job ``native`` holds, as ``source``'s importer reads
+    each (what its ``world`` derives a World from); ``[None]`` when it cannot be read again."""
+    from omnidist.backend import registry
+
+    try:
+        data, _ = read_native(native)
+        return list(registry.importer(source).split_jobs(data))
+    except ValidationError:
+        return [None]

@@ -371,6 +371,10 @@ RULES: dict[str, list[tuple[str, Check]]] = {
          or _under("backends.sagemaker.channels")(flat, v, p)),
         ("InputDataConfig.*.DataSource.S3DataSource.S3DataDistributionType",
          lambda flat, v, p: v == "FullyReplicated" or _under("backends.sagemaker.channels")(flat, v, p)),
+        ("InputDataConfig.*.ContentType", lambda flat, v, p: at("backends.sagemaker.content_types.*")(flat, v, p)
+         or _under("backends.sagemaker.channels")(flat, v, p)),
+        ("InputDataConfig.*.CompressionType", lambda flat, v, p: v == "None"
+         or _under("backends.sagemaker.channels")(flat, v, p)),
         ("InputDataConfig.**", _under("backends.sagemaker.channels")),
         ("OutputDataConfig.S3OutputPath", at("backends.sagemaker.base_output_dir")),
         ("OutputDataConfig.KmsKeyId", at("backends.sagemaker.output_kms_key_id")),

@@ -57,6 +57,11 @@ def test_tuning_moves_in_every_direction(source, target):
     if target == "azure_ml":  # Azure writes the integer range 2 … 6 as a choice, and says so
         assert entries["tuning.parameters.depth"].fidelity.value == "approximated"
         assert "became a choice of its 5 values" in entries["tuning.parameters.depth"].message
+    elif source == "azure_ml":  # the search carries; the program reports its metric to hypertune, not MLflow
+        assert entries["tuning.metric"].fidelity.value == "changed"
+        assert "through hypertune on" in entries["tuning.metric"].message and "through mlflow" in (
+            entries["tuning.metric"].message)
+        assert "tuning" not in entries  # never exact beside a change (SPEC §14)
     else:  # a choice read from Azure is a discrete list everywhere else: nothing changes on the way
         assert entries["tuning"].fidelity.value == "exact"
         assert "maximize accuracy over lr, depth, optimizer" in entries["tuning"].message
@@ -99,7 +104,7 @@ def test_cli_migrate_and_import_read_tuning_files(tmp_path):
     migrated = run_cli("migrate", str(path), "--to", "vertex")
     assert migrated.returncode == 0, migrated.stderr
     assert json.loads(migrated.stdout)["studySpec"]["metrics"] == [{"metricId": "accuracy", "goal": "MAXIMIZE"}]
-    assert "exact        tuning: maximize accuracy" in migrated.stderr
+    assert "changed      tuning.metric: the objective is read back through hypertune" in migrated.stderr
     imported = run_cli("import", str(path))
     assert imported.returncode == 0, imported.stderr
     assert job_from_yaml(imported.stdout).tuning.metric.name == "accuracy"

@@ -108,6 +108,12 @@ class AIPlatformBackend(Imports, Placement, CloudBackend):
         """The legacy console page of the job."""
         return CONSOLE_URL.format(job_id=job_id, project=settings.project or "")
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (docs/migration.md). Pure."""
+        from omnidist_ai_platform import world
+
+        return world.world(native)
+
     def find_credentials(self, settings: Any) -> Credentials:
         """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
         from omnidist_google.google_cloud import find_google_credentials

@@ -95,6 +95,12 @@ class AzureMLBackend(Imports, Placement, CloudBackend):
             return True
         return "command" in keys and len(keys) > 1 and keys <= COMMAND_JOB_KEYS
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (docs/migration.md). Pure."""
+        from omnidist_azure_ml import world
+
+        return world.world(native)
+
     def pricing_region(self, settings: AzureMLSettings) -> Optional[str]:
         """Azure's largest region (``eastus``), for a plan whose profile names no workspace ``region``."""
         return "eastus"

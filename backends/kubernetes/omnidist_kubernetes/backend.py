@@ -97,6 +97,12 @@ class KubernetesBackend(Imports, Placement, CloudBackend):
 
         return importer.recognizes(native)
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (docs/migration.md). Pure."""
+        from omnidist_kubernetes import world
+
+        return world.world(native)
+
     def find_credentials(self, settings: Any) -> Credentials:
         """A kubeconfig (the setting, ``$KUBECONFIG``, ``~/.kube/config``) or a pod's service account."""
         from omnidist_kubernetes.credentials import find

@@ -23,6 +23,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import (
+    INHERITS_FROM_PRIMARY,
     REQUEST_ID_LABEL,
     TOPOLOGY,
     Accelerator,
@@ -657,6 +658,7 @@ def import_job(native: Any) -> tuple[DistributedJob, list[Note]]:
     effective = {name: pod_to_role(name, count, pod) for name, (count, pod) in roles.items()}
     if tpu is not None:
         effective[RoleName.PRIMARY] = attrs.evolve(effective[RoleName.PRIMARY], accelerator=tpu)
+    effective = _with_primary_env(effective, notes)
     delowered = delower(effective)
     job.update(delowered.job_dict())
     processes = _processes(kind, spec, primary, str(job["framework"]), path, notes, tpu)
@@ -678,3 +680,20 @@ def _key(toleration: Any) -> Optional[str]:
     """A toleration's ``key`` when it is text (another kind matches no node's taint)."""
     key = toleration.get("key") if isinstance(toleration, Mapping) else None
     return key if isinstance(key, str) else None
+
+
+def _with_primary_env(effective: dict[RoleName, Any], notes: list[Note]) -> dict[RoleName, Any]:
+    """Workers (and evaluators) whose pods lack a variable the primary's pod sets get it empty,
+    noted as a change: Kubernetes runs such a job (SPEC §10: no stricter than the platform), and a
+    portable role inherits the primary's env, which it cannot unset again."""
+    primary = effective[RoleName.PRIMARY]
+    found = dict(effective)
+    for name, role in effective.items():
+        missing = sorted(k for k in primary.env if k not in role.env) if name in INHERITS_FROM_PRIMARY else []
+        if not missing:
+            continue
+        found[name] = attrs.evolve(role, env={**role.env, **{k: "" for k in missing}})
+        notes.append(Note(kind=NoteKind.CHANGED, field=f"{name.value}.env", message=(
+            f"{', '.join(missing)}: set on the primary's pod, not on the {name.value}' pods; a portable role inherits "
+            "the primary's variables, so the workers get them empty")))
+    return found

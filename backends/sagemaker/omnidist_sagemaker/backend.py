@@ -98,6 +98,12 @@ class SageMakerBackend(Imports, Placement, CloudBackend):
 
         return importer.recognizes(native)
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on SageMaker for ``native`` (docs/migration.md). Pure."""
+        from omnidist_sagemaker import world
+
+        return world.world(native)
+
     def find_credentials(self, settings: Any) -> Credentials:
         """boto3's chain looked up offline: the environment, ``~/.aws`` files, a container or web-identity role."""
         from omnidist_sagemaker.credentials import find

@@ -214,6 +214,8 @@ def _channel(name: str, inp: JobInput, settings: SageMakerSettings) -> dict[str,
     channel: dict[str, Any] = {"ChannelName": name, "DataSource": {"S3DataSource": source}}
     if settings.input_mode is None:
         channel["InputMode"] = INPUT_MODES[inp.mode]
+    if name in settings.content_types:
+        channel["ContentType"] = settings.content_types[name]
     return channel
 
 

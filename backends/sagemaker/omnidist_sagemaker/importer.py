@@ -82,8 +82,9 @@ SETTINGS_KEYS: dict[str, str] = {
 }
 """Top-level request members -> the setting that keeps them."""
 
-CHANNEL_KEYS = frozenset({"ChannelName", "DataSource", "InputMode"})
-"""A channel made of these only (with a plain S3 prefix) is an input; others stay channels."""
+CHANNEL_KEYS = frozenset({"ChannelName", "DataSource", "InputMode", "ContentType", "CompressionType"})
+"""A channel made of these only (with a plain S3 prefix, uncompressed) is an input (its content type
+kept in ``content_types``); others stay channels."""
 
 REPOSITORY_FRAMEWORKS: dict[str, Framework] = {
     "huggingface-pytorch-training": Framework.PYTORCH,
@@ -461,12 +462,15 @@ def _channels(channels: list[Any], default_mode: str, data: dict[str, Any], bloc
         name = str(channel.get("ChannelName"))
         source = (channel.get("DataSource") or {}).get("S3DataSource") or {}
         plain = (set(channel) <= CHANNEL_KEYS and set(channel.get("DataSource") or {}) == {"S3DataSource"}
+                 and str(channel.get("CompressionType", "None")) == "None"
                  and source.get("S3DataType", "S3Prefix") == "S3Prefix"
                  and source.get("S3DataDistributionType", "FullyReplicated") == "FullyReplicated"
                  and set(source) <= {"S3DataType", "S3Uri", "S3DataDistributionType"})
         mode = PORTABLE_INPUT_MODES.get(str(channel.get("InputMode") or default_mode))
         if plain and mode is not None and str(source.get("S3Uri", "")).startswith("s3://"):
             inputs[name] = {"uri": source["S3Uri"], "mode": mode.value}
+            if channel.get("ContentType"):
+                block.setdefault("content_types", {})[name] = str(channel["ContentType"])
             continue
         raw.append(dict(channel))
         notes.append(Note(kind=NoteKind.HINT, field=f"InputDataConfig.{name}",

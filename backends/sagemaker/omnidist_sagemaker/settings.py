@@ -107,6 +107,8 @@ class SageMakerSettings(ClientSettings):
     algorithm's, or an image's own), besides what script mode writes."""
     metric_definitions: tuple[dict[str, str], ...] = attrs.field(default=(), converter=_dicts)
     """``AlgorithmSpecification.MetricDefinitions``: ``{Name, Regex}`` read from the job's logs."""
+    content_types: dict[str, str] = attrs.field(factory=dict, converter=_text_map)
+    """Input name -> its channel's ``ContentType`` (what a built-in algorithm reads the data as)."""
     channels: tuple[dict[str, Any], ...] = attrs.field(default=(), converter=_dicts)
     """``InputDataConfig`` channels passed as they are (EFS and FSx file systems, manifests), besides
     the job's inputs."""

@@ -102,6 +102,12 @@ class VertexBackend(Imports, Placement, CloudBackend):
             return bool(NATIVE_KEYS & set(native))
         return isinstance(native, Sequence) and bool(native) and all(isinstance(s, str) for s in native)
 
+    def world(self, native: Any) -> Any:
+        """What the program sees on this platform for ``native`` (docs/migration.md). Pure."""
+        from omnidist_vertex import world
+
+        return world.world(native)
+
     def find_credentials(self, settings: Any) -> Credentials:
         """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
         from omnidist_google.google_cloud import find_google_credentials

@@ -132,6 +132,10 @@ def _pick(role: EffectiveRole, job: DistributedJob) -> Machine:
             raise _refuse_infiniband(role, "asks for no accelerator")
         reducers = role.name is RoleName.REDUCTION_SERVERS
         return MACHINES.get(REDUCTION_SERVER_MACHINE if reducers else DEFAULT_CPU_MACHINE)
+    if wanted is not None and not MACHINES.ways_to_get(wanted.type):
+        raise UnsupportedFeatureError(
+            Feature.ACCELERATOR, BACKEND, f"Vertex AI offers no {wanted.type} GPU",
+            f"Pick one it offers: {', '.join(sorted(ACCELERATOR_TYPES))}.", subject=f"accelerator {wanted.type}")
     if wanted is not None and smallest_fit(MACHINES, wanted) is None:
         raise ValidationError(
             f"Vertex offers {wanted.type} as: {', '.join(MACHINES.ways_to_get(wanted.type))}; "

@@ -25,7 +25,10 @@ NAME = "ai_platform"
 ORDER = 20
 
 VARIABLE = "CLUSTER_SPEC"
-VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE})
+JOB_ID = "CLOUD_ML_JOB_ID"
+"""The job's id, which the service gives every replica (the SDK's ``training_utils.environment_variables``)."""
+
+VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE, JOB_ID})
 PREFIXES = ()
 
 BOUND = Bound(variables=("CLUSTER_SPEC", "CLOUD_ML_*"))
@@ -130,7 +133,7 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
             continue
         task = {"type": types[slot.role], "index": slot.index}
         spec = {"cluster": listing, "environment": ENVIRONMENT, "task": task, "job": decided.details.get("job", {})}
-        result.append({VARIABLE: json.dumps(spec), tf_config.VARIABLE: json.dumps(spec)})
+        result.append({VARIABLE: json.dumps(spec), tf_config.VARIABLE: json.dumps(spec), JOB_ID: job.name})
     return result
 
 

@@ -26,7 +26,10 @@ NAME = "vertex"
 ORDER = 10
 
 VARIABLE = "CLUSTER_SPEC"
-VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE})
+JOB_ID = "CLOUD_ML_JOB_ID"
+"""The job's id, which the service gives every replica (the SDK's ``training_utils.environment_variables``)."""
+
+VARIABLES = frozenset({VARIABLE, tf_config.VARIABLE, JOB_ID})
 PREFIXES = ()
 
 BOUND = Bound(
@@ -130,7 +133,8 @@ def emulate(job: JobFacts, slots: Sequence[Slot], decided: Decided) -> list[dict
     result = []
     for slot in running:
         pool = {"type": f"{POOL_PREFIX}{POOL_INDEX[slot.role]}", "index": slot.index}
-        env = {VARIABLE: json.dumps({"cluster": pools, "environment": ENVIRONMENT, "task": pool, "job": spec})}
+        env = {VARIABLE: json.dumps({"cluster": pools, "environment": ENVIRONMENT, "task": pool, "job": spec}),
+               JOB_ID: job.name}
         if len(running) > 1:
             tf_task = {"type": tf_config.TASK_TYPES[slot.role], "index": slot.index}
             env[tf_config.VARIABLE] = json.dumps({"cluster": tf_cluster, "environment": ENVIRONMENT,
