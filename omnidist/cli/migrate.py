@@ -50,7 +50,7 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
               "(for a spec that names none, or to run something else).")
 @click.option("--profile", "-p", help="Profile supplying the target's settings.")
 @click.option("--accelerator", "accelerators", multiple=True, metavar="[ROLE=]TYPE:COUNT",
-              help="The GPUs of a spec whose machines the file does not say (an Azure ML job on a named compute "
+              help="The GPUs of a spec whose machines the file does not say (a job on a named compute "
                    "cluster): V100:2 for the primary (the roles that inherit its hardware follow), "
                    "workers=V100:2 for one role. Repeatable.")
 @click.option("--debug", is_flag=True, help="Say where each report line came from (the importer's or compiler's note "

@@ -109,5 +109,5 @@ def refuse_lost_mpi(before: World, after: World) -> None:
         f"on {before.platform} the program's ranks are started by mpirun ({source.processes} a node on "
         f"{before.node_count} node(s)) and find each other through MPI; {after.platform} starts "
         f"{target.processes} independent process(es) a node, with no MPI launcher across the nodes.",
-        "Migrate to a backend that runs an MPI launcher (Azure ML's MPI distribution, a Kubeflow MPIJob), or "
+        "Migrate to a backend that runs an MPI launcher (an MPI distribution or an MPI job kind), or "
         "start mpirun in the command yourself (--command).", subject="processes_per_node")

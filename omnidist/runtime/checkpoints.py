@@ -30,7 +30,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Optional
 
-from omnidist.runtime import hints
+from omnidist.runtime import hints, platforms
 from omnidist.runtime.errors import RuntimeEnvError
 
 OUTPUT = "checkpoints"
@@ -44,12 +44,6 @@ MARKER = ".omnidist-complete"
 
 PREFIX = "step-"
 """A save of step N is the folder ``step-N`` (steps are integers >= 0)."""
-
-SAGEMAKER_PATH = "/opt/ml/checkpoints"
-"""SageMaker's ``CheckpointConfig.LocalPath`` default, synced with its ``S3Uri``."""
-
-GCS_FUSE = "/gcs"
-"""Where Vertex AI mounts Cloud Storage (``gs://BUCKET/PATH`` is ``/gcs/BUCKET/PATH``)."""
 
 _STEP = re.compile(rf"{PREFIX}(\d+)")
 
@@ -78,15 +72,16 @@ def checkpoint_dir(environ: Optional[Mapping[str, str]] = None) -> Optional[Path
     """
     env = os.environ if environ is None else environ
     value = env.get(VARIABLE)
-    if value is None:
-        if any(k.startswith("SM_") for k in env) and os.path.isdir(SAGEMAKER_PATH):
-            return Path(SAGEMAKER_PATH)
+    if value is None:  # a job written natively for a platform that syncs a checkpoint folder of its own
+        native = platforms.first(lambda m: bool(getattr(m, "CHECKPOINT_PATH", None)) and m.detect(env))
+        if native is not None and os.path.isdir(native.CHECKPOINT_PATH):
+            return Path(native.CHECKPOINT_PATH)
         return None
     folder = _local(value)
     if folder is None:
         raise RuntimeEnvError(VARIABLE, f"{value!r} is a URI with no local folder here: give the job's "
-                                        "checkpoints output a path or a mounted URI (gs:// on Vertex AI, "
-                                        "s3:// on SageMaker) so saves survive the machine")
+                                        "checkpoints output a path or a URI the platform mounts or syncs, "
+                                        "so saves survive the machine")
     folder.mkdir(parents=True, exist_ok=True)
     return folder
 
@@ -94,8 +89,10 @@ def checkpoint_dir(environ: Optional[Mapping[str, str]] = None) -> Optional[Path
 def _local(value: str) -> Optional[Path]:
     if "://" not in value:
         return Path(value)
-    if value.startswith("gs://") and os.path.isdir(GCS_FUSE):
-        return Path(GCS_FUSE) / value[len("gs://"):]
+    for bound in platforms.bound().values():  # a URI a platform mounts as a folder
+        for root, scheme in bound.mounts.items():
+            if value.startswith(scheme) and os.path.isdir(root):
+                return Path(root) / value[len(scheme):]
     return None
 
 

@@ -74,12 +74,21 @@ def test_a_uri_without_a_local_folder_is_a_clear_error():
 
 
 def test_a_gs_uri_is_the_fuse_mount(monkeypatch, tmp_path):
-    monkeypatch.setattr(checkpoints, "GCS_FUSE", str(tmp_path))
+    """Vertex AI mounts Cloud Storage under /gcs/ (its platform module's BOUND.mounts)."""
+    import dataclasses
+
+    from omnidist.runtime import platforms
+    from omnidist.runtime.platforms import vertex
+
+    assert vertex.BOUND.mounts == {"/gcs/": "gs://"}
+    monkeypatch.setattr(platforms, "bound", lambda: {"vertex": dataclasses.replace(vertex.BOUND, mounts={f"{tmp_path}/": "gs://"})})
     assert runtime.checkpoint_dir({"OMNIDIST_OUTPUT_checkpoints": "gs://b/run/ckpt"}) == tmp_path / "b/run/ckpt"
 
 
 def test_sagemaker_without_a_hint_uses_its_synced_folder(monkeypatch, tmp_path):
-    monkeypatch.setattr(checkpoints, "SAGEMAKER_PATH", str(tmp_path))
+    from omnidist.runtime.platforms import sagemaker
+
+    monkeypatch.setattr(sagemaker, "CHECKPOINT_PATH", str(tmp_path))
     assert runtime.checkpoint_dir({"SM_CURRENT_HOST": "algo-1"}) == tmp_path
     assert runtime.checkpoint_dir({"OTHER": "x"}) is None
 
