@@ -147,7 +147,7 @@ if TYPE_CHECKING:
     from omnidist.compiler.commandline import needs_shell
     from omnidist.compiler.commandline import shell_argv
     from omnidist.compiler.launchers import Launcher
-    # what the program sees (SPEC §14): each backend's world(native)
+    # what the program sees: each backend's world(native)
     from omnidist.migration.world import World
     from omnidist.migration.world import Node as WorldNode
     from omnidist.migration.world import Image as WorldImage
@@ -356,7 +356,7 @@ _NAMES: dict[str, str] = {
     "needs_shell": "omnidist.compiler.commandline",
     "shell_argv": "omnidist.compiler.commandline",
     "Launcher": "omnidist.compiler.launchers",
-    # what the program sees (SPEC §14): each backend's world(native)
+    # what the program sees: each backend's world(native)
     "World": "omnidist.migration.world",
     "WorldNode": "omnidist.migration.world:Node",
     "WorldImage": "omnidist.migration.world:Image",

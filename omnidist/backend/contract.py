@@ -131,7 +131,7 @@ class MigrationPolicy:
     runs_instead: Mapping[str, str] = attrs.field(factory=dict, converter=as_dict, hash=False)
     tpus: str = ""
     output_setting: str = ""
-    example_settings: Mapping[str, Any] = attrs.field(factory=dict, converter=dict, hash=False)
+    example_settings: Mapping[str, Any] = attrs.field(factory=dict, converter=as_dict, hash=False)
 
     def shares_with(self, other: MigrationPolicy) -> bool:
         """True when both backends speak the same vocabulary."""

@@ -20,6 +20,8 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist.model.fields import as_frozenset, as_tuple
+
 ENTRYPOINT = "<image entrypoint>"
 """Stands for the image's own ``ENTRYPOINT`` in an argv (the platform runs it; the request does not say it)."""
 
@@ -106,14 +108,14 @@ class Node:
 
     role: str
     count: int
-    argv: tuple[str, ...]
+    argv: tuple[str, ...] = attrs.field(converter=as_tuple)
     """What the platform execs on each node (:data:`ENTRYPOINT` for the image's own)."""
     launcher: Launcher = attrs.field(converter=Launcher)
     processes: int
     """Processes each node starts."""
-    program: tuple[str, ...]
+    program: tuple[str, ...] = attrs.field(converter=as_tuple)
     """What each process runs (the argv without its launcher)."""
-    platform_env: frozenset[str] = attrs.field(converter=frozenset, factory=frozenset)
+    platform_env: frozenset[str] = attrs.field(converter=as_frozenset, factory=frozenset)
     """Names the platform or its launcher sets for each process (values differ by node and rank)."""
     env: Mapping[str, str] = attrs.field(factory=dict)
     """The job's own variables, as the request gives them."""
@@ -130,8 +132,8 @@ class World:
 
     platform: str
     image: Optional[Image]
-    nodes: tuple[Node, ...] = attrs.field(converter=tuple)
-    data: tuple[DataPath, ...] = attrs.field(converter=tuple, factory=tuple)
+    nodes: tuple[Node, ...] = attrs.field(converter=as_tuple)
+    data: tuple[DataPath, ...] = attrs.field(converter=as_tuple, factory=tuple)
     hyperparameters: str = ""
     """How a search passes each trial's values: :data:`ARGV`, a file, ``env PREFIX*`` (empty: no search)."""
     metric: str = ""

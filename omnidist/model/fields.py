@@ -85,6 +85,11 @@ def as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
     return tuple(items)
 
 
+def as_frozenset(items: Iterable[Any]) -> frozenset[Any]:
+    """``converter=frozenset`` that type checkers read: the class takes any iterable (a set, a list)."""
+    return frozenset(items)
+
+
 def as_dict(items: Mapping[Any, Any]) -> dict[Any, Any]:
     """``converter=dict`` that type checkers read: the class takes any mapping, and keeps a copy."""
     return dict(items)

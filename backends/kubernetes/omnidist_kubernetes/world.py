@@ -28,6 +28,7 @@ from omnidist.kit import (
     StartedBy,
     World,
     WorldImage,
+    WorldNode,
     env_list,
     launched,
     registry_of,
@@ -71,7 +72,8 @@ def world(native: Any) -> Optional[World]:
     elif kind == "TFJob" and total > 1:
         own |= {tf_config.VARIABLE}
     training = sum(n for t, n in replicas.items() if ROLES.get(t) in ("primary", "workers"))
-    nodes, image, data = [], "", []
+    nodes: list[WorldNode] = []
+    image, data = "", list[DataPath]()
     for rtype in sorted(replica_specs, key=lambda t: list(ROLES).index(t) if t in ROLES else 99):
         if not replicas[rtype]:
             continue

@@ -129,7 +129,7 @@ def _node(algorithm: Mapping[str, Any], hyper: Mapping[str, str], image: str, gp
     if entrypoint:
         argv, env = _carried([*entrypoint, *arguments], env)
         return launched(argv, gpus, nodes, own=frozenset(own), env=env)
-    argv = (ENTRYPOINT, "train", *arguments)
+    argv = [ENTRYPOINT, "train", *arguments]
     program = hyper.get(platform.PROGRAM)
     if not program:  # bring your own image: `IMAGE train` runs once per instance
         return WorldNode(role="primary", count=nodes, argv=argv, launcher=StartedBy.NONE, processes=1, program=argv,
@@ -163,7 +163,7 @@ def _carried(argv: list[str], env: Mapping[str, str]) -> tuple[list[str], dict[s
     env = dict(env)
     if argv[:2] != ["sh", "-c"] or len(argv) != 3 or not argv[2].startswith('eval "exec ${OMNIDIST_ARGV_0}'):
         return argv, env
-    parts = []
+    parts: list[str] = []
     while f"OMNIDIST_ARGV_{len(parts)}" in env:
         parts.append(env.pop(f"OMNIDIST_ARGV_{len(parts)}"))
     try:
