@@ -48,6 +48,8 @@ class FakeStorage:
     def __init__(self, server: FakeServer):
         self.server = server
         self.objects: dict[tuple[str, str], bytes] = {}
+        self.written: list[tuple[str, str]] = []
+        """Every object written, in the order its upload completed."""
         self._sessions: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
@@ -118,6 +120,7 @@ class FakeStorage:
                 if self._exists_conflict(rec, key):
                     return Response(412, error_body(412, PRECONDITION))
                 self.objects[key] = payload
+                self.written.append(key)
                 return Response(200, self._resource(*key))
         if kind == "resumable":
             metadata = rec.body if isinstance(rec.body, dict) else json.loads(rec.raw or b"{}")
@@ -146,6 +149,7 @@ class FakeStorage:
             total = span.group(3)
             if total != "*" and len(session["data"]) == int(total):
                 self.objects[session["key"]] = session["data"]
+                self.written.append(session["key"])
                 del self._sessions[upload_id]
                 return Response(200, self._resource(*session["key"]))
             return Response(308, None, {"Range": f"bytes=0-{len(session['data']) - 1}"})

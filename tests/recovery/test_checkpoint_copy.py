@@ -72,8 +72,7 @@ def test_from_s3_to_cloud_storage_the_marker_is_written_last(gcs, s3):
     assert step == 3
     expected = {**COPIED, **{f"step-3/shard-{n}.bin": bytes([n]) * 10 for n in range(3)}}
     assert {name[len("ckpt/"):]: data for (b, name), data in gcs.objects.items() if b == "landing"} == expected
-    written = [call.query.get("name", [""])[0] or call.body for call in gcs.uploads()]
-    assert len(written) == len(expected) and MARKER in str(written[-1])  # the marker last
+    assert len(gcs.written) == len(expected) and gcs.written[-1] == ("landing", f"ckpt/step-3/{MARKER}")
     assert checkpoints.latest_complete(gcs_store(gcs), "gs://landing/ckpt") == (3, sorted(expected_names(expected)))
 
 
@@ -98,9 +97,9 @@ def test_a_store_error_is_omnidists_naming_what_was_done(gcs, s3):
 def test_location_is_the_checkpoints_output_as_the_profiles_data_map_rewrites_it():
     from omnidist import api
 
-    job = api.as_job({"name": "j", "image": "i", "command": ["t"], "primary": {}, "outputs": {"checkpoints": "gs://b/run/ckpt"}})
+    job = api.as_job({"name": "j", "framework": "pytorch", "image": "i", "command": ["t"], "primary": {}, "outputs": {"checkpoints": "gs://b/run/ckpt"}})
     mapped = types.SimpleNamespace(data_map={"gs://b/": "s3://copy/b/"})
     assert checkpoints.location(job, mapped) == "s3://copy/b/run/ckpt"
     assert checkpoints.location(job, types.SimpleNamespace()) == "gs://b/run/ckpt"
-    bare = api.as_job({"name": "j", "image": "i", "command": ["t"], "primary": {}})
+    bare = api.as_job({"name": "j", "framework": "pytorch", "image": "i", "command": ["t"], "primary": {}})
     assert checkpoints.location(bare, mapped) is None
