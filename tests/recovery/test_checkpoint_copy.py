@@ -103,3 +103,34 @@ def test_location_is_the_checkpoints_output_as_the_profiles_data_map_rewrites_it
     assert checkpoints.location(job, types.SimpleNamespace()) == "gs://b/run/ckpt"
     bare = api.as_job({"name": "j", "framework": "pytorch", "image": "i", "command": ["t"], "primary": {}})
     assert checkpoints.location(bare, mapped) is None
+
+
+def test_each_backend_gives_the_store_of_its_own_scheme_found_through_the_registry(gcs):
+    from omnidist.backend import registry
+
+    settings = types.SimpleNamespace(project="p", credentials="anonymous", storage_endpoint=gcs.endpoint,
+                                     region="us-east-1", aws_profile=None, endpoint_url=None, s3_endpoint_url=None,
+                                     request_timeout_s=5.0)
+    for backend, uri in [("vertex", "gs://b/ckpt"), ("ai_platform", "gs://b/ckpt"), ("sagemaker", "s3://b/ckpt")]:
+        driver = registry.get(backend)
+        assert checkpoints.store_for(driver, settings, uri) is not None, backend
+        assert checkpoints.store_for(driver, settings, "wasbs://c@a.blob.core.windows.net/ckpt") is None
+    assert checkpoints.store_for(registry.get("kubernetes"), settings, "/mnt/ckpt") is None
+
+
+def test_a_side_without_a_store_is_said_and_nothing_is_copied(gcs):
+    from omnidist import api
+    from omnidist.backend import registry
+
+    gcs.objects.update({("train", f"ckpt/{name}"): data for name, data in SAVES.items()})
+    job = api.as_job({"name": "j", "framework": "pytorch", "image": "i", "command": ["t"], "primary": {},
+                      "outputs": {"checkpoints": "gs://train/ckpt"}})
+    source = types.SimpleNamespace(project="p", credentials="anonymous", storage_endpoint=gcs.endpoint)
+    volume = types.SimpleNamespace(data_map={"gs://train/": "/mnt/train/"})
+    said: list[str] = []
+    assert checkpoints.carry(job, (registry.get("vertex"), source), (registry.get("kubernetes"), volume),
+                             said.append) is None
+    assert said == ["recovery: checkpoints not copied: kubernetes has no store that reads /mnt/train/ckpt; "
+                    "the next attempt starts from what /mnt/train/ckpt holds"]
+    assert checkpoints.carry(job, (registry.get("vertex"), source), (registry.get("vertex"), source),
+                             said.append) is None and len(said) == 1  # the same place: nothing to copy
