@@ -87,11 +87,18 @@ def test_no_complete_save_copies_nothing(gcs, s3):
     assert in_s3(s3, target, "") == {}
 
 
-def test_a_store_error_is_omnidists_naming_what_was_done(gcs, s3):
+def test_a_store_error_is_omnidists_naming_what_was_done(gcs, s3, tmp_path):
     gcs.objects.update({("train", f"ckpt/{name}"): data for name, data in SAVES.items()})
     with pytest.raises(errors.BackendError, match=r"listing s3://no-such-bucket/ckpt/step-3/") as info:
         checkpoints.copy_latest(gcs_store(gcs), "gs://train/ckpt", s3_store(s3), "s3://no-such-bucket/ckpt")
     assert info.value.exit_code == 1 and "NoSuchBucket" in str(info.value)
+    store, local = s3_store(s3), tmp_path / "state.pt"
+    local.write_bytes(b"x")
+    with pytest.raises(errors.NotFoundError, match=r"writing s3://no-such-bucket/k: .*NoSuchBucket"):
+        store.call("writing s3://no-such-bucket/k", lambda: store.upload("s3://no-such-bucket/k", str(local)))
+    google = gcs_store(gcs)
+    with pytest.raises(errors.NotFoundError, match=r"reading gs://train/gone: .*No such object"):
+        google.call("reading gs://train/gone", lambda: google.download("gs://train/gone", str(local)))
 
 
 def test_location_is_the_checkpoints_output_as_the_profiles_data_map_rewrites_it():

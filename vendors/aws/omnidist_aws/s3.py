@@ -78,8 +78,16 @@ def download(s3: Any, uri: str, path: str) -> None:
 
 def upload_file(s3: Any, uri: str, path: str) -> None:
     """Put the local file ``path`` at ``uri``, replacing what is there (a multipart upload when big)."""
+    from boto3.exceptions import S3UploadFailedError
+
     bucket, key = split_s3(uri)
-    s3.upload_file(path, bucket, key)
+    try:
+        s3.upload_file(path, bucket, key)
+    except S3UploadFailedError as exc:  # boto3 wraps the service's answer: the caller translates that
+        cause = exc.__cause__ or exc.__context__
+        if cause is None:
+            raise
+        raise cause from exc
 
 
 def checkpoint_store(s3: Callable[[], Any],
