@@ -26,10 +26,12 @@ from typing import Any, Optional, TypeVar
 
 import attrs
 
+from omnidist.backend.settings import DEFAULT_POLICY, RetryPolicy
 from omnidist.compiler.code_data import rewrite
 from omnidist.errors import BackendError
 from omnidist.model.data import scheme
 from omnidist.runtime.checkpoints import MARKER, OUTPUT, PREFIX
+from omnidist.submission import retry
 
 _STEP = re.compile(rf"{PREFIX}(\d+)")
 T = TypeVar("T")
@@ -45,6 +47,7 @@ class CheckpointStore:
         download: writes the object at a URI to a local file path.
         upload: puts a local file (its path) at a URI, replacing what is there.
         translate: the SDK's errors as omnidist's (``None`` for an exception that is not one).
+        retry: how a transient error is retried (the profile's settings' policy, by :func:`store_for`).
     """
 
     schemes: tuple[str, ...]
@@ -52,9 +55,14 @@ class CheckpointStore:
     download: Callable[[str, str], None]
     upload: Callable[[str, str], None]
     translate: Optional[Callable[[BaseException], Optional[BackendError]]] = None
+    retry: RetryPolicy = DEFAULT_POLICY
 
     def call(self, what: str, fn: Callable[[], T]) -> T:
-        """``fn()``, with an SDK error raised as omnidist's naming ``what`` was being done."""
+        """``fn()``, retried while it fails transiently, with an SDK error raised as omnidist's
+        naming ``what`` was being done."""
+        return retry.call(lambda: self._once(what, fn), self.retry)
+
+    def _once(self, what: str, fn: Callable[[], T]) -> T:
         try:
             return fn()
         except BackendError:
@@ -83,7 +91,10 @@ def store_for(driver: Any, settings: Any, uri: str) -> Optional[CheckpointStore]
     """The store ``driver`` gives for ``settings`` when it reads ``uri``'s scheme, else ``None``."""
     hook = getattr(driver, "checkpoint_store", None)
     store = hook(settings) if hook is not None else None
-    return store if store is not None and scheme(uri) in store.schemes else None
+    if store is None or scheme(uri) not in store.schemes:
+        return None
+    policy = getattr(settings, "retry_policy", None)
+    return attrs.evolve(store, retry=policy()) if callable(policy) else store
 
 
 def latest_complete(store: CheckpointStore, root: str) -> Optional[tuple[int, list[str]]]:

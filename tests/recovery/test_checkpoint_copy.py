@@ -141,3 +141,22 @@ def test_a_side_without_a_store_is_said_and_nothing_is_copied(gcs):
                     "the next attempt starts from what /mnt/train/ckpt holds"]
     assert checkpoints.carry(job, (registry.get("vertex"), source), (registry.get("vertex"), source),
                              said.append) is None and len(said) == 1  # the same place: nothing to copy
+
+
+def test_a_transient_failure_is_retried_under_the_policy():
+    from omnidist.backend.settings import RetryPolicy
+
+    failures = [errors.TransientBackendError("slow down", backend="b", status=503)]
+
+    def listing(uri: str) -> list[str]:
+        if failures:
+            raise failures.pop()
+        return [uri + "step-0/" + MARKER]
+
+    store = checkpoints.CheckpointStore(schemes=("s3",), listing=listing, download=lambda u, p: None,
+                                        upload=lambda u, p: None,
+                                        retry=RetryPolicy(attempts=2, initial_wait=0.0, max_wait=0.0))
+    assert checkpoints.latest_complete(store, "s3://b/ckpt") == (0, [MARKER]) and not failures
+    failures.extend([errors.TransientBackendError("slow down", backend="b", status=503)] * 2)
+    with pytest.raises(errors.TransientBackendError):
+        checkpoints.latest_complete(store, "s3://b/ckpt")
