@@ -224,6 +224,7 @@ if TYPE_CHECKING:
     from omnidist.placement.refresh import shown_url
     from omnidist.placement.refresh import skypilot_source
     from omnidist.submission.staging import ObjectStore
+    from omnidist.recovery.checkpoints import CheckpointStore
     from omnidist.submission.staging import stage_folder
     # errors
     from omnidist.errors import AuthenticationError
@@ -433,6 +434,7 @@ _NAMES: dict[str, str] = {
     "shown_url": "omnidist.placement.refresh",
     "skypilot_source": "omnidist.placement.refresh",
     "ObjectStore": "omnidist.submission.staging",
+    "CheckpointStore": "omnidist.recovery.checkpoints",
     "stage_folder": "omnidist.submission.staging",
     # errors
     "AuthenticationError": "omnidist.errors",

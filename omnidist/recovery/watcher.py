@@ -12,7 +12,9 @@ how it ended and the job document to resubmit. One loop:
    unless listed), or ``max_restarts`` restarts already made: stop;
 4. otherwise create the next attempt on the same profile, or with ``move: true`` on the next
    profile of the placement, as a new row of the same placement. The previous attempt is
-   terminal by then (its cloud said so), so there are never two live attempts.
+   terminal by then (its cloud said so), so there are never two live attempts. Before a move,
+   the latest complete checkpoint is copied to where the next profile puts the job's
+   ``checkpoints`` output (:mod:`omnidist.recovery.checkpoints`).
 """
 
 from __future__ import annotations
@@ -191,7 +193,7 @@ def _restart(book: ledgers.Ledger, job: Any, rows: Sequence[ledgers.JobRecord], 
     """Create the next attempt (the previous one is terminal: its cloud said so) as a row of the
     placement; or why not: it would exceed the job's ``max_cost``."""
     from omnidist import api
-    from omnidist.recovery import cost
+    from omnidist.recovery import checkpoints, cost
 
     job, driver, settings = api.prepare(job, latest.backend if profile is None else None, profile)
     compiled = driver.compile(job, settings)
@@ -201,6 +203,9 @@ def _restart(book: ledgers.Ledger, job: Any, rows: Sequence[ledgers.JobRecord], 
     refused = cost.over_max_cost(job, rate, spent)
     if refused:
         return refused
+    if not same:  # a move: the latest complete checkpoint goes where the new job's checkpoints output is
+        checkpoints.carry(job, api.prepare(job, latest.backend if latest.profile is None else None,
+                                           latest.profile)[1:], (driver, settings), say)
     attempt = max(r.attempt for r in rows) + 1
     text = next(r.document for r in reversed(rows) if r.document)
     seq = book.add(name=job.name, backend=driver.name, profile=profile, placement=latest.placement,

@@ -339,6 +339,8 @@ def _send(handler: BaseHTTPRequestHandler, response: Response) -> None:
         payload, ctype = json.dumps(response.body).encode(), "application/json"
     elif response.body is None:
         payload, ctype = b"", "application/json"
+    elif isinstance(response.body, bytes):  # an object's own bytes (a download)
+        payload, ctype = response.body, "application/octet-stream"
     else:
         payload, ctype = str(response.body).encode(), "text/plain"
     handler.send_response(response.status)

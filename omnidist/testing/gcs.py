@@ -4,6 +4,10 @@
 Routes, as the client calls them (verified with google-cloud-storage 3.x):
 
 * ``GET /storage/v1/b/{bucket}/o/{object}``: object metadata (``blob.exists()``), 404 when absent;
+* ``GET /storage/v1/b/{bucket}/o?prefix=P``: the objects whose names begin with ``P``
+  (``client.list_blobs``), :data:`PAGE` a page with ``nextPageToken``;
+* ``GET /download/storage/v1/b/{bucket}/o/{object}?alt=media``: the object's bytes
+  (``blob.download_to_filename``), with its MD5 in ``X-Goog-Hash`` for the client to check;
 * ``POST /upload/storage/v1/b/{bucket}/o?uploadType=multipart``: a ``multipart/related``
   body (JSON metadata, then the bytes) for uploads up to 8 MiB;
 * ``POST …?uploadType=resumable`` then ``PUT …&upload_id=ID`` with ``Content-Range`` chunks
@@ -31,6 +35,10 @@ from omnidist.testing.fakeserver import FakeServer, Recorded, Response, error_bo
 
 _OBJECT = r"^/storage/v1/b/(?P<bucket>[^/]+)/o/(?P<name>.+)$"
 _UPLOAD = r"^/upload/storage/v1/b/(?P<bucket>[^/]+)/o$"
+_LIST = r"^/storage/v1/b/(?P<bucket>[^/]+)/o$"
+_DOWNLOAD = r"^/download/storage/v1/b/(?P<bucket>[^/]+)/o/(?P<name>.+)$"
+PAGE = 2
+"""Objects per listing page: small, so every listing in the tests crosses pages."""
 PRECONDITION = "At least one of the pre-conditions you specified did not hold."
 
 
@@ -40,10 +48,14 @@ class FakeStorage:
     def __init__(self, server: FakeServer):
         self.server = server
         self.objects: dict[tuple[str, str], bytes] = {}
+        self.written: list[tuple[str, str]] = []
+        """Every object written, in the order its upload completed."""
         self._sessions: dict[str, dict[str, Any]] = {}
         self._ids = itertools.count(1)
         self._lock = threading.Lock()
         server.route("GET", _OBJECT, self.get_object)
+        server.route("GET", _LIST, self.list_objects)
+        server.route("GET", _DOWNLOAD, self.download)
         server.route("GET", r"^/storage/v1/b/(?P<bucket>[^/]+)$", self.get_bucket)
         server.route("POST", _UPLOAD, self.start_upload)
         server.route("PUT", _UPLOAD, self.put_chunk)
@@ -74,6 +86,28 @@ class FakeStorage:
                 return Response(404, error_body(404, f"No such object: {key[0]}/{key[1]}"))
             return Response(200, self._resource(*key))
 
+    def list_objects(self, rec: Recorded, m: re.Match) -> Response:
+        """One page of the bucket's objects under ``prefix``, in name order."""
+        prefix = (rec.query.get("prefix") or [""])[0]
+        start = int((rec.query.get("pageToken") or ["0"])[0])
+        with self._lock:
+            names = sorted(n for b, n in self.objects if b == m["bucket"] and n.startswith(prefix))
+            page = {"kind": "storage#objects",
+                    "items": [self._resource(m["bucket"], n) for n in names[start:start + PAGE]]}
+        if start + PAGE < len(names):
+            page["nextPageToken"] = str(start + PAGE)
+        return Response(200, page)
+
+    def download(self, rec: Recorded, m: re.Match) -> Response:
+        """An object's bytes (``alt=media``)."""
+        key = (m["bucket"], unquote(m["name"]))
+        with self._lock:
+            if key not in self.objects:
+                return Response(404, error_body(404, f"No such object: {key[0]}/{key[1]}"))
+            data = self.objects[key]
+        digest = base64.b64encode(hashlib.md5(data).digest()).decode()
+        return Response(200, data, {"X-Goog-Hash": f"md5={digest}", "X-Goog-Generation": "1"})
+
     def _exists_conflict(self, rec: Recorded, key: tuple[str, str]) -> bool:
         return rec.query.get("ifGenerationMatch") == ["0"] and key in self.objects
 
@@ -86,6 +120,7 @@ class FakeStorage:
                 if self._exists_conflict(rec, key):
                     return Response(412, error_body(412, PRECONDITION))
                 self.objects[key] = payload
+                self.written.append(key)
                 return Response(200, self._resource(*key))
         if kind == "resumable":
             metadata = rec.body if isinstance(rec.body, dict) else json.loads(rec.raw or b"{}")
@@ -114,6 +149,7 @@ class FakeStorage:
             total = span.group(3)
             if total != "*" and len(session["data"]) == int(total):
                 self.objects[session["key"]] = session["data"]
+                self.written.append(session["key"])
                 del self._sessions[upload_id]
                 return Response(200, self._resource(*session["key"]))
             return Response(308, None, {"Range": f"bytes=0-{len(session['data']) - 1}"})

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -30,8 +31,8 @@ PREEMPTED = "The replica workerpool1-0 was preempted."
 WAITS = watcher.Waits(poll_s=0.0, sleep=lambda s: None)
 
 
-@pytest.fixture
-def clouds(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
+def _clouds(tmp_path, monkeypatch, extra: dict[str, list[str]]) -> Iterator[dict[str, Any]]:
+    """The fake clouds, and an omnidist.toml whose profiles point at them (plus ``extra`` lines each)."""
     servers = {name: FakeServer().__enter__() for name in PROFILES}
     try:
         fakes = {name: harness(PROFILES[name]).service(server) for name, server in servers.items()}
@@ -39,7 +40,7 @@ def clouds(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
         for name, backend in PROFILES.items():
             settings = {**harness(backend).settings(servers[name].url), **FAST}
             lines.append(f"[profiles.{name}]\nbackend = \"{backend}\"")
-            lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()]
+            lines += [f"{key} = {json.dumps(value)}" for key, value in settings.items()] + extra.get(name, [])
         (tmp_path / "omnidist.toml").write_text("\n".join(lines) + "\n")
         monkeypatch.chdir(tmp_path)
         monkeypatch.delenv("OMNIDIST_PROFILE", raising=False)
@@ -47,6 +48,11 @@ def clouds(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
     finally:
         for server in servers.values():
             server.__exit__(None, None, None)
+
+
+@pytest.fixture
+def clouds(tmp_path, monkeypatch) -> Iterator[dict[str, Any]]:
+    yield from _clouds(tmp_path, monkeypatch, {})
 
 
 def submit(job: dict[str, Any], profiles: list[str]) -> str:
@@ -80,6 +86,52 @@ def test_with_move_it_goes_to_the_next_profile(clouds):
     assert [(r.backend, r.ended) for r in attempts()] == [("vertex", "preemption"), ("sagemaker", "succeeded")]
     (created,) = clouds["sm"].calls("create")
     assert created.body["EnableManagedSpotTraining"] is True
+
+
+@pytest.fixture
+def stores(tmp_path, monkeypatch, gcs, s3, moto_url) -> Iterator[dict[str, Any]]:
+    """The fake clouds with object stores: the Vertex profile's Cloud Storage is the fake GCS, the
+    SageMaker profile's S3 is moto, and its data_map puts the job's gs://train/ data in an S3 bucket."""
+    bucket = f"moved-{uuid.uuid4().hex[:12]}"  # moto lives for the session
+    s3.create_bucket(Bucket=bucket)
+    extra = {"vtx": [f"storage_endpoint = {json.dumps(gcs.endpoint)}"],
+             "sm": [f"s3_endpoint_url = {json.dumps(moto_url)}", f'data_map = {{"gs://train/" = "s3://{bucket}/train/"}}']}
+    for fakes in _clouds(tmp_path, monkeypatch, extra):
+        yield {**fakes, "gcs": gcs, "s3": s3, "bucket": bucket}
+
+
+def test_a_move_copies_the_latest_complete_checkpoint_to_the_next_clouds_storage(stores):
+    gcs, s3, bucket = stores["gcs"], stores["s3"], stores["bucket"]
+    saved = {"step-2/state.pt": b"two", "step-2/.omnidist-complete": b"", "step-4/state.pt": b"four" * 1000,
+             "step-4/.omnidist-complete": b"", "step-6/state.pt": b"cut off"}  # step-6 was never completed
+    gcs.objects.update({("train", f"spot-ddp/ckpt/{name}"): data for name, data in saved.items()})
+    stores["vtx"].fail_jobs(PREEMPTED)
+    submit({**JOB, "outputs": {"checkpoints": "gs://train/spot-ddp/ckpt"},
+            "recovery": {"max_restarts": 1, "move": True}}, ["vtx", "sm"])
+    said: list[str] = []
+    outcome = watcher.watch("spot-ddp", waits=WAITS, say=said.append)
+    assert outcome.ended == "succeeded"
+    assert [(r.backend, r.ended) for r in attempts()] == [("vertex", "preemption"), ("sagemaker", "succeeded")]
+    (created,) = stores["sm"].calls("create")
+    assert created.body["CheckpointConfig"]["S3Uri"] == f"s3://{bucket}/train/spot-ddp/ckpt"  # where the copy went
+    listed = s3.list_objects_v2(Bucket=bucket, Prefix="train/spot-ddp/ckpt/")["Contents"]
+    copied = {o["Key"]: s3.get_object(Bucket=bucket, Key=o["Key"])["Body"].read() for o in listed}
+    assert copied == {"train/spot-ddp/ckpt/step-4/state.pt": b"four" * 1000,
+                      "train/spot-ddp/ckpt/step-4/.omnidist-complete": b""}
+    assert f"recovery: checkpoint step-4 copied from gs://train/spot-ddp/ckpt to s3://{bucket}/train/spot-ddp/ckpt" \
+        in said
+
+
+def test_a_move_whose_checkpoint_cannot_be_copied_is_not_made(stores):
+    stores["vtx"].fail_jobs(PREEMPTED)
+    stores["gcs"].objects.update({("train", "ckpt/step-1/.omnidist-complete"): b""})
+    submit({**JOB, "outputs": {"checkpoints": "gs://train/ckpt"}, "recovery": {"max_restarts": 1, "move": True}},
+           ["vtx", "sm"])
+    stores["s3"].delete_bucket(Bucket=stores["bucket"])
+    with pytest.raises(errors.BackendError, match=f"s3://{stores['bucket']}/train/ckpt/step-1/") as info:
+        watcher.watch("spot-ddp", waits=WAITS)
+    assert info.value.exit_code == 1 and not stores["sm"].jobs  # no attempt starts without its checkpoint
+    assert [r.attempt for r in attempts()] == [1]
 
 
 def test_it_gives_up_after_max_restarts(clouds):

@@ -9,7 +9,7 @@ reads and writes its job files for migration and submits to API-compatible endpo
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist.kit import (
     Capabilities,
@@ -26,6 +26,9 @@ from omnidist.kit import (
     Placement,
     RoleName,
 )
+
+if TYPE_CHECKING:
+    from omnidist.kit import CheckpointStore
 from omnidist_ai_platform import catalog
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import (
@@ -103,6 +106,13 @@ class AIPlatformBackend(Imports, Placement, CloudBackend):
         if isinstance(native, CommandLine):
             return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         return isinstance(native, Mapping) and bool(NATIVE_KEYS & set(native))
+
+    def checkpoint_store(self, settings: AIPlatformSettings) -> CheckpointStore:
+        """``gs://`` objects through the settings' project, credentials and ``storage_endpoint``
+        (the watcher copies a checkpoint with it before a move)."""
+        from omnidist_google import storage
+
+        return storage.checkpoint_store(settings, NAME)
 
     def console_url(self, job_id: str, settings: AIPlatformSettings) -> str:
         """The legacy console page of the job."""

@@ -5,7 +5,7 @@ is submitted or followed). Imports flow one way: tables <- compiler, importer, c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnidist.kit import (
     Capabilities,
@@ -23,6 +23,9 @@ from omnidist.kit import (
     RoleName,
     refuse_tpus,
 )
+
+if TYPE_CHECKING:
+    from omnidist.kit import CheckpointStore
 from omnidist_sagemaker.labels import TAGS
 from omnidist_sagemaker.settings import SageMakerSettings
 from omnidist_sagemaker.tables import BILLING, CONSOLE_URL, LEFT_BEHIND, NAME, NATIVE_FORMATS, REFUSALS, SERVICE
@@ -129,6 +132,14 @@ class SageMakerBackend(Imports, Placement, CloudBackend):
         from omnidist_sagemaker import footprint
 
         return footprint.footprint(compiled.request, settings or SageMakerSettings())
+
+    def checkpoint_store(self, settings: SageMakerSettings) -> CheckpointStore:
+        """``s3://`` objects through the settings' region, credentials and endpoint (the watcher
+        copies a checkpoint with it before a move)."""
+        from omnidist_aws import s3
+        from omnidist_sagemaker.client import aws_client, translate_error
+
+        return s3.checkpoint_store(lambda: aws_client(settings, "s3"), translate_error)
 
     def console_url(self, job_id: str, settings: SageMakerSettings) -> str:
         """The SageMaker console page of a training job (a tuning job's ARN opens its own page)."""

@@ -66,9 +66,11 @@ NOT_FOUND_TEXT = ("Requested resource not found", "does not exist", "not found",
 
 
 def aws_client(settings: SageMakerSettings, service: str) -> Any:
-    """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint."""
+    """A boto3 client of ``service`` with botocore's retries off and the settings' timeouts and endpoint
+    (``s3_endpoint_url`` for S3 when set)."""
+    endpoint = (service == "s3" and settings.s3_endpoint_url) or settings.endpoint_url
     return session.client(service, region=settings.region, profile=settings.aws_profile,
-                          endpoint=settings.endpoint_url, credentials=settings.credentials,
+                          endpoint=endpoint, credentials=settings.credentials,
                           timeout=settings.request_timeout_s, profile_setting=f"backends.{NAME}.aws_profile")
 
 

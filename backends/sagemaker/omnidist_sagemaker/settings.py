@@ -72,6 +72,8 @@ class SageMakerSettings(ClientSettings):
     """The IAM role the job runs as (``RoleArn``); required to compile."""
     endpoint_url: Optional[str] = None
     """An endpoint every AWS client uses, as boto3 takes it (a private endpoint, a local server)."""
+    s3_endpoint_url: Optional[str] = None
+    """The endpoint of S3 alone when it is not ``endpoint_url`` (an S3 VPC endpoint, a local S3)."""
     credentials: str = attrs.field(default="default", validator=one_of(*CREDENTIALS))
     aws_profile: Optional[str] = None
     """A named profile of ``~/.aws/config`` (default: boto3's own choice)."""

@@ -6,7 +6,7 @@ is submitted or followed). Imports flow one way: tables <- compiler, importer, c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from omnidist.kit import (
     TPUS_BY_NAME,
@@ -24,6 +24,9 @@ from omnidist.kit import (
     Placement,
     RoleName,
 )
+
+if TYPE_CHECKING:
+    from omnidist.kit import CheckpointStore
 from omnidist_google import gcloud
 from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_vertex.settings import VertexSettings
@@ -138,6 +141,13 @@ class VertexBackend(Imports, Placement, CloudBackend):
         from omnidist_vertex import footprint
 
         return footprint.footprint(compiled.request, settings or VertexSettings())
+
+    def checkpoint_store(self, settings: VertexSettings) -> CheckpointStore:
+        """``gs://`` objects through the settings' project, credentials and ``storage_endpoint``
+        (the watcher copies a checkpoint with it before a move)."""
+        from omnidist_google import storage
+
+        return storage.checkpoint_store(settings, NAME)
 
     def console_url(self, job_id: str, settings: VertexSettings) -> str:
         """The Cloud Console page for ``job_id`` (a full resource name or a bare number)."""
