@@ -63,7 +63,7 @@ ACCELERATORS: tuple[AcceleratorInfo, ...] = (
     # Sizes: v2 and v3 come as one 8-core device or as Pod slices of a multiple of 32 cores
     # (Vertex's "32 or multiple of 32"; v2 Pods reach 512 cores, v3 Pods 2048); v5e and v6e
     # slices are the topologies Vertex custom training and GKE list, 1 to 256 chips; v4 and v5p
-    # slices are GKE's 3-D topologies of 4-chip hosts, 2x2x1 (4 chips) to 16x16x16 (4096).
+    # slices are 3-D topologies of 4-chip hosts, 2x2x1 (4 chips) to 16x16x16 (4096).
     AcceleratorInfo("TPU-V2", "Google TPU v2", 8, ("TPU-V2-POD",), unit="core",
                     sizes=(8, *range(32, 513, 32))),
     AcceleratorInfo("TPU-V3", "Google TPU v3", 16, ("TPU-V3-POD",), unit="core",

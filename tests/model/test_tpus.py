@@ -164,3 +164,12 @@ def test_a_v4_or_v5p_slice_is_a_cube_of_4_chip_hosts(text, hosts, topology):
     assert (laid.hosts, laid.topology, laid.per_host) == (hosts, topology, 4)
     with pytest.raises(ValidationError, match="comes in slices of"):
         Accelerator.parse("TPU-V5P:2")
+
+
+def test_a_v5p_slice_is_priced_as_its_hosts_from_the_shipped_catalog():
+    pools = [Pool(role="primary", replicas=1, machine="ct5p-hightpu-4t", accelerator="TPU-V5P", count=4),
+             Pool(role="workers", replicas=3, machine="ct5p-hightpu-4t", accelerator="TPU-V5P", count=4)]
+    shipped = Catalog([r for path in prices.shipped() for r in prices.read_rows(path)])
+    priced = prices.price(Footprint(service="compute_engine", region="us-central1", pools=pools), shipped)
+    assert priced.on_demand == pytest.approx(4 * 16.8), "4 hosts of tpu-v5p-8 (4 chips at 4.20 per chip-hour)"
+    assert priced.spot == pytest.approx(4 * 3.3428)
