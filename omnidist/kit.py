@@ -170,6 +170,7 @@ if TYPE_CHECKING:
     from omnidist.compiler.lowering import runtime_hints
     from omnidist.compiler.lowering import size_reducers
     from omnidist.compiler.lowering import refuse_tpus
+    from omnidist.compiler.lowering import tpu_backends
     from omnidist.compiler.lowering import tpu_role
     from omnidist.compiler.lowering import tpu_slice_of
     # importing
@@ -380,6 +381,7 @@ _NAMES: dict[str, str] = {
     "runtime_hints": "omnidist.compiler.lowering",
     "size_reducers": "omnidist.compiler.lowering",
     "refuse_tpus": "omnidist.compiler.lowering",
+    "tpu_backends": "omnidist.compiler.lowering",
     "tpu_role": "omnidist.compiler.lowering",
     "tpu_slice_of": "omnidist.compiler.lowering",
     # importing

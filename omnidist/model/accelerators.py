@@ -2,7 +2,7 @@
 
 Names are case-insensitive; aliases cover the spellings users paste from cloud consoles. GPUs are
 counted in devices per replica; TPUs are counted the way Google counts them (SPEC §13): TPU v2 and
-v3 in TensorCores (``v2-8`` is one board of 4 chips, 8 cores), TPU v5e and v6e in chips, and a TPU
+v3 in TensorCores (``v2-8`` is one board of 4 chips, 8 cores), TPU v4, v5e, v5p and v6e in chips, and a TPU
 count is the whole slice the job trains on, which comes only in the sizes Google sells
 (:attr:`AcceleratorInfo.sizes`).
 """
@@ -20,7 +20,7 @@ class AcceleratorInfo:
 
     Attributes:
         unit: what a count counts: ``gpu`` (devices), ``core`` (TPU TensorCores: v2, v3) or
-            ``chip`` (TPU chips: v5e, v6e).
+            ``chip`` (TPU chips: v4, v5e, v5p, v6e).
         sizes: the counts a TPU slice comes in (empty for GPUs, which any count of a machine takes).
     """
 
@@ -38,7 +38,7 @@ class AcceleratorInfo:
 
     @property
     def topologies(self) -> bool:
-        """True when a slice has a ``topology`` (chips laid out ``AxB``: TPU v5e and later)."""
+        """True when a slice has a ``topology`` (chips laid out ``AxB`` or ``AxBxC``: TPU v4 and later)."""
         return self.unit == "chip"
 
 
@@ -58,16 +58,22 @@ ACCELERATORS: tuple[AcceleratorInfo, ...] = (
     AcceleratorInfo("T4", "NVIDIA T4", 16, ("NVIDIA_TESLA_T4",)),
     AcceleratorInfo("V100", "NVIDIA V100", 16, ("NVIDIA_TESLA_V100",)),
     # TPUs (SPEC §13). Memory is per unit counted: v2 and v3 have 16 and 32 GB of HBM per chip of
-    # two cores, v5e 16 GB and v6e 32 GB per chip (Google's TPU system-architecture pages).
+    # two cores, v4 32 GB, v5e 16 GB, v5p 95 GB and v6e 32 GB per chip (Google's TPU
+    # system-architecture pages).
     # Sizes: v2 and v3 come as one 8-core device or as Pod slices of a multiple of 32 cores
     # (Vertex's "32 or multiple of 32"; v2 Pods reach 512 cores, v3 Pods 2048); v5e and v6e
-    # slices are the topologies Vertex custom training and GKE list, 1 to 256 chips.
+    # slices are the topologies Vertex custom training and GKE list, 1 to 256 chips; v4 and v5p
+    # slices are 3-D topologies of 4-chip hosts, 2x2x1 (4 chips) to 16x16x16 (4096).
     AcceleratorInfo("TPU-V2", "Google TPU v2", 8, ("TPU-V2-POD",), unit="core",
                     sizes=(8, *range(32, 513, 32))),
     AcceleratorInfo("TPU-V3", "Google TPU v3", 16, ("TPU-V3-POD",), unit="core",
                     sizes=(8, *range(32, 2049, 32))),
+    AcceleratorInfo("TPU-V4", "Google TPU v4", 32, ("TPU-V4-PODSLICE",), unit="chip",
+                    sizes=(4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)),
     AcceleratorInfo("TPU-V5E", "Google TPU v5e", 16, ("TPU-V5-LITE", "TPU-V5-LITEPOD", "V5LITEPOD"),
                     unit="chip", sizes=(1, 4, 8, 16, 32, 64, 128, 256)),
+    AcceleratorInfo("TPU-V5P", "Google TPU v5p", 95, ("TPU-V5P-SLICE",), unit="chip",
+                    sizes=(4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)),
     AcceleratorInfo("TPU-V6E", "Google TPU v6e", 32, ("TPU-V6E-SLICE",), unit="chip",
                     sizes=(1, 4, 8, 16, 32, 64, 128, 256)),
 )

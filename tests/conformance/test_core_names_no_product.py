@@ -53,7 +53,7 @@ CODE_ALLOWED: dict[str, tuple[int, str]] = {
     "compiler/code_data.py": (9, "data_map's messages show a prefix rewrite between two stores, and a registered "
                                   "asset reference (azureml:name:1) is refused by every other backend here"),
     "compiler/lowering.py": (1, "the InfiniBand refusal of a TPU job says why, in the words of its golden report"),
-    "model/accelerators.py": (4, "a TPU's model name, as its maker names it (as 'NVIDIA A100' for a GPU)"),
+    "model/accelerators.py": (6, "a TPU's model name, as its maker names it (as 'NVIDIA A100' for a GPU)"),
     "runtime/reporting.py": (2, "in-container metric reporting tells the user which package its tuning service "
                                 "reads; moving it belongs with runtime/platforms"),
     "submission/code_files.py": (6, "credential folders (~/.aws, ~/.azure, ~/.config/gcloud) are never packed "

@@ -132,8 +132,9 @@ def test_a_tpu_host_is_priced_as_its_machine_chips_included():
 
 def test_the_shipped_catalog_has_a_row_for_every_tpu_machine():
     shipped = {(r.service, r.kind, r.name): r for path in prices.shipped() for r in prices.read_rows(path)}
+    on_vertex = registry.get("vertex").capabilities.accelerators
     for host in tpus.TPU_HOSTS:
-        for service in ("vertex_ai", "compute_engine"):
+        for service in ("vertex_ai", "compute_engine") if host.accelerator in on_vertex else ("compute_engine",):
             assert (service, "machine", host.machine_type) in shipped
     assert ("vertex_ai", "machine", "cloud-tpu") in shipped
     v6e = [r for path in prices.shipped() for r in prices.read_rows(path) if r.name == "ct6e-standard-1t" and r.on_demand is not None]
@@ -145,3 +146,30 @@ def test_a_tpu_pod_slice_is_bounded_by_its_sizes_not_by_the_gpu_limit():
     assert load("TPU-V3:2048").primary.accelerator.count == 2048  # the largest v3 Pod slice
     with pytest.raises(ValidationError, match="more than the 1024 accelerators per replica"):
         load("A100:2048")
+
+
+def test_tpu_v4_and_v5p_hosts_are_priced_per_chip_hour_with_their_source():
+    rows = {(r.name, r.region): r for path in prices.shipped() for r in prices.read_rows(path)
+            if r.service == "compute_engine" and r.name in ("ct4p-hightpu-4t", "ct5p-hightpu-4t")}
+    assert rows["ct5p-hightpu-4t", "us-central1"].on_demand / 4 == pytest.approx(4.2)
+    assert rows["ct4p-hightpu-4t", "us-central2"].on_demand / 4 == pytest.approx(3.22)
+    assert all("skypilot-catalog" in r.source and r.date for r in rows.values())
+    assert {r.region for (name, _), r in rows.items() if name == "ct5p-hightpu-4t"} >= {"us-central1", "europe-west4"}
+
+
+@pytest.mark.parametrize("text, hosts, topology", [("TPU-V5P:16", 4, "2x2x4"), ("TPU-V4:4", 1, "2x2x1"),
+                                                   ("TPU-V4:4096", 1024, "16x16x16")])
+def test_a_v4_or_v5p_slice_is_a_cube_of_4_chip_hosts(text, hosts, topology):
+    laid = tpus.tpu_slice(Accelerator.parse(text))
+    assert (laid.hosts, laid.topology, laid.per_host) == (hosts, topology, 4)
+    with pytest.raises(ValidationError, match="comes in slices of"):
+        Accelerator.parse("TPU-V5P:2")
+
+
+def test_a_v5p_slice_is_priced_as_its_hosts_from_the_shipped_catalog():
+    pools = [Pool(role="primary", replicas=1, machine="ct5p-hightpu-4t", accelerator="TPU-V5P", count=4),
+             Pool(role="workers", replicas=3, machine="ct5p-hightpu-4t", accelerator="TPU-V5P", count=4)]
+    shipped = Catalog([r for path in prices.shipped() for r in prices.read_rows(path)])
+    priced = prices.price(Footprint(service="compute_engine", region="us-central1", pools=pools), shipped)
+    assert priced.on_demand == pytest.approx(4 * 16.8), "4 hosts of tpu-v5p-8 (4 chips at 4.20 per chip-hour)"
+    assert priced.spot == pytest.approx(4 * 3.3428)

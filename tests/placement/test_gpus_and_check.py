@@ -50,6 +50,21 @@ def test_gpus_table_lists_every_accelerator_even_one_no_backend_offers(isolated)
     assert {"A100", "A100-80GB", "H100", "V100", "T4", "L4", "TPU-V5E"} <= names
 
 
+def test_gpus_prices_l40s_and_the_aws_gpu_machines_in_the_large_regions(isolated):
+    rows = json.loads(run_cli("gpus", "L40S", "--cloud", "aws", "-o", "json", cwd=isolated).stdout)
+    by = {r["machine"]: r for r in rows}
+    # ml.g6e.12xlarge = 1.40 x EC2 g6e.12xlarge 10.49264 (us-east-1), 4 L40S
+    assert by["ml.g6e.12xlarge"]["on_demand_per_accelerator_hour"] == pytest.approx(10.49264 * 1.4 / 4, abs=1e-3)
+    large = {"us-east-1", "us-east-2", "us-west-2", "eu-west-1", "ap-northeast-1"}
+    for accelerator, machine in (("T4", "ml.g4dn.xlarge"), ("A10G", "ml.g5.xlarge"), ("L4", "ml.g6.xlarge")):
+        rows = json.loads(run_cli("gpus", accelerator, "--cloud", "aws", "-o", "json", cwd=isolated).stdout)
+        regions = {r["machine"]: set(r["regions"]) for r in rows}
+        assert len(regions[machine] & large) >= 4, (machine, regions[machine])
+    tokyo = json.loads(run_cli("gpus", "T4", "--region", "ap-northeast-1", "-o", "json", cwd=isolated).stdout)
+    ml = [r for r in tokyo if r["machine"] == "ml.g4dn.xlarge"]
+    assert ml and ml[0]["on_demand_per_accelerator_hour"] == pytest.approx(0.71 * 1.4, abs=1e-3)
+
+
 CONFIG = """
 [profiles.gcp]
 backend = "vertex"

@@ -36,6 +36,7 @@ from omnidist.kit import (
     size_reducers,
     smallest_fit,
     start_processes,
+    tpu_backends,
     tpu_slice_of,
     watcher_note,
 )
@@ -88,7 +89,7 @@ def refuse_accelerator(role: EffectiveRole) -> None:
     if kind and role.accelerator.tpu and kind not in catalog.TPU_ACCELERATORS:
         raise UnsupportedFeatureError(
             Feature.ACCELERATOR, NAME, f"legacy AI Platform Training ran TPU v2 and v3 only, as TPU Nodes, not {kind}.",
-            "Compile for Vertex AI (--backend vertex) or GKE (--backend kubernetes), which run TPU VMs.",
+            f"Compile it for {tpu_backends(kind)}: {kind} runs on TPU VMs there.",
             subject=f"accelerator {kind}")
     if kind and not role.accelerator.tpu and kind not in catalog.ACCELERATOR_TYPES:
         raise refuse(Feature.ACCELERATOR, kind=kind, offered=", ".join(sorted(catalog.ACCELERATOR_TYPES)))

@@ -150,3 +150,14 @@ def test_the_gcloud_command_line_of_a_tpu_job_imports():
                                                      "tpuTfVersion": "2.11"}
     job, _ = BACKEND.import_with_notes(body)
     assert str(job.primary.accelerator) == "TPU-V3:8" and job.backends["ai_platform"]["tpu_tf_version"] == "2.11"
+
+
+def test_a_v5p_slice_is_refused_pointing_at_the_backend_that_runs_it():
+    import omnidist
+
+    job = DistributedJob.from_dict({"name": "t", "framework": "jax", "image": "i", "command": ["python", "t.py"],
+                                    "primary": {"accelerator": "TPU-V5P:16"}})
+    with pytest.raises(UnsupportedFeatureError) as caught:
+        omnidist.compile(job, backend="ai_platform")
+    assert caught.value.subject == "accelerator TPU-V5P" and "kubernetes" in caught.value.hint
+    assert "vertex" not in caught.value.hint, "Vertex does not run v5p"

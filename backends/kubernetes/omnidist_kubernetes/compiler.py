@@ -437,7 +437,10 @@ def tpu_hosts(roles: dict[RoleName, EffectiveRole], job: DistributedJob, kind: K
         raise _refuse(f"framework {job.framework.value}", "Horovod starts its ranks with mpirun over ssh from a "
                       "launcher pod, and a TPU slice's hosts run one program each.",
                       "Use framework jax, pytorch (PyTorch/XLA) or tensorflow.")
-    tpu = tpu_slice(accelerator)
+    try:
+        tpu = tpu_slice(accelerator)
+    except ValueError as exc:  # a topology no host of this TPU runs (a 2-D one on v5p)
+        raise ValidationError(str(exc), path="primary.accelerator.topology") from None
     host = attrs.evolve(roles[RoleName.PRIMARY], accelerator=None)
     hosts = {RoleName.PRIMARY: host}
     if tpu.hosts > 1:

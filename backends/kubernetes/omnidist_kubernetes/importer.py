@@ -42,8 +42,7 @@ from omnidist.kit import (
     topology_chips,
 )
 from omnidist.runtime import hints
-from omnidist_google.tpu import DEFAULT_TOPOLOGIES as DEFAULT_TPU_TOPOLOGIES
-from omnidist_google.tpu import tpu_slice
+from omnidist_google.tpu import default_topology, tpu_slice
 from omnidist_k8s.nodes import MULTI_GPU_SHM_SIZE
 from omnidist_k8s.templates import mapping, string_map, text
 from omnidist_kubernetes import pods
@@ -55,9 +54,9 @@ from omnidist_kubernetes.tables import (
     DEFAULT_RESTART_POLICIES,
     DESCRIPTION_ANNOTATION,
     GKE_TPU_ACCELERATOR_LABEL,
+    GKE_TPU_ACCELERATORS,
     GKE_TPU_PORTABLE,
     GKE_TPU_TOPOLOGY_LABEL,
-    GKE_TPU_UNPORTABLE,
     GROUP,
     KIND_FRAMEWORKS,
     KINDS,
@@ -308,7 +307,7 @@ def tpu_slice_from_pods(roles: dict[RoleName, tuple[int, NativePod]],
     the primary (``None``: no pod asks for ``google.com/tpu``, or none says which TPU).
 
     Raises:
-        NotPortableError: hosts that differ, or a TPU without a portable name (v4, v5p).
+        NotPortableError: hosts that differ, or a TPU without a portable name.
         ValidationError: a slice size or topology GKE does not run.
     """
     trainers = {n: roles[n] for n in (RoleName.PRIMARY, RoleName.WORKERS) if n in roles}
@@ -326,20 +325,20 @@ def tpu_slice_from_pods(roles: dict[RoleName, tuple[int, NativePod]],
                 f"{GKE_TPU_ACCELERATOR_LABEL} node label says which TPU: imported without an accelerator; set "
                 "primary.accelerator (e.g. TPU-V5E:16)", NoteKind.CHANGED)
         return roles, None
-    if label in GKE_TPU_UNPORTABLE or label not in GKE_TPU_PORTABLE:
+    if label not in GKE_TPU_PORTABLE:
         raise cannot_hold(f"accelerator {label}", "it has no portable accelerator name (the portable TPUs on GKE are "
-                          "TPU-V5E and TPU-V6E).", "Move the job to one of those TPUs first.",
+                          f"{', '.join(GKE_TPU_ACCELERATORS)}).", "Move the job to one of those TPUs first.",
                           feature=Feature.ACCELERATOR)
     hosts = sum(count for count, _ in trainers.values())
     kind, chips = GKE_TPU_PORTABLE[label], hosts * primary.tpus
     topology = primary.tpu_labels.get(GKE_TPU_TOPOLOGY_LABEL)
     try:
         found = slice_from_topology(kind, topology) if topology else Accelerator(type=kind, count=chips)
+        laid = tpu_slice(found)
     except (ValidationError, ValueError) as exc:
         message = exc.problems[0].message if isinstance(exc, ValidationError) else str(exc)
         raise ValidationError(message, path=f"{where}.{GKE_TPU_TOPOLOGY_LABEL if topology else ''}".rstrip(".")) \
             from None
-    laid = tpu_slice(found)
     if (laid.hosts, laid.per_host) != (hosts, primary.tpus):
         dropped(notes, "primary.accelerator", f"{hosts} pod(s) of {primary.tpus} chips: the {found} slice "
                 f"compiles as {laid.hosts} pod(s) of {laid.per_host} ({laid.host.machine_type} nodes)",
@@ -351,7 +350,7 @@ def tpu_slice_from_pods(roles: dict[RoleName, tuple[int, NativePod]],
 def slice_from_topology(kind: str, topology: str) -> Accelerator:
     """A portable TPU slice from GKE's topology label (the topology kept only when not the default)."""
     chips = topology_chips(topology) if TOPOLOGY.match(topology) else 0
-    default = DEFAULT_TPU_TOPOLOGIES.get(chips)
+    default = default_topology(kind, chips)
     return Accelerator(type=kind, count=chips, topology=None if default == topology else topology)
 
 

@@ -214,7 +214,10 @@ GKE_TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 """The node labels a TPU pod selects: which TPU, and the slice's topology (GKE "Deploy TPU
 workloads": both are required for the pod to land on the slice's node pool)."""
 
-GKE_TPU_ACCELERATORS: dict[str, str] = {"TPU-V5E": "tpu-v5-lite-podslice", "TPU-V6E": "tpu-v6e-slice"}
+GKE_TPU_ACCELERATORS: dict[str, str] = {
+    "TPU-V4": "tpu-v4-podslice", "TPU-V5E": "tpu-v5-lite-podslice", "TPU-V5P": "tpu-v5p-slice",
+    "TPU-V6E": "tpu-v6e-slice",
+}
 """Portable TPU -> GKE's ``cloud.google.com/gke-tpu-accelerator`` value (the multi-host-capable
 ones; GKE runs TPU VMs, so no v2 or v3)."""
 
@@ -223,9 +226,6 @@ GKE_TPU_PORTABLE: dict[str, str] = {
     "tpu-v5-lite-device": "TPU-V5E",
 }
 """GKE TPU label value -> portable TPU (``tpu-v5-lite-device``: v5e's single-host node pools)."""
-
-GKE_TPU_UNPORTABLE: tuple[str, ...] = ("tpu-v4-podslice", "tpu-v5p-slice")
-"""GKE TPU label values without a portable TPU name (TPU v4, v5p)."""
 
 SPOT_NODE_SELECTOR: dict[str, str] = {"cloud.google.com/gke-spot": "true"}
 """The ``spot_node_selector`` setting's default: GKE's Spot VM node label."""

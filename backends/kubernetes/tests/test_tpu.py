@@ -28,6 +28,9 @@ def pods(request: dict) -> dict:
     ("TPU-V5E:8", 1, "8", ("tpu-v5-lite-podslice", "2x4")),
     ("TPU-V6E:1", 1, "1", ("tpu-v6e-slice", "1x1")),
     ({"type": "TPU-V6E", "count": 64, "topology": "8x8"}, 16, "4", ("tpu-v6e-slice", "8x8")),
+    ("TPU-V4:4", 1, "4", ("tpu-v4-podslice", "2x2x1")),
+    ("TPU-V5P:16", 4, "4", ("tpu-v5p-slice", "2x2x4")),
+    ({"type": "TPU-V5P", "count": 64, "topology": "4x4x4"}, 16, "4", ("tpu-v5p-slice", "4x4x4")),
 ])
 def test_a_slice_is_one_pod_per_host_with_its_chips(compile_, accelerator, hosts, chips, labels):
     compiled = compile_(job({"accelerator": accelerator}))
@@ -103,18 +106,45 @@ def test_pods_of_a_host_shape_the_compiler_would_not_pick_are_noted():
     assert any(n.field == "primary.accelerator" and "compiles as 1 pod(s) of 8" in n.message for n in notes)
 
 
-@pytest.mark.parametrize("label, error, words", [
-    ("tpu-v5p-slice", UnsupportedFeatureError, "no portable accelerator name"),
-    ("tpu-v4-podslice", UnsupportedFeatureError, "no portable accelerator name"),
+@pytest.mark.parametrize("label, topology, chips, hosts, expected", [
+    ("tpu-v5p-slice", "2x2x4", "4", 4, "TPU-V5P:16"),
+    ("tpu-v4-podslice", "2x2x1", "4", 1, "TPU-V4:4"),
+    ("tpu-v4-podslice", "2x4x4", "4", 8, "TPU-V4:32"),
 ])
-def test_gke_tpus_without_a_portable_name_are_exit_3(label, error, words):
+def test_gke_tpu_v4_and_v5p_slices_import_as_their_portable_tpu(label, topology, chips, hosts, expected):
+    template = {"spec": {"nodeSelector": {"cloud.google.com/gke-tpu-accelerator": label,
+                                          "cloud.google.com/gke-tpu-topology": topology},
+                         "containers": [{"name": "pytorch", "image": "i",
+                                         "resources": {"limits": {"google.com/tpu": chips}}}]}}
+    specs = {"Master": {"replicas": 1, "template": template}}
+    if hosts > 1:
+        specs["Worker"] = {"replicas": hosts - 1, "template": template}
+    request = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"},
+               "spec": {"pytorchReplicaSpecs": specs}}
+    back, _ = backend.import_with_notes(request)
+    assert str(back.primary.accelerator) == expected and back.workers is None
+
+
+def test_a_gke_tpu_without_a_portable_name_is_exit_3():
     request = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"}, "spec": {
         "pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {
-            "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": label, "cloud.google.com/gke-tpu-topology": "2x2"},
+            "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "2x2x1"},
             "containers": [{"name": "pytorch", "image": "i", "resources": {"limits": {"google.com/tpu": "4"}}}]}}}}}}
-    with pytest.raises(error, match=words) as caught:
+    with pytest.raises(UnsupportedFeatureError, match="no portable accelerator name") as caught:
         backend.import_with_notes(request)
-    assert caught.value.feature is Feature.ACCELERATOR
+    assert caught.value.feature is Feature.ACCELERATOR and "TPU-V5P" in caught.value.message
+
+
+def test_a_v5p_topology_gke_does_not_lay_out_is_exit_2():
+    request = {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": {"name": "x"}, "spec": {
+        "pytorchReplicaSpecs": {"Master": {"replicas": 1, "template": {"spec": {
+            "nodeSelector": {"cloud.google.com/gke-tpu-accelerator": "tpu-v5p-slice",
+                             "cloud.google.com/gke-tpu-topology": "2x2"},
+            "containers": [{"name": "pytorch", "image": "i", "resources": {"limits": {"google.com/tpu": "4"}}}]}}}}}}
+    with pytest.raises(ValidationError) as caught:
+        backend.import_with_notes(request)
+    assert caught.value.problems[0].path.endswith("nodeSelector.cloud.google.com/gke-tpu-topology")
+    assert "2x2x1" in caught.value.problems[0].message
 
 
 def test_a_topology_gke_does_not_run_is_exit_2_naming_the_label():
@@ -134,3 +164,18 @@ def test_the_footprint_is_the_tpu_hosts(compile_):
     assert [(p.role, p.replicas, p.machine, p.accelerator, p.count) for p in found.pools] == [
         ("primary", 1, "ct6e-standard-4t", "TPU-V6E", 4), ("workers", 3, "ct6e-standard-4t", "TPU-V6E", 4)]
     assert found.accelerators == "TPU-V6E:16"
+
+
+def test_a_2d_topology_on_a_3d_tpu_is_exit_2_naming_the_field(compile_):
+    with pytest.raises(ValidationError) as caught:
+        compile_(job({"accelerator": {"type": "TPU-V5P", "count": 16, "topology": "4x4"}}))
+    assert caught.value.problems[0].path.endswith("accelerator.topology")
+    assert "2x2x4" in caught.value.problems[0].message
+
+
+def test_a_v5p_slice_on_gke_is_its_4_chip_hosts(compile_):
+    compiled = compile_(job({"accelerator": "TPU-V5P:16"}))
+    found = backend.footprint(compiled, KubernetesSettings())
+    assert [(p.role, p.replicas, p.machine, p.accelerator, p.count) for p in found.pools] == [
+        ("primary", 1, "ct5p-hightpu-4t", "TPU-V5P", 4), ("workers", 3, "ct5p-hightpu-4t", "TPU-V5P", 4)]
+    assert found.accelerators == "TPU-V5P:16"

@@ -9,7 +9,6 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from omnidist.kit import (
-    TPUS_BY_NAME,
     Capabilities,
     CloudBackend,
     CommandLine,
@@ -33,6 +32,7 @@ from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
     ACCELERATOR_TYPES,
     BILLING,
+    CLOUD_TPU_ACCELERATORS,
     CONSOLE_URL,
     GCLOUD_COMMANDS,
     NAME,
@@ -40,6 +40,7 @@ from omnidist_vertex.tables import (
     NATIVE_KEYS,
     REFUSALS,
     SERVICE,
+    TPU_VM_ACCELERATORS,
     resource_name,
 )
 
@@ -61,7 +62,8 @@ class VertexBackend(Imports, Placement, CloudBackend):
     native_formats = NATIVE_FORMATS
     command_programs = (gcloud.PROGRAM,)
     capabilities = Capabilities(
-        roles=frozenset(RoleName), accelerators=frozenset(ACCELERATOR_TYPES) | frozenset(TPUS_BY_NAME), spot=True,
+        roles=frozenset(RoleName),
+        accelerators=frozenset(ACCELERATOR_TYPES) | frozenset(CLOUD_TPU_ACCELERATORS) | TPU_VM_ACCELERATORS, spot=True,
         infiniband=True,  # GPUDirect RDMA, on the machines that have it
         reduction_server=True, refusals=REFUSALS,
     )
@@ -124,10 +126,10 @@ class VertexBackend(Imports, Placement, CloudBackend):
         return check_google_credentials(settings.credentials, self.name)
 
     def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
-        """Google's TPU VM hosts of ``accelerator``."""
+        """Google's TPU VM hosts of ``accelerator`` (none for a TPU Vertex does not run on TPU VMs)."""
         from omnidist_google.tpu import host_picks
 
-        return host_picks(accelerator)
+        return host_picks(accelerator) if accelerator in TPU_VM_ACCELERATORS else []
 
     def machine_offer(self) -> tuple[str, Any]:
         """Vertex AI custom training: Compute Engine machine types, and the price list they bill from."""

@@ -34,6 +34,7 @@ from omnidist.kit import (
     format_proto_duration,
     size_reducers,
     smallest_fit,
+    tpu_backends,
     tpu_slice_of,
     watcher_note,
 )
@@ -51,6 +52,7 @@ from omnidist_vertex.tables import (
     REDUCTION_SERVER_IMAGE,
     REFUSALS,
     TPU_MACHINE,
+    TPU_VM_ACCELERATORS,
     reduction_server_image,
 )
 
@@ -168,6 +170,12 @@ def place_tpu(role: EffectiveRole, settings: VertexSettings, notes: list[Note]) 
     name (checked against the topology) or the one the slice's topology runs on."""
     accelerator, path = role.accelerator, _machine_path(role.name)
     named = settings.machine_types.get(role.name.value)
+    if accelerator.type not in CLOUD_TPU_ACCELERATORS and accelerator.type not in TPU_VM_ACCELERATORS:
+        raise UnsupportedFeatureError(
+            Feature.ACCELERATOR, BACKEND, f"Vertex custom training runs TPU v2 and v3 on {TPU_MACHINE} and "
+            f"{', '.join(sorted(TPU_VM_ACCELERATORS))} on TPU VMs, not {accelerator.type}.",
+            f"Compile it for {tpu_backends(accelerator.type)}, or move to {' or '.join(sorted(TPU_VM_ACCELERATORS))}.",
+            subject=f"accelerator {accelerator.type}")
     if accelerator.type in CLOUD_TPU_ACCELERATORS:
         if named and named != TPU_MACHINE:
             raise ValidationError(f"{accelerator.type} runs on Vertex's {TPU_MACHINE} machine, not {named}", path=path)

@@ -86,6 +86,7 @@ from omnidist_vertex.tables import (
     ROLES_AT,
     STRATEGY_BY_NUMBER,
     TPU_MACHINE,
+    TPU_VM_ACCELERATORS,
     multi_region,
     reduction_server_image,
 )
@@ -262,6 +263,11 @@ def _tpu_vm(machine: Mapping[str, Any], path: str) -> Accelerator:
         raise cannot_hold(f"{path}.machineType {machine_type}", "its TPU has no portable accelerator name (the "
                           "portable TPU VMs are TPU-V5E and TPU-V6E: ct5lp-hightpu-* and ct6e-standard-*).",
                           "Move the job to one of those TPUs first.", feature=Feature.ACCELERATOR)
+    if TPU_HOSTS_BY_NAME[machine_type].accelerator not in TPU_VM_ACCELERATORS:
+        raise cannot_hold(f"{path}.machineType {machine_type}", f"Vertex custom training does not run "
+                          f"{TPU_HOSTS_BY_NAME[machine_type].accelerator} (its TPU VMs are "
+                          f"{', '.join(sorted(TPU_VM_ACCELERATORS))}).", "Import it from GKE, or move the job to "
+                          "one of those TPUs first.", feature=Feature.ACCELERATOR)
     if topology is not None and not isinstance(topology, str):
         raise ValidationError(f"expected a topology such as 4x4, got {topology!r}", path=f"{path}.tpuTopology")
     try:

@@ -30,6 +30,10 @@ by their TPU VM machine type instead, :data:`omnidist_google.tpu.TPU_HOSTS`, wit
 PORTABLE_CLOUD_TPUS: dict[str, str] = {v: k for k, v in CLOUD_TPU_ACCELERATORS.items()}
 """``acceleratorType`` of a ``cloud-tpu`` pool -> portable TPU (derived)."""
 
+TPU_VM_ACCELERATORS: frozenset[str] = frozenset({"TPU-V5E", "TPU-V6E"})
+"""The portable TPUs Vertex custom training runs on TPU VMs (its TPU table lists v5e, v6e and
+TPU7x machine types; TPU v4 and v5p hosts, which GKE runs, are not in it)."""
+
 ACCELERATOR_ENUM: dict[str, int] = {
     "NVIDIA_A100_80GB": 9,
     "NVIDIA_B200": 16,

@@ -146,3 +146,23 @@ def test_the_footprint_is_the_slice_hosts():
     assert found.accelerators == "TPU-V5E:16"
     found = backend.footprint(build({"accelerator": "TPU-V3:32"}), VertexSettings())
     assert [(p.machine, p.replicas, p.count) for p in found.pools] == [("cloud-tpu", 4, 8)]
+
+
+@pytest.mark.parametrize("accelerator", ["TPU-V4:16", "TPU-V5P:16"])
+def test_a_tpu_vertex_does_not_run_is_exit_3_pointing_at_gke(accelerator):
+    import omnidist
+
+    with pytest.raises(UnsupportedFeatureError) as caught:
+        omnidist.compile(DistributedJob.from_dict({**BASE, "primary": {"accelerator": accelerator}}), backend="vertex")
+    kind = accelerator.split(":")[0]
+    assert (caught.value.subject, caught.value.exit_code) == (f"accelerator {kind}", 3)
+    assert "kubernetes" in caught.value.hint
+    assert backend.tpu_hosts(kind) == [], "omnidist gpus lists no Vertex machine for it"
+
+
+def test_a_v5p_tpu_vm_pool_does_not_import_into_vertex():
+    native = {"workerPoolSpecs": [{"machineSpec": {"machineType": "ct5p-hightpu-4t", "tpuTopology": "2x2x4"},
+                                   "containerSpec": {"imageUri": "i"}}]}
+    with pytest.raises(UnsupportedFeatureError, match="does not run TPU-V5P") as caught:
+        backend.import_with_notes(native)
+    assert caught.value.feature is Feature.ACCELERATOR and caught.value.exit_code == 3
