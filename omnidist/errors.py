@@ -153,7 +153,7 @@ class UnreadableLocationError(UnsupportedFeatureError):
     jobs cannot read or write; the hint says how ``data_map`` moves it.
 
     Attributes:
-        stand_in: a location of the kind the target does read (``s3://bkt/data/NAME``), which a
+        stand_in: a location of the kind the target does read (its scheme, ``bkt/data/NAME``), which a
             migration puts in its place to find the job's other blockers in the same pass;
             ``None`` when the target reads only local folders that must exist.
     """
