@@ -37,6 +37,8 @@ def pytest_report_header(config) -> str:
 
 import pytest  # noqa: E402 - the fixture below is the only pytest use here
 
+pytest_plugins = ["omnidist.testing.shutdown"]  # xdist workers end without a KeyboardInterrupt traceback
+
 
 @pytest.fixture(autouse=True)
 def _private_state(tmp_path_factory, monkeypatch):

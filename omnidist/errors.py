@@ -8,7 +8,8 @@ process exit code the CLI uses for it (docs/cli.md)::
     ├── ConfigError                    exit 2  profiles / omnidist.toml problems
     ├── BackendNotFoundError           exit 2  unknown or uninstalled backend
     ├── UnsupportedFeatureError        exit 3  the target cannot express the job
-    │   └── NotPortableError                   a native spec holds what the portable job cannot
+    │   ├── NotPortableError                   a native spec holds what the portable job cannot
+    │   └── UnreadableLocationError            a data location the target's jobs cannot read
     ├── RuntimeEnvError (ValueError)   exit 2  a platform variable inside the container is malformed
     ├── LedgerError                    exit 1  the job ledger (SQLite) is locked, damaged or cannot be written
     ├── PlacementError                 exit 1  no profile of a placement took the job (every attempt's reason)
@@ -145,6 +146,30 @@ class UnsupportedFeatureError(OmnidistError):
 def _unsupported(cls: type[UnsupportedFeatureError], feature: Feature, backend: str, message: str, hint: str,
                  subject: str) -> UnsupportedFeatureError:
     return cls(feature, backend, message, hint, subject=subject)
+
+
+class UnreadableLocationError(UnsupportedFeatureError):
+    """A data location (``code``, ``inputs.NAME``, ``outputs.NAME``: the ``subject``) the target's
+    jobs cannot read or write; the hint says how ``data_map`` moves it.
+
+    Attributes:
+        stand_in: a location of the kind the target does read (its scheme, ``bkt/data/NAME``), which a
+            migration puts in its place to find the job's other blockers in the same pass;
+            ``None`` when the target reads only local folders that must exist.
+    """
+
+    def __init__(self, feature: Feature | str, backend: str, message: str, hint: str = "", *,
+                 subject: str | None = None, stand_in: str | None = None):
+        super().__init__(feature, backend, message, hint, subject=subject)
+        self.stand_in = stand_in
+
+    def __reduce__(self):  # pickled with its keyword arguments (pytest-xdist, multiprocessing)
+        return _unreadable, (self.feature, self.backend, self.message, self.hint, self.subject, self.stand_in)
+
+
+def _unreadable(feature: Feature, backend: str, message: str, hint: str, subject: str,
+                stand_in: str | None) -> UnreadableLocationError:
+    return UnreadableLocationError(feature, backend, message, hint, subject=subject, stand_in=stand_in)
 
 
 PORTABLE = "the portable job"

@@ -27,7 +27,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.backend.values import Note, NoteKind
-from omnidist.errors import UnsupportedFeatureError, ValidationError
+from omnidist.errors import UnreadableLocationError, ValidationError
 from omnidist.model import data as jobdata
 from omnidist.model.data import REFERENCE, JobInput, JobOutput, scheme
 from omnidist.model.features import Feature
@@ -94,21 +94,25 @@ def apply_data_map(job: DistributedJob, data_map: Mapping[str, str]) -> tuple[Di
     return attrs.evolve(job, inputs=inputs, outputs=outputs, code=code), notes
 
 
-def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnsupportedFeatureError:
+def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnreadableLocationError:
     """Exit 3 for a data location ``backend`` cannot read, saying how ``data_map`` fixes it
     (``field``: ``code``, ``inputs.NAME`` or ``outputs.NAME``, which names the feature). The
-    example maps to the first kind of location ``reads`` names (``s3://`` for SageMaker)."""
+    example maps to the first kind of location ``reads`` names (``s3://`` for SageMaker), and so
+    does the error's ``stand_in`` (with which a migration looks for the job's other blockers)."""
     kind, to = scheme(uri), _example_target(reads)
+    name = field.rsplit(".", 1)[-1]
+    stand_in = None if to.startswith("./") else f"{to}{name}.tar.gz" if field == "code" else f"{to}{name}"
     if is_asset(uri):
-        return UnsupportedFeatureError(
+        return UnreadableLocationError(
             field, backend, f"{uri} is a registered Azure ML data asset, and {backend} jobs read {reads}.",
             f"Download it (az ml data download --name {uri.removeprefix('azureml:').split(':')[0].split('@')[0]}), "
-            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "{to.rstrip("/")}"}}.')
+            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "{to.rstrip("/")}"}}.',
+            stand_in=stand_in)
     source = {"gs": "gs://bkt/", "local": "./data/"}.get(kind, f'{uri.rsplit("/", 1)[0]}/')
-    return UnsupportedFeatureError(
+    return UnreadableLocationError(
         Feature(field.split(".")[0]), backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
         f'Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{"{source}" = "{to}"}}.',
-        subject=field)
+        subject=field, stand_in=stand_in)
 
 
 _READ_SCHEME = re.compile(r"\b([a-z][a-z0-9]*)://(datastores/)?")

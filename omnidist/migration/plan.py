@@ -11,12 +11,19 @@ import attrs
 from omnidist import api
 from omnidist.backend.contract import Backend
 from omnidist.backend.values import CompiledJob
-from omnidist.errors import Problem, Refusal, UnsupportedFeatureError, ValidationError
+from omnidist.errors import (
+    OmnidistError,
+    Problem,
+    Refusal,
+    UnreadableLocationError,
+    UnsupportedFeatureError,
+    ValidationError,
+)
 from omnidist.migration.needs import cannot_express, with_flag_hint
 from omnidist.migration.report import Fidelity, ReportEntry
 from omnidist.model import data as jobdata
 from omnidist.model.features import HARDWARE, PROGRAM, ROLE_FEATURES, Feature
-from omnidist.model.job import AUTO, DistributedJob, Interconnect
+from omnidist.model.job import AUTO, DistributedJob, Interconnect, JobOutput
 from omnidist.model.roles import RoleName, effective_role, effective_roles
 
 
@@ -185,20 +192,21 @@ def compile_dropping(
     """
     job, entries = plan(job, target)
     missing: list[Problem] = []
+    unreadable: list[UnreadableLocationError] = []
     examples: dict[str, Any] = {}
     while True:
         try:
             compiled = api.compile(job, backend=target.name, profile=profile,
                                    settings={**(settings or {}), **examples})
-            if missing:
-                raise ValidationError(missing, source=job.source)
-            return compiled, job, entries
         except UnsupportedFeatureError as exc:
-            if missing:  # what the settings would have let through: said with them
-                raise ValidationError([*missing, Problem("", str(exc))], source=job.source) from None
-            given = _fallback(job, exc)
+            moved = _stand_in(job, exc)
+            if moved is not None:  # said with the others at the end; the compile goes on to find them
+                job = moved
+                unreadable.append(exc)
+                continue
+            given = None if missing else _fallback(job, exc)
             if given is None:
-                raise with_flag_hint(exc) from None
+                raise _blockers(job, target, missing, unreadable, exc) from None
             job, entry = given
             entries.append(entry)
         except ValidationError as exc:
@@ -207,12 +215,9 @@ def compile_dropping(
                 missing += exc.problems
                 examples.update(needed)
                 continue
-            if missing:
-                raise ValidationError([*missing, *(p for p in exc.problems if p not in missing)],
-                                      source=exc.source or job.source) from None
-            fixed = _without_machine(job, target, exc)
+            fixed = None if missing else _without_machine(job, target, exc)
             if fixed is None:
-                raise cannot_express(exc, target.name) from None
+                raise _blockers(job, target, missing, unreadable, exc) from None
             job, role, machine = fixed
             entries.append(
                 ReportEntry(
@@ -221,3 +226,48 @@ def compile_dropping(
                     message=f"{target.name} does not offer {machine}; it picks one for the same accelerator",
                 )
             )
+        else:
+            if missing or unreadable:
+                raise _blockers(job, target, missing, unreadable)
+            return compiled, job, entries
+
+
+def _stand_in(job: DistributedJob, exc: UnsupportedFeatureError) -> Optional[DistributedJob]:
+    """The job with the data location ``exc`` refuses replaced by one of the kind the target
+    reads, so one compile pass finds every blocker; ``None`` when ``exc`` is not such a refusal
+    (or the target reads only local folders, which a stand-in cannot be)."""
+    if not isinstance(exc, UnreadableLocationError) or exc.stand_in is None:
+        return None
+    kind, _, name = exc.subject.partition(".")
+    if kind == "code" and job.code is not None:
+        return attrs.evolve(job, code=exc.stand_in)
+    if kind == "inputs" and name in job.inputs:
+        return attrs.evolve(job, inputs={**job.inputs, name: attrs.evolve(job.inputs[name], uri=exc.stand_in)})
+    if kind == "outputs" and name in job.outputs:
+        return attrs.evolve(job, outputs={**job.outputs, name: JobOutput(uri=exc.stand_in)})
+    return None
+
+
+def _blockers(job: DistributedJob, target: Backend, missing: list[Problem],
+              unreadable: list[UnreadableLocationError],
+              last: Optional[UnsupportedFeatureError | ValidationError] = None) -> OmnidistError:
+    """One error for everything that stops the migration: the settings the target needs, every
+    data location it cannot read, and ``last`` (the refusal that ended the compiles), each with
+    its fix. Missing settings are invalid input (exit 2); data locations alone stay exit 3."""
+    if not missing and not unreadable and last is not None:
+        return cannot_express(last, target.name) if isinstance(last, ValidationError) else with_flag_hint(last)
+    refused: list[UnsupportedFeatureError] = [*unreadable]
+    extra: list[Problem] = []
+    if isinstance(last, ValidationError):
+        extra = [p for p in last.problems if p not in missing]
+    elif last is not None:
+        refused.append(with_flag_hint(last))
+    if missing or extra:
+        return ValidationError([*missing, *(Problem("", str(e)) for e in refused), *extra],
+                               source=getattr(last, "source", None) or job.source)
+    if len(refused) == 1:
+        return refused[0]
+    first = refused[0]
+    lines = "\n".join(f"  {e.subject}: {e.message} {e.hint}".rstrip() for e in refused)
+    return UnsupportedFeatureError(first.feature, target.name, f"each needs a fix before the job can move:\n{lines}",
+                                   subject=f"{len(refused)} parts of the job")

@@ -190,6 +190,44 @@ def test_every_missing_setting_is_listed_at_once_with_its_fix():
     assert compiled.request["OutputDataConfig"]["S3OutputPath"] == "s3://bkt/model/"
 
 
+UNREADABLE = {"type": "command", "command": "python t.py --data ${{inputs.data}} --extra ${{inputs.extra}}",
+              "environment": {"image": "p:1"},
+              "inputs": {"data": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/cifar"},
+                         "extra": {"type": "uri_folder", "path": "azureml://datastores/ws/paths/extra"}},
+              "outputs": {"model": {"type": "uri_folder", "path": "azureml://datastores/lake/paths/model/"}}}
+
+
+def test_every_unreadable_data_location_is_listed_at_once_with_its_data_map_fix():
+    """Three locations Vertex cannot read: one refusal (exit 3) names each with its rewrite."""
+    from omnidist.errors import UnsupportedFeatureError
+
+    with pytest.raises(UnsupportedFeatureError) as raised:
+        omnidist.migrate(UNREADABLE, "azure_ml", "vertex")
+    text = str(raised.value)
+    assert raised.value.exit_code == 3 and text.startswith("vertex cannot express 3 parts of the job")
+    listed = [line.strip().split(":")[0] for line in text.splitlines()[1:]]
+    assert listed == ["inputs.data", "inputs.extra", "outputs.model"]
+    assert text.count("data_map = ") == 3 and '"azureml://datastores/lake/paths/model/" = "gs://bkt/data/"' in text
+    assert "stand" not in text and "gs://bkt/data/extra" not in text  # the stand-ins are never shown
+    compiled, report = omnidist.migrate(UNREADABLE, "azure_ml", "vertex", settings={"data_map": {
+        "azureml://datastores/ws/paths/": "gs://bkt/in/", "azureml://datastores/lake/paths/": "gs://bkt/out/"}})
+    assert compiled.request["jobSpec"]["workerPoolSpecs"][0]["containerSpec"]["command"][-3:] == [
+        "/gcs/bkt/in/cifar", "--extra", "/gcs/bkt/in/extra"]
+
+
+def test_unreadable_locations_and_missing_settings_come_in_one_error():
+    """SageMaker: role_arn and every location it cannot read, each once, in one exit-2 error."""
+    from omnidist.errors import ValidationError
+
+    with pytest.raises(ValidationError) as raised:
+        omnidist.migrate(UNREADABLE, "azure_ml", "sagemaker")
+    lines = str(raised.value).splitlines()
+    assert lines[0].startswith("backends.sagemaker.role_arn:")
+    assert sorted(line.split(":")[0].removeprefix("sagemaker cannot express ") for line in lines[1:]) == [
+        "inputs.data", "inputs.extra", "outputs.model"]
+    assert all('"s3://bkt/data/"' in line for line in lines[1:])
+
+
 def test_the_example_values_never_reach_a_request():
     from omnidist.errors import ValidationError
 
