@@ -198,7 +198,7 @@ def test_a_built_python_package_is_not_code_azure_ml_can_run(code):
     assert "is a built Python package" in str(err.value) and "source folder" in str(err.value)
 
 
-def test_the_sdk_uploads_exactly_what_omnidist_ships(tmp_path, azure, settings, caplog):
+def test_the_sdk_uploads_exactly_what_omnidist_ships(tmp_path, azure, settings, caplog, monkeypatch):
     """The SDK follows links out of the folder and reads the root's ignore file only: it is given a
     copy of what ships, so a link to a file outside, a secret and a nested .gitignore's rules hold
     on Azure ML as on every other cloud."""
@@ -211,6 +211,9 @@ def test_the_sdk_uploads_exactly_what_omnidist_ships(tmp_path, azure, settings, 
     (src / "trainer" / ".gitignore").write_text("*.ckpt\n")
     (src / "trainer" / "model.ckpt").write_bytes(b"weights")
     job = container({"code": "./src", "module": "trainer.task", "command": []})
+    private = tmp_path / "tmp"  # this test's own temporary folder: other tests' copies come and go in /tmp
+    private.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(private))
     copies = lambda: {p for p in os.listdir(tempfile.gettempdir()) if p.startswith("omnidist-code-")}  # noqa: E731
     before = copies()
     with caplog.at_level("WARNING"):
