@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import click
 import pytest
 
 from omnidist.testing.cli import OMNIDIST, run_cli
@@ -101,7 +102,7 @@ def test_python_m_omnidist_cli_has_every_command(tmp_path):
                          cwd=tmp_path, timeout=120)
     assert ran.returncode == 0, ran.stderr
     listed = {line.split()[0] for line in ran.stdout.split("Commands:")[1].splitlines() if line.strip()}
-    assert listed == set(cli.main.commands) and {"import", "migrate"} <= listed
+    assert listed == set(cli.COMMANDS) and {"import", "migrate"} <= listed
     migrate = subprocess.run([sys.executable, "-m", "omnidist.cli", "migrate", "--help"], capture_output=True,
                              text=True, cwd=tmp_path, timeout=120)
     assert migrate.returncode == 0 and "--strict" in migrate.stdout
@@ -188,9 +189,28 @@ def test_backend_choices_are_listed_completed_and_checked(tmp_path):
 def test_every_command_has_an_example_in_its_help():
     from omnidist import cli
 
-    missing = [name for name, command in cli.main.commands.items()
-               if f"omnidist {name}" not in (command.help or "").partition("Examples:")[2]]
+    ctx = click.Context(cli.main)
+    missing = [name for name in cli.main.list_commands(ctx)
+               if f"omnidist {name}" not in (cli.main.get_command(ctx, name).help or "").partition("Examples:")[2]]
     assert missing == []
+
+
+def test_commands_load_when_run_and_all_show_in_help():
+    import subprocess
+    import sys
+
+    from omnidist import cli
+
+    probe = ("import sys; from omnidist.cli import main\n"
+             "try:\n    main(['compile', '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('omnidist.cli.')))")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = ran.stdout.strip().splitlines()[-1]
+    assert "omnidist.cli.jobs" in loaded
+    assert all(f"omnidist.cli.{m}'" not in loaded for m in ("placement", "migrate", "explain", "container"))
+    ctx = click.Context(cli.main)
+    assert cli.main.list_commands(ctx) == sorted(cli.COMMANDS)
+    assert all(cli.main.get_command(ctx, name).name == name for name in cli.COMMANDS)
 
 
 def test_a_one_off_job_needs_no_file(tmp_path):

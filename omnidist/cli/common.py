@@ -17,7 +17,28 @@ from omnidist.errors import OmnidistError
 
 
 class Group(click.Group):
-    """A command group that turns omnidist errors into messages and exit codes."""
+    """A command group that turns omnidist errors into messages and exit codes.
+
+    Its commands can be named in ``lazy_commands`` (name to ``"module:function"`` under
+    ``omnidist.cli``): a command's module is imported when that command is looked up, so a run of
+    one command pays for no other command's imports (click's lazy-loading group pattern).
+    """
+
+    def __init__(self, *args: Any, lazy_commands: Optional[dict[str, str]] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            import importlib
+
+            module, _, name = self.lazy_commands[cmd_name].partition(":")
+            command = getattr(importlib.import_module(f"omnidist.cli.{module}"), name)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
