@@ -290,7 +290,8 @@ def test_the_sdks_own_messages_show_with_debug(tmp_path):
 def test_only_omnidists_own_log_records_reach_stderr(capsys):
     import logging
 
-    from omnidist.cli.common import _Messages, setup_logging
+    from omnidist.cli.common import setup_logging
+    from omnidist.cli.records import _Messages
 
     root = logging.getLogger()
     level = root.level
@@ -308,6 +309,37 @@ def test_only_omnidists_own_log_records_reach_stderr(capsys):
             root.removeHandler(handler)
         root.setLevel(level)
         logging.captureWarnings(False)
+
+
+LATE_LOGGING = """
+import sys, warnings
+from omnidist.cli.common import setup_logging
+setup_logging(False)
+assert "logging" not in sys.modules
+warnings.warn("an SDK's warning, before anything logs")
+assert "logging" in sys.modules
+import logging
+logging.getLogger("omnidist.sagemaker").warning("the bucket is in another region")
+logging.getLogger("botocore.credentials").warning("found credentials in the environment")
+setup_logging(False)
+logging.getLogger("omnidist.sagemaker").warning("shown once")
+"""
+
+
+def test_the_log_handler_waits_for_the_first_import_of_logging(tmp_path):
+    """A command that never logs does not import logging; what logs later (or warns first) is
+    shown exactly as with the handler installed at start."""
+    import sys
+
+    ran = subprocess.run([sys.executable, "-c", LATE_LOGGING], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr == "warning: the bucket is in another region\nwarning: shown once\n"
+    probe = ("import sys; from omnidist.cli import main\n"
+             "try:\n    main(['compile', 'job.yaml', '-b', 'vertex'])\nexcept SystemExit:\n    pass\n"
+             "print('logging' in sys.modules)")
+    (tmp_path / "job.yaml").write_text(JOB)
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert ran.stdout.strip().splitlines()[-1] == "False", ran.stderr
 
 
 def test_validate_takes_the_profile_as_compile_does(tmp_path):
