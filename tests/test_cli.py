@@ -7,6 +7,7 @@ import os
 import subprocess
 from pathlib import Path
 
+import click
 import pytest
 
 from omnidist.testing.cli import OMNIDIST, run_cli
@@ -101,7 +102,7 @@ def test_python_m_omnidist_cli_has_every_command(tmp_path):
                          cwd=tmp_path, timeout=120)
     assert ran.returncode == 0, ran.stderr
     listed = {line.split()[0] for line in ran.stdout.split("Commands:")[1].splitlines() if line.strip()}
-    assert listed == set(cli.main.commands) and {"import", "migrate"} <= listed
+    assert listed == set(cli.COMMANDS) and {"import", "migrate"} <= listed
     migrate = subprocess.run([sys.executable, "-m", "omnidist.cli", "migrate", "--help"], capture_output=True,
                              text=True, cwd=tmp_path, timeout=120)
     assert migrate.returncode == 0 and "--strict" in migrate.stdout
@@ -188,9 +189,28 @@ def test_backend_choices_are_listed_completed_and_checked(tmp_path):
 def test_every_command_has_an_example_in_its_help():
     from omnidist import cli
 
-    missing = [name for name, command in cli.main.commands.items()
-               if f"omnidist {name}" not in (command.help or "").partition("Examples:")[2]]
+    ctx = click.Context(cli.main)
+    missing = [name for name in cli.main.list_commands(ctx)
+               if f"omnidist {name}" not in (cli.main.get_command(ctx, name).help or "").partition("Examples:")[2]]
     assert missing == []
+
+
+def test_commands_load_when_run_and_all_show_in_help():
+    import subprocess
+    import sys
+
+    from omnidist import cli
+
+    probe = ("import sys; from omnidist.cli import main\n"
+             "try:\n    main(['compile', '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('omnidist.cli.')))")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True)
+    loaded = ran.stdout.strip().splitlines()[-1]
+    assert "omnidist.cli.jobs" in loaded
+    assert all(f"omnidist.cli.{m}'" not in loaded for m in ("placement", "migrate", "explain", "container"))
+    ctx = click.Context(cli.main)
+    assert cli.main.list_commands(ctx) == sorted(cli.COMMANDS)
+    assert all(cli.main.get_command(ctx, name).name == name for name in cli.COMMANDS)
 
 
 def test_a_one_off_job_needs_no_file(tmp_path):
@@ -270,7 +290,8 @@ def test_the_sdks_own_messages_show_with_debug(tmp_path):
 def test_only_omnidists_own_log_records_reach_stderr(capsys):
     import logging
 
-    from omnidist.cli.common import _Messages, setup_logging
+    from omnidist.cli.common import setup_logging
+    from omnidist.cli.records import _Messages
 
     root = logging.getLogger()
     level = root.level
@@ -288,6 +309,37 @@ def test_only_omnidists_own_log_records_reach_stderr(capsys):
             root.removeHandler(handler)
         root.setLevel(level)
         logging.captureWarnings(False)
+
+
+LATE_LOGGING = """
+import sys, warnings
+from omnidist.cli.common import setup_logging
+setup_logging(False)
+assert "logging" not in sys.modules
+warnings.warn("an SDK's warning, before anything logs")
+assert "logging" in sys.modules
+import logging
+logging.getLogger("omnidist.sagemaker").warning("the bucket is in another region")
+logging.getLogger("botocore.credentials").warning("found credentials in the environment")
+setup_logging(False)
+logging.getLogger("omnidist.sagemaker").warning("shown once")
+"""
+
+
+def test_the_log_handler_waits_for_the_first_import_of_logging(tmp_path):
+    """A command that never logs does not import logging; what logs later (or warns first) is
+    shown exactly as with the handler installed at start."""
+    import sys
+
+    ran = subprocess.run([sys.executable, "-c", LATE_LOGGING], capture_output=True, text=True, timeout=120)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stderr == "warning: the bucket is in another region\nwarning: shown once\n"
+    probe = ("import sys; from omnidist.cli import main\n"
+             "try:\n    main(['compile', 'job.yaml', '-b', 'vertex'])\nexcept SystemExit:\n    pass\n"
+             "print('logging' in sys.modules)")
+    (tmp_path / "job.yaml").write_text(JOB)
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert ran.stdout.strip().splitlines()[-1] == "False", ran.stderr
 
 
 def test_validate_takes_the_profile_as_compile_does(tmp_path):

@@ -10,7 +10,6 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import notebook
 from omnidist.model import serde
 from omnidist.model.features import NoteCode
 from omnidist.model.fields import as_dict, as_tuple
@@ -81,6 +80,8 @@ class CompiledJob:
         return f"CompiledJob(backend={self.backend!r}, {len(self.diagnostics)} notes)"
 
     def _repr_html_(self) -> str:
+        from omnidist import notebook  # a notebook's rendering: no compile or CLI run pays for it
+
         return notebook.compiled_html(self)
 
     def notes(self, *kinds: NoteKind | str) -> tuple[Note, ...]:
@@ -175,6 +176,8 @@ class JobStatus:
     ended: Optional[Ending] = attrs.field(default=None, converter=attrs.converters.optional(Ending))
 
     def _repr_html_(self) -> str:
+        from omnidist import notebook
+
         return notebook.status_html(self)
 
 

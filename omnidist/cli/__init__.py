@@ -6,19 +6,28 @@ cannot express, 1 failed); ``--debug`` shows the traceback instead. The commands
 they are for: :mod:`~omnidist.cli.jobs` (a job to a backend and back), :mod:`~omnidist.cli.migrate`
 (native files), :mod:`~omnidist.cli.container` (inside a training container),
 :mod:`~omnidist.cli.placement` (where to run: ``plan``, ``catalog``, ``jobs``). Each imports what
-it needs when it runs, so ``omnidist compile`` loads no client, migration or runtime code.
+it needs when it runs, and the group imports a command's module only when that command runs (or
+``--help`` lists them all), so ``omnidist compile`` loads no client, migration, placement or
+runtime code.
 """
 
 from __future__ import annotations
 
 import click
 
-from omnidist.cli import container, explain, jobs, placement
 from omnidist.cli.common import Group, setup_logging
-from omnidist.cli.migrate import import_command, migrate_command
+
+#: Every command, by name: the module (under ``omnidist.cli``) and the function that defines it.
+COMMANDS = {
+    "validate": "jobs:validate", "compile": "jobs:compile_", "backends": "jobs:backends", "submit": "jobs:submit",
+    "status": "jobs:status", "logs": "jobs:logs", "cancel": "jobs:cancel", "run": "jobs:run", "watch": "jobs:watch",
+    "import": "migrate:import_command", "migrate": "migrate:migrate_command", "explain": "explain:explain",
+    "env": "container:env", "launch": "container:launch", "plan": "placement:plan", "catalog": "placement:catalog",
+    "gpus": "placement:gpus", "check": "placement:check", "jobs": "placement:jobs_command",
+}
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.version_option(package_name="omnidist", prog_name="omnidist")
 @click.pass_context
@@ -39,13 +48,6 @@ def main(ctx: click.Context, debug: bool) -> None:
     """
     ctx.meta["omnidist.debug"] = debug
     setup_logging(debug)
-
-
-for command in (jobs.validate, jobs.compile_, jobs.backends, jobs.submit, jobs.status, jobs.logs, jobs.cancel,
-                jobs.run, jobs.watch, import_command, migrate_command, explain.explain, container.env,
-                container.launch, placement.plan, placement.catalog, placement.gpus, placement.check,
-                placement.jobs_command):
-    main.add_command(command)
 
 
 if __name__ == "__main__":  # pragma: no cover - `python -m omnidist.cli`, tested in a subprocess

@@ -4,7 +4,6 @@ choices read when first needed, and plain-text tables."""
 from __future__ import annotations
 
 import difflib
-import logging
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
@@ -17,7 +16,28 @@ from omnidist.errors import OmnidistError
 
 
 class Group(click.Group):
-    """A command group that turns omnidist errors into messages and exit codes."""
+    """A command group that turns omnidist errors into messages and exit codes.
+
+    Its commands can be named in ``lazy_commands`` (name to ``"module:function"`` under
+    ``omnidist.cli``): a command's module is imported when that command is looked up, so a run of
+    one command pays for no other command's imports (click's lazy-loading group pattern).
+    """
+
+    def __init__(self, *args: Any, lazy_commands: Optional[dict[str, str]] = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy_commands = dict(lazy_commands or {})
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*self.commands, *self.lazy_commands})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> Optional[click.Command]:
+        if cmd_name not in self.commands and cmd_name in self.lazy_commands:
+            import importlib
+
+            module, _, name = self.lazy_commands[cmd_name].partition(":")
+            command = getattr(importlib.import_module(f"omnidist.cli.{module}"), name)
+            self.add_command(command, cmd_name)
+        return self.commands.get(cmd_name)
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
@@ -41,43 +61,20 @@ class Group(click.Group):
             ctx.exit(1)
 
 
-class _Messages(logging.Handler):
-    """Log records on stderr as the command's own lines: ``warning: …`` (stderr read when a record
-    comes, so a test's or a caller's replacement of it is honoured)."""
-
-    def __init__(self, debug: bool) -> None:
-        super().__init__(logging.DEBUG if debug else logging.WARNING)
-        self.debug = debug
-        if not debug:  # the SDKs' loggers (and Python warnings) only with --debug
-            self.addFilter(lambda record: record.name == "omnidist" or record.name.startswith("omnidist."))
-
-    def emit(self, record: logging.LogRecord) -> None:
-        try:
-            message = record.getMessage()
-            on = style.enabled(sys.stderr)
-            if self.debug:
-                line = f"{record.levelname.lower()}: {record.name}: {message}"
-            elif record.levelno >= logging.ERROR:
-                line = f"{style.paint('error:', on, fg='red', bold=True)} {message}"
-            else:
-                line = style.warning(message, on)
-            click.echo(line, err=True, color=on)
-        except Exception:  # noqa: BLE001 - logging never takes the command down
-            self.handleError(record)
-
-
 def setup_logging(debug: bool) -> None:
     """What the command shows of log records and Python warnings: omnidist's own warnings, one
     line each; the cloud SDKs' loggers and warnings (credential chains, "experimental field"
     notices, HTTP retries) only with ``--debug``, where everything down to debug records shows.
-    Called once per command; a second call replaces the first's handler."""
-    root = logging.getLogger()
-    for handler in [h for h in root.handlers if isinstance(h, _Messages)]:
-        root.removeHandler(handler)
-    root.addHandler(_Messages(debug))
-    if debug:
-        root.setLevel(logging.DEBUG)
-    logging.captureWarnings(True)  # warnings.warn goes to the "py.warnings" logger: shown with --debug
+    Called once per command; a second call replaces the first's handler.
+
+    Without ``--debug``, and while nothing has imported :mod:`logging`, the handler is installed
+    when something first does (the SDK a submit loads, a plugin that logs) or when a warning is
+    first shown: before that nothing can log, and a command that never logs (``compile``) does
+    not pay the import (about 5 ms of its start). See :mod:`omnidist.cli.messages`.
+    """
+    from omnidist.cli import messages
+
+    messages.setup(debug)
 
 
 class LazyChoice(click.Choice):

@@ -17,7 +17,6 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import notebook
 from omnidist.errors import ValidationError
 from omnidist.model import data as jobdata
 from omnidist.model import documents, serde
@@ -148,9 +147,13 @@ class DistributedJob:
         jobdata.check_job(self)
 
     def __repr__(self) -> str:
+        from omnidist import notebook  # the renderers load when a job is shown, not when one compiles
+
         return notebook.short_job_repr(self, effective_roles(self))
 
     def _repr_html_(self) -> str:
+        from omnidist import notebook
+
         return notebook.job_html(self, effective_roles(self))
 
     def role(self, name: RoleName | str) -> Optional[Role]:
