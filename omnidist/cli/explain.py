@@ -19,7 +19,7 @@ from omnidist.cli.common import BACKENDS, table, width
 @click.option("-o", "--output", type=click.Choice(["text", "json"]), default="text", show_default=True,
               help="A table, or the World as JSON.")
 def explain(file: str, source: Optional[str], backend: Optional[str], profile: Optional[str], output: str) -> None:
-    """Print what the training program sees when FILE runs (SPEC §14): per node, the argv the
+    """Print what the training program sees when FILE runs (docs/migration.md): per node, the argv the
     platform execs, who starts its processes and how many, the variables it is given; each data
     location (a local path, read-only or writable, or a URI); how a search passes values and reads
     its metric; the image, its registry and whether the platform can pull it.
@@ -53,7 +53,7 @@ def explain(file: str, source: Optional[str], backend: Optional[str], profile: O
         parts = list(registry.importer(name).split_jobs(data))
     worlds = [registry.importer(name).world(part) for part in parts]
     if any(w is None for w in worlds):
-        raise ValidationError(f"{name} derives no World from this form of request (SPEC §14); compile or migrate it "
+        raise ValidationError(f"{name} derives no World from this form of request; compile or migrate it "
                               "to a request form and explain that", source=file)
     if output == "json":
         shown = [w.to_dict() for w in worlds]
