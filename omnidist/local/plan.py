@@ -234,7 +234,9 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
         gpu = {} if visible is None else {GPU_VARIABLE: visible}
         if devices.shared and slot.role in TRAINING_ROLES:
             gpu[hints.GPUS_SHARED] = "1"
-        env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
+        compiled = environments.world_env(plan.native.world, slot.role)  # what the request sets beyond the job's
+        env = {**environments.hint_env(job, settings.emulate, slot.role), **compiled, **gpu, **role.env,
+               **platform_vars}
         specs.append(ReplicaSpec(role=slot.role.singular, index=slot.index, cwd=cwd, env=env,
                                  argv=_argv(command, role.args, settings.python),
                                  process=rank if slot.processes > 1 else None))
