@@ -26,7 +26,7 @@ report describes.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
@@ -34,11 +34,13 @@ from omnidist import config
 from omnidist.backend import registry
 from omnidist.backend.values import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
-from omnidist.migration.world import Launcher, World, split_launcher
 from omnidist.model.data import REFERENCE
 from omnidist.model.job import DistributedJob
 from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_roles, replica_count
 from omnidist.runtime import platforms
+
+if TYPE_CHECKING:  # a backend's world() builds it; the local run only reads it
+    from omnidist.migration.world import World
 
 PLACEHOLDER_IMAGE = "local/omnidist-run:latest"
 """The image a job without one is compiled with for the emulation (never pulled)."""
@@ -203,10 +205,13 @@ def native(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, A
     return Native(request=compiled.request, facts=facts, decided=decided, notes=notes, world=world)
 
 
+MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "horovodrun"})
+
+
 @attrs.frozen(kw_only=True)
 class Group:
     """How many replicas of one role the emulated platform starts, and the processes it starts itself
-    on each (Azure ML's ``process_count_per_instance``, SageMaker's toolkit ``mpirun``; else 1)."""
+    on each (a platform's per-node process count, a training toolkit's own ``mpirun``; else 1)."""
 
     count: int
     processes: int = 1
@@ -216,8 +221,8 @@ def cluster(job: DistributedJob, followed: Native) -> dict[RoleName, Group]:
     """Every role of ``job`` the platform starts, as its World says (the platform's module's
     decisions where the backend derives no World, or without the backend).
 
-    A World may describe the training nodes as one group (Azure ML, SageMaker: the nodes are alike;
-    the primary is the first): the primary is then one of them and the workers the rest.
+    A World may describe the training nodes as one group (where the nodes are alike and the primary
+    is the first): the primary is then one of them and the workers the rest.
     Reduction servers are counted (the platform lists them) but never run here.
     """
     world = followed.world
@@ -233,7 +238,7 @@ def cluster(job: DistributedJob, followed: Native) -> dict[RoleName, Group]:
             found[role.name] = Group(count=count, processes=_started_by_platform(node or primary))
         elif node is not None and not (role.name is RoleName.PARAMETER_SERVERS and followed.reducers
                                        and not world.node(RoleName.REDUCTION_SERVERS.value)):
-            # (legacy AI Platform lists reduction servers in the parameterServer pool, so its World
+            # (a platform that lists reduction servers in its parameter-server pool has a World that
             # counts them as parameter servers: that count is not the job's, the job's is used)
             found[role.name] = Group(count=node.count)
         else:
@@ -246,8 +251,11 @@ def _started_by_platform(node: Any) -> int:
     """Processes the platform itself starts on a node (each one a replica process here, with the
     variables the platform gives it); 1 where the node's argv starts them (``omnidist launch``,
     torchrun, ``mpirun`` in the command: the local replica runs that argv and it starts them)."""
-    if node.launcher in (Launcher.PLATFORM, Launcher.MPIRUN) and split_launcher(node.argv)[0] is Launcher.NONE:
+    if node.launcher.value == "platform":
         return node.processes
+    if node.launcher.value == "mpirun" and not any(MPI_LAUNCHERS & set(word.replace("/", " ").split())
+                                                     for word in node.argv):
+        return node.processes  # the platform's mpirun: the argv it execs names none
     return 1
 
 

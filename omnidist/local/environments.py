@@ -14,16 +14,18 @@ sees a single-process world. What each platform writes is described in docs/runt
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import attrs
 
 from omnidist.compiler import lowering
 from omnidist.local.emulated import Native, job_facts
-from omnidist.migration.world import World
 from omnidist.model.job import DistributedJob
 from omnidist.model.roles import TRAINING_ROLES, RoleName
 from omnidist.runtime import platforms
+
+if TYPE_CHECKING:  # a backend's world() builds it; the local run only reads it
+    from omnidist.migration.world import World
 
 EMULATIONS = platforms.emulations()
 """Platforms the local backend can emulate: every platform module with ``emulate``."""
