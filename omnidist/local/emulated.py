@@ -15,12 +15,18 @@ The job is compiled as it is, except that a job without ``image`` gets :data:`PL
 (a local run needs none; every cloud does), and that its data stays on this machine: inputs,
 outputs and code are left out and their references read as :data:`LOCAL_DATA` (where the data
 is locally is :mod:`omnidist.local.code_data`'s business, not the emulated cloud's).
+
+The request compiled for the platform also gives its :class:`~omnidist.migration.world.World`
+(``world(request)`` of the platform's backend, SPEC §14), the description ``migrate`` compares and
+``omnidist explain`` prints: :func:`cluster` reads from it how many replicas of each role the
+platform starts and how many processes it starts on each node, so the emulator starts what the
+report describes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
@@ -30,8 +36,11 @@ from omnidist.backend.values import CompiledJob, Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.model.data import REFERENCE
 from omnidist.model.job import DistributedJob
-from omnidist.model.roles import RoleName, effective_roles, replica_count
+from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_roles, replica_count
 from omnidist.runtime import platforms
+
+if TYPE_CHECKING:  # a backend's world() builds it; the local run only reads it
+    from omnidist.migration.world import World
 
 PLACEHOLDER_IMAGE = "local/omnidist-run:latest"
 """The image a job without one is compiled with for the emulation (never pulled)."""
@@ -53,12 +62,15 @@ class Native:
         facts: the job as the platform's module sees it (``None`` for ``none``).
         decided: what the platform's module read from the request (or assumed without one).
         notes: compile notes that matter to a local run, and what the emulation could not check.
+        world: what the program sees on the platform for ``request`` (its backend's ``world``;
+            ``None`` without a request, or where the backend derives none).
     """
 
     request: Optional[dict[str, Any]] = None
     facts: Optional[platforms.JobFacts] = None
     decided: platforms.Decided = attrs.field(factory=platforms.Decided)
     notes: tuple[Note, ...] = ()
+    world: Optional[World] = None
 
     @property
     def reducers(self) -> int:
@@ -189,7 +201,62 @@ def native(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, A
     decided = module.follow(compiled.request, facts)
     _check_places(job, emulate, module, decided)
     notes = tuple(n for n in compiled.diagnostics if n.field in RUN_NOTE_FIELDS)
-    return Native(request=compiled.request, facts=facts, decided=decided, notes=notes)
+    world = registry.get(emulate).world(compiled.request)
+    return Native(request=compiled.request, facts=facts, decided=decided, notes=notes, world=world)
+
+
+MPI_LAUNCHERS = frozenset({"mpirun", "mpiexec", "horovodrun"})
+
+
+@attrs.frozen(kw_only=True)
+class Group:
+    """How many replicas of one role the emulated platform starts, and the processes it starts itself
+    on each (a platform's per-node process count, a training toolkit's own ``mpirun``; else 1)."""
+
+    count: int
+    processes: int = 1
+
+
+def cluster(job: DistributedJob, followed: Native) -> dict[RoleName, Group]:
+    """Every role of ``job`` the platform starts, as its World says (the platform's module's
+    decisions where the backend derives no World, or without the backend).
+
+    A World may describe the training nodes as one group (where the nodes are alike and the primary
+    is the first): the primary is then one of them and the workers the rest.
+    Reduction servers are counted (the platform lists them) but never run here.
+    """
+    world = followed.world
+    found: dict[RoleName, Group] = {}
+    training = sum(n.count for n in world.nodes if n.role in {r.value for r in TRAINING_ROLES}) if world else 0
+    for role in effective_roles(job):
+        node = world.node(role.name.value) if world else None
+        if role.name is RoleName.REDUCTION_SERVERS:
+            found[role.name] = Group(count=node.count if node else followed.reducers)
+        elif role.name in TRAINING_ROLES and world is not None and training:
+            primary = (world.node(RoleName.PRIMARY.value) or world.nodes[0])
+            count = min(training, 1) if role.name is RoleName.PRIMARY else training - min(training, 1)
+            found[role.name] = Group(count=count, processes=_started_by_platform(node or primary))
+        elif node is not None and not (role.name is RoleName.PARAMETER_SERVERS and followed.reducers
+                                       and not world.node(RoleName.REDUCTION_SERVERS.value)):
+            # (a platform that lists reduction servers in its parameter-server pool has a World that
+            # counts them as parameter servers: that count is not the job's, the job's is used)
+            found[role.name] = Group(count=node.count)
+        else:
+            processes = followed.processes_per_node if role.name in TRAINING_ROLES else 1
+            found[role.name] = Group(count=int(role.replicas), processes=processes)
+    return found
+
+
+def _started_by_platform(node: Any) -> int:
+    """Processes the platform itself starts on a node (each one a replica process here, with the
+    variables the platform gives it); 1 where the node's argv starts them (``omnidist launch``,
+    torchrun, ``mpirun`` in the command: the local replica runs that argv and it starts them)."""
+    if node.launcher.value == "platform":
+        return node.processes
+    if node.launcher.value == "mpirun" and not any(MPI_LAUNCHERS & set(word.replace("/", " ").split())
+                                                     for word in node.argv):
+        return node.processes  # the platform's mpirun: the argv it execs names none
+    return 1
 
 
 def assumed(job: DistributedJob, emulate: str, overrides: Optional[Mapping[str, Any]] = None) -> Native:

@@ -21,7 +21,7 @@ from omnidist.backend.values import Note, NoteKind
 from omnidist.compiler.launchers import start_processes
 from omnidist.errors import UnsupportedFeatureError, ValidationError
 from omnidist.local import code_data, environments
-from omnidist.local.emulated import Native, job_facts, native
+from omnidist.local.emulated import Native, cluster, job_facts, native
 from omnidist.local.environments import Slot
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
@@ -125,12 +125,9 @@ def layout(job: DistributedJob, settings: Any) -> Layout:
     overrides = {"use_chief_in_tf_config": True} if getattr(settings, "use_chief_in_tf_config", False) else {}
     followed = native(job, settings.emulate, overrides)
     places: list[Place] = []
-    for role in effective_roles(job):
-        if role.name is RoleName.REDUCTION_SERVERS:
-            places += [Place(role=role.name, index=i, runs=False) for i in range(followed.reducers)]
-            continue
-        processes = followed.processes_per_node if role.name in TRAINING_ROLES else 1
-        places += [Place(role=role.name, index=i, processes=processes) for i in range(int(role.replicas))]
+    for role, group in cluster(job, followed).items():  # the World of the request compiled for the platform
+        runs = role is not RoleName.REDUCTION_SERVERS
+        places += [Place(role=role, index=i, runs=runs, processes=group.processes) for i in range(group.count)]
     _check_size(sum(p.processes for p in places if p.runs))
     return Layout(job=job, emulate=settings.emulate, native=followed, places=tuple(places))
 
@@ -237,7 +234,9 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
         gpu = {} if visible is None else {GPU_VARIABLE: visible}
         if devices.shared and slot.role in TRAINING_ROLES:
             gpu[hints.GPUS_SHARED] = "1"
-        env = {**environments.hint_env(job, settings.emulate, slot.role), **gpu, **role.env, **platform_vars}
+        compiled = environments.world_env(plan.native.world, slot.role)  # what the request sets beyond the job's
+        env = {**environments.hint_env(job, settings.emulate, slot.role), **compiled, **gpu, **role.env,
+               **platform_vars}
         specs.append(ReplicaSpec(role=slot.role.singular, index=slot.index, cwd=cwd, env=env,
                                  argv=_argv(command, role.args, settings.python),
                                  process=rank if slot.processes > 1 else None))
