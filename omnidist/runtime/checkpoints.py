@@ -47,6 +47,9 @@ PREFIX = "step-"
 
 _STEP = re.compile(rf"{PREFIX}(\d+)")
 
+_RACES = 50
+"""How many times a save tries again after another process's save of the same step took its place."""
+
 
 @dataclasses.dataclass(frozen=True)
 class Checkpoint:
@@ -135,16 +138,50 @@ def checkpoint(step: int, environ: Optional[Mapping[str, str]] = None) -> Iterat
     except BaseException:
         shutil.rmtree(temp, ignore_errors=True)
         raise
-    if final.exists():
-        shutil.rmtree(final)
-    try:
-        os.rename(temp, final)
-    except OSError:  # a FUSE mount that cannot rename folders: copy, the marker below still comes last
-        shutil.copytree(temp, final)
+    _publish(temp, final, step)
+
+
+def _publish(temp: Path, final: Path, step: int) -> None:
+    """Put the finished ``temp`` in place as ``final``, then its marker.
+
+    Several processes may save the same step into one folder they all see (every replica of a job
+    whose checkpoints output is a shared mount, or a local run): a save already there is moved aside
+    and removed, and a rename that loses the race to another process's save tries again, so the
+    folder always ends up holding one whole save of the step, marked complete."""
+    for _ in range(_RACES):
+        _move_aside(final)
+        try:
+            os.rename(temp, final)
+            break
+        except OSError:
+            if final.exists():
+                continue  # another process put its save there between the two renames
+            # a FUSE mount that cannot rename folders: copy, the marker below still comes last
+            shutil.copytree(temp, final)
+            shutil.rmtree(temp, ignore_errors=True)
+            break
+    else:  # others keep saving this step: theirs stands, and they mark it
         shutil.rmtree(temp, ignore_errors=True)
-    marker = final / f"{MARKER}.tmp"
-    marker.write_text(f"{step}\n")
-    os.replace(marker, final / MARKER)
+        return
+    marker = final / f"{MARKER}.tmp-{os.getpid()}"
+    try:
+        marker.write_text(f"{step}\n")
+        os.replace(marker, final / MARKER)
+    except FileNotFoundError:  # another process is putting its own save of the step in place; it marks it
+        return
+
+
+def _move_aside(final: Path) -> None:
+    """Remove the save at ``final``, if any, by first renaming it out of the way (atomic, so a reader
+    never sees a half-deleted step folder and two writers never delete each other's)."""
+    if not final.exists():
+        return
+    aside = final.with_name(f".{final.name}.old-{os.getpid()}")
+    try:
+        os.rename(final, aside)
+    except OSError:  # another process moved it first
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 def checkpoints(environ: Optional[Mapping[str, str]] = None) -> list[Checkpoint]:

@@ -106,3 +106,23 @@ def test_a_process_killed_mid_save_leaves_no_checkpoint(env, tmp_path):
     proc = subprocess.run([sys.executable, "-c", script], env={**os.environ, **env}, check=False)
     assert proc.returncode == -9
     assert runtime.latest_checkpoint(env).step == 1
+
+
+def test_processes_saving_the_same_steps_into_one_folder_all_succeed(env, tmp_path):
+    """Every replica of a job may save each step into the one folder they share (a local run, a mount
+    every node sees): no save fails, and each step ends up whole and marked complete."""
+    script = textwrap.dedent("""
+        import sys
+        from omnidist import runtime
+        for step in range(30):
+            with runtime.checkpoint(step) as folder:
+                (folder / "state").write_text(str(step) * 1000)
+        print("ok", flush=True)
+    """)
+    procs = [subprocess.Popen([sys.executable, "-c", script], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True) for _ in range(4)]
+    outputs = [p.communicate(timeout=120) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 4, [err for _, err in outputs]
+    saved = checkpoints.checkpoints(env)
+    assert [c.step for c in saved] == list(range(30))
+    assert all((c.path / "state").read_text() == str(c.step) * 1000 for c in saved)
