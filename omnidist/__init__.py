@@ -1,5 +1,5 @@
-"""omnidist: one portable distributed-training job, compiled for Vertex AI, legacy AI
-Platform Training and Azure ML, run locally with any cloud's environment emulated.
+"""omnidist: one portable distributed-training job, compiled for each cloud's training
+service, run locally with any cloud's environment emulated.
 
 Quick start::
 

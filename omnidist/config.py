@@ -377,7 +377,7 @@ def _merge_settings(settings_type: type, backend: str, profile: Optional[Profile
         body = profile.settings
         if profile.backend != backend:
             # The backend was overridden: carry over what the other backend understands too
-            # (project, region between the Google backends), leave the rest.
+            # (project, region between backends of one vendor), leave the rest.
             body = {k: v for k, v in body.items() if k in known}
         body = {k: v for k, v in body.items() if k in known or k not in PORTABLE_SETTINGS}
         layers.append((body, profile.source, f"profiles.{profile.name}"))

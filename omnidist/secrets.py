@@ -53,7 +53,7 @@ SECRET_SHAPES: tuple[re.Pattern[str], ...] = (
     # {"name": "API_KEY", "value": "…"} (upper-case names only: prose saying "password: see below" is not one)
     re.compile(rf"(?P<keep>\b{_ENV_NAME}(?:=|\"?\s*:\s*\")|\"name\"\s*:\s*\"{_ENV_NAME}\"\s*,\s*\"value\"\s*:\s*\")"
                r"(?P<secret>[^\s;&'\"<>,}]{4,})"),
-    # an Azure storage account key (64 bytes, base64) and a PEM private key
+    # a storage account key (64 bytes, base64) and a PEM private key
     re.compile(r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==)"),
     re.compile(r"(?P<secret>-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"),
 )
@@ -92,7 +92,7 @@ def mask_env(env: Mapping[str, str]) -> dict[str, str]:
 
 def mask_request(value: Any) -> Any:
     """A copy of a native request with secret-looking env values masked, whatever the shape:
-    ``{"name": K, "value": V}`` entries (Vertex), ``{K: V}`` mappings (Azure ML) and
+    ``{"name": K, "value": V}`` entries, ``{K: V}`` mappings and
     ``"K=V"`` argv items (the legacy ``env`` wrapper)."""
     if isinstance(value, Mapping):
         if set(value) >= {"name", "value"} and isinstance(value.get("name"), str) and is_secret(value["name"]):
@@ -120,8 +120,8 @@ T = TypeVar("T")
 
 def secret_values(native: Any) -> frozenset[str]:
     """The values of every secret-looking variable in a native request or job resource, in the
-    shapes :func:`mask_request` knows: ``{"name": K, "value": V}`` entries (Vertex
-    ``containerSpec.env``), ``{K: V}`` mappings (Azure ML ``environment_variables``, a job's
+    shapes :func:`mask_request` knows: ``{"name": K, "value": V}`` entries (a
+    container spec's ``env``), ``{K: V}`` mappings (a request's environment variables, a job's
     ``env``) and ``"K=V"`` argv items (the legacy ``env K=V cmd`` wrapper); and every secret any
     of its strings holds by its shape (:func:`secret_parts`: a password in a database URL, in an
     argument as much as in a variable)."""

@@ -93,7 +93,7 @@ class MigrationPolicy:
     """How jobs move between a backend and the others (:mod:`omnidist.migration` reads it).
 
     Attributes:
-        vocabulary: backends of the same vocabulary (``compute_engine``: the Google backends)
+        vocabulary: backends of the same vocabulary (``compute_engine``: the backends of one vendor)
             share :attr:`shared_settings`, which carry over between them as they are.
         shared_settings: settings keys that mean the same on every backend of the vocabulary.
         left_behind: settings key -> why a job imported from this backend loses meaning when
@@ -101,7 +101,7 @@ class MigrationPolicy:
         machine_setting: the settings key naming machines: role -> machine type with per-role
             machines, else the one machine of every training node.
         label_rules: the rules its compiler holds labels to (:class:`omnidist.model.labels.LabelRules`:
-            Google Cloud's labels, SageMaker's tags), so migration rewrites tags other clouds allow
+            a cloud's label or tag rules), so migration rewrites tags other clouds allow
             and it refuses; ``None`` when any tag goes.
         inputs_setting: the settings key of the inputs its commands reference as
             ``${{inputs.NAME}}``: literal ones are written into the command when a job leaves.
@@ -110,14 +110,14 @@ class MigrationPolicy:
         runs_instead: settings key -> what a job with that setting runs instead of a container
             image (``{value}`` is the setting's value), for the error asking for ``--image``.
         tpus: how its TPU jobs reach the TPU (docs/job-format.md, TPUs): ``node`` (the program runs on a VM of its
-            own and reaches a TPU Node by name: legacy AI Platform), ``vm`` (the program runs on
-            the TPU hosts: Vertex, GKE); empty without TPUs. A TPU job moving between the two is
+            own and reaches a TPU Node by name), ``vm`` (the program runs on
+            the TPU hosts); empty without TPUs. A TPU job moving between the two is
             reported ``changed``.
-        output_setting: the settings key of the folder the job's outputs go under (Vertex's
-            ``base_output_dir``, AI Platform's ``job_dir``): between backends of one vocabulary
+        output_setting: the settings key of the folder the job's outputs go under (such as
+            ``base_output_dir`` or ``job_dir``): between backends of one vocabulary
             it is carried to the target's own key.
         example_settings: settings key -> an example value, for the settings a job may need that
-            no default can give (SageMaker's ``role_arn``): a migration missing several goes on
+            no default can give (such as an execution role's ARN): a migration missing several goes on
             with the examples to list every one at once, then fails naming them.
     """
 
@@ -178,7 +178,7 @@ class Backend(ABC):
     """How its jobs move to and from other backends."""
     emulation_settings: ClassVar[Mapping[str, Any]] = {}
     """Settings ``omnidist run --emulate <name>`` compiles with where the job's block gives none: stand-ins
-    for what only a real account has (SageMaker's ``role_arn``); nothing is sent anywhere."""
+    for what only a real account has (such as an execution role's ARN); nothing is sent anywhere."""
     billing: ClassVar[Mapping[str, Billing]] = {}
     """Service (a :class:`~omnidist.backend.values.Footprint`'s ``service``) -> how it bills: the
     services its footprints name, each with its price list, surcharge rule and fees. Placement
@@ -201,7 +201,7 @@ class Backend(ABC):
 
     def under_profile_of(self, backend: str, settings: Any) -> Any:
         """The settings to use under a profile made for another ``backend`` (``omnidist run
-        --profile azure`` runs on ``local`` with the ``azure_ml`` profile); the default: as they are."""
+        --profile P`` runs on ``local`` with the settings P holds for its own backend); the default: as they are."""
         return settings
 
     def submit(self, compiled: CompiledJob, settings: Any) -> JobHandle:
@@ -235,7 +235,7 @@ class Imports(Backend):
     A backend without it compiles and submits, and ``import --from`` it says it reads no files."""
 
     strict_json: ClassVar[bool] = False
-    """Its own tools read a native ``.json`` file as strict JSON (the AWS CLI's ``--cli-input-json``):
+    """Its own tools read a native ``.json`` file as strict JSON (such as a vendor CLI's ``--cli-input-json``):
     a ``.json`` file only a YAML reader takes (comments, trailing commas) is invalid for it (exit 2)."""
     native_formats: ClassVar[tuple[str, ...]] = ()
     """The native forms its importer reads, in words (listed when a file's format cannot be told)."""
@@ -316,8 +316,8 @@ class Placement(Backend):
         return None
 
     def machine_alias(self, name: str) -> Optional[str]:
-        """The name the cloud's shared machine vocabulary (Compute Engine's, for the Google
-        backends) has for a machine only this backend calls ``name`` (a deprecated alias);
+        """The name the cloud's shared machine vocabulary (the vendor's, for backends that
+        share one) has for a machine only this backend calls ``name`` (a deprecated alias);
         ``None`` when ``name`` is that vocabulary's own. ``migrate`` carries machines with it."""
         return None
 

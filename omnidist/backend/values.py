@@ -119,8 +119,8 @@ class Trial:
     """One trial of a tuning job, as the cloud reported it.
 
     Attributes:
-        id: the trial's id on the cloud (Vertex and AI Platform number trials from 1; Azure ML
-            names each trial's child run).
+        id: the trial's id on the cloud (some clouds number trials from 1; others
+            name each trial's child run).
         state: the trial's state, through the backend's table.
         parameters: ``(name, value)`` pairs in the tuning block's order, named as the portable job
             names them (the values the program got as ``--NAME=VALUE``).
@@ -239,8 +239,8 @@ class Footprint:
     the placement floor prices it from its price catalog.
 
     Attributes:
-        service: the priced service, as the price catalog names it (``vertex_ai``,
-            ``ai_platform_training``, ``azure_machine_learning``, ``gke``, ``amazon_sagemaker``, ``local``).
+        service: the priced service, as the price catalog names it (a vendor kit's
+            service name, or ``local``).
         region: where the machines run (``None``: the settings do not say).
         pools: the machines, one pool per role that has replicas.
         spot: spot / preemptible / low-priority capacity.

@@ -32,7 +32,7 @@ def launch(nproc_per_node: Optional[int], dry_run: bool, command: tuple[str, ...
 
     Training nodes run `python -m torch.distributed.run --nnodes … --node_rank … --master_addr …
     --master_port … --nproc_per_node … COMMAND`; other roles, TensorFlow jobs, and processes the
-    platform already launched (Azure ML per-process, mpirun, torchrun) run COMMAND directly,
+    platform already launched (per process, mpirun, torchrun) run COMMAND directly,
     with TF_CONFIG made acceptable to TensorFlow. The command replaces this process (exec),
     so signals reach it unchanged.
 

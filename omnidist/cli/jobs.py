@@ -32,7 +32,7 @@ from omnidist.errors import OmnidistError
 def validate(job_file: str, backend: Optional[str], profile: Optional[str]) -> None:
     """Load JOB_FILE and check it against every installed backend (or only --backend).
 
-    Settings come from --profile as compile takes them (e.g. SageMaker's role_arn): the profile's
+    Settings come from --profile as compile takes them (e.g. an execution role's ARN): the profile's
     own backend gets all of them, the others what they understand.
 
     Exits 2 when the file itself is invalid or breaks a rule every backend shares; with

@@ -2,7 +2,7 @@
 a job names.
 
 A backend describes what its cloud offers as a :class:`MachineCatalog` of :class:`Machine` records
-(plus, for Compute Engine's N1, the GPUs that can be attached to a machine); everything that
+(plus, for machines that take GPUs attached, such as N1, the GPUs that can be attached to a machine); everything that
 decides whether a machine fits a role lives here, so every backend picks and checks the same
 way. Facts come from the clouds' machine pages (see ``PLATFORMS.md``); values marked
 *unconfirmed* are best knowledge, kept in one place so they are easy to correct. Pure data and
@@ -20,13 +20,13 @@ from omnidist.errors import ValidationError
 from omnidist.model.roles import Accelerator
 
 Link = Literal["infiniband", "rdma"]
-"""A fast interconnect a role can demand: SR-IOV InfiniBand (what NCCL needs on Azure), or
-any RDMA between machines (GPUDirect RDMA over RoCE on Google Cloud)."""
+"""A fast interconnect a role can demand: SR-IOV InfiniBand (what NCCL needs where a cloud
+offers it), or any RDMA between machines (such as GPUDirect RDMA over RoCE)."""
 
 
 @attrs.frozen(kw_only=True)
 class Machine:
-    """One machine type (a Compute Engine machine type, an Azure VM size).
+    """One machine type (a cloud's machine type or VM size).
 
     Attributes:
         name: the cloud's name for it (``a2-highgpu-8g``, ``Standard_ND96asr_v4``).
@@ -39,7 +39,7 @@ class Machine:
         egress_gbps: maximum egress bandwidth without attached GPUs, when the catalog knows it.
         infiniband: has the SR-IOV InfiniBand that NCCL can use.
         rdma: has RDMA between machines (every InfiniBand machine does; some have RDMA
-            without what NCCL needs, and Google's GPUDirect RDMA is RDMA over RoCE).
+            without what NCCL needs, such as GPUDirect RDMA over RoCE).
         retired: empty while the cloud sells it; else why it does not (shown in notes).
     """
 
@@ -66,7 +66,7 @@ def family_of(name: str) -> str:
 
 @attrs.frozen(kw_only=True)
 class Attachment:
-    """What a machine without GPUs of its own (Compute Engine N1) can take of one accelerator."""
+    """What a machine without GPUs of its own (such as N1) can take of one accelerator."""
 
     limits: dict[int, tuple[int, float]]
     """GPU count -> (max vCPUs, max memory GB) of a machine carrying that many."""
@@ -89,7 +89,7 @@ class MachineCatalog:
         attach_family: the family whose machines take :attr:`attachments` (``n1``).
         attachments: portable accelerator -> how machines of ``attach_family`` take it.
         named_only: machines accepted when a job names them, never picked (deprecated names).
-        ignore_case: names compare case-insensitively (Azure VM sizes).
+        ignore_case: names compare case-insensitively (for clouds whose VM size names ignore case).
     """
 
     machines: tuple[Machine, ...]
@@ -139,7 +139,7 @@ class MachineCatalog:
             machine: the machine.
             accelerator: the GPUs per replica.
             more_gpus: a machine with more of the same GPUs than asked for also fits (clouds
-                where a node's GPUs are not named in the request, such as Azure ML).
+                where a node's GPUs are not named in the request).
         """
         if accelerator is None:
             return machine.accelerator is None
@@ -164,7 +164,7 @@ class MachineCatalog:
 
     def egress_gbps(self, machine: Machine, accelerator: Optional[Accelerator]) -> Optional[float]:
         """Maximum egress of ``machine`` carrying ``accelerator`` (``None`` when unknown)."""
-        # The GPU rate needs the vCPU count Compute Engine lists with it ("based on the combination
+        # The GPU rate needs the vCPU count the cloud lists with it ("based on the combination
         # of GPU and vCPU count"); with fewer vCPUs the plain rate is the safe estimate.
         rule = self.attachment(machine, accelerator.type) if accelerator else None
         if rule is None or machine.egress_gbps is None or self.locked_gpu_egress(machine, accelerator):

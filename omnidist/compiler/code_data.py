@@ -1,10 +1,9 @@
 """Code and data, shared by every backend (SPEC §7): ``data_map`` rewrites, the local code
 folder, reference substitution and the runtime's data hints.
 
-Each backend decides what a container sees for an input or output (a ``/gcs/`` path on
-Vertex, the ``gs://`` URI on AI Platform, Azure ML's own ``${{inputs.X}}``, a local path on
-this machine); the rules that do not depend on the cloud live here, so they hold the same
-everywhere:
+Each backend decides what a container sees for an input or output (a mounted path, the
+object-store URI itself, a platform's own input placeholder, a local path on this machine); the
+rules that do not depend on the cloud live here, so they hold the same everywhere:
 
 - the profile's ``data_map`` rewrites the prefix of every input, output and ``code`` URI
   before compiling (the longest matching prefix wins), with one note per rewrite;
@@ -97,7 +96,7 @@ def apply_data_map(job: DistributedJob, data_map: Mapping[str, str]) -> tuple[Di
 def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnreadableLocationError:
     """Exit 3 for a data location ``backend`` cannot read, saying how ``data_map`` fixes it
     (``field``: ``code``, ``inputs.NAME`` or ``outputs.NAME``, which names the feature). The
-    example maps to the first kind of location ``reads`` names (``s3://`` for SageMaker), and so
+    example maps to the first kind of location ``reads`` names, and so
     does the error's ``stand_in`` (with which a migration looks for the job's other blockers)."""
     kind, to = scheme(uri), _example_target(reads)
     name = field.rsplit(".", 1)[-1]
@@ -155,7 +154,7 @@ def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings
     Args:
         job: the job (its ``code`` folder).
         staging_bucket: the backend's staging location (any object store's URI).
-        settings_path: where the backend's settings live (``backends.vertex``), for the error.
+        settings_path: where the backend's settings live (``backends.<name>``), for the error.
         notes: where the note goes.
         object_name: the object's name under the bucket, with :data:`CODE_HASH` in it.
         form: how the backend's staging locations are written, for the error (``s3://BUCKET``).

@@ -243,7 +243,7 @@ def portable_env(env: Mapping[str, str], field: str, notes: list[Note]) -> dict[
     """The variables of a native ``env`` whose names every platform takes (letters, digits and
     ``_``, :data:`~omnidist.model.fields.ENV_NAME`).
 
-    Kubernetes and Azure ML also take ``.`` and ``-`` in a name; Vertex, SageMaker and a shell do
+    Some platforms (Kubernetes among them) also take ``.`` and ``-`` in a name; others and a shell do
     not, so such a variable cannot move. It is left out with a ``dropped`` note naming it, not
     refused: the file its platform accepts still imports.
     """
@@ -294,8 +294,8 @@ RETIRED_GPUS: dict[str, dict[int, str]] = {
     "K80": {1: "T4", 2: "T4", 4: "T4", 8: "V100"},
 }
 """GPU model no cloud sells any more -> count -> the portable GPU that replaces it: the nearest
-model every cloud sells in that count (the K80 reached end of support on Compute Engine and
-Azure; N1 takes T4 in 1, 2 or 4, so eight K80 dies become eight V100)."""
+model every cloud sells in that count (the K80 reached end of support on the clouds that
+sold it; N1 takes T4 in 1, 2 or 4, so eight K80 dies become eight V100)."""
 
 
 def retired_gpu(model: str, count: int, field: str, notes: list[Note]) -> Accelerator:

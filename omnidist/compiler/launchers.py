@@ -2,16 +2,16 @@
 (SPEC §10).
 
 A job's command is the program each process runs; how a node starts N of them is the platform's
-business. Where the platform has its own per-node launcher (Azure ML's ``process_count_per_instance``,
+business. Where the platform has its own per-node launcher (a processes-per-instance setting,
 a PyTorchJob's ``nprocPerNode`` with torchrun, an MPIJob's slots) the compiler uses it; where the
-platform starts the command once per node (Vertex AI, AI Platform), :func:`start_processes` makes
+platform starts the command once per node, :func:`start_processes` makes
 the command start them, under ``omnidist launch --nproc-per-node=N`` (torchrun, wired from the
 platform's variables), and says so in one note worded the same on every backend.
 
 The other way, :func:`read_launcher` reads a launcher line a native job's command holds
 (``torchrun …``, ``python -m torch.distributed.run …``, ``omnidist launch …``, ``deepspeed …``):
 importing turns it back into the program and the processes it started, so the portable job never
-carries one platform's launcher to another (a bare ``torchrun`` relies on the Kubeflow operator's
+carries one platform's launcher to another (a bare ``torchrun`` relies on a training operator's
 ``PET_*`` variables, which no other platform sets).
 """
 
@@ -198,7 +198,7 @@ def omnidist_launch(program: Sequence[str], processes: int) -> tuple[str, ...]:
 
 def bare_torchrun(program: Sequence[str]) -> tuple[str, ...]:
     """``torchrun PROGRAM`` with nothing wired: for a platform that sets torchrun's own defaults
-    (the Kubeflow operator's ``PET_NNODES``, ``PET_NPROC_PER_NODE``…)."""
+    (a training operator's ``PET_NNODES``, ``PET_NPROC_PER_NODE``…)."""
     program = list(program)
     if len(program) > 1 and program[0] in PYTHON:
         return ("torchrun", *program[1:])
@@ -227,7 +227,7 @@ def start_processes(job: DistributedJob, command: Sequence[str], processes: int,
 
     Raises:
         UnsupportedFeatureError: the framework's processes need an MPI launcher across the nodes,
-            which the platform does not run (Horovod on Vertex AI).
+            which the platform does not run (Horovod where nothing starts ``mpirun``).
     """
     if processes <= 1 or not command or read_launcher(command) is not None or os.path.basename(command[0]) in (
             "mpirun", "horovodrun", "mpiexec"):

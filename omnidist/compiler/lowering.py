@@ -69,7 +69,7 @@ def runtime_hints(job: DistributedJob, role: Optional[RoleName] = None, per_role
     """The ``OMNIDIST_*`` variables (see :mod:`omnidist.runtime.hints`) a replica gets: those whose
     value the runtime (or an importer reading the request back) cannot find in the platform's own
     variables, the same for every role, so a platform that gives every node one environment
-    (Azure ML) carries them once.
+    carries them once.
 
     - ``OMNIDIST_JOB_NAME``, ``OMNIDIST_FRAMEWORK``, ``OMNIDIST_PROCESSES_PER_NODE``: no platform
       tells the container these (``launch`` runs a TensorFlow job's command directly and starts
@@ -215,12 +215,12 @@ def tpu_backends(kind: str) -> str:
 
 
 def refuse_tpus(job: DistributedJob, backend: str, why: str) -> None:
-    """Exit 3 naming the TPU, on a backend without TPUs (Azure ML, SageMaker, this machine).
+    """Exit 3 naming the TPU, on a backend without TPUs (such as this machine).
 
     Args:
         job: the job being compiled.
         backend: the backend's name.
-        why: what the backend has instead, for the message (``Azure ML offers NVIDIA GPUs``).
+        why: what the backend has instead, for the message (``it offers NVIDIA GPUs``).
 
     Raises:
         UnsupportedFeatureError: the job has a TPU on some role; the hint names the installed
@@ -242,7 +242,7 @@ def tpu_slice_of(job: DistributedJob, backend: str, layout: str) -> Optional[Acc
     Args:
         job: the job being compiled.
         backend: the backend's name.
-        layout: how the platform runs a slice, for the message (``Vertex runs a slice as one
+        layout: how the platform runs a slice, for the message (``it runs a slice as one
             worker pool``).
 
     Returns:

@@ -1,8 +1,8 @@
 """The ``local`` backend: run a job's replicas as processes on this machine, with the
-environment Vertex AI, AI Platform or Azure ML would give them (``omnidist run``).
+environment the cloud it emulates would give them (``omnidist run``).
 
 Each replica is one process, except where the emulated platform starts several per node
-itself (Azure ML's ``process_count_per_instance``). Elsewhere, when a job asks for several
+itself (a processes-per-instance setting). Elsewhere, when a job asks for several
 processes per node (``processes_per_node`` > 1), starting them is the job's business, as on
 the clouds: the training command calls ``omnidist launch -- train.py`` (torchrun), which reads
 ``OMNIDIST_PROCESSES_PER_NODE`` and the emulated platform's variables. The emulation follows

@@ -162,7 +162,7 @@ class LocalBackend(Imports, Placement, Backend):
     # --- pure -------------------------------------------------------------------------------
 
     def under_profile_of(self, backend: str, settings: LocalSettings) -> LocalSettings:
-        """Under a profile made for a cloud (``omnidist run --profile azure``), emulate that cloud
+        """Under a profile made for a cloud (``omnidist run --profile P``), emulate that cloud
         unless ``emulate`` says otherwise."""
         if settings.emulate is None and backend in platforms.emulations():
             return attrs.evolve(settings, emulate=backend)

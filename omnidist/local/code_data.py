@@ -10,7 +10,7 @@ paths; :func:`make_output_dirs` is the one function that touches the disk.
   ``data_map`` entry maps, land in the run folder (``<run>/outputs/NAME``).
 - References are replaced in argv and env; the runtime gets ``OMNIDIST_INPUT_*``,
   ``OMNIDIST_OUTPUT_*`` and, for an output named ``model``, ``OMNIDIST_MODEL_DIR`` (not under
-  AI Platform emulation, whose platform has no environment variables to carry them).
+  the emulation of a platform that has no environment variables to carry them).
 """
 
 from __future__ import annotations

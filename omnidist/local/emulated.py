@@ -5,9 +5,9 @@ Emulating a platform means giving replicas what that platform would give them fo
 backend (when its plugin is installed) and follows the result: it refuses what compile refuses
 (with the same error and exit code), and the platform's module (``follow`` in
 :mod:`omnidist.runtime.platforms`) reads from the request what its environment shows — the
-Reduction Server pool compile sized, the compiled job Vertex and AI Platform write as
-``CLUSTER_SPEC``'s ``job``, AI Platform's ``useChiefInTfConfig``, the processes compile asks
-Azure ML to start per node. Without the plugin, the module's ``assume`` stands in, the roles
+Reduction Server pool compile sized, the compiled job a platform writes as
+``CLUSTER_SPEC``'s ``job``, ``useChiefInTfConfig``, the processes compile asks the
+platform to start per node. Without the plugin, the module's ``assume`` stands in, the roles
 the platform's environment cannot place are refused, and a note says compile's own checks
 were not made.
 
@@ -79,7 +79,7 @@ class Native:
 
     @property
     def processes_per_node(self) -> int:
-        """Processes the platform itself starts on each training node (Azure ML)."""
+        """Processes the platform itself starts on each training node."""
         return self.decided.processes_per_node
 
 

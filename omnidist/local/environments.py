@@ -42,9 +42,9 @@ class Slot:
 
     Attributes:
         runs: False for replicas the platform lists but the local backend does not start
-            (reduction servers: they run Google's image on real machines).
-        processes: processes the platform itself starts for this replica (Azure ML's
-            ``process_count_per_instance``); 1 elsewhere.
+            (reduction servers: they run the cloud's own image on real machines).
+        processes: processes the platform itself starts for this replica (a
+            processes-per-instance setting); 1 elsewhere.
     """
 
     role: RoleName
@@ -66,7 +66,7 @@ def platform_env(job: DistributedJob, emulate: str, slots: Sequence[Slot],
                  native: Optional[Native] = None) -> list[dict[str, str]]:
     """The emulated platform's variables for each process it starts, in slot order.
 
-    A running slot gives ``slot.processes`` dicts in a row (one, except where Azure ML starts
+    A running slot gives ``slot.processes`` dicts in a row (one, except where the platform starts
     several processes per node); slots that do not run give none.
     """
     native = native or Native()

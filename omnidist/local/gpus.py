@@ -5,7 +5,7 @@ Every local replica is a process on this one machine, so without care they would
 local backend therefore gives each replica its own ``CUDA_VISIBLE_DEVICES``:
 
 - a training replica (primary, worker) gets as many GPUs as it runs processes
-  (``processes_per_node``, or 1 for each process Azure ML emulation starts itself);
+  (``processes_per_node``, or 1 for each process an emulated platform starts itself);
 - other roles (parameter servers, evaluators) get none, so they do not take a training GPU;
 - when the training processes outnumber the machine's GPUs, they share them round robin
   (process k on GPU k mod N), and every training replica gets ``OMNIDIST_GPUS_SHARED=1``, so

@@ -45,7 +45,7 @@ class ReplicaSpec:
 
     ``env`` holds what the job and the emulated platform set; the runner adds it over the
     user's own environment (minus platform variables). ``process`` is the process's local
-    rank where the emulated platform starts several per node itself (Azure ML), else ``None``.
+    rank where the emulated platform starts several per node itself, else ``None``.
     """
 
     role: str
@@ -82,8 +82,8 @@ class Place:
         role: its role.
         index: its index within the role.
         runs: False for replicas the platform lists but the local backend does not start
-            (reduction servers run Google's image on real machines).
-        processes: processes the platform itself starts for it (Azure ML), else 1.
+            (reduction servers run the cloud's own image on real machines).
+        processes: processes the platform itself starts for it, else 1.
     """
 
     role: RoleName
@@ -159,7 +159,7 @@ def gpu_assignment(plan: Layout, gpus: Sequence[str], cpu: bool = False) -> GpuA
 
     A training replica needs one GPU per process it runs: ``processes_per_node`` when the
     replica starts its processes itself (``omnidist launch``), one for each process the
-    platform starts for it (Azure ML).
+    platform starts for it.
     """
     per_node = processes_per_node(plan.job)
     needs = []
@@ -209,7 +209,7 @@ def build(job: DistributedJob, settings: Any, ports: Sequence[int], gpus: Sequen
     Raises:
         ValidationError: a role has no command to run, or the job is invalid for the
             emulated platform.
-        UnsupportedFeatureError: the emulated platform cannot run the job (Azure ML with
+        UnsupportedFeatureError: the emulated platform cannot run the job (one with
             evaluators or a Reduction Server, or parameter servers outside TensorFlow).
     """
     plan = plan or layout(job, settings)

@@ -5,7 +5,7 @@ per replica, the chosen platform's environment), with the trial's values appende
 replica's argv as ``--NAME=VALUE`` and its identity in the environment: ``OMNIDIST_TRIAL`` and
 ``OMNIDIST_METRICS_FILE`` (where :func:`omnidist.runtime.reporting` writes), plus what the emulated
 platform would set (``task.trial`` in ``CLUSTER_SPEC``/``TF_CONFIG`` and ``CLOUD_ML_TRIAL_ID`` on
-the Google platforms, ``AZUREML_SWEEP_<name>`` on Azure ML). A trial's ``cloudml-hypertune``
+the platforms with a cluster spec, a per-parameter variable on others). A trial's ``cloudml-hypertune``
 file (``CLOUD_ML_HP_METRIC_FILE``) is read too, so code that reports through ``hypertune``
 directly tunes locally as well.
 
@@ -51,7 +51,7 @@ SAMPLERS = {Algorithm.BAYESIAN: "TPESampler", Algorithm.GRID: "GridSampler", Alg
 """Portable algorithm -> the Optuna sampler that runs it locally."""
 
 GRID_TYPES = frozenset({ParameterType.INTEGER, ParameterType.DISCRETE, ParameterType.CATEGORICAL})
-"""Grid search needs finitely many values per parameter (as on Vertex and AI Platform)."""
+"""Grid search needs finitely many values per parameter (as on the clouds that run grids)."""
 
 POLL_SECONDS = 0.1
 """How often the search looks at running trials (their reports, Ctrl-C)."""

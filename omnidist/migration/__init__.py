@@ -106,13 +106,13 @@ def migrate(
         strict: refuse the migration if anything is dropped or changes meaning.
         framework: the job's framework, instead of inferring it (legacy specs do not say).
         image: the container to run, for specs that ran something only their cloud has (a
-            legacy Python-package job, a registered, built or conda Azure ML environment).
+            legacy Python-package job, a registered, built or conda environment).
         profile: the profile supplying the target's settings.
         settings: explicit target settings.
         command: the command to run, one string read like a shell reads it (for a spec that
             names none, or to run something else).
-        accelerators: role -> ``TYPE:COUNT``, for a spec whose machines the import cannot read (an
-            Azure ML job on a named compute cluster runs on whatever the cluster has).
+        accelerators: role -> ``TYPE:COUNT``, for a spec whose machines the import cannot read (a
+            job on a named compute cluster runs on whatever the cluster has).
 
     Returns:
         The compiled request and a :class:`MigrationReport`.

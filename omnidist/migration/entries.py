@@ -60,7 +60,7 @@ def machine_entries(imported: DistributedJob, final: DistributedJob, compiled: C
         name = role.name.value
         machine = chosen.get(name)
         if machine is None or carried.get(name) == machine:
-            continue  # no machine named (an Azure cluster), or carried as it was (reported with the block)
+            continue  # no machine named (a named cluster), or carried as it was (reported with the block)
         got = effective_role(readback, name)
         why = [n for n in compiled.diagnostics if _chose(n, name, machine)]
         consumed.update(why)

@@ -181,7 +181,7 @@ def unwrap_launchers(job: DistributedJob) -> tuple[DistributedJob, list[ReportEn
     """A launcher line in the command (``torchrun …``, ``python -m torch.distributed.run …``,
     ``deepspeed …``, ``omnidist launch …``) read back into the program each process runs and the
     processes per node it started: each target starts the node's processes its own way, so no
-    platform's launcher (a bare torchrun relies on the Kubeflow operator's ``PET_*`` variables)
+    platform's launcher (a bare torchrun relies on a training operator's ``PET_*`` variables)
     travels with the job (SPEC §10). Options with no portable meaning are reported left behind."""
     entries: list[ReportEntry] = []
     changes: dict[str, object] = {}

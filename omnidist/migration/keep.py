@@ -3,7 +3,7 @@
 Each function reads the source's :class:`~omnidist.migration.world.World` (from the native request,
 not the portable job) and changes the job so the target's program sees the same, saying so:
 
-- the image's own argv: SageMaker runs ``IMAGE train`` when a request names no
+- the image's own argv: a platform may run ``IMAGE train`` when a request names no
   ``ContainerEntrypoint``; elsewhere the image runs with the args it is given, so a job that
   names neither command nor args carries ``args: [train]`` (before compiling);
 - an MPI program: its framework becomes Horovod, so the target starts it with ``mpirun`` or its
@@ -29,7 +29,7 @@ def keep_observed(job: DistributedJob, world: World) -> tuple[DistributedJob, li
 
 
 def keep_image_args(job: DistributedJob, world: World) -> tuple[DistributedJob, list[ReportEntry]]:
-    """The args the source platform gave the image's own entrypoint (SageMaker's ``train``),
+    """The args the source platform gave the image's own entrypoint (such as ``train``),
     written into a job that names no command and no args."""
     node = world.training
     if node is None or node.argv[:1] != (ENTRYPOINT,) or len(node.argv) < 2 or job.command or job.args:
@@ -45,8 +45,8 @@ def keep_image_args(job: DistributedJob, world: World) -> tuple[DistributedJob, 
 
 
 def keep_cluster(job: DistributedJob, before: World, after: World) -> tuple[DistributedJob, list[ReportEntry]]:
-    """A job whose program read torch's cluster variables on the source (the Kubeflow operator's,
-    Azure ML's PyTorch distribution's) and would get none on the target (a platform that starts the
+    """A job whose program read torch's cluster variables on the source (a training operator's,
+    a managed PyTorch distribution's) and would get none on the target (a platform that starts the
     command once per node, with no launcher for one process a node) runs under ``omnidist launch``,
     which sets them from the target's own (SPEC §14). Jobs whose processes find each other another
     way (TensorFlow's ``TF_CONFIG``, MPI) and jobs whose roles run commands of their own are left as
@@ -73,8 +73,8 @@ def keep_cluster(job: DistributedJob, before: World, after: World) -> tuple[Dist
 
 
 def keep_mpi(job: DistributedJob, world: World) -> tuple[DistributedJob, list[ReportEntry]]:
-    """A program whose ranks ran under ``mpirun`` on the source (an MPIJob's launcher, Azure ML's MPI
-    distribution, SageMaker's) is an MPI program wherever it goes: its framework becomes the portable
+    """A program whose ranks ran under ``mpirun`` on the source (an MPIJob's launcher, a managed
+    service's MPI distribution) is an MPI program wherever it goes: its framework becomes the portable
     one an MPI launcher starts (Horovod), so the target runs ``mpirun`` or its MPI distribution."""
     from omnidist.compiler.launchers import MPI_FRAMEWORKS
     from omnidist.model.job import Framework

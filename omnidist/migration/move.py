@@ -101,7 +101,7 @@ def _referenced(job: DistributedJob) -> set[str]:
 def inline_inputs(job: DistributedJob, inputs: Mapping[str, Any],
                   at: str) -> tuple[DistributedJob, list[ReportEntry]]:
     """Write literal inputs (``epochs: 10``) into the command, args and env where they are
-    referenced as ``${{inputs.epochs}}`` (Azure ML's syntax; the source's ``inputs_setting``, at
+    referenced as ``${{inputs.epochs}}`` (the job format's syntax; the source's ``inputs_setting``, at
     ``at``); data inputs (paths, assets) cannot move and are dropped."""
     literal = {k: v for k, v in inputs.items() if isinstance(v, (str, int, float, bool))}
     used = _referenced(job)
@@ -166,8 +166,8 @@ def size_for_target(job: DistributedJob, source: Backend, target: Backend) -> tu
 
 
 def labels_for_target(job: DistributedJob, target: Backend) -> tuple[DistributedJob, list[ReportEntry]]:
-    """For a target whose labels follow rules (its policy's ``label_rules``: Google Cloud's labels,
-    SageMaker's tags), tags those rules refuse (other clouds allow them) rewritten into valid
+    """For a target whose labels follow rules (its policy's ``label_rules``: a cloud's label
+    or tag rules), tags those rules refuse (other clouds allow them) rewritten into valid
     labels (:meth:`omnidist.model.labels.LabelRules.rewrite`): each rewrite is a change
     (``--strict`` refuses it), each tag beyond what a job can carry is dropped."""
     rules = target.migration.label_rules
@@ -301,7 +301,7 @@ def machines_named(job: DistributedJob, backend: Backend) -> dict[str, str]:
 def give_accelerators(job: DistributedJob, given: Mapping[str, str],
                       entries: list[ReportEntry]) -> tuple[DistributedJob, list[ReportEntry]]:
     """The accelerators ``--accelerator`` names (role -> ``TYPE:COUNT``), for a spec whose machines
-    the import could not read (an Azure ML job on a named compute cluster): each replaces the
+    the import could not read (a job on a named compute cluster): each replaces the
     import's lines about that role's accelerator with an exact one.
 
     Raises:

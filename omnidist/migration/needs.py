@@ -50,7 +50,7 @@ def give_image(job: DistributedJob, source: Backend, target: Backend, image: Opt
     Raises:
         UnsupportedFeatureError: moving to another backend, the job has no image and its spec ran
             something only the source provides (a legacy runtime version, a registered or built
-            Azure ML environment): exit 3, naming ``--image``.
+            environment): exit 3, naming ``--image``.
     """
     block = job.backends.get(source.name, {})
     if image is None:

@@ -6,13 +6,13 @@ omnidist provides, and every difference a program could observe that no ``change
 line of the report already names becomes one:
 
 - the image: one the source platform pulls and the target cannot (another cloud's private registry);
-- the nodes, and the argv each process runs (the image's own entrypoint included: SageMaker runs
-  ``IMAGE train``), data locations compared as locations;
+- the nodes, and the argv each process runs (the image's own entrypoint included: a platform may
+  run ``IMAGE train``), data locations compared as locations;
 - the processes each node starts, and the cluster variables the program reads (torch's
   ``MASTER_ADDR``/``RANK``/``WORLD_SIZE``, ``LOCAL_RANK``, ``TF_CONFIG``, ``OMPI_COMM_WORLD_*``). A
   launcher on the target that sets the same variables (``omnidist launch``, torchrun, the platform's
   own) is the same world: that is omnidist's equivalence. Platform-bound names (``CLUSTER_SPEC``,
-  ``SM_*``, ``AZUREML_*``, ``PET_*``) are each platform's own and are not compared;
+  ``SM_*``, ``PET_*``) are each platform's own and are not compared;
 - each data location the program is given: gone, or given another way (a local writable folder
   that became a URI string, a read-only mount where it wrote);
 - how a search passes hyperparameters and reads its metric.
@@ -95,13 +95,13 @@ def _image(before: World, after: World) -> list[Difference]:
 
 def _same_program(a: Sequence[str], b: Sequence[str]) -> bool:
     """The same words, data locations read as locations; flags in another order are the same
-    (SageMaker's toolkit sorts them), and a search's values are its own (compared as the channel)."""
+    (a training toolkit may sort them), and a search's values are its own (compared as the channel)."""
     x, y = placeheld(_unsearched(a)), placeheld(_unsearched(b))
     return x == y or sorted(x) == sorted(y)
 
 
 def _unsearched(words: Sequence[str]) -> list[str]:
-    """``words`` without Azure ML's ``${{search_space.x}}`` values and the flags naming them: a
+    """``words`` without a service's ``${{search_space.x}}`` values and the flags naming them: a
     search elsewhere appends the same flags itself."""
     found: list[str] = []
     for word in words:
@@ -169,7 +169,7 @@ def _key(location: str) -> str:
 
 def _tail(location: str) -> tuple[str, ...]:
     """A location's last two path parts: the same data moved under another prefix (``data_map``
-    rewrites prefixes, ``gs://b/data/x`` -> ``s3://c/gs/b/data/x``) keeps them."""
+    rewrites prefixes, ``A://b/data/x`` -> ``B://c/a/b/data/x``) keeps them."""
     parts = tuple(p for p in _key(location).split("://", 1)[-1].split("/") if p)
     return parts[-2:] if len(parts) >= 2 else (location,)
 
@@ -189,7 +189,7 @@ def _data(before: World, after: World) -> list[Difference]:
                 f"on {after.platform} it is not given")))
             continue
         match = next((d for d in same if d.given is data.given and d.access is data.access), same[0])
-        written = field.startswith("outputs.")  # a folder declared for writing (Vertex's /gcs is writable throughout)
+        written = field.startswith("outputs.")  # a folder declared for writing (a bucket mount is writable throughout)
         if match.given is not data.given or (written and data.given is Given.PATH and data.access is Access.WRITE
                                              and match.access is Access.READ):
             found.append(Difference(field=field, fidelity=Fidelity.CHANGED, covered_by=covered, message=(

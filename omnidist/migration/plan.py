@@ -185,8 +185,8 @@ def compile_dropping(
     something from a finite job, so the compiles end. Returns the compiled job, the job it was
     compiled from, and the entries.
 
-    A setting the target needs and neither the profile nor the job gives (SageMaker's
-    ``role_arn``, AI Platform's ``job_dir``) does not stop at the first: the compile goes on with
+    A setting the target needs and neither the profile nor the job gives (an
+    execution role, an output folder) does not stop at the first: the compile goes on with
     the target's example value for it (``MigrationPolicy.example_settings``) to find the others,
     and one error lists them all, each with its fix.
     """

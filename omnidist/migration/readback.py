@@ -46,8 +46,8 @@ def read_back(compiled: CompiledJob, target: Backend) -> Optional[DistributedJob
 
 def unread(compiled: CompiledJob, target: Backend) -> frozenset[str]:
     """The facets the target's importer cannot read back from its own request, so a difference in
-    them is no change: the GPUs of every role when its notes say the accelerator cannot be named (an
-    Azure ML request on a named compute cluster carries no VM size; compile chose one the cluster is
+    them is no change: the GPUs of every role when its notes say the accelerator cannot be named (a
+    request on a named compute cluster carries no VM size; compile chose one the cluster is
     assumed to have, and said so)."""
     if not isinstance(target, Imports):  # a target that reads no files back: nothing to compare
         return frozenset()
@@ -62,8 +62,8 @@ def unread(compiled: CompiledJob, target: Backend) -> frozenset[str]:
 
 def _program(words: Iterable[str]) -> tuple[str, ...]:
     """A program's words with every data location as one placeholder (how each cloud shows a
-    location differs: ``/gcs/…``, ``gs://…``, ``${{inputs.x}}``); ``env K=V`` prefixes and the
-    runtime hints left out (legacy AI Platform carries variables that way)."""
+    location differs: a mount path, a URI, a placeholder); ``env K=V`` prefixes and the
+    runtime hints left out (a request without an env field carries variables that way)."""
     found = []
     words = list(words)
     if words[:1] == ["env"]:

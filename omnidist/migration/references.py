@@ -1,13 +1,14 @@
 """Platform-bound references in a job that moves (SPEC §10): paths and variables that exist only
 inside one platform's containers, found in ``command``, ``args`` and ``env``.
 
-Each runtime platform declares its own (:class:`omnidist.runtime.platforms.Bound`: Vertex's
-``/gcs/`` Cloud Storage FUSE paths and ``AIP_*`` folders, Azure ML's ``/mnt/azureml/`` mounts and
-``AZUREML_*``, the Kubeflow operator's ``PET_*``, …); a new platform adds its declaration and every
+Each runtime platform declares its own (:class:`omnidist.runtime.platforms.Bound`: an
+object store's FUSE mount paths and folder variables, a service's own mounts and variables, a
+training operator's ``PET_*``, …); a new platform adds its declaration and every
 migration honours it. What the target does not have is rewritten to the portable form the target
-compiles into its own (a ``/gcs/BKT/P`` path becomes an input or output ``gs://BKT/P``, which the
-target shows the program as it shows any ``gs://`` data, through ``data_map`` where it reads no
-``gs://``; ``$AIP_MODEL_DIR`` becomes ``${{outputs.model}}``), or reported ``changed``, naming it.
+compiles into its own (a mounted bucket path becomes an input or output at the bucket's URI,
+which the target shows the program as it shows any data at such a URI, through ``data_map``
+where it reads none; a model-folder variable becomes ``${{outputs.model}}``), or reported
+``changed``, naming it.
 """
 
 from __future__ import annotations

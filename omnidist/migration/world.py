@@ -26,11 +26,12 @@ ENTRYPOINT = "<image entrypoint>"
 """Stands for the image's own ``ENTRYPOINT`` in an argv (the platform runs it; the request does not say it)."""
 
 ARGV = "argv"
-"""A search's values reach the program as command-line words (Google's flags, Azure ML's
-``${{search_space.x}}`` in the command, SageMaker's toolkit)."""
+"""A search's values reach the program as command-line words (flags the service appends,
+a placeholder in the command it fills, a toolkit that passes hyperparameters as flags)."""
 
 TORCH_VARIABLES = frozenset({"MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE"})
-"""The node-level cluster variables torch's ``env://`` rendezvous reads (the Kubeflow operator's, AI Platform's)."""
+"""The node-level cluster variables torch's ``env://`` rendezvous reads (as a training operator or a
+managed platform sets them for PyTorch)."""
 
 PROCESS_VARIABLES = TORCH_VARIABLES | {"LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK"}
 """What torchrun (and so ``omnidist launch``) sets for each process it starts."""
@@ -43,7 +44,7 @@ TF_VARIABLES = frozenset({"TF_CONFIG"})
 
 CLUSTER_VARIABLES = PROCESS_VARIABLES | MPI_VARIABLES | TF_VARIABLES
 """The portable cluster variables: a program written for one platform reads these, and their loss
-is a change it sees. Platform-bound names (``CLUSTER_SPEC``, ``SM_*``, ``AZUREML_*``, ``PET_*``) are
+is a change it sees. Platform-bound names (``CLUSTER_SPEC``, ``SM_*``, ``PET_*``) are
 each platform's own; a reference to one is rewritten or reported by
 :mod:`omnidist.migration.references` (SPEC §10)."""
 
@@ -68,7 +69,7 @@ class Launcher(str, enum.Enum):
     NONE = "none"
     """The platform execs the argv once per node."""
     PLATFORM = "platform"
-    """The platform's own per-node launcher (Azure ML's distribution, SageMaker's toolkit)."""
+    """The platform's own per-node launcher (a managed distribution setting, a training toolkit)."""
     TORCHRUN = "torchrun"
     MPIRUN = "mpirun"
     OMNIDIST = "omnidist launch"
@@ -81,13 +82,13 @@ class DataPath:
     """One data location the program is given."""
 
     location: str
-    """What it stands for: a URI (``gs://b/p``, ``s3://…``, ``azureml://…``) or a volume."""
+    """What it stands for: a URI (an object-store or datastore URI) or a volume."""
     given: Given = attrs.field(converter=Given)
     access: Access = attrs.field(converter=Access)
     where: str
     """How the program finds it: ``argv``, ``env NAME``, a fixed path such as ``/opt/ml/input/data/train``."""
     implicit: bool = False
-    """The platform's own place (SageMaker's model folder, Vertex's ``AIP_MODEL_DIR``), there whether or
+    """The platform's own place (a fixed model folder, a model-folder variable), there whether or
     not the program uses it: a program that names it is a platform-bound reference (SPEC §10)."""
 
 
@@ -272,7 +273,7 @@ def _mpirun(words: Sequence[str]) -> Optional[tuple[Optional[int], tuple[str, ..
 
 
 def env_prefix(argv: Sequence[str]) -> dict[str, str]:
-    """The ``K=V`` words after a leading ``env`` (how legacy AI Platform carries variables)."""
+    """The ``K=V`` words after a leading ``env`` (how a platform without an env field carries variables)."""
     found: dict[str, str] = {}
     if not argv or argv[0] != "env":
         return found
@@ -291,7 +292,7 @@ def launched(argv: Sequence[str], accelerators: int, nodes: int, framework: str 
     launcher in it starts the processes (``omnidist launch`` and torchrun: one per GPU unless told,
     one for TensorFlow; ``mpirun -np N``: N over the nodes) and sets its variables.
     ``default_processes``: what a launcher line that names no count starts (the platform's
-    defaults, such as the Kubeflow operator's ``PET_NPROC_PER_NODE``)."""
+    defaults, such as a training operator's ``PET_NPROC_PER_NODE``)."""
     argv = tuple(argv)
     kind, processes, program = split_launcher(argv)
     env = {**env_prefix(argv), **(env or {})}
@@ -318,7 +319,7 @@ def _per_node(env: Mapping[str, str], accelerators: int) -> int:
 
 
 def env_list(items: Any) -> dict[str, str]:
-    """A Kubernetes/Vertex ``[{name, value}]`` list (or a mapping) as a mapping; values from
+    """A Kubernetes-style ``[{name, value}]`` list (or a mapping) as a mapping; values from
     elsewhere (``valueFrom``) read as empty."""
     if isinstance(items, Mapping):
         return {str(k): str(v) for k, v in items.items()}
@@ -331,7 +332,7 @@ def env_list(items: Any) -> dict[str, str]:
 
 def uris_in(words: Sequence[str], schemes: tuple[str, ...] = ("gs://", "s3://", "azureml://", "https://",
                                                               "abfss://", "wasbs://")) -> list[str]:
-    """The data URIs an argv names (``--data=gs://b/p`` or ``gs://b/p``)."""
+    """The data URIs an argv names (``--data=URI`` or a bare ``URI``)."""
     found = []
     for word in words:
         value = word.partition("=")[2] if word.startswith("-") and "=" in word else word

@@ -1,9 +1,9 @@
 """Portable accelerator names (SPEC §1, §13): the one vocabulary every backend maps from.
 
 Names are case-insensitive; aliases cover the spellings users paste from cloud consoles. GPUs are
-counted in devices per replica; TPUs are counted the way Google counts them (SPEC §13): TPU v2 and
+counted in devices per replica; TPUs are counted the way their maker counts them (SPEC §13): TPU v2 and
 v3 in TensorCores (``v2-8`` is one board of 4 chips, 8 cores), TPU v4, v5e, v5p and v6e in chips, and a TPU
-count is the whole slice the job trains on, which comes only in the sizes Google sells
+count is the whole slice the job trains on, which comes only in the sizes sold
 (:attr:`AcceleratorInfo.sizes`).
 """
 
@@ -33,7 +33,7 @@ class AcceleratorInfo:
 
     @property
     def tpu(self) -> bool:
-        """True for a Google TPU (counted in cores or chips, one slice per job)."""
+        """True for a TPU (counted in cores or chips, one slice per job)."""
         return self.unit != "gpu"
 
     @property
@@ -58,11 +58,11 @@ ACCELERATORS: tuple[AcceleratorInfo, ...] = (
     AcceleratorInfo("T4", "NVIDIA T4", 16, ("NVIDIA_TESLA_T4",)),
     AcceleratorInfo("V100", "NVIDIA V100", 16, ("NVIDIA_TESLA_V100",)),
     # TPUs (SPEC §13). Memory is per unit counted: v2 and v3 have 16 and 32 GB of HBM per chip of
-    # two cores, v4 32 GB, v5e 16 GB, v5p 95 GB and v6e 32 GB per chip (Google's TPU
+    # two cores, v4 32 GB, v5e 16 GB, v5p 95 GB and v6e 32 GB per chip (the maker's TPU
     # system-architecture pages).
     # Sizes: v2 and v3 come as one 8-core device or as Pod slices of a multiple of 32 cores
-    # (Vertex's "32 or multiple of 32"; v2 Pods reach 512 cores, v3 Pods 2048); v5e and v6e
-    # slices are the topologies Vertex custom training and GKE list, 1 to 256 chips; v4 and v5p
+    # ("32 or multiple of 32"; v2 Pods reach 512 cores, v3 Pods 2048); v5e and v6e
+    # slices are the topologies the TPU platforms list, 1 to 256 chips; v4 and v5p
     # slices are 3-D topologies of 4-chip hosts, 2x2x1 (4 chips) to 16x16x16 (4096).
     AcceleratorInfo("TPU-V2", "Google TPU v2", 8, ("TPU-V2-POD",), unit="core",
                     sizes=(8, *range(32, 513, 32))),
@@ -83,10 +83,10 @@ BY_NAME: dict[str, AcceleratorInfo] = {a.name: a for a in ACCELERATORS}
 """Canonical name -> info."""
 
 GPUS: dict[str, AcceleratorInfo] = {a.name: a for a in ACCELERATORS if not a.tpu}
-"""The GPUs (what every backend but the Google ones offers, and what ``omnidist run`` uses)."""
+"""The GPUs (what most backends offer, and what ``omnidist run`` uses)."""
 
 TPUS: dict[str, AcceleratorInfo] = {a.name: a for a in ACCELERATORS if a.tpu}
-"""The TPUs (SPEC §13): Vertex, legacy AI Platform and GKE run them."""
+"""The TPUs (SPEC §13): the backends with TPUs run them."""
 
 
 def is_tpu(name: object) -> bool:

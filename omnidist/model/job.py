@@ -95,7 +95,7 @@ class DistributedJob:
     # SPEC §7: description, code, entrypoint and data (omnidist.model.data holds the rules).
     description: Optional[str] = None
     code: Optional[str] = None
-    """A folder shipped with the job: a local path (relative to the job file) or a gs:// / azureml: URI."""
+    """A folder shipped with the job: a local path (relative to the job file) or a remote URI."""
     ship_secrets: tuple[str, ...] = attrs.field(default=(), converter=lambda v: _patterns(v))
     """Secret-looking files of a local ``code`` folder that ship anyway (gitignore patterns such as
     ``.env`` or ``certs/*.pem``); every other one is left out with a warning (docs/security.md)."""

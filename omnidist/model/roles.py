@@ -121,7 +121,7 @@ class Accelerator:
 
     Accepts the ``"V100:8"`` shorthand through :meth:`parse`; ``type`` is normalized to the
     canonical portable name (case-insensitive, aliases allowed). A TPU's ``count`` is its whole
-    slice, in cores (v2, v3) or chips (v5e, v6e), one of the sizes Google sells; a chip-counted
+    slice, in cores (v2, v3) or chips (v5e, v6e), one of the sizes sold; a chip-counted
     slice may name its ``topology`` (``4x4``), whose chips must be the count (docs/job-format.md, TPUs).
     """
 

@@ -26,8 +26,8 @@ class ParameterType(str, enum.Enum):
 
 class Scale(str, enum.Enum):
     """How a range is searched: evenly (``linear``), evenly in its logarithm (``log``: more of the
-    values tried near ``min``), or the mirror of that (``reverse_log``: more near ``max``; Vertex's
-    and AI Platform's ``UNIT_REVERSE_LOG_SCALE``, SageMaker's ``ReverseLogarithmic``)."""
+    values tried near ``min``), or the mirror of that (``reverse_log``: more near ``max``; the clouds'
+    reverse-log scales)."""
 
     LINEAR = "linear"
     LOG = "log"

@@ -27,7 +27,7 @@ from omnidist.errors import BackendError, OmnidistError
 T = TypeVar("T")
 
 MAX_BODY_BYTES = 512 * 2**20
-"""The largest body read (the AWS SageMaker offer file, the largest list, is well under it)."""
+"""The largest body read (the largest offer file a vendor publishes is well under it)."""
 
 SOURCE_DEADLINE_S = 600.0
 """How long reading one list (all its pages) may take in all."""

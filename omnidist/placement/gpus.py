@@ -7,7 +7,7 @@ For each accelerator and each count a node of a backend can carry, the machine i
 would pick (:func:`~omnidist.compiler.catalog.smallest_fit`); its price is the machine's (with
 its GPUs where the list bills them apart) divided by the accelerators it carries, in the
 cheapest region with a price (or the region asked for). A managed-service surcharge is included
-as the catalog prices it; a cluster fee (GKE's) is not, being per cluster rather than per node.
+as the catalog prices it; a managed cluster's fee is not, being per cluster rather than per node.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """How a job ended, from its status: the shared rules each backend's ``ending_of`` builds on (SPEC §15).
 
-A backend knows its native facts (SageMaker's ``SecondaryStatus``, Azure ML's ``PreemptionError``,
-a Vertex AI error code, a Kubernetes pod's eviction); it passes them as a small table of
+A backend knows its native facts (a secondary status, a preemption error,
+an error code, a Kubernetes pod's eviction); it passes them as a small table of
 patterns over the failure message, and everything else follows the portable state: a success is
 ``succeeded``, a cancellation ``cancelled``, any other failure the program's own ``failure``.
 The rule of thumb of every platform holds: a preemption is read from the platform's status

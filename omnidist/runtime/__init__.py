@@ -154,8 +154,8 @@ def _shared() -> bool:
 def init_tensorflow(environ: Optional[MutableMapping[str, str]] = None) -> RuntimeContext:
     """Make ``TF_CONFIG`` right for ``tf.distribute``; call it before building a strategy.
 
-    Drops empty task lists (Azure ML writes ``"ps": []``, which TensorFlow >= 2.13 rejects),
-    and writes a ``TF_CONFIG`` from the context on platforms that set none (Azure ML PyTorch
+    Drops empty task lists (a platform may write ``"ps": []``, which TensorFlow >= 2.13 rejects),
+    and writes a ``TF_CONFIG`` from the context on platforms that set none (PyTorch
     or MPI nodes); everything else the platform set is kept. Does not import TensorFlow.
 
     Args:

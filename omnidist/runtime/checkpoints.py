@@ -10,9 +10,9 @@ the marker written last is what keeps it safe.)
 
 Where the folder is, per platform (:func:`checkpoint_dir`):
 
-- ``OMNIDIST_OUTPUT_checkpoints`` names a path (a Vertex AI ``/gcs/`` mount, an Azure ML mount,
-  a Kubernetes volume, SageMaker's ``/opt/ml/checkpoints`` that ``CheckpointConfig`` syncs
-  with S3, the run folder's ``outputs/checkpoints`` under ``omnidist run``): that path.
+- ``OMNIDIST_OUTPUT_checkpoints`` names a path (a bucket mount, a datastore mount,
+  a Kubernetes volume, a folder the platform syncs with its object store, the run folder's
+  ``outputs/checkpoints`` under ``omnidist run``): that path.
 - It names a ``gs://`` URI on a machine with Cloud Storage FUSE at ``/gcs``: the mount's path.
 - Inside SageMaker with no hint (a job written natively with ``CheckpointConfig``):
   ``/opt/ml/checkpoints`` when it exists.

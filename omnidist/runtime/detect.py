@@ -23,13 +23,13 @@ module's ``ORDER``); the first platform present wins. The order, with the module
 4. **Kubernetes** (``kubernetes``, 35) — a pod (``KUBERNETES_SERVICE_HOST``) with a training
    operator's variables (``PET_NNODES``, ``TF_CONFIG``, or torch's without torchrun's).
 5. **A TPU slice's hosts** (``tpu``, 38) — ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES``, as
-   GKE's TPU webhook, LeaderWorkerSet and KubeRay set them (worker id 0 is the primary; id i is
+   a managed Kubernetes TPU webhook, LeaderWorkerSet and KubeRay set them (worker id 0 is the primary; id i is
    worker i-1 with node rank i; one process per host).
-6. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` it is AI Platform's, with
-   ``environment: cloud`` Vertex's, otherwise written by hand or a local launcher (platform
+6. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` or
+   ``environment: cloud`` a managed platform's, otherwise written by hand or a local launcher (platform
    ``local``). Without a ``chief``/``master``, ``worker`` 0 is the primary.
 7. **An MPI launcher** (``mpi``, 45) — ``OMPI_COMM_WORLD_*`` or ``PMI_RANK``/``PMI_SIZE`` (node
-   rank = rank // local size; a Kubeflow MPIJob's ranks).
+   rank = rank // local size; an MPI operator's ranks).
 8. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
    ``LOCAL_WORLD_SIZE``).
 9. **none** (``none``, last) — a single process.
@@ -37,10 +37,10 @@ module's ``ORDER``); the first platform present wins. The order, with the module
 Then, whatever the source, these refine the result:
 
 - ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK`` and ``LOCAL_WORLD_SIZE`` (set by torchrun and so by
-  ``omnidist launch``, or by Azure ML per process) make ``rank``/``world_size``/
+  ``omnidist launch``, or by a platform per process) make ``rank``/``world_size``/
   ``local_rank``/``processes_per_node`` process-level; without them they are node-level.
 - The ``OMNIDIST_*`` hints compilers add (:mod:`omnidist.runtime.hints`):
-  ``OMNIDIST_POOL2_ROLE`` names what Vertex's workerpool2 (AI Platform's ``ps``) holds;
+  ``OMNIDIST_POOL2_ROLE`` names what the third positional pool (or ``ps``) holds;
   ``OMNIDIST_ROLE`` must agree with the platform, except that it settles a parameter
   server / reduction server ambiguity; ``OMNIDIST_PROCESSES_PER_NODE`` gives
   ``processes_per_node`` before any launcher ran; ``OMNIDIST_JOB_NAME`` and
@@ -69,8 +69,8 @@ from omnidist.runtime.view import ROLES, RuntimeContext
 def _with_data(ctx: RuntimeContext, env: Env, argv: Sequence[str]) -> RuntimeContext:
     """``inputs``, ``outputs`` and ``model_dir`` from the hints and each platform's own sources.
 
-    ``inputs``: the detected platform's own (its module's ``inputs(env)``, SageMaker's
-    ``SM_CHANNEL_*``), under the ``OMNIDIST_INPUT_*`` hints.
+    ``inputs``: the detected platform's own (its module's ``inputs(env)``, such as
+    per-channel variables), under the ``OMNIDIST_INPUT_*`` hints.
 
     ``model_dir``: the first folder a platform's own variable or argument names (its module's
     ``model_dir(env, argv)``, in detection order: a platform sets it only on its own machines),
@@ -135,7 +135,7 @@ def context(environ: Optional[Env] = None, argv: Optional[Sequence[str]] = None)
 
     Args:
         environ: the variables to read (default: ``os.environ``).
-        argv: the command line, for AI Platform's ``--job-dir`` (default: ``sys.argv``).
+        argv: the command line, for a ``--job-dir`` argument (default: ``sys.argv``).
 
     Raises:
         RuntimeEnvError: a platform variable is present but malformed; it is named.

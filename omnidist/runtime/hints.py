@@ -9,7 +9,7 @@ where a platform is vague (standard library only: this runs inside training cont
                                 evaluator, reduction_server): compilers no longer add it
                                 (every platform's own variables say the role); one that is set
                                 must agree with the platform
-``OMNIDIST_POOL2_ROLE``         what Vertex's workerpool2 holds when it is reduction_server
+``OMNIDIST_POOL2_ROLE``         what the third positional pool holds when it is reduction_server
                                 (the platform does not say; without it, parameter_server)
 ``OMNIDIST_INPUT_<NAME>``       where input NAME is inside the container (a path, a URI or a
                                 literal), for ``context().inputs``
@@ -21,14 +21,14 @@ where a platform is vague (standard library only: this runs inside training cont
                                 ``init_torch`` then uses gloo on CUDA, never nccl
 =============================  =============================================================
 
-On Azure ML the input and output values exist only once Azure has substituted
-``${{inputs.NAME}}`` into the command, so the compiler exports ``OMNIDIST_INPUT_*`` /
+Where the platform substitutes ``${{inputs.NAME}}`` into the command, the input and output
+values exist only once it has, so the compiler exports ``OMNIDIST_INPUT_*`` /
 ``OMNIDIST_OUTPUT_*`` at the start of the command instead of in ``environment_variables``.
 
 Compilers add only what the runtime or an importer cannot read elsewhere
 (:func:`omnidist.compiler.lowering.runtime_hints`), the same in every role's environment; a user
 value of the same name wins. Importers read them back and drop them, since they are derived from
-the job. Legacy AI Platform has no environment field, so it carries
+the job. A request with no environment field carries
 none (its ``master``/``worker``/``ps`` names are already exact).
 """
 

@@ -1,7 +1,7 @@
 """``omnidist launch``: a node's processes through ``torch.distributed.run`` (torchrun).
 
 torchrun does the process management (spawning, signals, restarts); omnidist only wires it
-from the platform's variables. There is only ever one launcher: when the platform (Azure ML's
+from the platform's variables. There is only ever one launcher: when the platform (a managed
 PyTorch distribution with several processes per node, mpirun, or torchrun itself) already
 started this process as one of many on its node, ``omnidist launch`` runs the command directly.
 TensorFlow jobs also run directly, with a ``TF_CONFIG`` TensorFlow accepts. Standard library only.
@@ -48,7 +48,7 @@ def launch_options(argv: Sequence[str]) -> list[str]:
 def with_nproc_per_node(argv: Sequence[str], nproc: int) -> tuple[str, ...]:
     """A launch command that starts ``nproc`` processes per node, unless it already says how many.
 
-    Platforms that cannot carry ``processes_per_node`` (legacy AI Platform has no environment
+    Platforms that cannot carry ``processes_per_node`` (a request with no environment
     variables for the hint) get the count in the command instead.
     """
     options = launch_options(argv)
@@ -62,8 +62,8 @@ def carry_processes_per_node(command: Sequence[str], processes: int) -> tuple[st
     """``command`` for a platform that cannot carry the ``OMNIDIST_PROCESSES_PER_NODE`` hint.
 
     A launch command gets ``--nproc-per-node=N`` when ``N`` > 1 (and it names no count);
-    anything else is returned unchanged. Legacy AI Platform's compiler and its local
-    emulation both use this, so the cloud and the local run start the same processes.
+    anything else is returned unchanged. The compiler of a platform without environment
+    variables and its local emulation both use this, so the cloud and the local run start the same processes.
     """
     if processes > 1 and is_launch_command(command):
         return with_nproc_per_node(command, processes)
@@ -122,16 +122,16 @@ def launched_by(ctx: RuntimeContext, env: Mapping[str, str]) -> Optional[str]:
     """Which launcher already started this process as one of several on its node, if any.
 
     - torchrun: ``TORCHELASTIC_RUN_ID``;
-    - mpirun (Azure ML's MPI distribution, Horovod): ``OMPI_COMM_WORLD_*``;
+    - mpirun (a platform's MPI distribution, Horovod): ``OMPI_COMM_WORLD_*``;
     - the platform itself, on a training node, as its module's ``launched_by`` hook says
-      (:mod:`omnidist.runtime.platforms`): Azure ML's PyTorch distribution with
-      ``process_count_per_instance`` > 1 sets ``RANK``/``LOCAL_RANK`` per process, so a process
+      (:mod:`omnidist.runtime.platforms`): a PyTorch distribution with several
+      processes per instance sets ``RANK``/``LOCAL_RANK`` per process, so a process
       with ``LOCAL_RANK`` > 0, a ``RANK`` other than its ``NODE_RANK``, or more processes
-      (``WORLD_SIZE``) than nodes (``AZUREML_NODE_COUNT``/``AZ_BATCH_HOST_LIST``) is one of
+      (``WORLD_SIZE``) than nodes (the platform's node count or host list) is one of
       several. With one process per node (``WORLD_SIZE`` = nodes, ``LOCAL_RANK`` 0), the
       launcher starts the rest.
 
-    Vertex AI and AI Platform start one process per replica and set no process-level variables.
+    Platforms that start the command once per node set no process-level variables.
     """
     from omnidist.runtime import platforms
 

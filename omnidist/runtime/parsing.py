@@ -18,7 +18,7 @@ Env = Mapping[str, str]
 
 
 AMBIGUOUS_POOL_ROLES = ("parameter_server", "reduction_server")
-"""Roles that share one slot on the Google platforms (Vertex's workerpool2, AI Platform's ``ps``):
+"""Roles that share one slot on the platforms with a positional cluster spec (its third pool, or ``ps``):
 the platform does not say which it holds; ``OMNIDIST_POOL2_ROLE`` does."""
 
 
@@ -106,7 +106,7 @@ def task(spec: dict[str, Any], name: str, known: Mapping[str, Any]) -> tuple[str
 
 
 def pool2_role(env: Env) -> str:
-    """What the Google platforms' shared slot holds (:data:`AMBIGUOUS_POOL_ROLES`), from the hint."""
+    """What that shared slot holds (:data:`AMBIGUOUS_POOL_ROLES`), from the hint."""
     role = env.get(hints.POOL2_ROLE, AMBIGUOUS_POOL_ROLES[0])
     if role not in AMBIGUOUS_POOL_ROLES:
         raise RuntimeEnvError(hints.POOL2_ROLE, f"expected {' or '.join(AMBIGUOUS_POOL_ROLES)}, got {role!r}")

@@ -2,16 +2,16 @@
 
 Two things go wrong between the platforms and ``tf.distribute``:
 
-- Azure ML's TensorFlow distribution writes ``"ps": []`` when a job has no parameter servers,
+- A platform's TensorFlow distribution may write ``"ps": []`` when a job has no parameter servers,
   and TensorFlow >= 2.13 rejects an empty task list (``MultiWorkerMirroredStrategy`` then
   crashes, on some builds with a segfault and no message). Empty lists are dropped.
-- Platforms that set no ``TF_CONFIG`` at all (Azure ML PyTorch or MPI nodes, a local run
-  with ``--emulate azure_ml`` and a PyTorch framework, torchrun) leave TensorFlow a
+- Platforms that set no ``TF_CONFIG`` at all (a platform's PyTorch or MPI nodes, a local run
+  emulating one, torchrun) leave TensorFlow a
   single worker. One is written from the context (:meth:`RuntimeContext.tf_config`).
 
 Everything else in a platform's ``TF_CONFIG`` (``environment``, ``job``, ``task.trial``…) is kept.
-A ``master`` task (legacy AI Platform without ``useChiefInTfConfig``) is left as it is: omnidist's
-AI Platform compiler sets ``useChiefInTfConfig`` for TensorFlow jobs instead.
+A ``master`` task (a legacy platform's, without ``useChiefInTfConfig``) is left as it is: omnidist's
+compiler for that platform sets ``useChiefInTfConfig`` for TensorFlow jobs instead.
 """
 
 from __future__ import annotations

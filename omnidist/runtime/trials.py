@@ -22,7 +22,7 @@ TRIAL = "OMNIDIST_TRIAL"
 
 
 HYPERTUNE_FILE = "CLOUD_ML_HP_METRIC_FILE"
-"""The metrics file the Google tuning service reads (cloudml-hypertune's variable)."""
+"""The metrics file a hypertune-based tuning service reads (cloudml-hypertune's variable)."""
 
 
 HYPERTUNE_DEFAULT_FILE = "/tmp/hypertune/output.metrics"
@@ -30,7 +30,7 @@ HYPERTUNE_DEFAULT_FILE = "/tmp/hypertune/output.metrics"
 
 
 HYPERTUNE_TRIAL = "CLOUD_ML_TRIAL_ID"
-"""The Google trial id variable (read by cloudml-hypertune; default ``0``)."""
+"""The trial id variable of a hypertune-based tuning service (read by cloudml-hypertune; default ``0``)."""
 
 
 HYPERTUNE_KEEP = 100
@@ -53,9 +53,9 @@ def trial_id(env: Mapping[str, str], platform: str, found: Optional[str] = None)
         platform: the detected platform.
         found: ``task.trial`` of ``CLUSTER_SPEC`` / ``TF_CONFIG``, where the platform put one.
 
-    Sources, in order: ``task.trial`` (Vertex and AI Platform), ``OMNIDIST_TRIAL`` (local trials),
-    ``CLOUD_ML_TRIAL_ID`` (Google), and the platform module's own ``trial_id(env)`` hook (Azure
-    ML's run id, when the process is a sweep trial).
+    Sources, in order: ``task.trial`` (platforms with a cluster spec), ``OMNIDIST_TRIAL`` (local trials),
+    ``CLOUD_ML_TRIAL_ID``, and the platform module's own ``trial_id(env)`` hook (such as a
+    run id, when the process is a sweep trial).
     """
     if found:
         return found

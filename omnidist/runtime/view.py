@@ -57,9 +57,9 @@ class RuntimeContext:
         inputs: input name -> where it is inside the container (a path, a URI or a literal),
             from the compiler's ``OMNIDIST_INPUT_*`` hints (SPEC §7).
         outputs: output name -> where it goes, from ``OMNIDIST_OUTPUT_*``.
-        model_dir: where to save the model: Vertex ``AIP_MODEL_DIR`` (as its ``/gcs/`` path),
-            AI Platform ``--job-dir``, ``OMNIDIST_MODEL_DIR``, the output named ``model``, or
-            Azure ML's ``./outputs`` (uploaded with the job); ``None`` when nothing says.
+        model_dir: where to save the model: the platform's own model-folder variable (as a
+            mounted path) or ``--job-dir`` argument, ``OMNIDIST_MODEL_DIR``, the output named
+            ``model``, or a platform's uploaded ``./outputs``; ``None`` when nothing says.
     """
 
     platform: str = "none"
@@ -143,8 +143,8 @@ class RuntimeContext:
         empty ``ps`` list); evaluators are not in the cluster, as TensorFlow expects.
 
         Raises:
-            RuntimeEnvError: the platform does not reveal every node's address (e.g. Azure ML
-                PyTorch without ``AZ_BATCH_HOST_LIST``), or this replica is a reduction server.
+            RuntimeEnvError: the platform does not reveal every node's address (e.g. a platform's
+                PyTorch distribution without its host list), or this replica is a reduction server.
         """
         hosts = dict(self.cluster)
         if not hosts.get("primary") and self.num_nodes == 1 and self.master_addr and self.master_port:

@@ -1,6 +1,6 @@
 """The client template: submit, status, cancel and logs, written once over a small per-cloud protocol.
 
-A cloud backend declares its client class (``client = VertexClient``); the
+A cloud backend declares its client class (``client = MyCloudClient``); the
 ``submit``/``status``/``logs``/``cancel`` of :class:`~omnidist.submission.cloud.CloudBackend` make one per call
 and run the template methods of :class:`Client`. A plugin's client implements the protocol: each
 method is one SDK call (no retries; SDK exceptions are left as they are, :meth:`Client.translate`

@@ -3,16 +3,16 @@ ignore files, no link out of the folder, no secret file), a content hash, and a 
 source distribution that backends upload once per content.
 
 The archive is a Python source distribution (``omnidist_code-0.0.0/…`` inside a ``.tar.gz``),
-so the same file serves Vertex ``pythonPackageSpec`` / AI Platform ``packageUris`` (pip
+so the same file serves a platform's Python-package jobs (pip
 installs it; a ``setup.py`` is added when the folder has neither ``setup.py`` nor
-``pyproject.toml``) and command jobs (unpacked with ``--strip-components=1``). Azure ML uploads
-a folder itself: :func:`stage` gives it a copy holding exactly the files that ship.
+``pyproject.toml``) and command jobs (unpacked with ``--strip-components=1``). A cloud whose SDK uploads
+a folder itself gets a folder: :func:`stage` gives it a copy holding exactly the files that ship.
 
 The content hash covers each file's path, bytes and executable bit, not the archive, so it
 names the content: two folders with the same files share one upload. Each file is read once,
 for the hash and the archive together; a file that changes meanwhile is an error naming it, and
 no temporary archive is left behind. A cloud whose containers unpack the archive themselves into
-the working folder (SageMaker's script mode) takes the :data:`FLAT` layout instead: the files at
+the working folder (a script mode) takes the :data:`FLAT` layout instead: the files at
 the archive's root, nothing added.
 """
 
@@ -291,7 +291,7 @@ def _md5(path: Path) -> str:
 @attrs.frozen(kw_only=True)
 class StagedCode:
     """A copy of a code folder holding exactly the files that ship (for a cloud whose SDK uploads a
-    folder itself: Azure ML), under a temporary folder of its own.
+    folder itself), under a temporary folder of its own.
 
     Attributes:
         path: the copy (named like the folder it copies).

@@ -5,8 +5,8 @@ the job's state and elapsed time. Elsewhere (a log file, a pipe) a redrawn line 
 carriage returns behind, so each state change is one plain line instead. With ``stream_logs``
 the job's log lines come from a background thread through ``tqdm.write`` (so they do not break
 the line), and the wait loop prints each state change among them as a ``state: <state>``
-line, in the order it saw them. A log line that only reports a state change (Vertex without
-Cloud Logging follows the job that way) is left out: the wait loop has printed that change.
+line, in the order it saw them. A log line that only reports a state change (a cloud without
+its logging service follows the job that way) is left out: the wait loop has printed that change.
 """
 
 from __future__ import annotations
