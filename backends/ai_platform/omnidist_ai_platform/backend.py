@@ -16,7 +16,6 @@ from omnidist.kit import (
     CloudBackend,
     CommandLine,
     CompiledJob,
-    Credentials,
     DistributedJob,
     Footprint,
     Imports,
@@ -44,9 +43,10 @@ from omnidist_ai_platform.tables import (
 )
 from omnidist_google import gcloud
 from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
+from omnidist_google.hooks import GoogleCredentials
 
 
-class AIPlatformBackend(Imports, Placement, CloudBackend):
+class AIPlatformBackend(GoogleCredentials, Imports, Placement, CloudBackend):
     """Legacy AI Platform Training (``ml v1``): compile, import, and submit to compatible endpoints.
 
     Submitting and following go through :class:`~omnidist_ai_platform.client.AIPlatformClient`; a
@@ -123,18 +123,6 @@ class AIPlatformBackend(Imports, Placement, CloudBackend):
         from omnidist_ai_platform import world
 
         return world.world(native)
-
-    def find_credentials(self, settings: Any) -> Credentials:
-        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
-        from omnidist_google.google_cloud import find_google_credentials
-
-        return find_google_credentials(settings.credentials)
-
-    def check_credentials(self, settings: Any) -> Credentials:
-        """The credentials found, refreshed into a token (nothing is created)."""
-        from omnidist_google.google_cloud import check_google_credentials
-
-        return check_google_credentials(settings.credentials, self.name)
 
     def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
         """Google's TPU VM hosts of ``accelerator``."""

@@ -13,7 +13,6 @@ from omnidist.kit import (
     CloudBackend,
     CommandLine,
     CompiledJob,
-    Credentials,
     DistributedJob,
     Footprint,
     Imports,
@@ -28,6 +27,7 @@ if TYPE_CHECKING:
     from omnidist.kit import CheckpointStore
 from omnidist_google import gcloud
 from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
+from omnidist_google.hooks import GoogleCredentials
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
     ACCELERATOR_TYPES,
@@ -45,7 +45,7 @@ from omnidist_vertex.tables import (
 )
 
 
-class VertexBackend(Imports, Placement, CloudBackend):
+class VertexBackend(GoogleCredentials, Imports, Placement, CloudBackend):
     """Vertex AI CustomJobs: positional worker pools, per-role machines, Reduction Server.
 
     Submitting and following go through :class:`~omnidist_vertex.client.VertexClient` (declared
@@ -112,18 +112,6 @@ class VertexBackend(Imports, Placement, CloudBackend):
         from omnidist_vertex import world
 
         return world.world(native)
-
-    def find_credentials(self, settings: Any) -> Credentials:
-        """Application Default Credentials (or the ``credentials`` setting), looked up offline."""
-        from omnidist_google.google_cloud import find_google_credentials
-
-        return find_google_credentials(settings.credentials)
-
-    def check_credentials(self, settings: Any) -> Credentials:
-        """The credentials found, refreshed into a token (nothing is created)."""
-        from omnidist_google.google_cloud import check_google_credentials
-
-        return check_google_credentials(settings.credentials, self.name)
 
     def tpu_hosts(self, accelerator: str) -> list[tuple[str, int]]:
         """Google's TPU VM hosts of ``accelerator`` (none for a TPU Vertex does not run on TPU VMs)."""
