@@ -47,7 +47,8 @@ from omnidist.kit import (
     parse_retry_after,
 )
 from omnidist_ai_platform.settings import AIPlatformSettings
-from omnidist_ai_platform.tables import FAILURE_ENDINGS, JOB_STATES, NAME, shortage_named
+from omnidist_ai_platform.tables import JOB_STATES, NAME, shortage_named
+from omnidist_google.endings import FAILURE_ENDINGS
 from omnidist_google.google_cloud import google_credentials, stage_code, translate_storage_error
 
 if TYPE_CHECKING:
@@ -187,7 +188,7 @@ class AIPlatformClient(ReportsShortage[dict], StagesCode[dict], ReadsLogs[dict])
                          message=str(job.get("errorMessage") or ""), metric=metric, trials=trials, best=best)
 
     def ending_of(self, job: dict[str, Any], status: JobStatus) -> Optional[Ending]:
-        """A failed job's ``errorMessage`` through :data:`~omnidist_ai_platform.tables.FAILURE_ENDINGS`."""
+        """A failed job's ``errorMessage`` through :data:`~omnidist_google.endings.FAILURE_ENDINGS`."""
         return classify_ending(status, FAILURE_ENDINGS)
 
     def id_of(self, keyed: Keyed, job: dict[str, Any]) -> str:

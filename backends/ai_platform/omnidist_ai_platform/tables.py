@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Billing, Ending, Feature, JobState, Refusal, RoleName
+from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName
 from omnidist.runtime.platforms import ai_platform as platform
 
 NAME = platform.NAME
@@ -101,15 +101,6 @@ def shortage_named(text: str) -> str | None:
     """``quota`` when ``text`` is one of :data:`SHORTAGES`, else ``None``."""
     return next((kind for pattern, kind in SHORTAGES if pattern.search(text or "")), None)
 
-
-FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
-    (re.compile(r"(?i)preempt"), Ending.PREEMPTION),
-    (re.compile(r"(?i)resources are insufficient|RESOURCE_EXHAUSTED|stockout|ZONE_RESOURCE_POOL_EXHAUSTED"),
-     Ending.CAPACITY),
-    (re.compile(r"(?i)internal error"), Ending.NODE_FAILURE),
-)
-"""A failed job's error message -> its ending (a VM taken back, no capacity in the region, the
-service's own error); any other is the program's own failure (a replica that exited non-zero)."""
 
 SERVICE = "ai_platform_training"
 """The price list legacy AI Platform Training bills from."""

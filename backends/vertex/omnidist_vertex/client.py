@@ -48,9 +48,10 @@ from omnidist.kit import (
     parse_retry_after,
     secret_values,
 )
+from omnidist_google.endings import FAILURE_ENDINGS
 from omnidist_google.google_cloud import google_credentials, stage_code, storage_media_error
 from omnidist_vertex.settings import VertexSettings
-from omnidist_vertex.tables import CAPACITY_CODE, FAILURE_ENDINGS, JOB_STATES, resource_name, shortage_named
+from omnidist_vertex.tables import CAPACITY_CODE, JOB_STATES, resource_name, shortage_named
 
 if TYPE_CHECKING:
     from omnidist.kit import CompiledJob
@@ -265,7 +266,7 @@ class VertexClient(StagesCode[Any], ReportsShortage[Any], ReadsLogs[Any]):
 
     def ending_of(self, job: Any, status: JobStatus) -> Optional[Ending]:
         """A failed job's ``error``: code 8 (RESOURCE_EXHAUSTED) is capacity; its message says
-        preempted, no capacity or an internal error (:data:`~omnidist_vertex.tables.FAILURE_ENDINGS`);
+        preempted, no capacity or an internal error (:data:`~omnidist_google.endings.FAILURE_ENDINGS`);
         else the portable state."""
         if status.state is JobState.FAILED and job.error and job.error.code == CAPACITY_CODE:
             return Ending.CAPACITY
