@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -17,6 +16,7 @@ from omnidist.compiler import lowering
 from omnidist.errors import Problem, ValidationError
 from omnidist.model import job as job_file
 from omnidist.model.job import DistributedJob
+from omnidist.model.spelling import close_matches
 
 if TYPE_CHECKING:  # compile and load never load the submission floor; submit and attach do
     from omnidist.submission.handle import JobHandle
@@ -80,7 +80,7 @@ def check_backend_blocks(job: DistributedJob) -> None:
     problems = []
     for name in job.backends:
         if name not in known:
-            close = difflib.get_close_matches(name, known, n=1)
+            close = close_matches(name, known, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             problems.append(
                 Problem(f"backends.{name}", f"no backend is called {name!r}{hint} Known: {', '.join(known)}")

@@ -24,7 +24,6 @@ a profile gives are cached with it.
 
 from __future__ import annotations
 
-import difflib
 import os
 import time
 from collections.abc import Mapping
@@ -36,6 +35,7 @@ import attrs
 from omnidist.errors import ConfigError, ValidationError
 from omnidist.model import serde
 from omnidist.model.job import DistributedJob
+from omnidist.model.spelling import close_matches
 
 DEFAULT_BACKEND = "local"
 
@@ -324,7 +324,7 @@ def resolve(
         if profiles is None:
             profiles = found.profiles = _profiles(files)
         if profile_name not in profiles:
-            close = difflib.get_close_matches(profile_name, list(profiles), n=1)
+            close = close_matches(profile_name, list(profiles), n=1)
             hint = f" Did you mean {close[0]!r}?" if close else ""
             where = ", ".join(label for label, _ in files) or "no configuration file was found"
             raise ConfigError(

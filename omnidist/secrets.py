@@ -19,7 +19,9 @@ from typing import Any, TypeVar
 
 import attrs
 
-SECRET_NAME = re.compile(
+from omnidist.patterns import lazy_pattern
+
+SECRET_NAME = lazy_pattern(
     r"KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL|PRIVATE|SIGNATURE|COOKIE|OAUTH"
     r"|CONNECTION_?STRING|CONN_?STR|(?:^|_)(?:PASS|PWD|AUTH|DSN|SAS)(?:_|$)",
     re.IGNORECASE,

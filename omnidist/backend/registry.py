@@ -12,7 +12,6 @@ that was most of the time a short command such as ``omnidist compile`` took.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 import os
@@ -25,6 +24,7 @@ import attrs
 
 from omnidist.backend.contract import Backend, Capabilities, Imports
 from omnidist.errors import BackendNotFoundError
+from omnidist.model.spelling import close_matches
 
 GROUP = "omnidist.backends"
 
@@ -171,7 +171,7 @@ def _unknown(name: str) -> BackendNotFoundError:
         return BackendNotFoundError(
             f"backend {name!r} is not installed; install it with `pip install {distribution(name)}`"
         )
-    close = difflib.get_close_matches(name, known(), n=1)
+    close = close_matches(name, known(), n=1)
     hint = f" Did you mean {close[0]!r}?" if close else ""
     return BackendNotFoundError(
         f"Unknown backend {name!r}.{hint} Installed: {', '.join(installed()) or 'none'}"

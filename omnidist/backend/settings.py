@@ -3,7 +3,6 @@ settings classes use (:func:`at_least`, :func:`one_of`, :func:`role_keys`)."""
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -13,6 +12,7 @@ import attrs
 from omnidist.errors import ValidationError
 from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import RoleName
+from omnidist.model.spelling import close_matches
 
 
 @attrs.frozen(kw_only=True)
@@ -61,7 +61,7 @@ def role_keys(instance: Any, attribute: attrs.Attribute[Any], value: Any) -> Non
     roles = [r.value for r in RoleName]
     for key in value:
         if key not in roles:
-            close = difflib.get_close_matches(key, roles, n=1)
+            close = close_matches(key, roles, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else "."
             raise ValidationError(f"not a role{hint} Roles: {', '.join(roles)}", path=f"{attribute.name}.{key}")
 

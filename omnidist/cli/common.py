@@ -3,7 +3,6 @@ choices read when first needed, and plain-text tables."""
 
 from __future__ import annotations
 
-import difflib
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any, Optional
@@ -13,6 +12,7 @@ import click
 from omnidist.cli import style
 from omnidist.cli.style import shown
 from omnidist.errors import OmnidistError
+from omnidist.model.spelling import close_matches
 
 
 class Group(click.Group):
@@ -101,7 +101,7 @@ class LazyChoice(click.Choice):
 
     def get_invalid_choice_message(self, value: Any, ctx: Optional[click.Context]) -> str:
         """Click's message, with the closest choice suggested."""
-        close = difflib.get_close_matches(str(value), self.choices, n=1)
+        close = close_matches(str(value), self.choices, n=1)
         hint = f" Did you mean {close[0]!r}?" if close else ""
         return super().get_invalid_choice_message(value, ctx) + hint
 

@@ -11,13 +11,13 @@ lookups: no SDK, no network.
 
 from __future__ import annotations
 
-import difflib
 from typing import Literal, Optional
 
 import attrs
 
 from omnidist.errors import ValidationError
 from omnidist.model.roles import Accelerator
+from omnidist.model.spelling import close_matches
 
 Link = Literal["infiniband", "rdma"]
 """A fast interconnect a role can demand: SR-IOV InfiniBand (what NCCL needs where a cloud
@@ -118,7 +118,7 @@ class MachineCatalog:
 
     def suggest(self, name: str) -> str:
         """``"; did you mean 'n1-highmem-8'?"`` for a near miss, else ``""``."""
-        close = difflib.get_close_matches(name, self.names(), n=1)
+        close = close_matches(name, self.names(), n=1)
         return f"; did you mean {close[0]!r}?" if close else ""
 
     @property

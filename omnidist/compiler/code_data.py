@@ -17,7 +17,6 @@ rules that do not depend on the cloud live here, so they hold the same everywher
 from __future__ import annotations
 
 import os
-import re
 import stat
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
@@ -33,6 +32,7 @@ from omnidist.model.features import Feature
 from omnidist.model.job import DistributedJob
 from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import EffectiveRole, RoleName
+from omnidist.patterns import lazy_pattern
 from omnidist.runtime import hints
 
 DataValues = dict[tuple[str, str], str]
@@ -114,7 +114,7 @@ def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnreadableLoc
         subject=field, stand_in=stand_in)
 
 
-_READ_SCHEME = re.compile(r"\b([a-z][a-z0-9]*)://(datastores/)?")
+_READ_SCHEME = lazy_pattern(r"\b([a-z][a-z0-9]*)://(datastores/)?")
 
 
 def _example_target(reads: str) -> str:

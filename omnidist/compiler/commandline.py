@@ -19,6 +19,7 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.errors import ValidationError
+from omnidist.patterns import lazy_pattern
 
 SHELL_BUILTINS = frozenset({
     ".", "alias", "cd", "eval", "exec", "export", "pushd", "popd", "read", "set", "shopt", "source", "trap",
@@ -27,7 +28,7 @@ SHELL_BUILTINS = frozenset({
 """First words that only a shell can run: there is no program of that name to exec."""
 
 _OPERATORS = "|&;<>()*?[\n"
-_ASSIGNMENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_ASSIGNMENT = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]*=")
 _REFERENCE = "${{"  # a platform's own ${{inputs.x}} references, replaced before any shell sees the command
 
 

@@ -29,6 +29,7 @@ from omnidist.model.fields import ENV_NAME
 from omnidist.model.job import NAME_PATTERN
 from omnidist.model.limits import clipped_repr
 from omnidist.model.roles import INHERITS_FROM_PRIMARY, Accelerator, EffectiveRole, Role, RoleName
+from omnidist.patterns import lazy_pattern
 
 _HARDWARE = ("accelerator", "cpus", "memory_gb", "disk_gb")
 _PROGRAM = ("image", "command", "args")
@@ -180,7 +181,7 @@ def pick_name(candidates: Iterable[Any], *, fallback: str, missing: str,
 
 # --- durations ------------------------------------------------------------------------------------
 
-_PROTO_DURATION = re.compile(r"^(\d+)(?:\.(\d+))?s$")
+_PROTO_DURATION = lazy_pattern(r"^(\d+)(?:\.(\d+))?s$")
 
 
 def _positive(seconds: int, value: Any, path: str) -> int:

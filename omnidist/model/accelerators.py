@@ -9,9 +9,9 @@ count is the whole slice the job trains on, which comes only in the sizes sold
 
 from __future__ import annotations
 
-import difflib
-
 import attrs
+
+from omnidist.model.spelling import close_matches
 
 
 @attrs.frozen
@@ -113,7 +113,7 @@ def canonical_name(name: str) -> str:
     # A close spelling is offered only when its model number holds the name's, or the other way round
     # (V1000, H10): a name with other digits is another product, and suggesting it would move a job
     # to hardware it never asked for.
-    close = [c for c in difflib.get_close_matches(key, list(_LOOKUP), n=3, cutoff=0.6) if _digits(key) in _digits(c)
+    close = [c for c in close_matches(key, list(_LOOKUP), n=3, cutoff=0.6) if _digits(key) in _digits(c)
              or _digits(c) in _digits(key)]
     hint = (f"; did you mean {_LOOKUP[close[0]]!r}?" if close
             else ": not a GPU or TPU omnidist knows, and no known name is a spelling of it.")

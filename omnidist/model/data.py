@@ -12,9 +12,7 @@ the fields, :mod:`omnidist.compiler.code_data` for what backends do with them.
 
 from __future__ import annotations
 
-import difflib
 import enum
-import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional, Union
 
@@ -22,17 +20,19 @@ import attrs
 
 from omnidist.errors import Problem, ValidationError
 from omnidist.model import serde
+from omnidist.model.spelling import close_matches
+from omnidist.patterns import lazy_pattern
 
 NO_ACCELERATOR = "none"
 """A role's ``accelerator: none``: no accelerator, instead of inheriting the primary's."""
 
-REFERENCE = re.compile(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
+REFERENCE = lazy_pattern(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
 """``${{inputs.NAME}}`` / ``${{outputs.NAME}}`` (Azure ML's syntax) in command, args and env."""
 
-DATA_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
+DATA_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
 """Input and output names: identifiers, as Azure ML requires of them."""
 
-MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+MODULE_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 """A dotted Python module name (``trainer.task``)."""
 
 URI_SCHEMES: dict[str, str] = {
@@ -130,7 +130,7 @@ class JobInput:
         if isinstance(raw, Mapping):
             unknown = sorted(set(map(str, raw)) - {"uri", "mode"})
             if unknown:
-                close = difflib.get_close_matches(unknown[0], ["uri", "mode"], n=1)
+                close = close_matches(unknown[0], ["uri", "mode"], n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else "."
                 raise ValidationError(f"unknown key{hint} Allowed here: uri, mode", path=unknown[0])
             if not isinstance(raw.get("uri"), str):
@@ -292,7 +292,7 @@ def undeclared(job: Any, also_declared: Optional[Mapping[str, Any]] = None) -> l
         for kind, name in references(text):
             if name not in declared[kind]:
                 known = declared[kind]
-                close = difflib.get_close_matches(name, known, n=1)
+                close = close_matches(name, known, n=1)
                 hint = f" Did you mean {close[0]!r}?" if close else ""
                 listed = f" Declared: {', '.join(known)}." if known else ""
                 problems.append(Problem(path, f"refers to ${{{{{kind}.{name}}}}}, but {kind} declares no "

@@ -6,7 +6,6 @@ job file, a notebook or an importer reads the same everywhere.
 
 from __future__ import annotations
 
-import difflib
 import enum
 import math
 import re
@@ -18,6 +17,7 @@ import attrs
 
 from omnidist.errors import ValidationError
 from omnidist.model.limits import clipped_repr
+from omnidist.model.spelling import close_matches
 from omnidist.secrets import mask_env, mask_shapes
 
 
@@ -31,7 +31,7 @@ def choice(enum_cls: type[enum.Enum], field: str):
         allowed = [m.value for m in enum_cls]
         if isinstance(value, str) and value.lower() in allowed:
             return enum_cls(value.lower())
-        close = difflib.get_close_matches(str(value).lower(), allowed, n=1) if len(str(value)) < 100 else []
+        close = close_matches(str(value).lower(), allowed, n=1) if len(str(value)) < 100 else []
         hint = f"; did you mean {close[0]!r}?" if close else ""
         raise ValidationError(f"{clipped_repr(value)} is not one of {', '.join(allowed)}{hint}", path=field)
 

@@ -41,6 +41,7 @@ from omnidist.model.fields import (
     to_argv,
     to_str_map,
 )
+from omnidist.patterns import lazy_pattern
 
 if TYPE_CHECKING:
     from omnidist.model.job import DistributedJob
@@ -81,7 +82,7 @@ def _canonical_accelerator(value: str) -> str:
         raise ValidationError(str(exc), path="type") from None
 
 
-TOPOLOGY = re.compile(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
+TOPOLOGY = lazy_pattern(r"^[1-9][0-9]*(x[1-9][0-9]*){1,2}$")
 """A TPU slice's topology: chips along each axis, ``4x4`` or ``2x2x1``."""
 
 
@@ -90,8 +91,8 @@ def topology_chips(topology: str) -> int:
     return math.prod(int(n) for n in topology.split("x"))
 
 
-_COUNTED = (re.compile(r"^\s*(?P<type>.+?)\s*[x×*]\s*(?P<count>\d+)\s*$", re.I),
-            re.compile(r"^\s*(?P<count>\d+)\s*[x×*]\s*(?P<type>.+?)\s*$", re.I))
+_COUNTED = (lazy_pattern(r"^\s*(?P<type>.+?)\s*[x×*]\s*(?P<count>\d+)\s*$", re.I),
+            lazy_pattern(r"^\s*(?P<count>\d+)\s*[x×*]\s*(?P<type>.+?)\s*$", re.I))
 """``V100x8``, ``8xV100``, ``V100*8``: a count written the way machine names and catalogs write it."""
 
 

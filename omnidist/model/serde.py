@@ -12,7 +12,6 @@ so the converter is one, and the IR's modules import it rather than the other wa
 
 from __future__ import annotations
 
-import difflib
 import enum
 import json
 import math
@@ -28,12 +27,17 @@ from cattrs.errors import ClassValidationError, ForbiddenExtraKeysError, Iterabl
 from cattrs.gen import make_dict_structure_fn, make_dict_unstructure_fn
 from cattrs.gen import override as override  # re-exported: the model modules name field overrides with it
 
+from omnidist import codecache
 from omnidist.errors import Problem, ValidationError
 from omnidist.model import documents as documents_
 from omnidist.model.documents import parse_yaml as parse_yaml  # re-exported: one parser, read as serde.parse_yaml
 from omnidist.model.limits import clipped_repr
+from omnidist.model.spelling import close_matches
+from omnidist.patterns import lazy_pattern
 
 T = TypeVar("T")
+
+codecache.install()  # cattrs' generated structure functions too, now that it is imported
 
 _converter = cattrs.Converter(forbid_extra_keys=True, detailed_validation=True)
 
@@ -97,7 +101,7 @@ def _structure_enum(value: Any, cls: type[enum.Enum]) -> enum.Enum:
     choices = [m.value for m in cls]
     if isinstance(value, str) and value.lower() in choices:
         return cls(value.lower())
-    close = difflib.get_close_matches(str(value).lower(), choices, n=1) if len(str(value)) < 100 else []
+    close = close_matches(str(value).lower(), choices, n=1) if len(str(value)) < 100 else []
     hint = f"; did you mean {close[0]!r}?" if close else ""
     raise ValueError(f"{clipped_repr(value)} is not one of {', '.join(choices)}{hint}")
 
@@ -299,7 +303,7 @@ GPU_KEYS = frozenset({"gpu", "gpus", "num_gpus", "gpu_count", "gpu_type", "gpu_p
 def _suggest(key: Any, known: list[str]) -> str:
     if isinstance(key, str) and key.lower() in GPU_KEYS and "accelerator" in known:
         return '; GPUs are set as accelerator, type and count per replica: accelerator: "T4:2".'
-    close = difflib.get_close_matches(key, known, n=1) if isinstance(key, str) and len(key) < 100 else []
+    close = close_matches(key, known, n=1) if isinstance(key, str) and len(key) < 100 else []
     return f"; did you mean {close[0]!r}?" if close else "."
 
 
@@ -353,7 +357,7 @@ def dump_yaml(data: Any) -> str:
     return yaml.dump(data, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
+_UNPRINTABLE = lazy_pattern("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff\ufeff\ufffe\uffff]")
 """What one YAML comment line cannot hold as it is: line breaks (``\\n``, ``\\r``, NEL, the Unicode line
 and paragraph separators), control characters, surrogates and the byte-order mark. Written as the
 characters it finds, not as the complement of those it allows: the same set (every code point is

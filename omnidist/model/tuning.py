@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import enum
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Optional, Union
 
@@ -13,6 +12,7 @@ from omnidist.errors import ValidationError
 from omnidist.model import serde
 from omnidist.model.fields import choice, fail
 from omnidist.model.limits import MAX_TRIALS
+from omnidist.patterns import lazy_pattern
 
 
 class ParameterType(str, enum.Enum):
@@ -49,7 +49,7 @@ class Algorithm(str, enum.Enum):
     GRID = "grid"
 
 
-PARAMETER_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
+PARAMETER_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_-]{0,63}$")
 """A tuned parameter's name: it becomes the ``--NAME=VALUE`` flag every trial gets."""
 
 

@@ -25,7 +25,8 @@ CORE = ROOT / "omnidist"
 
 FLOORS: tuple[tuple[str, ...], ...] = (
     ("omnidist.runtime", "omnidist.secrets", "omnidist.notebook", "omnidist.model.features",
-     "omnidist.model.accelerators", "omnidist.model.limits"),
+     "omnidist.model.accelerators", "omnidist.model.limits", "omnidist.model.spelling", "omnidist.patterns",
+     "omnidist.codecache"),
     ("omnidist.errors",),
     ("omnidist.model",),
     ("omnidist.backend", "omnidist.config"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName
+from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName, lazy_pattern
 from omnidist.runtime.platforms import ai_platform as platform
 
 NAME = platform.NAME
@@ -47,7 +47,7 @@ CREDENTIALS: tuple[str, ...] = ("anonymous", "default")
 CONSOLE_URL = "https://console.cloud.google.com/ai-platform/jobs/{job_id}?project={project}"
 """Where the legacy console showed a job."""
 
-JOB_ID_PATTERN = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
+JOB_ID_PATTERN = lazy_pattern(r"^[A-Za-z][A-Za-z0-9_]{0,127}$")
 """What a legacy ``jobId`` may be."""
 
 NATIVE_KEYS = frozenset({"masterConfig", "masterType", "parameterServerType", "scaleTier", "trainingInput"})
@@ -89,7 +89,7 @@ LEFT_BEHIND: dict[str, str] = {
 
 
 SHORTAGES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"quota failure for project|exceeds the allowed maximum of", re.I), "quota"),
+    (lazy_pattern(r"quota failure for project|exceeds the allowed maximum of", re.I), "quota"),
 )
 """Legacy AI Platform's words for a shortage (a placement moves on): "Quota failure for project … The
 request for 1 K80 accelerators exceeds the allowed maximum of 0 A100, 0 K80, …" at job creation. No

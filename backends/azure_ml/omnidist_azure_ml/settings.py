@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any, Optional
 
 import attrs
 
-from omnidist.kit import ClientSettings, ValidationError, check_data_map, one_of
+from omnidist.kit import ClientSettings, ValidationError, check_data_map, lazy_pattern, one_of
 from omnidist_azure_ml.tables import CREDENTIALS, JOB_TIERS, PRIORITIES
 
-_SHM = re.compile(r"^\d+[bkmgBKMG]?$")
+_SHM = lazy_pattern(r"^\d+[bkmgBKMG]?$")
 
 
 def _shm(instance: Any, attribute: attrs.Attribute, value: Optional[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Billing, Ending, Feature, Framework, JobState, Refusal
+from omnidist.kit import Billing, Ending, Feature, Framework, JobState, Refusal, lazy_pattern
 from omnidist.runtime.platforms import azure_ml as platform
 
 NAME = platform.NAME
@@ -140,7 +140,7 @@ def native_state(state: str) -> JobState:
 
 FAILURE_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
     (re.compile(r"PreemptionError"), Ending.PREEMPTION),
-    (re.compile(r"(?i)not enough quota|exceeds? (the )?quota|insufficient capacity|OutOfCapacity"), Ending.CAPACITY),
+    (lazy_pattern(r"(?i)not enough quota|exceeds? (the )?quota|insufficient capacity|OutOfCapacity"), Ending.CAPACITY),
 )
 """A failed run's error -> its ending: ``PreemptionError: Nodes of this job got pre-empted`` (a
 low-priority cluster's nodes taken back); quota or capacity texts; any other (a ``UserError``

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 
+from omnidist.kit import lazy_pattern
+
 _TOUCHED = re.compile(r"\$(?=[$(])")
-_REFERENCE = re.compile(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
+_REFERENCE = lazy_pattern(r"\$\(([A-Za-z_][A-Za-z0-9_.-]*)\)")
 
 
 def escape(text: str) -> str:

@@ -14,7 +14,7 @@ import re
 
 import attrs
 
-from omnidist.kit import Billing, Ending, Framework, JobState, RoleName
+from omnidist.kit import Billing, Ending, Framework, JobState, RoleName, lazy_pattern
 from omnidist.runtime.platforms import kubernetes as platform
 from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 
@@ -257,12 +257,12 @@ UNSCHEDULABLE = "Unschedulable"
 """The reason of a pod's ``PodScheduled=False`` condition when no node can take it ("0/6 nodes are
 available: 6 Insufficient nvidia.com/gpu."): a placement watching the job moves on (capacity)."""
 
-QUOTA_REFUSAL = re.compile(r"exceeded quota", re.I)
+QUOTA_REFUSAL = lazy_pattern(r"exceeded quota", re.I)
 """How the API server refuses a create over a ``ResourceQuota`` (403 "exceeded quota: gpus, requested: …")."""
 
 
 CONDITION_ENDINGS: tuple[tuple[re.Pattern[str], Ending], ...] = (
-    (re.compile(r"(?i)evicted"), Ending.PREEMPTION),
+    (lazy_pattern(r"(?i)evicted"), Ending.PREEMPTION),
 )
 """A failed job's condition (``reason message``) -> its ending: mpi-operator's ``MPIJobEvicted``."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from omnidist.kit import Billing, Ending, Feature, Framework, InputMode, JobState, Refusal
+from omnidist.kit import Billing, Ending, Feature, Framework, InputMode, JobState, Refusal, lazy_pattern
 from omnidist.runtime.platforms import sagemaker as platform
 
 NAME = platform.NAME
@@ -109,7 +109,7 @@ TRAINING_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 TUNING_JOB_NAME_MAX = 32
 """``HyperParameterTuningJobName`` holds at most 32 characters (same characters as a training job's)."""
 
-CHANNEL_NAME = re.compile(r"^[A-Za-z0-9.\-_]{1,64}$")
+CHANNEL_NAME = lazy_pattern(r"^[A-Za-z0-9.\-_]{1,64}$")
 """``ChannelName``: 1-64 letters, digits, ``.``, ``-`` and ``_``."""
 
 ENV_KEY = re.compile(r"^[a-zA-Z_][a-zA-Z0-9_]{0,1023}$")
@@ -165,7 +165,7 @@ Learning Container release publishes beside its long one. *Best knowledge* of th
 ``2.1.0-gpu-py310`` tag is the one the corpus's jobs run): a table entry, easy to correct; a full
 version (``2.3.0``) is also accepted."""
 
-DLC_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
+DLC_IMAGE = lazy_pattern(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/"
                        r"(?P<repository>[a-z-]+-training):(?P<version>\d+\.\d+(?:\.\d+)?)-(?P<device>cpu|gpu)")
 """A Deep Learning Container's URI: its repository and framework version (import reads them back)."""
 

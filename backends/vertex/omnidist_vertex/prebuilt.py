@@ -11,10 +11,9 @@ tags are not supported). PyTorch's CPU images are the ``pytorch-xla`` ones; befo
 
 from __future__ import annotations
 
-import re
 from typing import Optional
 
-from omnidist.kit import Framework
+from omnidist.kit import Framework, lazy_pattern
 
 SOURCE = "https://cloud.google.com/vertex-ai/docs/training/pre-built-containers"
 """Where :data:`TRAINING_IMAGES` comes from."""
@@ -64,7 +63,7 @@ def image(framework: Framework, version: str, gpu: bool, multi_region: str) -> s
     return REGISTRY.format(multi=multi_region, name=names[1] if gpu else names[0])
 
 
-PREBUILT_URI = re.compile(
+PREBUILT_URI = lazy_pattern(
     r"^(?P<multi>us|europe|asia)-docker\.pkg\.dev/vertex-ai/training/(?P<name>[\w.-]+?)(?::latest)?$"
 )
 """A prebuilt training image's URI (with its ``latest`` tag, or none)."""

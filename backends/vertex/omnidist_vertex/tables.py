@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Any, Optional
 
-from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName
+from omnidist.kit import Billing, Feature, JobState, Refusal, RoleName, lazy_pattern
 from omnidist.runtime.platforms import vertex as platform
 from omnidist_google.compute_engine import COMPUTE_ENGINE_ACCELERATORS
 
@@ -130,7 +130,7 @@ MULTI_REGION_BY_PREFIX: dict[str, str] = {
 }
 """Region prefix -> the nearest multi-region holding the Reduction Server image."""
 
-REDUCTION_SERVER_IMAGE = re.compile(r"(^|/)reductionserver(:|@|$)")
+REDUCTION_SERVER_IMAGE = lazy_pattern(r"(^|/)reductionserver(:|@|$)")
 """How an importer recognises a Reduction Server pool: the image is named ``reductionserver``."""
 
 BOOT_DISK_TYPES = ("hyperdisk-balanced", "pd-ssd", "pd-standard")
@@ -180,7 +180,7 @@ REFUSALS: dict[Feature, Refusal] = {
 """Feature -> how Vertex refuses it where it cannot express it (InfiniBand: on most machines)."""
 
 
-_RESOURCE = re.compile(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/"
+_RESOURCE = lazy_pattern(r"^projects/(?P<project>[^/]+)/locations/(?P<region>[^/]+)/"
                        r"(?:customJobs|hyperparameterTuningJobs)/(?P<id>[^/]+)$")
 
 
@@ -197,8 +197,8 @@ def resource_name(job_id: str, settings: Any) -> Optional[tuple[str, str, str]]:
 
 
 SHORTAGES: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"quota metrics exceed quota limits", re.I), "quota"),
-    (re.compile(r"resources are insufficient in region", re.I), "capacity"),
+    (lazy_pattern(r"quota metrics exceed quota limits", re.I), "quota"),
+    (lazy_pattern(r"resources are insufficient in region", re.I), "capacity"),
 )
 """Vertex AI's words for a shortage (a placement moves on): the GPU quota refusal, at create (HTTP 429
 ``RESOURCE_EXHAUSTED``) or as a failed job (code 8), "The following quota metrics exceed quota limits:

@@ -69,7 +69,6 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
-import pkgutil
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Optional
@@ -112,6 +111,8 @@ def modules() -> tuple[ModuleType, ...]:
     Raises:
         PlatformModuleError: a module in the package lacks part of the contract.
     """
+    import pkgutil  # here, not at import: a backend reads its platform's tables without listing them all
+
     found = [_check(importlib.import_module(f"{__name__}.{info.name}"))
              for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
     return tuple(sorted(found, key=lambda m: (m.ORDER, m.NAME)))

@@ -7,12 +7,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from omnidist.kit import OmnidistError, error_for_status
+from omnidist.kit import OmnidistError, error_for_status, lazy_pattern
 
 BLOB_HOSTS = (".blob.core.windows.net", ".dfs.core.windows.net")
 """Host suffixes of Azure Blob and Data Lake storage."""
 
-_BLOB_MESSAGE = re.compile(r"<Message>(.*?)</Message>", re.S)
+_BLOB_MESSAGE = lazy_pattern(r"<Message>(.*?)</Message>", re.S)
 
 
 def is_blob_url(uri: str) -> bool:

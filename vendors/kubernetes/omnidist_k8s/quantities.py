@@ -8,11 +8,10 @@ string. omnidist writes strings; the importer reads both, and refuses a YAML flo
 from __future__ import annotations
 
 import math
-import re
 from decimal import Decimal
 from typing import Any
 
-from omnidist.kit import ValidationError, clipped_repr
+from omnidist.kit import ValidationError, clipped_repr, lazy_pattern
 
 SUFFIXES: dict[str, Decimal] = {
     "": Decimal(1),
@@ -30,7 +29,7 @@ SUFFIXES: dict[str, Decimal] = {
 """Quantity suffix -> multiplier (apimachinery ``resource.Quantity``: binary ``Ki``…``Ei``,
 decimal ``n u m k M G T P E``)."""
 
-_QUANTITY = re.compile(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
+_QUANTITY = lazy_pattern(r"^([+-]?(?:\d+\.?\d*|\.\d+))(?:([eE][+-]?\d+)|(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?)$")
 
 GIB = Decimal(2) ** 30
 
