@@ -13,9 +13,10 @@ Where the folder is, per platform (:func:`checkpoint_dir`):
 - ``OMNIDIST_OUTPUT_checkpoints`` names a path (a bucket mount, a datastore mount,
   a Kubernetes volume, a folder the platform syncs with its object store, the run folder's
   ``outputs/checkpoints`` under ``omnidist run``): that path.
-- It names a ``gs://`` URI on a machine with Cloud Storage FUSE at ``/gcs``: the mount's path.
-- Inside SageMaker with no hint (a job written natively with ``CheckpointConfig``):
-  ``/opt/ml/checkpoints`` when it exists.
+- It names a URI that a platform mounts as a folder on this machine (a platform module's
+  ``BOUND.mounts``: an object store mounted through FUSE, say): the mount's path.
+- With no hint, inside a platform that syncs a checkpoint folder of its own (a job written
+  natively for it; a platform module's ``CHECKPOINT_PATH``): that folder when it exists.
 - Otherwise ``None``: the job declares no checkpoints.
 """
 
