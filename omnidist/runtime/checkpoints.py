@@ -5,7 +5,7 @@ sub-folder ``step-<N>`` holding a completion marker (:data:`MARKER`). A save is 
 hidden temporary folder first and renamed into place, and the marker is written last, so a
 replica preempted in the middle of a save leaves either no ``step-<N>`` or one without the
 marker: :func:`latest_checkpoint` ignores both and a resumed job never reads half a checkpoint.
-(Cloud Storage FUSE cannot rename folders; there the save is copied into place instead, and
+(An object store's FUSE mount may not rename folders; there the save is copied into place instead, and
 the marker written last is what keeps it safe.)
 
 Where the folder is, per platform (:func:`checkpoint_dir`):
