@@ -5,7 +5,7 @@ Quick start::
 
     import omnidist
     job = omnidist.load("job.yaml")
-    print(omnidist.compile(job, profile="gcp"))   # a profile names the backend (SPEC §2)
+    print(omnidist.compile(job, profile="prod"))  # a profile names the backend (SPEC §2)
 
 Importing this package loads no cloud SDK, torch or TensorFlow, and defers even attrs,
 YAML, cattrs and entry-point discovery until a name is used (PEP 562 lazy attributes), so

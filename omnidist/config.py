@@ -351,7 +351,7 @@ def settings_for(
     and structure the result into the backend's settings class.
 
     Each layer is checked on its own first, so an unknown key is reported against the file
-    it came from (``omnidist.toml: profiles.gcp.regoin: unknown key; did you mean 'region'?``).
+    it came from (``omnidist.toml: profiles.prod.regoin: unknown key; did you mean 'region'?``).
     """
     profile = target.profile
     plain = not overrides and (job is None or backend not in job.backends)

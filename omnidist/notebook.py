@@ -192,7 +192,7 @@ def side_by_side(*values: Any) -> SideBySide:
     notebook's output area.
 
     Example:
-        >>> side_by_side(*(omnidist.compile(job, backend=b) for b in ("vertex", "azure_ml")))  # doctest: +SKIP
+        >>> side_by_side(*(omnidist.compile(job, backend=b) for b in ("cloud_a", "cloud_b")))  # doctest: +SKIP
     """
     return SideBySide(*values)
 

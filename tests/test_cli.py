@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import click
@@ -193,6 +194,28 @@ def test_every_command_has_an_example_in_its_help():
     missing = [name for name in cli.main.list_commands(ctx)
                if f"omnidist {name}" not in (cli.main.get_command(ctx, name).help or "").partition("Examples:")[2]]
     assert missing == []
+
+
+def test_the_help_lists_the_installed_backends_loaded_only_for_help(tmp_path, plugin_env):
+    """The group's help names no backend of its own: it lists the installed ones, each with the
+    first sentence of its class's docstring; a plugin that does not load is listed as such."""
+    info = tmp_path / "site" / "omnidist_broken-0.1.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[omnidist.backends]\nbroken = no_such_module:Nope\n")
+    helped = run_cli("--help", cwd=tmp_path, env=plugin_env)
+    assert helped.returncode == 0, helped.stderr
+    section = helped.stdout.split("Backends (installed):\n")[1].split("\n\n")[0]
+    rows = dict((line.split(maxsplit=1) + [""])[:2] for line in section.splitlines())
+    assert {"echo", "broken", "local"} <= set(rows)
+    assert rows["broken"] == "does not load (omnidist backends says why)"
+    assert rows["local"].startswith("Runs each replica as a local process")
+    assert helped.stdout.index("Backends (installed):") < helped.stdout.index("Commands:")
+    probe = ("import sys; from omnidist.cli import main\n"
+             "try:\n    main(['compile', '--help'])\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('omnidist_testplugin')))")
+    ran = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120, check=True,
+                         env={**os.environ, **plugin_env})
+    assert ran.stdout.strip().splitlines()[-1] == "[]"  # a command's help lists names, and loads no backend
 
 
 def test_commands_load_when_run_and_all_show_in_help():

@@ -93,8 +93,9 @@ class MigrationPolicy:
     """How jobs move between a backend and the others (:mod:`omnidist.migration` reads it).
 
     Attributes:
-        vocabulary: backends of the same vocabulary (``compute_engine``: the backends of one vendor)
-            share :attr:`shared_settings`, which carry over between them as they are.
+        vocabulary: backends of the same vocabulary (a name the backends of one vendor give, for the
+            machines and settings their requests share) share :attr:`shared_settings`, which carry
+            over between them as they are.
         shared_settings: settings keys that mean the same on every backend of the vocabulary.
         left_behind: settings key -> why a job imported from this backend loses meaning when
             that setting stays behind (other settings that stay are reported as hints).

@@ -29,7 +29,8 @@ from omnidist.model.spelling import close_matches
 GROUP = "omnidist.backends"
 
 DISTRIBUTION_PREFIX = "omnidist-"
-"""A backend plugin's distribution is ``omnidist-<name>``, with ``-`` for ``_`` (``omnidist-azure-ml``)."""
+"""A backend plugin's distribution is ``omnidist-<name>``, with ``-`` for ``_`` (``omnidist-my-cloud`` for
+``my_cloud``)."""
 
 _METADATA_SUFFIXES = (".dist-info", ".egg-info")
 

@@ -27,20 +27,21 @@ COMMANDS = {
 }
 
 
-@click.group(cls=Group, lazy_commands=COMMANDS, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=Group, lazy_commands=COMMANDS, lists_backends=True,
+             context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--debug", is_flag=True, help="Show Python tracebacks for errors.")
 @click.version_option(package_name="omnidist", prog_name="omnidist")
 @click.pass_context
 def main(ctx: click.Context, debug: bool) -> None:
-    """omnidist: one distributed training job for Vertex AI, Azure ML, Amazon SageMaker, Kubernetes
-    (Kubeflow), legacy AI Platform and your laptop.
+    """omnidist: one distributed training job for the clouds' training services, Kubernetes and
+    your laptop, through the installed backends (listed below).
 
     \b
     Examples:
       omnidist validate job.yaml
-      omnidist compile job.yaml --backend vertex
+      omnidist compile job.yaml --backend BACKEND
       omnidist run job.yaml
-      omnidist submit job.yaml --profile gcp --wait
+      omnidist submit job.yaml --profile prod --wait
 
     `omnidist COMMAND --help` shows a command's options and examples. Tab completion: add
     `eval "$(_OMNIDIST_COMPLETE=bash_source omnidist)"` to ~/.bashrc (zsh_source, fish_source

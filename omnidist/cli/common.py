@@ -20,12 +20,26 @@ class Group(click.Group):
 
     Its commands can be named in ``lazy_commands`` (name to ``"module:function"`` under
     ``omnidist.cli``): a command's module is imported when that command is looked up, so a run of
-    one command pays for no other command's imports (click's lazy-loading group pattern).
+    one command pays for no other command's imports (click's lazy-loading group pattern). With
+    ``lists_backends``, its help lists the installed backends after its own text, each with the
+    first sentence of its description: they are read and loaded only when the help is shown.
     """
 
-    def __init__(self, *args: Any, lazy_commands: Optional[dict[str, str]] = None, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, lazy_commands: Optional[dict[str, str]] = None, lists_backends: bool = False,
+                 **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.lazy_commands = dict(lazy_commands or {})
+        self.lists_backends = lists_backends
+
+    def format_help_text(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        super().format_help_text(ctx, formatter)
+        if not self.lists_backends:
+            return
+        names = _installed()
+        if names:  # as click sizes the commands' short help
+            limit = formatter.width - 6 - max(len(name) for name in names)
+            with formatter.section("Backends (installed)"):
+                formatter.write_dl([(name, backend_summary(name, limit)) for name in names])
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted({*self.commands, *self.lazy_commands})
@@ -110,6 +124,22 @@ def _installed() -> list[str]:
     from omnidist.backend import registry
 
     return registry.installed()
+
+
+def backend_summary(name: str, limit: int = 45) -> str:
+    """The first sentence of installed backend ``name``'s description (its class's docstring: what
+    it compiles for), at most ``limit`` characters as click shortens a command's help; a backend
+    that does not load says so. Loads the backend: for help only."""
+    import inspect
+
+    from omnidist.backend import registry
+
+    try:
+        driver = registry.get(name)
+    except OmnidistError:
+        return "does not load (omnidist backends says why)"
+    text = inspect.cleandoc(type(driver).__doc__ or "").replace("``", "")
+    return click.utils.make_default_short_help(text, limit)
 
 
 def _emulations() -> list[str]:

@@ -31,7 +31,7 @@ def explain(file: str, source: Optional[str], backend: Optional[str], profile: O
     Examples:
       omnidist explain trainingjob.json
       omnidist explain pytorchjob.yaml --from kubernetes -o json
-      omnidist explain job.yaml --backend vertex
+      omnidist explain job.yaml --backend BACKEND
     """
     from omnidist.backend import registry
     from omnidist.errors import ValidationError

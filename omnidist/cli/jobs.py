@@ -43,8 +43,8 @@ def validate(job_file: str, backend: Optional[str], profile: Optional[str]) -> N
     \b
     Examples:
       omnidist validate job.yaml
-      omnidist validate job.yaml --backend azure_ml   # exit code: that backend's verdict
-      omnidist validate job.yaml -p aws -b sagemaker   # with the profile's settings
+      omnidist validate job.yaml --backend BACKEND   # exit code: that backend's verdict
+      omnidist validate job.yaml -p prod -b BACKEND  # with the profile's settings
     """
     from omnidist import api, config
     from omnidist.backend import registry
@@ -88,9 +88,9 @@ def compile_(job: tuple[str, ...], backend: Optional[str], profile: Optional[str
 
     \b
     Examples:
-      omnidist compile job.yaml --backend vertex > customjob.json
-      omnidist compile job.yaml -b azure_ml -o json
-      omnidist compile -b vertex --nodes 2 --accelerator A100:8 --image IMG -- python train.py
+      omnidist compile job.yaml --backend BACKEND > request.json
+      omnidist compile job.yaml -b BACKEND -o json
+      omnidist compile -b BACKEND --nodes 2 --accelerator A100:8 --image IMG -- python train.py
     """
     from omnidist import api, config
     from omnidist.model.features import NoteCode
@@ -169,11 +169,11 @@ def submit(job: tuple[str, ...], backend: Optional[str], profile: Optional[str],
 
     \b
     Examples:
-      omnidist submit job.yaml --profile gcp --wait
-      omnidist submit job.yaml --backend azure_ml
-      omnidist submit job.yaml --profile gcp,azure --max-queue 30m
-      omnidist submit -p gcp --nodes 2 --accelerator A100:8 --image IMG -- python train.py
-      omnidist submit spot.yaml --profile gcp-spot,aws-spot --recover
+      omnidist submit job.yaml --profile prod --wait
+      omnidist submit job.yaml --backend BACKEND
+      omnidist submit job.yaml --profile cloud-a,cloud-b --max-queue 30m
+      omnidist submit -p prod --nodes 2 --accelerator A100:8 --image IMG -- python train.py
+      omnidist submit spot.yaml --profile spot-a,spot-b --recover
     """
     from omnidist import api
     from omnidist.placement import failover
@@ -291,8 +291,8 @@ def status(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
 
     \b
     Examples:
-      omnidist status projects/p/locations/us-central1/customJobs/123
-      omnidist status cassava-resnet-3f9a1c2e --profile azure
+      omnidist status JOB_ID --profile prod        # the id the backend gave it
+      omnidist status cassava-resnet-3f9a1c2e      # by name: the ledger knows where it runs
     """
     _print_status(_known(job_id, lambda handle: handle.status(), backend, profile))
 
@@ -307,7 +307,8 @@ def logs(job_id: str, backend: Optional[str], profile: Optional[str], follow: bo
 
     \b
     Examples:
-      omnidist logs cassava-resnet-3f9a1c2e --profile azure --follow
+      omnidist logs cassava-resnet-3f9a1c2e --follow
+      omnidist logs JOB_ID --profile prod
     """
     for line in _known(job_id, lambda handle: handle.logs(follow=follow), backend, profile):
         click.echo(line)
@@ -322,7 +323,8 @@ def cancel(job_id: str, backend: Optional[str], profile: Optional[str]) -> None:
 
     \b
     Examples:
-      omnidist cancel 1234567890 --profile gcp
+      omnidist cancel JOB_ID --profile prod
+      omnidist cancel cassava-resnet-3f9a1c2e
     """
     handle = _known(job_id, lambda handle: handle.cancel() or handle, backend, profile)
     click.echo(f"cancel requested for {handle.id}")
@@ -354,7 +356,7 @@ def run(job: tuple[str, ...], emulate: Optional[str], cpu: bool, preempt: Option
     \b
     Examples:
       omnidist run job.yaml
-      omnidist run job.yaml --emulate azure_ml
+      omnidist run job.yaml --emulate PLATFORM        # one of --emulate's choices
       omnidist run job.yaml --cpu                     # keep every replica off the GPUs
       omnidist run --nodes 2 -- python train.py
       omnidist run job.yaml --preempt worker-0@30s    # see the resume logic work before paying for spot

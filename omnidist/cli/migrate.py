@@ -24,8 +24,8 @@ def import_command(native_file: str, source: Optional[str], framework: Optional[
 
     \b
     Examples:
-      omnidist import customjob.json > job.yaml
-      omnidist import config.yaml --from ai_platform --framework tensorflow
+      omnidist import request.json > job.yaml
+      omnidist import config.yaml --from BACKEND --framework tensorflow
       omnidist import pytorchjobs.yaml --from kubernetes
     """
     from omnidist import migration
@@ -66,15 +66,15 @@ def migrate_command(native_file: str, source: Optional[str], target: str, strict
     stderr is one JSON document, errors included: the report, or an ``error`` object.
     A file holding several training jobs compiles each: the requests as a YAML stream, one
     report per job (a JSON list with -o json). With --debug (here or before the command), each
-    report line also says where it came from: ``[vertex compiler note machine.chosen]``, or
+    report line also says where it came from: ``[BACKEND compiler note machine.chosen]``, or
     ``[migration]`` for a line the migration writes itself (``origin`` and ``code`` in JSON).
 
     \b
     Examples:
-      omnidist migrate config.yaml --to vertex > customjob.json
-      omnidist migrate job.yml --from azure_ml --to vertex --strict
-      omnidist migrate config.yaml --to azure_ml --image gcr.io/p/trainer:1 -o json
-      omnidist migrate azure-job.yml --to vertex --accelerator V100:4   # compute: gpu-cluster
+      omnidist migrate config.yaml --to TARGET > request.json
+      omnidist migrate job.yml --from SOURCE --to TARGET --strict
+      omnidist migrate config.yaml --to TARGET --image registry.example.com/trainer:1 -o json
+      omnidist migrate job.yml --to TARGET --accelerator V100:4   # a spec run on a named compute cluster
     """
     from omnidist import migration
     from omnidist.errors import OmnidistError

@@ -35,7 +35,7 @@ def plan(job: tuple[str, ...], profiles: tuple[str, ...], hours: Optional[float]
 
     \b
     Examples:
-      omnidist plan job.yaml -p gcp -p azure --hours 12
+      omnidist plan job.yaml -p cloud-a -p cloud-b --hours 12
       omnidist plan job.yaml -p everywhere --spot -o json
       omnidist plan --nodes 2 --accelerator A100:8 --image IMG -- python train.py
     """
@@ -69,7 +69,7 @@ def gpus(name: Optional[str], cloud: Optional[str], region: Optional[str], outpu
     \b
     Examples:
       omnidist gpus
-      omnidist gpus A100 --cloud gcp
+      omnidist gpus A100 --cloud CLOUD   # one of the clouds in the table
       omnidist gpus H100 --region us-east-1 -o json
     """
     from omnidist.errors import ValidationError
@@ -101,7 +101,7 @@ def check(profiles: tuple[str, ...], offline: bool) -> None:
     \b
     Examples:
       omnidist check
-      omnidist check -p gcp,azure --offline
+      omnidist check -p cloud-a,cloud-b --offline
     """
     from omnidist.placement import credentials
 
@@ -212,7 +212,7 @@ def jobs_command(name: Optional[str], refresh: bool, backend: Optional[str], sta
     \b
     Examples:
       omnidist jobs --refresh
-      omnidist jobs --backend vertex --state failed -n 5 -o json
+      omnidist jobs --backend BACKEND --state failed -n 5 -o json
       omnidist jobs cassava                    # every attempt of job cassava
       omnidist jobs cassava --cost             # and what each cost
     """

@@ -343,9 +343,9 @@ def proto_json_keys(data: Any, maps: frozenset[str] = frozenset({"labels"})) -> 
 def sdk_object_to_dict(obj: Any) -> Any:
     """The plain data an SDK object serializes itself to, through the SDK's own ``_to_dict()``.
 
-    ``azure.ai.ml.command(...)`` returns a pipeline node; its ``_to_job()`` is the command job,
-    whose ``_to_dict()`` is the job file ``job.dump()`` writes. Objects without ``_to_dict`` are
-    returned as they are.
+    A job builder may return a wrapper (a pipeline node) rather than the job: its ``_to_job()`` is
+    the job, whose ``_to_dict()`` is the job file ``job.dump()`` writes (docs/migration.md names
+    the SDK objects each backend reads). Objects without ``_to_dict`` are returned as they are.
     """
     to_job = getattr(obj, "_to_job", None)
     entity = to_job() if callable(to_job) else obj

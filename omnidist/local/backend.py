@@ -70,20 +70,21 @@ class LocalSettings:
 
     Attributes:
         emulate: the platform whose environment replicas get: one of
-            :func:`omnidist.runtime.platforms.emulations` (vertex, ai_platform, azure_ml,
-            kubernetes, none). Unset: the cloud of the profile in use, else the one the job has a
-            ``backends.<name>`` block for, else vertex (:func:`omnidist.local.emulated.chosen`).
+            :func:`omnidist.runtime.platforms.emulations` (a platform module's name, or ``none``;
+            ``omnidist run --help`` lists them). Unset: the cloud of the profile in use, else the
+            one the job has a ``backends.<name>`` block for, else
+            :data:`omnidist.runtime.platforms.DEFAULT_EMULATION` (:func:`omnidist.local.emulated.chosen`).
         workdir: the replicas' working directory (default: the job file's folder).
         python: the interpreter that replaces a leading ``python``/``python3`` in commands
             (default: the one running omnidist, so the job sees the same packages).
         runs_dir: where ``submit`` keeps run directories (default ``~/.local/state/omnidist/runs``).
         grace_period: seconds between SIGTERM and SIGKILL when replicas are stopped.
-        use_chief_in_tf_config: AI Platform emulation names the primary ``chief`` instead of
-            ``master``, on top of what compile for ``ai_platform`` decides (it does for
-            TensorFlow jobs, with a Reduction Server, and when the job's ``backends.ai_platform``
-            block asks).
+        use_chief_in_tf_config: the emulation of a platform whose ``TF_CONFIG`` names its
+            primary ``master`` names it ``chief`` instead, on top of what that platform's compile
+            decides from the job and its backend block (docs/backends/local.md says which platform
+            and when; its module under :mod:`omnidist.runtime.platforms` holds the setting's name).
         data_map: prefix rewrites that turn remote input/output/code URIs into local folders
-            (``{"gs://bkt/" = "/data/bkt/"}``).
+            (``{"store://bkt/" = "/data/bkt/"}``, with a cloud store's scheme for ``store``).
         cpu: run every replica on the CPU even when this machine has GPUs (``omnidist run
             --cpu``); by default training replicas get the GPUs, one per process, and share them
             round robin when they outnumber them.

@@ -5,7 +5,7 @@ paths; :func:`make_output_dirs` is the one function that touches the disk.
   still wins); ``module`` runs ``python -m MODULE ARGS`` there.
 - ``inputs``: local paths (relative to the job file) and plain ``http(s)`` URLs are used as
   they are; any other URI is exit 3 unless ``data_map`` maps it to a local folder
-  (``data_map = {"gs://bkt/" = "/data/bkt/"}``).
+  (``data_map = {"store://bkt/" = "/data/bkt/"}``, with a cloud store's scheme for ``store``).
 - ``outputs``: local paths are used as they are; ``default`` outputs, and remote ones no
   ``data_map`` entry maps, land in the run folder (``<run>/outputs/NAME``).
 - References are replaced in argv and env; the runtime gets ``OMNIDIST_INPUT_*``,

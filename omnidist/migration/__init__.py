@@ -70,8 +70,8 @@ def import_native(
 
     Args:
         native: the native spec: a mapping, the path of a YAML/JSON file (or of a file holding
-            the ``gcloud`` command line that submitted the job), or an SDK job object such as
-            ``azure.ai.ml.command(...)``, read through the SDK's own serialization.
+            the cloud CLI's command line that submitted the job), or an SDK job object, read
+            through the SDK's own serialization (docs/migration.md says which each backend reads).
         backend: the spec's backend (its name, or the registry's object); detected from the
             content when omitted.
         framework: set the framework instead of inferring it (a native spec rarely says).

@@ -45,7 +45,7 @@ class ReportEntry:
 
     ``origin`` and ``code`` say where a line came from, so a wrong one can be traced to the code
     that wrote it (``omnidist migrate --debug`` shows them): the importer or compiler whose note
-    it is (``vertex compiler``) and that note's :class:`~omnidist.model.features.NoteCode`, or the
+    it is (``<backend> compiler``) and that note's :class:`~omnidist.model.features.NoteCode`, or the
     migration step that wrote it (``migration move``: :func:`omnidist.migration.move.move_job`).
     They never change how a line prints, nor which lines are equal.
     """
@@ -61,8 +61,8 @@ class ReportEntry:
 
     @property
     def trace(self) -> str:
-        """Where the line came from: ``vertex compiler machine.chosen`` (a note and its code),
-        ``vertex importer`` (a note without a code), ``migration move`` (a step's own line)."""
+        """Where the line came from: ``<backend> compiler machine.chosen`` (a note and its code),
+        ``<backend> importer`` (a note without a code), ``migration move`` (a step's own line)."""
         origin = self.origin or "migration"
         return f"{origin} {self.code.value}" if self.code is not None else origin
 
@@ -137,7 +137,7 @@ class StrictMigrationError(UnsupportedFeatureError):
 
 
 def entry_for(note: Note, origin: str) -> ReportEntry:
-    """The report line for a compiler's or importer's note; ``origin`` says whose (``vertex
+    """The report line for a compiler's or importer's note; ``origin`` says whose (``<backend>
     importer``), and the line keeps the note's code."""
     return ReportEntry(fidelity=_FROM_NOTE[note.kind], field=note.field, message=note.message, origin=origin,
                        code=note.code)

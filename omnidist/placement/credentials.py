@@ -40,7 +40,8 @@ class Line:
     fix: str = ""
 
     def text(self) -> str:
-        """``gcp (vertex): missing — run `gcloud auth application-default login`, …``."""
+        """``PROFILE (BACKEND): STATUS — DETAIL; FIX``: the fix (the cloud CLI's login command, say)
+        only when missing or refused."""
         said = "; ".join(part for part in (self.detail, self.fix if self.status in ("missing", "refused") else "")
                          if part)
         return f"{self.profile} ({self.backend}): {self.status}" + (f" — {said}" if said else "")

@@ -1,6 +1,6 @@
 """Submitting, with placement across profiles and the job ledger (SPEC §12).
 
-``omnidist.submit(job, profile="gcp,azure")`` (or a ``[groups.NAME]``) tries the profiles in turn:
+``omnidist.submit(job, profile="a,b")`` (or a ``[groups.NAME]``) tries the profiles in turn:
 a profile whose backend cannot express the job is skipped (saying why); the job is created on
 the first that can; when the cloud refuses the create for quota or capacity (its client says so:
 :meth:`omnidist.submission.clients.Client.shortage`), the next profile is tried. With
@@ -80,7 +80,7 @@ class Attempt:
     job_id: Optional[str] = None
 
     def line(self) -> str:
-        """``gcp (vertex): refused — …``."""
+        """``PROFILE (BACKEND): OUTCOME [JOB_ID] — REASON`` (the id once created)."""
         made = f" {self.job_id}" if self.job_id and self.outcome == "created" else ""
         return f"{self.profile} ({self.backend}): {self.outcome}{made}" + (f" — {self.reason}" if self.reason else "")
 

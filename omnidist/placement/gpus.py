@@ -38,7 +38,8 @@ class Offer:
     Attributes:
         accelerator: the portable name.
         backend: the backend (``None``: no installed backend offers the accelerator).
-        cloud: whose price list (``gcp``, ``aws``, ``azure``), when the catalog knows it.
+        cloud: whose price list (a vendor kit's cloud name, as ``omnidist gpus --cloud`` takes it),
+            when the catalog knows it.
         machine: the machine compile picks for ``per_node`` of them.
         per_node: accelerators per machine.
         on_demand_per_accelerator_hour: USD, ``None`` when unknown.

@@ -5,7 +5,7 @@ sub-folder ``step-<N>`` holding a completion marker (:data:`MARKER`). A save is 
 hidden temporary folder first and renamed into place, and the marker is written last, so a
 replica preempted in the middle of a save leaves either no ``step-<N>`` or one without the
 marker: :func:`latest_checkpoint` ignores both and a resumed job never reads half a checkpoint.
-(Cloud Storage FUSE cannot rename folders; there the save is copied into place instead, and
+(An object store's FUSE mount may not rename folders; there the save is copied into place instead, and
 the marker written last is what keeps it safe.)
 
 Where the folder is, per platform (:func:`checkpoint_dir`):
@@ -13,9 +13,10 @@ Where the folder is, per platform (:func:`checkpoint_dir`):
 - ``OMNIDIST_OUTPUT_checkpoints`` names a path (a bucket mount, a datastore mount,
   a Kubernetes volume, a folder the platform syncs with its object store, the run folder's
   ``outputs/checkpoints`` under ``omnidist run``): that path.
-- It names a ``gs://`` URI on a machine with Cloud Storage FUSE at ``/gcs``: the mount's path.
-- Inside SageMaker with no hint (a job written natively with ``CheckpointConfig``):
-  ``/opt/ml/checkpoints`` when it exists.
+- It names a URI that a platform mounts as a folder on this machine (a platform module's
+  ``BOUND.mounts``: an object store mounted through FUSE, say): the mount's path.
+- With no hint, inside a platform that syncs a checkpoint folder of its own (a job written
+  natively for it; a platform module's ``CHECKPOINT_PATH``): that folder when it exists.
 - Otherwise ``None``: the job declares no checkpoints.
 """
 

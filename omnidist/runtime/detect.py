@@ -5,34 +5,26 @@ its tables, how to recognise it and how to read it — live in its module under
 :mod:`omnidist.runtime.platforms`, which this module asks in their detection order (each
 module's ``ORDER``); the first platform present wins. The order, with the modules' orders:
 
-1. **Vertex AI** (``vertex``, 10) — ``CLUSTER_SPEC`` whose ``cluster`` has ``workerpool*`` keys.
-   Pools are positional: 0 primary, 1 workers, 2 parameter servers *or* reduction servers (the
-   platform does not say which: ``OMNIDIST_POOL2_ROLE`` does, else parameter servers),
-   3 evaluators.
-2. **AI Platform Training** (``ai_platform``, 20) — ``CLUSTER_SPEC`` whose ``cluster`` has
-   ``master`` or ``chief`` (plus ``worker``, ``ps``, ``evaluator``).
-3. **Azure ML** (``azure_ml``, 30) — any ``AZUREML_*`` variable but the SDK's client-side
-   ``AZUREML_CURRENT_CLOUD`` (every Azure ML process has ``AZUREML_RUN_ID``;
-   it is what tells Azure's PyTorch variables from a bare torchrun). Then by distribution:
-   MPI if any ``OMPI_COMM_WORLD_*`` is set (node rank = ``OMPI_COMM_WORLD_RANK //
-   OMPI_COMM_WORLD_LOCAL_SIZE``, master from ``AZ_BATCH_MASTER_NODE`` ``addr:port`` or
-   ``AZ_BATCHAI_MPI_MASTER_NODE``); TensorFlow if ``TF_CONFIG`` is set (``worker`` 0 is the
-   primary; an empty ``ps`` is fine); else the PyTorch variables (``MASTER_ADDR``,
-   ``MASTER_PORT``, ``WORLD_SIZE``, ``NODE_RANK``, ``RANK``, ``LOCAL_RANK``; none of them at
-   all means a single-node job).
-4. **Kubernetes** (``kubernetes``, 35) — a pod (``KUBERNETES_SERVICE_HOST``) with a training
+1. **The clouds' training services** (orders 10 to 30, a module each) — each recognised by what
+   only it sets: a ``CLUSTER_SPEC`` whose ``cluster`` names its pools by position or by task
+   type, a variable prefix of its own (less any variable its SDK also sets outside a job), a
+   resource configuration file; then read through the variables of the job's distribution
+   (``TF_CONFIG``, mpirun's ``OMPI_COMM_WORLD_*``, torch's ``MASTER_ADDR``…). Each module's
+   docstring says what it reads; :func:`omnidist.runtime.platforms.modules` lists them in this
+   order.
+2. **Kubernetes** (``kubernetes``, 35) — a pod (``KUBERNETES_SERVICE_HOST``) with a training
    operator's variables (``PET_NNODES``, ``TF_CONFIG``, or torch's without torchrun's).
-5. **A TPU slice's hosts** (``tpu``, 38) — ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES``, as
+3. **A TPU slice's hosts** (``tpu``, 38) — ``TPU_WORKER_ID`` and ``TPU_WORKER_HOSTNAMES``, as
    a managed Kubernetes TPU webhook, LeaderWorkerSet and KubeRay set them (worker id 0 is the primary; id i is
    worker i-1 with node rank i; one process per host).
-6. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` or
+4. **A bare TF_CONFIG** (``tf_config``, 40) — with ``master`` or
    ``environment: cloud`` a managed platform's, otherwise written by hand or a local launcher (platform
    ``local``). Without a ``chief``/``master``, ``worker`` 0 is the primary.
-7. **An MPI launcher** (``mpi``, 45) — ``OMPI_COMM_WORLD_*`` or ``PMI_RANK``/``PMI_SIZE`` (node
+5. **An MPI launcher** (``mpi``, 45) — ``OMPI_COMM_WORLD_*`` or ``PMI_RANK``/``PMI_SIZE`` (node
    rank = rank // local size; an MPI operator's ranks).
-8. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
+6. **torchrun** (``torchrun``, 50) — ``TORCHELASTIC_RUN_ID`` (node rank ``GROUP_RANK``,
    ``LOCAL_WORLD_SIZE``).
-9. **none** (``none``, last) — a single process.
+7. **none** (``none``, last) — a single process.
 
 Then, whatever the source, these refine the result:
 

@@ -35,10 +35,9 @@ class RuntimeContext:
     ``framework`` and ``source`` are additions.
 
     Attributes:
-        platform: the platform module that read it (:mod:`omnidist.runtime.platforms`):
-            ``vertex``, ``ai_platform``, ``azure_ml``, ``sagemaker``, ``kubernetes``, ``tpu`` (a TPU
-            slice's hosts), ``mpi``, ``torchrun`` or ``none``; ``local`` for a ``TF_CONFIG`` no
-            platform claims.
+        platform: the name of the platform module that read it (:mod:`omnidist.runtime.platforms`):
+            a cloud training service's, ``kubernetes``, ``tpu`` (a TPU slice's hosts), ``mpi``,
+            ``torchrun`` or ``none``; ``local`` for a ``TF_CONFIG`` no platform claims.
         role: ``primary``, ``worker``, ``parameter_server``, ``evaluator`` or ``reduction_server``.
         index: index of this replica within its role.
         node_rank: primary 0, worker ``i`` -> ``i + 1``; ``None`` for roles that do not train.
