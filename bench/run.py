@@ -99,6 +99,14 @@ def _interleaved(commands: dict[str, list[str]], runs: int, cwd: Path = ROOT,
     return {name: min(w for w, _ in values) for name, values in samples.items()}
 
 
+def _cpu_once(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
+    """The CPU time (user + system) of one run of ``argv``."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(argv, cwd=cwd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
 def cold_start(runs: int) -> list[Row]:
     """The CLI's start, as users run it: omnidist and its plugins installed from wheels in a fresh
     venv (:mod:`wheel_install`; an editable install's import hooks slow every start, the bare one's
@@ -122,8 +130,14 @@ def cold_start(runs: int) -> list[Row]:
         for cloud in CLOUDS:
             commands[f"compile {cloud}"] = [cli, "compile", _job_file(work, cloud), "--backend", cloud]
             commands[f"import {SDK_IMPORTS[cloud]}"] = [PY, "-c", f"import {SDK_IMPORTS[cloud]}"]
+        # The code cache (omnidist.codecache) lives in the run's own folder: the first compile after
+        # install fills it, as the first import after install writes .pyc files.
+        env = {**WHEEL_ENV, "OMNIDIST_CACHE_DIR": str(Path(tmp) / "code-cache")}
+        first = {cloud: _cpu_once(commands[f"compile {cloud}"], work,
+                                  {**env, "OMNIDIST_CACHE_DIR": str(Path(tmp) / f"empty-cache-{cloud}")})
+                 for cloud in CLOUDS}
         cpu: dict[str, float] = {}
-        t = _interleaved(commands, runs, cwd=work, env=WHEEL_ENV, cpu=cpu)
+        t = _interleaved(commands, runs, cwd=work, env=env, cpu=cpu)
     ms = lambda name: f"{t[name] * 1e3:.0f} ms"  # noqa: E731
     cpu_ms = lambda name: f"{cpu[name] * 1e3:.0f} ms CPU"  # noqa: E731
     floor = t["dependencies"]
@@ -142,6 +156,10 @@ def cold_start(runs: int) -> list[Row]:
         ratio = cpu[f"compile {cloud}"] / cpu["dependencies"]
         rows.append(Row(f"omnidist compile -b {cloud}, CPU time (user + system) / the floor's",
                         cpu_ms(f"compile {cloud}"), cpu_ms("dependencies"), ratio, "<= 1.4x", ratio <= 1.4))
+    for cloud in CLOUDS:  # informative: the one run after install that fills the code cache
+        rows.append(Row(f"omnidist compile -b {cloud}, first run after install (code cache empty), CPU time / "
+                        "the floor's", f"{first[cloud] * 1e3:.0f} ms CPU", cpu_ms("dependencies"),
+                        first[cloud] / cpu["dependencies"]))
     for cloud in CLOUDS:
         sdk, ours = t[f"import {SDK_IMPORTS[cloud]}"], t[f"compile {cloud}"]
         rows.append(Row(f"import {SDK_IMPORTS[cloud]} (development venv) / omnidist compile -b {cloud}",

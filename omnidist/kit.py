@@ -80,6 +80,7 @@ if TYPE_CHECKING:
     from omnidist.model.serde import parse_yaml
     from omnidist.model.limits import clipped_repr
     from omnidist.patterns import lazy_pattern
+    from omnidist.model.fields import as_tuple
     from omnidist.model.serde import read_document
     from omnidist.model.serde import structure
     from omnidist.model.tuning import PARAMETER_NAME
@@ -292,6 +293,7 @@ _NAMES: dict[str, str] = {
     "parse_yaml": "omnidist.model.serde",
     "clipped_repr": "omnidist.model.limits",
     "lazy_pattern": "omnidist.patterns",
+    "as_tuple": "omnidist.model.fields",
     "read_document": "omnidist.model.serde",
     "structure": "omnidist.model.serde",
     "PARAMETER_NAME": "omnidist.model.tuning",

@@ -26,6 +26,7 @@ from omnidist.local.environments import Slot
 from omnidist.local.gpus import VARIABLE as GPU_VARIABLE
 from omnidist.local.gpus import GpuAssignment, assign_gpus
 from omnidist.model.features import NoteCode
+from omnidist.model.fields import as_tuple
 from omnidist.model.job import DistributedJob
 from omnidist.model.limits import MAX_LOCAL_PROCESSES
 from omnidist.model.roles import TRAINING_ROLES, RoleName, effective_role, effective_roles, processes_per_node
@@ -50,7 +51,7 @@ class ReplicaSpec:
 
     role: str
     index: int
-    argv: tuple[str, ...] = attrs.field(converter=tuple)
+    argv: tuple[str, ...] = attrs.field(converter=as_tuple)
     env: dict[str, str]
     cwd: str
     process: Optional[int] = None

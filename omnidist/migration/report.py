@@ -11,6 +11,7 @@ import attrs
 from omnidist.backend.values import Note, NoteKind
 from omnidist.errors import UnsupportedFeatureError
 from omnidist.model.features import NoteCode
+from omnidist.model.fields import as_tuple
 
 
 class Fidelity(str, enum.Enum):
@@ -80,7 +81,7 @@ class MigrationReport:
 
     source: str
     target: str
-    entries: tuple[ReportEntry, ...] = attrs.field(converter=tuple)
+    entries: tuple[ReportEntry, ...] = attrs.field(converter=as_tuple)
 
     @property
     def breaks_strict(self) -> tuple[ReportEntry, ...]:

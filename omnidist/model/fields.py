@@ -81,7 +81,10 @@ def to_argv(value: Union[str, list, tuple, None]) -> Optional[tuple[str, ...]]:
 
 
 def as_tuple(items: Iterable[Any]) -> tuple[Any, ...]:
-    """``converter=tuple`` that type checkers read: the class takes any iterable (a list of notes)."""
+    """``converter=tuple`` that type checkers read: the class takes any iterable (a list of notes).
+
+    Also cheaper at start-up: attrs reads a converter's signature, and a builtin's (``tuple``) is
+    parsed from its text with :mod:`tokenize`, whose patterns compile on first use (~3 ms)."""
     return tuple(items)
 
 

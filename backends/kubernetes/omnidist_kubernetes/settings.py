@@ -11,7 +11,7 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist.kit import ClientSettings, Problem, ValidationError, canonical_accelerator, check_data_map
+from omnidist.kit import ClientSettings, Problem, ValidationError, as_tuple, canonical_accelerator, check_data_map
 from omnidist_k8s import quantities
 from omnidist_kubernetes import names
 from omnidist_kubernetes.tables import (
@@ -165,7 +165,7 @@ class KubernetesSettings(ClientSettings):
         default=SPOT_TOLERATIONS, converter=_dicts, validator=_tolerations)
     """Tolerations ``spot: true`` jobs get (GKE's spot taint by default)."""
     service_account: Optional[str] = attrs.field(default=None, validator=_check(names.dns_subdomain))
-    image_pull_secrets: tuple[str, ...] = attrs.field(default=(), converter=tuple, validator=_secrets)
+    image_pull_secrets: tuple[str, ...] = attrs.field(default=(), converter=as_tuple, validator=_secrets)
     shm_size: Optional[str] = attrs.field(default=None, validator=_shm)
     """Memory-backed ``/dev/shm`` per pod (a quantity, ``16Gi``); pods with several GPUs get 16Gi unless set."""
     restart_policy: Optional[str] = attrs.field(default=None, validator=_one_of(RESTART_POLICIES))
