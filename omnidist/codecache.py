@@ -34,6 +34,7 @@ import marshal
 import os
 import re
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from types import CodeType
 from typing import Any, Optional
@@ -91,7 +92,7 @@ class CodeCache:
             self._new = True
         else:
             self.hits += 1
-        self._used[slot] = entry  # type: ignore[assignment]  # set on both paths above
+        self._used[slot] = entry
         return code
 
     def save(self) -> None:
@@ -136,13 +137,22 @@ def _read(path: Optional[Path]) -> dict[Slot, tuple[str, bytes]]:
             and isinstance(entry[0], str) and isinstance(entry[1], bytes)}
 
 
-def cache_dir(environ: Optional[dict[str, str]] = None) -> Path:
-    """``$OMNIDIST_CACHE_DIR``, else ``$XDG_CACHE_HOME/omnidist``, else ``~/.cache/omnidist``."""
+def cache_dir(environ: Optional[Mapping[str, str]] = None) -> Path:
+    """``$OMNIDIST_CACHE_DIR``, else ``$XDG_CACHE_HOME/omnidist``, else ``~/.cache/omnidist``.
+
+    Raises:
+        RuntimeError: no home folder to keep a cache in (and neither variable set).
+    """
     env = os.environ if environ is None else environ
     if env.get("OMNIDIST_CACHE_DIR"):
         return Path(env["OMNIDIST_CACHE_DIR"]).expanduser()
-    base = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "omnidist"
+    xdg = env.get("XDG_CACHE_HOME", "")
+    if xdg and Path(xdg).is_absolute():  # the XDG rule: a relative value is ignored
+        return Path(xdg) / "omnidist"
+    home = Path.home()
+    if not home.is_absolute():  # "~" left unexpanded: no HOME and no password entry
+        raise RuntimeError("no home folder")
+    return home / ".cache" / "omnidist"
 
 
 _installed: Optional[CodeCache] = None

@@ -165,4 +165,17 @@ def test_the_salt_attrs_draws_per_process_does_not_defeat_the_cache(tmp_path):
 def test_the_cache_folder_follows_the_environment(tmp_path):
     assert codecache.cache_dir({"OMNIDIST_CACHE_DIR": str(tmp_path)}) == tmp_path
     assert codecache.cache_dir({"XDG_CACHE_HOME": str(tmp_path)}) == tmp_path / "omnidist"
+    assert codecache.cache_dir({"XDG_CACHE_HOME": "relative"}) == Path.home() / ".cache" / "omnidist"
     assert codecache.cache_dir({}) == Path.home() / ".cache" / "omnidist"
+
+
+def test_without_a_home_folder_nothing_is_cached(tmp_path):
+    environ = {k: v for k, v in os.environ.items() if k not in ("HOME", "OMNIDIST_CACHE_DIR", "XDG_CACHE_HOME",
+                                                                 "PYTHONDONTWRITEBYTECODE")}
+    code = ("import os, pwd; pwd.getpwuid = lambda uid: (_ for _ in ()).throw(KeyError(uid))\n"
+            "from omnidist import codecache\nimport omnidist.model.job\n"
+            "cache = codecache.install(); print(cache.path, cache.misses > 0)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=environ, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["None", "True"]
+    assert list(tmp_path.iterdir()) == []  # nothing written under a literal "~"
