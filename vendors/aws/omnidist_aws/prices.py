@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist.kit import BackendError, PriceSource, Vendor, price_value
 from omnidist.kit import PriceRow as Row
+from omnidist_aws import names
 
 if TYPE_CHECKING:
     from omnidist.kit import PriceFetcher
@@ -59,5 +60,6 @@ def _aws_price(terms: Mapping[str, Any]) -> Optional[float]:
 PRICE_LIST = PriceSource(name="aws", title="AWS Price List (Amazon SageMaker bulk offer file)",
                          url="https://pricing.us-east-1.amazonaws.com", env="OMNIDIST_AWS_PRICING_URL", read=from_aws)
 
-PRICES = Vendor(name=CLOUD, rows=Path(__file__).with_name("prices.csv"), sources=(PRICE_LIST,))
+PRICES = Vendor(name=CLOUD, rows=Path(__file__).with_name("prices.csv"), sources=(PRICE_LIST,),
+                registries=names.REGISTRIES, uri_schemes=names.URI_SCHEMES, secret_files=names.SECRET_FILES)
 """What this kit declares (entry point ``omnidist.vendors: aws``)."""

@@ -27,6 +27,7 @@ from omnidist.kit import (
 from omnidist.kit import (
     PriceRow as Row,
 )
+from omnidist_azure import names
 
 if TYPE_CHECKING:
     from omnidist.kit import PriceFetcher
@@ -85,5 +86,7 @@ RETAIL_PRICES = PriceSource(name="azure", title="Azure Retail Prices API", url="
 
 PRICES = Vendor(
     name=CLOUD, rows=Path(__file__).with_name("prices.csv"),
-    sources=(skypilot_source(CLOUD, VM_PRICES, "catalogs/v7/azure/vms.csv", "Azure VMs"), RETAIL_PRICES))
+    sources=(skypilot_source(CLOUD, VM_PRICES, "catalogs/v7/azure/vms.csv", "Azure VMs"), RETAIL_PRICES),
+    registries=names.REGISTRIES, uri_schemes=names.URI_SCHEMES, assets=(names.DATA_ASSET,),
+    secret_files=names.SECRET_FILES)
 """What this kit declares (entry point ``omnidist.vendors: azure``)."""

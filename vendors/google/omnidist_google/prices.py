@@ -34,6 +34,7 @@ from omnidist.kit import (
 from omnidist.kit import (
     PriceRow as Row,
 )
+from omnidist_google import names
 from omnidist_google.compute_engine import COMPUTE_ENGINE
 
 if TYPE_CHECKING:
@@ -171,5 +172,6 @@ PRICES = Vendor(
     name=CLOUD, rows=Path(__file__).with_name("prices.csv"),
     sources=(skypilot_source(CLOUD, COMPUTE_ENGINE_PRICES, "catalogs/v7/gcp/vms.csv", "Compute Engine VMs"),
              BILLING_CATALOG),
-    billing={"compute_engine": COMPUTE_ENGINE_BILLING})
+    billing={"compute_engine": COMPUTE_ENGINE_BILLING},
+    registries=names.REGISTRIES, uri_schemes=names.URI_SCHEMES, secret_files=names.SECRET_FILES)
 """What this kit declares (entry point ``omnidist.vendors: google``)."""
