@@ -25,6 +25,7 @@ from typing import Any, Optional
 
 import attrs
 
+from omnidist import vendors
 from omnidist.backend.values import Note, NoteKind
 from omnidist.errors import UnreadableLocationError, ValidationError
 from omnidist.model import data as jobdata
@@ -53,8 +54,8 @@ def check_data_map(instance: Any, attribute: attrs.Attribute, value: Mapping[str
     for source, target in value.items():
         path = f"{attribute.name}.{source}"
         if not source.strip() or not target.strip():
-            raise ValidationError("prefixes cannot be empty; write e.g. \"gs://bkt/\" = "
-                                  "\"azureml://datastores/ds/paths/\"", path=path)
+            raise ValidationError("prefixes cannot be empty; write e.g. \"scheme://bucket/\" = "
+                                  "\"other-scheme://bucket/data/\"", path=path)
         if source.endswith("/") != target.endswith("/"):
             raise ValidationError(f"{source!r} and {target!r} must both end in '/' (or neither): a prefix "
                                   "rewrite keeps what follows it", path=path)
@@ -101,13 +102,14 @@ def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnreadableLoc
     kind, to = scheme(uri), _example_target(reads)
     name = field.rsplit(".", 1)[-1]
     stand_in = None if to.startswith("./") else f"{to}{name}.tar.gz" if field == "code" else f"{to}{name}"
-    if is_asset(uri):
+    asset = vendors.asset_of(uri)
+    if asset is not None:
+        fetch = asset.fetch.format(name=asset.name(uri))
         return UnreadableLocationError(
-            field, backend, f"{uri} is a registered Azure ML data asset, and {backend} jobs read {reads}.",
-            f"Download it (az ml data download --name {uri.removeprefix('azureml:').split(':')[0].split('@')[0]}), "
-            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "{to.rstrip("/")}"}}.',
-            stand_in=stand_in)
-    source = {"gs": "gs://bkt/", "local": "./data/"}.get(kind, f'{uri.rsplit("/", 1)[0]}/')
+            field, backend, f"{uri} is {asset.title}, and {backend} jobs read {reads}.",
+            f"Download it ({fetch}), copy it there and map the reference in the profile, e.g. "
+            f'data_map = {{"{uri}" = "{to.rstrip("/")}"}}.', stand_in=stand_in)
+    source = "./data/" if kind == "local" else f'{uri.rsplit("/", 1)[0]}/'
     return UnreadableLocationError(
         Feature(field.split(".")[0]), backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
         f'Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{"{source}" = "{to}"}}.',
@@ -121,15 +123,16 @@ def _example_target(reads: str) -> str:
     """A prefix of the first kind of location ``reads`` names, for a ``data_map`` example."""
     found = _READ_SCHEME.search(reads)
     if found is None:
-        return "./data/" if "local" in reads else "gs://bkt/data/"
+        return "./data/" if "local" in reads else "scheme://bucket/data/"
     if found.group(2):
         return f"{found.group(1)}://datastores/ds/paths/"
     return f"{found.group(1)}://bkt/data/"
 
 
 def is_asset(uri: str) -> bool:
-    """True for a registered Azure ML asset (``azureml:name:1``, ``azureml:name@latest``), not a path."""
-    return uri.startswith("azureml:") and not uri.startswith("azureml://")
+    """True for a reference to registered data an installed vendor kit declares
+    (:class:`omnidist.vendors.AssetReference`), not a path nor a URI."""
+    return vendors.asset_of(uri) is not None
 
 
 def fill_code_hash(request: Any, sha256: str) -> Any:
@@ -147,7 +150,7 @@ def fill_code_hash(request: Any, sha256: str) -> Any:
 
 def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings_path: str,
                     notes: list[Note], *, object_name: str = CODE_OBJECT,
-                    form: str = "gs://BUCKET[/PATH]") -> str:
+                    form: str = "scheme://BUCKET[/PATH]") -> str:
     """Where a local code folder goes at submit (``<staging_bucket>/<object_name>``, by default
     ``omnidist/code/<sha256>.tar.gz``), with a note saying so.
 
@@ -157,7 +160,7 @@ def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings
         settings_path: where the backend's settings live (``backends.<name>``), for the error.
         notes: where the note goes.
         object_name: the object's name under the bucket, with :data:`CODE_HASH` in it.
-        form: how the backend's staging locations are written, for the error (``s3://BUCKET``).
+        form: how the backend's staging locations are written, for the error (``scheme://BUCKET``).
 
     Raises:
         ValidationError: no staging bucket is set (exit 2, naming the setting).
