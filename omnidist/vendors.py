@@ -133,10 +133,10 @@ class Vendor:
     rows: Path
     sources: tuple[PriceSource, ...] = ()
     billing: Mapping[str, Billing] = attrs.field(factory=dict, converter=as_dict)
-    registries: tuple[tuple[str, str], ...] = attrs.field(default=(), converter=tuple, validator=_patterns)
-    uri_schemes: tuple[str, ...] = attrs.field(default=(), converter=tuple)
-    assets: tuple[AssetReference, ...] = attrs.field(default=(), converter=tuple)
-    secret_files: tuple[str, ...] = attrs.field(default=(), converter=tuple)
+    registries: tuple[tuple[str, str], ...] = attrs.field(default=(), validator=_patterns)
+    uri_schemes: tuple[str, ...] = attrs.field(default=())
+    assets: tuple[AssetReference, ...] = ()
+    secret_files: tuple[str, ...] = ()
 
     @uri_schemes.validator
     def _schemes(self, attribute: attrs.Attribute, value: tuple[str, ...]) -> None:

@@ -131,7 +131,8 @@ class JobInput:
                 hint = f"; did you mean {close[0]!r}?" if close else "."
                 raise ValidationError(f"unknown key{hint} Allowed here: uri, mode", path=unknown[0])
             if not isinstance(raw.get("uri"), str):
-                raise ValidationError("required: the data's URI or path, e.g. uri: scheme://bucket/train or uri: ./data/train", path="uri")
+                raise ValidationError("required: the data's URI or path, e.g. uri: scheme://bucket/train or "
+                                      "uri: ./data/train", path="uri")
             return cls(uri=raw["uri"], mode=raw.get("mode", InputMode.RO_MOUNT))
         if isinstance(raw, str):
             return cls(uri=raw) if is_data(raw) else cls(value=raw)
