@@ -8,14 +8,15 @@ finds backends (:func:`omnidist.backend.registry.discover`), once per process:
 - placement reads its price rows and price lists (:mod:`omnidist.placement.vendors`);
 - what a program sees (:mod:`omnidist.migration.world`) reads its image registries' hosts and
   its object stores' URI schemes;
-- the job's data (:mod:`omnidist.model.data`, :mod:`omnidist.compiler.code_data`) reads its
-  registered-data references (:class:`AssetReference`), which only the vendor's own service
-  resolves;
+- a backend that cannot read a registered-data reference (:data:`omnidist.model.data.ASSET`)
+  says what it is and how to download it in the words of the kit that declares its store
+  (:class:`AssetReference`; :func:`omnidist.compiler.code_data.foreign_uri`);
 - packing a code folder (:mod:`omnidist.submission.code_files`) leaves out its tools' credential
   files (:attr:`Vendor.secret_files`).
 
-With no kit installed, every image registry is ``other``, no argv word is an object store's URI
-unless it is ``https://``, and only the core's vendor-neutral secret patterns apply.
+With no kit installed, every image registry is ``other`` (or Docker Hub), no argv word is an
+object store's URI unless it is ``https://``, a registered-data reference is refused in general
+words, and only the core's vendor-neutral secret patterns apply.
 """
 
 from __future__ import annotations
@@ -76,9 +77,10 @@ class AssetReference:
     refuses it saying how to fetch the data.
 
     Attributes:
-        prefix: how such a reference starts (matched whatever its case); a URI (``scheme://``)
-            never is one.
-        scheme: the kind of location a reference is (:func:`omnidist.model.data.scheme`).
+        prefix: how such a reference starts (``STORE:``, matched whatever its case); a URI
+            (``scheme://``) never is one.
+        scheme: the kind of location a reference is (:func:`omnidist.model.data.scheme`: its
+            ``STORE``, lower case).
         title: what one is, in words, for messages (``a registered data asset of …``).
         fetch: the command that downloads one, with ``{name}`` for the asset's name.
     """
@@ -89,8 +91,10 @@ class AssetReference:
     fetch: str
 
     def matches(self, text: str) -> bool:
-        """True when ``text`` is such a reference."""
-        return text.lower().startswith(self.prefix.lower()) and "://" not in text[:len(self.prefix) + 2]
+        """True when ``text`` is such a reference (:data:`omnidist.model.data.ASSET` with this prefix)."""
+        from omnidist.model.data import ASSET
+
+        return text.lower().startswith(self.prefix.lower()) and ASSET.match(text) is not None
 
     def name(self, text: str) -> str:
         """The asset's name in a reference (``NAME`` of ``PREFIX NAME:1`` or ``PREFIX NAME@latest``)."""
@@ -115,7 +119,10 @@ class Vendor:
     Attributes:
         name: the vendor, as the price catalog's ``cloud`` column names it.
         rows: the catalog file the kit ships (package data), in :data:`omnidist.placement.prices.COLUMNS`.
-        sources: the public lists ``omnidist catalog refresh`` rebuilds its rows from.
+        price_lists: where the public lists ``omnidist catalog refresh`` rebuilds its rows from
+            are declared: ``module:attribute`` naming a tuple of :class:`PriceSource`, imported
+            only when they are read (their readers need placement's code; the rest of this
+            declaration is read while compiling, so the module that names it stays light).
         billing: services billed straight from the vendor's own lists (its plain VMs), as
             backends declare theirs.
         registries: ``(host pattern, kind)`` of the vendor's image registries: a regular
@@ -131,7 +138,7 @@ class Vendor:
 
     name: str
     rows: Path
-    sources: tuple[PriceSource, ...] = ()
+    price_lists: str = ""
     billing: Mapping[str, Billing] = attrs.field(factory=dict, converter=as_dict)
     registries: tuple[tuple[str, str], ...] = attrs.field(default=(), validator=_patterns)
     uri_schemes: tuple[str, ...] = attrs.field(default=())

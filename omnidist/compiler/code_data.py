@@ -25,7 +25,6 @@ from typing import Any, Optional
 
 import attrs
 
-from omnidist import vendors
 from omnidist.backend.values import Note, NoteKind
 from omnidist.errors import UnreadableLocationError, ValidationError
 from omnidist.model import data as jobdata
@@ -102,11 +101,10 @@ def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnreadableLoc
     kind, to = scheme(uri), _example_target(reads)
     name = field.rsplit(".", 1)[-1]
     stand_in = None if to.startswith("./") else f"{to}{name}.tar.gz" if field == "code" else f"{to}{name}"
-    asset = vendors.asset_of(uri)
-    if asset is not None:
-        fetch = asset.fetch.format(name=asset.name(uri))
+    if is_asset(uri):
+        what, fetch = _asset_words(uri)
         return UnreadableLocationError(
-            field, backend, f"{uri} is {asset.title}, and {backend} jobs read {reads}.",
+            field, backend, f"{uri} is {what}, and {backend} jobs read {reads}.",
             f"Download it ({fetch}), copy it there and map the reference in the profile, e.g. "
             f'data_map = {{"{uri}" = "{to.rstrip("/")}"}}.', stand_in=stand_in)
     source = "./data/" if kind == "local" else f'{uri.rsplit("/", 1)[0]}/'
@@ -130,9 +128,22 @@ def _example_target(reads: str) -> str:
 
 
 def is_asset(uri: str) -> bool:
-    """True for a reference to registered data an installed vendor kit declares
-    (:class:`omnidist.vendors.AssetReference`), not a path nor a URI."""
-    return vendors.asset_of(uri) is not None
+    """True for a reference to registered data (:data:`omnidist.model.data.ASSET`: ``STORE:NAME:1``,
+    ``STORE:NAME@latest``), not a path nor a URI."""
+    return jobdata.ASSET.match(uri) is not None
+
+
+def _asset_words(uri: str) -> tuple[str, str]:
+    """What a registered-data reference is and how to download it, as the installed vendor kit
+    that declares its store says (:class:`omnidist.vendors.AssetReference`), else in general words."""
+    from omnidist import vendors
+
+    asset = vendors.asset_of(uri)
+    if asset is None:
+        store = scheme(uri)
+        return (f"a reference to data registered with a service ({store}:)",
+                f"with the tools of the service that resolves {store}: references")
+    return asset.title, asset.fetch.format(name=asset.name(uri))
 
 
 def fill_code_hash(request: Any, sha256: str) -> Any:

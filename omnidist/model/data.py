@@ -42,6 +42,13 @@ where (``file``: this machine; any other: a remote store or server)."""
 LOCAL_PREFIXES = ("./", "../", "/", "~/", ".\\", "..\\")
 """A string input starting with one of these is a local path (data), not a literal."""
 
+ASSET = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]):(?!//)"
+                   r"(?:[A-Za-z0-9_][\w.-]*(?::\d+|@[A-Za-z][\w.-]*)|/\S+)$")
+"""A reference to data registered with a service (``STORE:NAME:VERSION``, ``STORE:NAME@LABEL``,
+or ``STORE:/…`` a resource id): data, not a literal (``cuda:0`` stays one); its ``STORE`` is its
+scheme. Which service resolves it, and how to fetch it elsewhere, its vendor kit says
+(:class:`omnidist.vendors.AssetReference`)."""
+
 
 class InputMode(str, enum.Enum):
     """How a data input reaches the container: mounted read-only (default) or copied first."""
@@ -51,27 +58,16 @@ class InputMode(str, enum.Enum):
 
 
 def scheme(uri: str) -> str:
-    """The kind of a data location: a URI's scheme (lower case), the scheme of a registered-data
-    reference an installed vendor kit declares (:class:`omnidist.vendors.AssetReference`), or
-    ``local`` for a path."""
-    found = URI.match(uri)
-    if found:
-        return found.group(1).lower()
-    asset = _asset(uri)
-    return asset.scheme if asset else "local"
+    """The kind of a data location: a URI's scheme or a registered-data reference's store (lower
+    case), or ``local`` for a path."""
+    found = URI.match(uri) or ASSET.match(uri)
+    return found.group(1).lower() if found else "local"
 
 
 def is_data(text: str) -> bool:
     """True when a string input names data (a URI, a registered-data reference or a local path)
     rather than a literal."""
-    return (bool(URI.match(text)) or text.startswith(LOCAL_PREFIXES) or text in (".", "..")
-            or _asset(text) is not None)
-
-
-def _asset(text: str) -> Any:
-    from omnidist import vendors
-
-    return vendors.asset_of(text)
+    return bool(URI.match(text) or ASSET.match(text)) or text.startswith(LOCAL_PREFIXES) or text in (".", "..")
 
 
 def _literal(instance: Any, attribute: attrs.Attribute, value: Any) -> None:

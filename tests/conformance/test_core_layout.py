@@ -28,7 +28,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "omnidist.model.accelerators", "omnidist.model.limits"),
     ("omnidist.errors",),
     ("omnidist.model",),
-    ("omnidist.backend", "omnidist.config"),
+    ("omnidist.backend", "omnidist.config", "omnidist.vendors"),
     ("omnidist.compiler", "omnidist.recovery.endings"),
     ("omnidist.submission",),
     ("omnidist.api", "omnidist.local"),
