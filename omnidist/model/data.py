@@ -3,8 +3,8 @@
 ``inputs`` are data (a URI or a local path, mounted or downloaded) or literals (a number or
 a string substituted as text); ``outputs`` go to the backend's own output place (``default``)
 or to a URI. Command lines and environment values refer to them as ``${{inputs.NAME}}`` and
-``${{outputs.NAME}}`` (the syntax one of the clouds' job files uses), which each backend replaces with what its
-containers see (see :mod:`omnidist.compiler.code_data`).
+``${{outputs.NAME}}`` (the syntax one of the clouds' job files uses), which each backend
+replaces with what its containers see (see :mod:`omnidist.compiler.code_data`).
 
 This module holds the values and the pure text rules; :mod:`omnidist.model.job` uses them for
 the fields, :mod:`omnidist.compiler.code_data` for what backends do with them.
