@@ -220,8 +220,9 @@ if TYPE_CHECKING:
     from omnidist.placement.refresh import Fetcher as PriceFetcher
     from omnidist.placement.refresh import MAX_PAGES as PRICE_LIST_MAX_PAGES
     from omnidist.placement.prices import Row as PriceRow
-    from omnidist.placement.vendors import PriceSource
-    from omnidist.placement.vendors import Vendor
+    from omnidist.vendors import PriceSource
+    from omnidist.vendors import Vendor
+    from omnidist.vendors import AssetReference
     from omnidist.placement.refresh import portable_accelerator
     from omnidist.placement.refresh import price_value
     from omnidist.placement.refresh import shown_url
@@ -433,8 +434,9 @@ _NAMES: dict[str, str] = {
     "PriceFetcher": "omnidist.placement.refresh:Fetcher",
     "PRICE_LIST_MAX_PAGES": "omnidist.placement.refresh:MAX_PAGES",
     "PriceRow": "omnidist.placement.prices:Row",
-    "PriceSource": "omnidist.placement.vendors",
-    "Vendor": "omnidist.placement.vendors",
+    "PriceSource": "omnidist.vendors",
+    "Vendor": "omnidist.vendors",
+    "AssetReference": "omnidist.vendors",
     "portable_accelerator": "omnidist.placement.refresh",
     "price_value": "omnidist.placement.refresh",
     "shown_url": "omnidist.placement.refresh",

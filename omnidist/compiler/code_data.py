@@ -53,8 +53,8 @@ def check_data_map(instance: Any, attribute: attrs.Attribute, value: Mapping[str
     for source, target in value.items():
         path = f"{attribute.name}.{source}"
         if not source.strip() or not target.strip():
-            raise ValidationError("prefixes cannot be empty; write e.g. \"gs://bkt/\" = "
-                                  "\"azureml://datastores/ds/paths/\"", path=path)
+            raise ValidationError("prefixes cannot be empty; write e.g. \"scheme://bucket/\" = "
+                                  "\"other-scheme://bucket/data/\"", path=path)
         if source.endswith("/") != target.endswith("/"):
             raise ValidationError(f"{source!r} and {target!r} must both end in '/' (or neither): a prefix "
                                   "rewrite keeps what follows it", path=path)
@@ -102,12 +102,12 @@ def foreign_uri(field: str, backend: str, uri: str, reads: str) -> UnreadableLoc
     name = field.rsplit(".", 1)[-1]
     stand_in = None if to.startswith("./") else f"{to}{name}.tar.gz" if field == "code" else f"{to}{name}"
     if is_asset(uri):
+        what, fetch = _asset_words(uri)
         return UnreadableLocationError(
-            field, backend, f"{uri} is a registered Azure ML data asset, and {backend} jobs read {reads}.",
-            f"Download it (az ml data download --name {uri.removeprefix('azureml:').split(':')[0].split('@')[0]}), "
-            f'copy it there and map the reference in the profile, e.g. data_map = {{"{uri}" = "{to.rstrip("/")}"}}.',
-            stand_in=stand_in)
-    source = {"gs": "gs://bkt/", "local": "./data/"}.get(kind, f'{uri.rsplit("/", 1)[0]}/')
+            field, backend, f"{uri} is {what}, and {backend} jobs read {reads}.",
+            f"Download it ({fetch}), copy it there and map the reference in the profile, e.g. "
+            f'data_map = {{"{uri}" = "{to.rstrip("/")}"}}.', stand_in=stand_in)
+    source = "./data/" if kind == "local" else f'{uri.rsplit("/", 1)[0]}/'
     return UnreadableLocationError(
         Feature(field.split(".")[0]), backend, f"{uri} is a {kind} location, and {backend} jobs read {reads}.",
         f'Copy the data there and add a prefix rewrite to the profile, e.g. data_map = {{"{source}" = "{to}"}}.',
@@ -121,15 +121,29 @@ def _example_target(reads: str) -> str:
     """A prefix of the first kind of location ``reads`` names, for a ``data_map`` example."""
     found = _READ_SCHEME.search(reads)
     if found is None:
-        return "./data/" if "local" in reads else "gs://bkt/data/"
+        return "./data/" if "local" in reads else "scheme://bucket/data/"
     if found.group(2):
         return f"{found.group(1)}://datastores/ds/paths/"
     return f"{found.group(1)}://bkt/data/"
 
 
 def is_asset(uri: str) -> bool:
-    """True for a registered Azure ML asset (``azureml:name:1``, ``azureml:name@latest``), not a path."""
-    return uri.startswith("azureml:") and not uri.startswith("azureml://")
+    """True for a reference to registered data (:data:`omnidist.model.data.ASSET`: ``STORE:NAME:1``,
+    ``STORE:NAME@latest``), not a path nor a URI."""
+    return jobdata.ASSET.match(uri) is not None
+
+
+def _asset_words(uri: str) -> tuple[str, str]:
+    """What a registered-data reference is and how to download it, as the installed vendor kit
+    that declares its store says (:class:`omnidist.vendors.AssetReference`), else in general words."""
+    from omnidist import vendors
+
+    asset = vendors.asset_of(uri)
+    if asset is None:
+        store = scheme(uri)
+        return (f"a reference to data registered with a service ({store}:)",
+                f"with the tools of the service that resolves {store}: references")
+    return asset.title, asset.fetch.format(name=asset.name(uri))
 
 
 def fill_code_hash(request: Any, sha256: str) -> Any:
@@ -147,7 +161,7 @@ def fill_code_hash(request: Any, sha256: str) -> Any:
 
 def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings_path: str,
                     notes: list[Note], *, object_name: str = CODE_OBJECT,
-                    form: str = "gs://BUCKET[/PATH]") -> str:
+                    form: str = "scheme://BUCKET[/PATH]") -> str:
     """Where a local code folder goes at submit (``<staging_bucket>/<object_name>``, by default
     ``omnidist/code/<sha256>.tar.gz``), with a note saying so.
 
@@ -157,7 +171,7 @@ def staged_code_uri(job: DistributedJob, staging_bucket: Optional[str], settings
         settings_path: where the backend's settings live (``backends.<name>``), for the error.
         notes: where the note goes.
         object_name: the object's name under the bucket, with :data:`CODE_HASH` in it.
-        form: how the backend's staging locations are written, for the error (``s3://BUCKET``).
+        form: how the backend's staging locations are written, for the error (``scheme://BUCKET``).
 
     Raises:
         ValidationError: no staging bucket is set (exit 2, naming the setting).

@@ -167,7 +167,7 @@ def _tpus_have_their_own_interconnect(job: DistributedJob) -> Optional[Problem]:
     if job.interconnect is not Interconnect.INFINIBAND or tpu_role(job) is None:
         return None
     return Problem("interconnect",
-                   "a TPU slice's chips talk over their own inter-chip interconnect, and Google Cloud has no "
+                   "a TPU slice's chips talk over their own inter-chip interconnect, and TPU platforms offer no "
                    "InfiniBand; set interconnect: any")
 
 

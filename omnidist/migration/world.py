@@ -175,26 +175,23 @@ def shown(words: Sequence[str]) -> str:
 # --- helpers the backends' derivations share ------------------------------------------------------------
 
 
-_HOSTS: tuple[tuple[str, str], ...] = (
-    (r"\.dkr\.ecr\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$", "ecr"),
-    (r"^public\.ecr\.aws$", "ecr-public"),
-    (r"-docker\.pkg\.dev$", "artifact-registry"),
-    (r"(^|\.)gcr\.io$", "gcr"),
-    (r"\.azurecr\.io$", "acr"),
-    (r"^mcr\.microsoft\.com$", "mcr"),
-    (r"^(docker\.io|index\.docker\.io|registry-1\.docker\.io)$", "docker-hub"),
-)
-"""Registry host pattern -> the registry's kind."""
+_DOCKER_HUB = r"^(docker\.io|index\.docker\.io|registry-1\.docker\.io)$"
+"""Docker Hub's hosts (where a reference with no host is pulled from)."""
 
 
 def registry_of(image: str) -> str:
-    """The kind of registry an image reference points at (``ecr``, ``artifact-registry``, ``gcr``,
-    ``acr``, ``mcr``, ``docker-hub``, ``other``); a reference with no host is Docker Hub's."""
+    """The kind of registry an image reference points at: ``docker-hub`` (also for a reference
+    with no host), the kind an installed vendor kit declares for its host
+    (:attr:`omnidist.vendors.Vendor.registries`), else ``other``."""
+    from omnidist import vendors
+
     first, slash, _ = image.partition("/")
     if not slash or not ("." in first or ":" in first or first == "localhost"):
         return "docker-hub"
     host = first.split(":", 1)[0].lower()
-    return next((kind for pattern, kind in _HOSTS if re.search(pattern, host)), "other")
+    if re.search(_DOCKER_HUB, host):
+        return "docker-hub"
+    return next((kind for pattern, kind in vendors.registries() if re.search(pattern, host)), "other")
 
 
 def split_launcher(argv: Sequence[str]) -> tuple[Launcher, Optional[int], tuple[str, ...]]:
@@ -330,9 +327,14 @@ def env_list(items: Any) -> dict[str, str]:
     return found
 
 
-def uris_in(words: Sequence[str], schemes: tuple[str, ...] = ("gs://", "s3://", "azureml://", "https://",
-                                                              "abfss://", "wasbs://")) -> list[str]:
-    """The data URIs an argv names (``--data=URI`` or a bare ``URI``)."""
+def uris_in(words: Sequence[str], schemes: Optional[tuple[str, ...]] = None) -> list[str]:
+    """The data URIs an argv names (``--data=URI`` or a bare ``URI``): by default those of the
+    installed vendor kits' object stores (:attr:`omnidist.vendors.Vendor.uri_schemes`) and
+    ``https://`` downloads."""
+    if schemes is None:
+        from omnidist import vendors
+
+        schemes = (*vendors.uri_schemes(), "https://")
     found = []
     for word in words:
         value = word.partition("=")[2] if word.startswith("-") and "=" in word else word

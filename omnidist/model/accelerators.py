@@ -64,17 +64,17 @@ ACCELERATORS: tuple[AcceleratorInfo, ...] = (
     # ("32 or multiple of 32"; v2 Pods reach 512 cores, v3 Pods 2048); v5e and v6e
     # slices are the topologies the TPU platforms list, 1 to 256 chips; v4 and v5p
     # slices are 3-D topologies of 4-chip hosts, 2x2x1 (4 chips) to 16x16x16 (4096).
-    AcceleratorInfo("TPU-V2", "Google TPU v2", 8, ("TPU-V2-POD",), unit="core",
+    AcceleratorInfo("TPU-V2", "TPU v2", 8, ("TPU-V2-POD",), unit="core",
                     sizes=(8, *range(32, 513, 32))),
-    AcceleratorInfo("TPU-V3", "Google TPU v3", 16, ("TPU-V3-POD",), unit="core",
+    AcceleratorInfo("TPU-V3", "TPU v3", 16, ("TPU-V3-POD",), unit="core",
                     sizes=(8, *range(32, 2049, 32))),
-    AcceleratorInfo("TPU-V4", "Google TPU v4", 32, ("TPU-V4-PODSLICE",), unit="chip",
+    AcceleratorInfo("TPU-V4", "TPU v4", 32, ("TPU-V4-PODSLICE",), unit="chip",
                     sizes=(4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)),
-    AcceleratorInfo("TPU-V5E", "Google TPU v5e", 16, ("TPU-V5-LITE", "TPU-V5-LITEPOD", "V5LITEPOD"),
+    AcceleratorInfo("TPU-V5E", "TPU v5e", 16, ("TPU-V5-LITE", "TPU-V5-LITEPOD", "V5LITEPOD"),
                     unit="chip", sizes=(1, 4, 8, 16, 32, 64, 128, 256)),
-    AcceleratorInfo("TPU-V5P", "Google TPU v5p", 95, ("TPU-V5P-SLICE",), unit="chip",
+    AcceleratorInfo("TPU-V5P", "TPU v5p", 95, ("TPU-V5P-SLICE",), unit="chip",
                     sizes=(4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096)),
-    AcceleratorInfo("TPU-V6E", "Google TPU v6e", 32, ("TPU-V6E-SLICE",), unit="chip",
+    AcceleratorInfo("TPU-V6E", "TPU v6e", 32, ("TPU-V6E-SLICE",), unit="chip",
                     sizes=(1, 4, 8, 16, 32, 64, 128, 256)),
 )
 """The portable accelerators: GPUs sorted by name, then TPUs."""

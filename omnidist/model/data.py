@@ -2,9 +2,9 @@
 
 ``inputs`` are data (a URI or a local path, mounted or downloaded) or literals (a number or
 a string substituted as text); ``outputs`` go to the backend's own output place (``default``)
-or to a URI. Command lines and environment values refer to them with Azure ML's syntax,
-``${{inputs.NAME}}`` and ``${{outputs.NAME}}``, which each backend replaces with what its
-containers see (see :mod:`omnidist.compiler.code_data`).
+or to a URI. Command lines and environment values refer to them as ``${{inputs.NAME}}`` and
+``${{outputs.NAME}}`` (the syntax one of the clouds' job files uses), which each backend
+replaces with what its containers see (see :mod:`omnidist.compiler.code_data`).
 
 This module holds the values and the pure text rules; :mod:`omnidist.model.job` uses them for
 the fields, :mod:`omnidist.compiler.code_data` for what backends do with them.
@@ -27,32 +27,27 @@ NO_ACCELERATOR = "none"
 """A role's ``accelerator: none``: no accelerator, instead of inheriting the primary's."""
 
 REFERENCE = lazy_pattern(r"\$\{\{\s*(inputs|outputs)\.([A-Za-z_][A-Za-z0-9_]*)\s*\}\}")
-"""``${{inputs.NAME}}`` / ``${{outputs.NAME}}`` (Azure ML's syntax) in command, args and env."""
+"""``${{inputs.NAME}}`` / ``${{outputs.NAME}}`` in command, args and env."""
 
 DATA_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]{0,254}$")
-"""Input and output names: identifiers, as Azure ML requires of them."""
+"""Input and output names: identifiers (the strictest rule a backend has for them)."""
 
 MODULE_NAME = lazy_pattern(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
 """A dotted Python module name (``trainer.task``)."""
 
-URI_SCHEMES: dict[str, str] = {
-    "abfs://": "abfs",
-    "abfss://": "abfss",
-    "adl://": "adl",
-    "azureml:": "azureml",
-    "file://": "file",
-    "gs://": "gs",
-    "hdfs://": "hdfs",
-    "http://": "http",
-    "https://": "https",
-    "s3://": "s3",
-    "wasb://": "wasb",
-    "wasbs://": "wasbs",
-}
-"""URI prefix -> scheme: a string input starting with one of these is data, not a literal."""
+URI = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+"""A URI (``scheme://…``): a string input that is one is data, not a literal; its scheme says
+where (``file``: this machine; any other: a remote store or server)."""
 
 LOCAL_PREFIXES = ("./", "../", "/", "~/", ".\\", "..\\")
 """A string input starting with one of these is a local path (data), not a literal."""
+
+ASSET = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]):(?!//)"
+                   r"(?:[A-Za-z0-9_][\w.-]*(?::\d+|@[A-Za-z][\w.-]*)|/\S+)$")
+"""A reference to data registered with a service (``STORE:NAME:VERSION``, ``STORE:NAME@LABEL``,
+or ``STORE:/…`` a resource id): data, not a literal (``cuda:0`` stays one); its ``STORE`` is its
+scheme. Which service resolves it, and how to fetch it elsewhere, its vendor kit says
+(:class:`omnidist.vendors.AssetReference`)."""
 
 
 class InputMode(str, enum.Enum):
@@ -63,18 +58,16 @@ class InputMode(str, enum.Enum):
 
 
 def scheme(uri: str) -> str:
-    """The kind of a data location: a :data:`URI_SCHEMES` value, or ``local`` for a path."""
-    lowered = uri.lower()
-    for prefix, name in URI_SCHEMES.items():
-        if lowered.startswith(prefix):
-            return name
-    return "local"
+    """The kind of a data location: a URI's scheme or a registered-data reference's store (lower
+    case), or ``local`` for a path."""
+    found = URI.match(uri) or ASSET.match(uri)
+    return found.group(1).lower() if found else "local"
 
 
 def is_data(text: str) -> bool:
-    """True when a string input names data (a URI or a local path) rather than a literal."""
-    lowered = text.lower()
-    return lowered.startswith(tuple(URI_SCHEMES)) or text.startswith(LOCAL_PREFIXES) or text in (".", "..")
+    """True when a string input names data (a URI, a registered-data reference or a local path)
+    rather than a literal."""
+    return bool(URI.match(text) or ASSET.match(text)) or text.startswith(LOCAL_PREFIXES) or text in (".", "..")
 
 
 def _literal(instance: Any, attribute: attrs.Attribute, value: Any) -> None:
@@ -91,8 +84,8 @@ class JobInput:
     """One input: data at ``uri`` (with a ``mode``), or a literal ``value``.
 
     Example:
-        >>> JobInput.parse("gs://bucket/train").uri
-        'gs://bucket/train'
+        >>> JobInput.parse("scheme://bucket/train").uri
+        'scheme://bucket/train'
         >>> JobInput.parse(10).value
         10
     """
@@ -114,7 +107,7 @@ class JobInput:
 
     @property
     def scheme(self) -> Optional[str]:
-        """The data location's kind (``gs``, ``azureml``, ``https``, ``local``…); None for a literal."""
+        """The data location's kind (a URI's scheme such as ``https``, or ``local``); None for a literal."""
         return None if self.uri is None else scheme(self.uri)
 
     @property
@@ -134,7 +127,8 @@ class JobInput:
                 hint = f"; did you mean {close[0]!r}?" if close else "."
                 raise ValidationError(f"unknown key{hint} Allowed here: uri, mode", path=unknown[0])
             if not isinstance(raw.get("uri"), str):
-                raise ValidationError("required: the data's URI or path, e.g. uri: gs://bucket/train", path="uri")
+                raise ValidationError("required: the data's URI or path, e.g. uri: scheme://bucket/train or "
+                                      "uri: ./data/train", path="uri")
             return cls(uri=raw["uri"], mode=raw.get("mode", InputMode.RO_MOUNT))
         if isinstance(raw, str):
             return cls(uri=raw) if is_data(raw) else cls(value=raw)
@@ -192,7 +186,7 @@ class JobOutput:
                 raise ValidationError("unknown key. Allowed here: uri", path=unknown[0])
             if isinstance(raw.get("uri"), str) and raw["uri"].strip():
                 return cls(uri=raw["uri"])
-            raise ValidationError("required: where the output goes, e.g. uri: gs://bucket/out", path="uri")
+            raise ValidationError("required: where the output goes, e.g. uri: scheme://bucket/out", path="uri")
         raise ValidationError(f"expected default or {{uri: …}}, got {raw!r}")
 
     def to_data(self) -> Any:
@@ -280,8 +274,8 @@ def undeclared(job: Any, also_declared: Optional[Mapping[str, Any]] = None) -> l
     """A problem for each reference to an input or output the job does not declare.
 
     Args:
-        also_declared: ``{"inputs": names, "outputs": names}`` declared elsewhere (Azure ML's
-            own ``backends.azure_ml.inputs``, which imported jobs carry).
+        also_declared: ``{"inputs": names, "outputs": names}`` declared elsewhere (a backend's own
+            settings, ``backends.<name>.inputs``, which jobs imported from its files carry).
     """
     problems: list[Problem] = []
     extra = also_declared or {}

@@ -1,6 +1,6 @@
 """``omnidist catalog refresh``: rebuild price rows from the vendors' public price lists.
 
-The lists are the installed vendor kits' (:attr:`omnidist.placement.vendors.Vendor.sources`), each
+The lists are the installed vendor kits' (:attr:`omnidist.vendors.Vendor.price_lists`), each
 read in its documented shape by the kit's reader. This module is what they share: the HTTP
 reading (:class:`Fetcher`), the reader of the ``skypilot-org/skypilot-catalog`` CSVs that several
 vendors' machines are priced in (:func:`skypilot_rows`), and the driver (:func:`refresh`).

@@ -1,21 +1,21 @@
 """``report()``: training code tells the platform's tuner how a trial is doing (SPEC §8).
 
-Standard library only (``mlflow`` is imported on Azure ML when it is there). Where the metrics
-go, the first that applies wins:
+Standard library only (``mlflow`` is imported where the platform's tuner reads it, when it is
+there). Where the metrics go, the first that applies wins:
 
 1. ``OMNIDIST_METRICS_FILE`` is set (``omnidist run`` sets it for each local trial): one JSON
    object per line, ``{"metrics": {...}, "step": …, "trial": …, "time": …}``, appended.
-2. A platform whose module says ``METRICS = "hypertune"`` (Vertex AI, AI Platform), or
-   ``CLOUD_ML_HP_METRIC_FILE`` / ``CLOUD_ML_TRIAL_ID`` is set: the file the Google tuning
+2. A platform whose module says ``METRICS = "hypertune"``, or
+   ``CLOUD_ML_HP_METRIC_FILE`` / ``CLOUD_ML_TRIAL_ID`` is set: the file that platform's tuning
    service reads, written exactly as the ``cloudml-hypertune`` package writes it: ``$CLOUD_ML_HP_METRIC_FILE`` (default
    ``/tmp/hypertune/output.metrics``) is rewritten on every report with this process's last 100
    entries, one JSON object per line with sorted keys: ``{"<metric>": "0.91", "checkpoint_path": "",
    "global_step": "100", "timestamp": 1525851440.12, "trial": "3"}`` (values as strings, ``trial``
    from ``CLOUD_ML_TRIAL_ID``, default ``"0"``), one entry per metric (cloudml-hypertune 0.1.0.dev6).
-3. A platform whose module says ``METRICS = "mlflow"`` (Azure ML): ``mlflow.log_metric(name,
-   value, step=step)``, which the sweep reads as its ``primary_metric``; without ``mlflow`` installed, a
-   warning says so (nothing crashes).
-4. A platform whose module says ``METRICS = "logs"`` (SageMaker): one line per metric on standard
+3. A platform whose module says ``METRICS = "mlflow"``: ``mlflow.log_metric(name, value,
+   step=step)``, which the sweep reads as its ``primary_metric``; without ``mlflow`` installed, a
+   warning says so in the platform's words (its module's ``MLFLOW_MISSING``; nothing crashes).
+4. A platform whose module says ``METRICS = "logs"``: one line per metric on standard
    output, ``[omnidist] metric accuracy=0.91 step=100``
    (:func:`omnidist.runtime.trials.metric_line`), which the tuner reads from the job's logs with the
    pattern the compiler gave it (:func:`omnidist.runtime.trials.metric_regex`).
@@ -100,13 +100,17 @@ def write_hypertune(env: Mapping[str, str], metrics: dict[str, float], step: Opt
     return path
 
 
-def log_mlflow(metrics: dict[str, float], step: Optional[int]) -> bool:
-    """``mlflow.log_metric`` each metric; False (and a warning) when mlflow is not installed."""
+MLFLOW_MISSING = "the platform's tuner cannot see {metrics}; add mlflow to the job's environment"
+"""What the warning says without mlflow, unless the platform's module says it its own way."""
+
+
+def log_mlflow(metrics: dict[str, float], step: Optional[int], missing: str = MLFLOW_MISSING) -> bool:
+    """``mlflow.log_metric`` each metric; False (and a warning, ``missing`` with ``{metrics}``
+    filled in) when mlflow is not installed."""
     try:
         import mlflow
     except ImportError:
-        _warn(f"mlflow is not installed, so the Azure ML sweep cannot see {', '.join(metrics)}; add mlflow and "
-              "azureml-mlflow to the job's environment")
+        _warn("mlflow is not installed, so " + missing.format(metrics=", ".join(metrics)))
         return False
     for name, value in metrics.items():
         mlflow.log_metric(name, value, step=step)
@@ -148,7 +152,8 @@ def report(step: Optional[int] = None, **metrics: float) -> str:
     values = _checked(step, metrics)
     env = os.environ
     ctx = context(env)
-    channel = getattr(platforms.named(ctx.platform), "METRICS", None)
+    module = platforms.named(ctx.platform)
+    channel = getattr(module, "METRICS", None)
     if env.get(METRICS_FILE):
         write_local(env[METRICS_FILE], values, step, ctx.trial)
         return "local"
@@ -156,7 +161,7 @@ def report(step: Optional[int] = None, **metrics: float) -> str:
         write_hypertune(env, values, step)
         return HYPERTUNE
     if channel == MLFLOW:
-        return MLFLOW if log_mlflow(values, step) else "none"
+        return MLFLOW if log_mlflow(values, step, getattr(module, "MLFLOW_MISSING", MLFLOW_MISSING)) else "none"
     if channel == LOGS:
         print_metrics(values, step)
         return LOGS

@@ -3,15 +3,17 @@ no link that leaves the folder, no well-known secret file unless the job lists i
 
 - Ignore files are read in every folder, as git reads ``.gitignore`` (a nested one's patterns
   are relative to its folder; deeper files win). A folder with a ``.amlignore`` is read through
-  it instead of its ``.gitignore`` (Azure ML's rule, applied at every level); the scan says so.
+  it instead of its ``.gitignore`` (the rule of the one cloud that reads that file, applied at
+  every level and for every backend); the scan says so.
   A line git accepts but reads as matching nothing (``!`` alone, a trailing ``\\``, ``[z-a]``) matches
   nothing here too.
 - A symbolic link is never followed out of the folder: a link whose target is outside (``ln -s
   /etc/passwd``, ``~/.ssh/id_rsa``) is left out and named in a warning. A link to a file inside
   ships that file's bytes under the link's name, unless that file is a secret; a link to a folder
   is not followed (its files ship from where they are).
-- Well-known secret files (:data:`SECRET_PATTERNS`: ``.env``, private keys, cloud credentials,
-  ``.netrc``…) are left out and listed in a warning, unless the job's ``ship_secrets`` names them.
+- Well-known secret files (:func:`secret_patterns`: ``.env``, private keys, ``.netrc``, the
+  credential files every installed vendor kit declares…) are left out and listed in a warning,
+  unless the job's ``ship_secrets`` names them.
 - A file whose name is not UTF-8 is left out and named (no cloud stores such a name).
 
 Every other file ships, with its size and time recorded so that packing can tell if it changed.
@@ -31,7 +33,8 @@ import attrs
 log = logging.getLogger("omnidist.submission.packaging")
 
 IGNORE_FILES = (".amlignore", ".gitignore")
-"""Ignore files read in each folder, the first found wins (Azure ML's rule, so every cloud ships the same files)."""
+"""Ignore files read in each folder, the first found wins (one cloud's rule, kept for every backend so
+that every cloud ships the same files)."""
 
 NEVER_SHIPPED = ".git"
 """A folder of this name never ships, whatever the ignore files say."""
@@ -44,20 +47,29 @@ SECRET_PATTERNS: tuple[str, ...] = (
     # private keys and keystores (and their copies: id_rsa.bak, id_rsa.old)
     "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12",
     "*.pfx", "*.jks", "*.keystore", "*.ppk", "*.gpg",
-    # cloud and tool credentials
+    # cloud and tool credentials (each vendor kit adds its own tools' files: secret_patterns)
     "credentials.json", "credentials", "credentials.db", "client_secret*.json", "service-account*.json",
     "service_account*.json", "application_default_credentials.json", "adc.json", "access_tokens.db",
-    "legacy_credentials/", "gcloud/", ".boto", ".s3cfg", ".dockercfg", ".terraformrc", "terraform.rc",
+    "legacy_credentials/", ".s3cfg", ".dockercfg", ".terraformrc", "terraform.rc",
     "*.tfstate", "*.tfstate.backup", "*.tfvars", "*.tfvars.json", "kubeconfig", "kubeconfig.*", "*.kubeconfig",
-    # credential folders, and a file of the same name (a copied-in .ssh, .aws…)
-    ".ssh", ".aws", ".azure", ".gnupg", ".kube", ".docker/config.json", ".config/gcloud/",
-    # templates and public halves are not secrets
-    "!.env.example", "!.env.sample", "!.env.template", "!*.pub", "!*.example.*",
+    # credential folders, and a file of the same name (a copied-in .ssh, .kube…)
+    ".ssh", ".gnupg", ".kube", ".docker/config.json",
 )
-"""Files left out of every code archive unless the job's ``ship_secrets`` names them (gitignore
-patterns: a name without ``/`` matches at any depth, ``dir/`` everything under such a folder). They
-are matched whatever the case of the file's name (``.ENV``, ``ID_RSA``, ``server.PEM`` are secrets
-too, as on a file system that ignores case)."""
+"""Files left out of every code archive unless the job's ``ship_secrets`` names them, whatever
+vendor kits are installed (gitignore patterns: a name without ``/`` matches at any depth, ``dir/``
+everything under such a folder). They are matched whatever the case of the file's name (``.ENV``,
+``ID_RSA``, ``server.PEM`` are secrets too, as on a file system that ignores case)."""
+
+NOT_SECRETS: tuple[str, ...] = ("!.env.example", "!.env.sample", "!.env.template", "!*.pub", "!*.example.*")
+"""Templates and public halves are not secrets, whoever's pattern they match (read last)."""
+
+
+def secret_patterns() -> tuple[str, ...]:
+    """What a scan leaves out as secrets: :data:`SECRET_PATTERNS`, the credential files of every
+    installed vendor kit (:attr:`omnidist.vendors.Vendor.secret_files`), then :data:`NOT_SECRETS`."""
+    from omnidist import vendors
+
+    return (*SECRET_PATTERNS, *vendors.secret_files(), *NOT_SECRETS)
 
 
 @attrs.frozen(kw_only=True)
@@ -121,7 +133,7 @@ class Scan:
                          "rename them")
         for folder in self.replaced:
             found.append(f"{folder}.amlignore decides what ships from {folder or 'the code folder'}; the .gitignore "
-                         "beside it is not read (Azure ML's rule)")
+                         "beside it is not read (the rule of the cloud that reads .amlignore, kept everywhere)")
         if self.unreadable_lines:
             found.append(f"ignore-file lines that match nothing (git reads them so too): "
                          f"{', '.join(self.unreadable_lines)}")
@@ -219,7 +231,7 @@ def scan(folder: Path, ship_secrets: Sequence[str] = ()) -> Scan:
             ``ship_secrets``).
     """
     root = os.path.realpath(folder)
-    secret = _spec(SECRET_PATTERNS)
+    secret = _spec(secret_patterns())
     allowed = _spec(list(ship_secrets))
     found: dict[str, list[str]] = {"replaced": [], "bad": []}
     rules: dict[str, tuple[list[str], Any]] = {}

@@ -104,9 +104,9 @@ def test_the_code_hash_is_filled_in_everywhere():
 
 @pytest.mark.parametrize("backend, reads, example", [
     ("sagemaker", "Amazon S3 (s3://BUCKET/PATH, as a channel at /opt/ml/input/data/NAME)",
-     'data_map = {"gs://bkt/" = "s3://bkt/data/"}'),
-    ("azure_ml", "azureml://datastores/… paths, Azure Storage", 'data_map = {"gs://bkt/" = "azureml://datastores/ds/paths/"}'),
-    ("local", "code from a local folder", 'data_map = {"gs://bkt/" = "./data/"}'),
+     'data_map = {"gs://b/x/" = "s3://bkt/data/"}'),
+    ("azure_ml", "azureml://datastores/… paths, Azure Storage", 'data_map = {"gs://b/x/" = "azureml://datastores/ds/paths/"}'),
+    ("local", "code from a local folder", 'data_map = {"gs://b/x/" = "./data/"}'),
 ])
 def test_the_data_map_example_maps_to_what_the_backend_reads(backend, reads, example):
     from omnidist.compiler.code_data import foreign_uri

@@ -29,7 +29,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
      "omnidist.codecache"),
     ("omnidist.errors",),
     ("omnidist.model",),
-    ("omnidist.backend", "omnidist.config"),
+    ("omnidist.backend", "omnidist.config", "omnidist.vendors"),
     ("omnidist.compiler", "omnidist.recovery.endings"),
     ("omnidist.submission",),
     ("omnidist.api", "omnidist.local"),

@@ -47,29 +47,10 @@ infrastructure; the backend of that name is held by ``test_the_core_names_no_bac
 
 PATTERN = re.compile("|".join(f"(?:{p})" for p in PRODUCTS), re.IGNORECASE)
 
-CODE_ALLOWED: dict[str, tuple[int, str]] = {
-    "model/data.py": (10, "a data URI's scheme tells a cloud location from a local path for every backend and the "
-                          "local emulator (SPEC §data); the examples in its two messages show one"),
-    "compiler/code_data.py": (9, "data_map's messages show a prefix rewrite between two stores, and a registered "
-                                  "asset reference (azureml:name:1) is refused by every other backend here"),
-    "compiler/lowering.py": (1, "the InfiniBand refusal of a TPU job says why, in the words of its golden report"),
-    "model/accelerators.py": (6, "a TPU's model name, as its maker names it (as 'NVIDIA A100' for a GPU)"),
-    "runtime/reporting.py": (2, "in-container metric reporting tells the user which package its tuning service "
-                                "reads; moving it belongs with runtime/platforms"),
-    "submission/code_files.py": (6, "credential folders (~/.aws, ~/.azure, ~/.config/gcloud) are never packed "
-                                    "into a code archive, whatever the backend (nor the SDKs' credential files: "
-                                    ".boto, gcloud/); and one ignore rule's origin"),
-    "migration/world.py": (8, "what a program sees names the registries an image is pulled from (a registry "
-                              "host's pattern) and the data URI schemes an argv word may be: shared by every "
-                              "backend's World; the next step moves each pattern to its vendor kit"),
-}
+CODE_ALLOWED: dict[str, tuple[int, str]] = {}
 """File -> (how many code mentions it may hold, why). Small on purpose: a new one needs a reason."""
 
 PROSE_DEBT: dict[str, int] = {
-    "compiler/code_data.py": 4,
-    "model/data.py": 8,
-    "runtime/reporting.py": 6,
-    "submission/code_files.py": 3,
 }
 """File -> how many docstring and comment mentions it may still hold (may only go down)."""
 

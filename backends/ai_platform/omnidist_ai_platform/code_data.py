@@ -158,7 +158,7 @@ def _package(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
                               path=f"{SETTINGS}.{taken[0]}")
     folder = code_folder(job)
     if folder is not None:
-        uri = staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
+        uri = staged_code_uri(job, settings.staging_bucket, SETTINGS, notes, form="gs://BUCKET[/PATH]")
     elif job.code.startswith("gs://") and is_package(job.code):
         uri = job.code
     elif job.code.startswith("gs://"):

@@ -217,7 +217,7 @@ def _code(job: DistributedJob, settings: VertexSettings, notes: list[Note]) -> t
             Feature.CODE, BACKEND, "a job with code needs a command or a module to run it; the image's ENTRYPOINT "
             "cannot be pointed at the code folder.", "Set module (python -m …) or command.")
     if folder is not None:
-        uri = staged_code_uri(job, settings.staging_bucket, SETTINGS, notes)
+        uri = staged_code_uri(job, settings.staging_bucket, SETTINGS, notes, form="gs://BUCKET[/PATH]")
         archive = True
     else:
         uri, archive = job.code, is_package(job.code)

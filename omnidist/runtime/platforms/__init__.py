@@ -28,7 +28,9 @@ argument names), ``default_model_dir()`` (where the model goes when nothing name
 ``inputs(env)`` (input name -> where it is, from the platform's own variables),
 ``launched_by(ctx, env)`` (the platform already started this process as one of several on its
 node: why, else ``None``). For tuning: ``METRICS`` (where the platform's tuner reads a trial's
-metrics: ``"hypertune"``, ``"mlflow"`` or ``"logs"``, see :mod:`omnidist.runtime.reporting`), ``trial_id(env)``
+metrics: ``"hypertune"``, ``"mlflow"`` or ``"logs"``, see :mod:`omnidist.runtime.reporting`),
+``MLFLOW_MISSING`` (what :func:`~omnidist.runtime.reporting.report` warns, with ``{metrics}``, when
+its ``"mlflow"`` channel finds mlflow missing: the packages the platform's tuner needs), ``trial_id(env)``
 (the trial this process belongs to, where the platform says it its own way) and
 ``emulate_trial(env, trial, params)`` (the variables a trial's process gets, for local tuning).
 ``PREEMPTION_GRACE_S``: the seconds a preempted replica has between SIGTERM and its machine's

@@ -86,6 +86,9 @@ SWEEP_PREFIX = "AZUREML_SWEEP_"
 METRICS = MLFLOW
 """An Azure ML sweep reads its ``primary_metric`` from the trials' MLflow metrics."""
 
+MLFLOW_MISSING = "the Azure ML sweep cannot see {metrics}; add mlflow and azureml-mlflow to the job's environment"
+"""What ``report()`` warns without mlflow: the sweep reads metrics through mlflow and its Azure ML plugin."""
+
 HINTS_PER_ROLE: Optional[bool] = False
 """The hints, once: one environment for all nodes."""
 

@@ -8,17 +8,14 @@ SageMaker ``ml.*`` instance list) and the list ``omnidist catalog refresh`` read
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
-from omnidist.kit import BackendError, PriceSource, Vendor, price_value
+from omnidist.kit import BackendError, PriceSource, price_value
 from omnidist.kit import PriceRow as Row
+from omnidist_aws.vendor import CLOUD
 
 if TYPE_CHECKING:
     from omnidist.kit import PriceFetcher
-
-CLOUD = "aws"
-"""This vendor, as the price catalog's ``cloud`` column names it."""
 
 SAGEMAKER_PRICES = "amazon_sagemaker"
 """The price list of SageMaker's ``ml.*`` instances (the catalog's ``service``)."""
@@ -59,5 +56,5 @@ def _aws_price(terms: Mapping[str, Any]) -> Optional[float]:
 PRICE_LIST = PriceSource(name="aws", title="AWS Price List (Amazon SageMaker bulk offer file)",
                          url="https://pricing.us-east-1.amazonaws.com", env="OMNIDIST_AWS_PRICING_URL", read=from_aws)
 
-PRICES = Vendor(name=CLOUD, rows=Path(__file__).with_name("prices.csv"), sources=(PRICE_LIST,))
-"""What this kit declares (entry point ``omnidist.vendors: aws``)."""
+PRICE_LISTS = (PRICE_LIST,)
+"""The lists ``omnidist catalog refresh`` reads for this kit (named by :data:`omnidist_aws.vendor.VENDOR`)."""

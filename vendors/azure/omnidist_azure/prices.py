@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist.kit import (
     PRICE_LIST_MAX_PAGES,
     BackendError,
     PriceSource,
-    Vendor,
     price_value,
     shown_url,
     skypilot_source,
@@ -27,12 +25,10 @@ from omnidist.kit import (
 from omnidist.kit import (
     PriceRow as Row,
 )
+from omnidist_azure.vendor import CLOUD
 
 if TYPE_CHECKING:
     from omnidist.kit import PriceFetcher
-
-CLOUD = "azure"
-"""This vendor, as the price catalog's ``cloud`` column names it."""
 
 VM_PRICES = "azure_vm"
 """The price list of Azure VMs (the catalog's ``service``)."""
@@ -83,7 +79,5 @@ def from_azure(fetch: PriceFetcher, base: str, regions: Optional[Sequence[str]],
 RETAIL_PRICES = PriceSource(name="azure", title="Azure Retail Prices API", url="https://prices.azure.com",
                             env="OMNIDIST_AZURE_PRICES_URL", read=from_azure)
 
-PRICES = Vendor(
-    name=CLOUD, rows=Path(__file__).with_name("prices.csv"),
-    sources=(skypilot_source(CLOUD, VM_PRICES, "catalogs/v7/azure/vms.csv", "Azure VMs"), RETAIL_PRICES))
-"""What this kit declares (entry point ``omnidist.vendors: azure``)."""
+PRICE_LISTS = (skypilot_source(CLOUD, VM_PRICES, "catalogs/v7/azure/vms.csv", "Azure VMs"), RETAIL_PRICES)
+"""The lists ``omnidist catalog refresh`` reads for this kit (named by :data:`omnidist_azure.vendor.VENDOR`)."""

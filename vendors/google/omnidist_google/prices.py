@@ -10,7 +10,7 @@ module: Compute Engine, Vertex AI and GKE lists) and the lists ``omnidist catalo
   points it elsewhere.
 
 How the services on Google Cloud bill from these lists is each backend's to say; this kit says
-only how plain Compute Engine VMs bill (:data:`COMPUTE_ENGINE_BILLING`).
+only how plain Compute Engine VMs bill (:data:`omnidist_google.vendor.COMPUTE_ENGINE_BILLING`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,12 @@ from __future__ import annotations
 import re
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
 from omnidist.kit import (
     PRICE_LIST_MAX_PAGES,
     BackendError,
-    Billing,
     PriceSource,
-    Vendor,
     portable_accelerator,
     shown_url,
     skypilot_source,
@@ -35,22 +32,13 @@ from omnidist.kit import (
     PriceRow as Row,
 )
 from omnidist_google.compute_engine import COMPUTE_ENGINE
+from omnidist_google.vendor import CLOUD, COMPUTE_ENGINE_PRICES
 
 if TYPE_CHECKING:
     from omnidist.kit import PriceFetcher
 
-CLOUD = "gcp"
-"""This vendor, as the price catalog's ``cloud`` column names it."""
-
-COMPUTE_ENGINE_PRICES = "compute_engine"
-"""The price list of Compute Engine VMs and GPUs (the catalog's ``service``)."""
-
 COMPUTE_ENGINE_SERVICE = "services/6F81-5844-456A"
 """Compute Engine's service in the Cloud Billing Catalog."""
-
-COMPUTE_ENGINE_BILLING = Billing(prices=COMPUTE_ENGINE_PRICES, gpus_apart=True,
-                                 rule="Compute Engine VMs; GPUs billed apart")
-"""How a plain Compute Engine VM bills (GPUs are SKUs of their own, added per GPU)."""
 
 _GPU = re.compile(r"^Nvidia (?:Tesla )?(?P<model>[A-Z]\d+)(?: (?P<memory>\d+)GB)?(?P<mega> Mega)?(?: Plus)? GPU",
                   re.I)
@@ -167,9 +155,6 @@ BILLING_CATALOG = PriceSource(
     name="gcp", title="GCP Cloud Billing Catalog API (Compute Engine)", url="https://cloudbilling.googleapis.com",
     env="OMNIDIST_GCP_BILLING_URL", key_env="OMNIDIST_GCP_API_KEY", read=from_gcp)
 
-PRICES = Vendor(
-    name=CLOUD, rows=Path(__file__).with_name("prices.csv"),
-    sources=(skypilot_source(CLOUD, COMPUTE_ENGINE_PRICES, "catalogs/v7/gcp/vms.csv", "Compute Engine VMs"),
-             BILLING_CATALOG),
-    billing={"compute_engine": COMPUTE_ENGINE_BILLING})
-"""What this kit declares (entry point ``omnidist.vendors: google``)."""
+PRICE_LISTS = (skypilot_source(CLOUD, COMPUTE_ENGINE_PRICES, "catalogs/v7/gcp/vms.csv", "Compute Engine VMs"),
+               BILLING_CATALOG)
+"""The lists ``omnidist catalog refresh`` reads for this kit (named by :data:`omnidist_google.vendor.VENDOR`)."""
