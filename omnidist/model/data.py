@@ -13,6 +13,7 @@ the fields, :mod:`omnidist.compiler.code_data` for what backends do with them.
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Optional, Union
 
@@ -42,8 +43,8 @@ where (``file``: this machine; any other: a remote store or server)."""
 LOCAL_PREFIXES = ("./", "../", "/", "~/", ".\\", "..\\")
 """A string input starting with one of these is a local path (data), not a literal."""
 
-ASSET = re.compile(r"^([A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]):(?!//)"
-                   r"(?:[A-Za-z0-9_][\w.-]*(?::\d+|@[A-Za-z][\w.-]*)|/\S+)$")
+ASSET = lazy_pattern(r"^([A-Za-z][A-Za-z0-9_-]*[A-Za-z0-9]):(?!//)"
+                      r"(?:[A-Za-z0-9_][\w.-]*(?::\d+|@[A-Za-z][\w.-]*)|/\S+)$")
 """A reference to data registered with a service (``STORE:NAME:VERSION``, ``STORE:NAME@LABEL``,
 or ``STORE:/…`` a resource id): data, not a literal (``cuda:0`` stays one); its ``STORE`` is its
 scheme. Which service resolves it, and how to fetch it elsewhere, its vendor kit says
