@@ -53,7 +53,7 @@ with every process's string-hash seed; the key reads it as a placeholder, and a 
 of the run that compiled it (the salt only has to stay the same for one class within one process)."""
 
 Slot = tuple[str, str, int]
-"""Where a request is kept: ``(file name, or the source when it has none; mode; flags)``."""
+"""Where a request is kept: ``(file name, or the source when it has none of its own; mode; flags)``."""
 
 
 class CodeCache:
@@ -81,7 +81,8 @@ class CodeCache:
             return builtins.compile(source, filename, mode, flags, True, optimize)
         if self._known is None:
             self._known = _read(self.path)
-        slot, text = (filename or source, mode, flags), _HASH_SALT.sub(r"\1#,", source)
+        named = filename if filename not in ("", "<string>") else source  # exec()'s code has no name of its own
+        slot, text = (named, mode, flags), _HASH_SALT.sub(r"\1#,", source)
         entry = self._known.get(slot)
         code = _code(entry[1]) if entry is not None and entry[0] == text else None
         if code is None:
@@ -157,19 +158,29 @@ def cache_dir(environ: Optional[Mapping[str, str]] = None) -> Path:
 
 _installed: Optional[CodeCache] = None
 
-GENERATORS = ("attr._make", "cattrs.gen", "cattrs.gen.typeddicts")
+COMPILERS = ("attr._make", "cattrs.gen", "cattrs.gen.typeddicts")
 """The modules whose ``compile()`` calls build generated code (each calls the builtin by name)."""
+
+EXECUTORS = ("dataclasses",)
+"""The modules that build generated code with ``exec()`` of source text (the standard library's
+dataclasses: :mod:`omnidist.runtime` is standard-library only, so its values are dataclasses)."""
+
+_OURS = re.compile(r"(^|[ .])omnidist(_\w+)?[.]")
+"""A generated file name (``<attrs generated methods omnidist_vertex.settings.VertexSettings>``)
+or module name of omnidist's or a plugin's: only their code is kept, never a user's own classes."""
 
 
 def install() -> Optional[CodeCache]:
-    """Route the code generation of attrs (imported here) and of cattrs (once imported) through the
-    cache; idempotent, so :mod:`omnidist.model` calls it first and :mod:`omnidist.model.serde` again
-    once it has imported cattrs.
+    """Route the code generation of attrs (imported here), dataclasses and cattrs (once imported)
+    through the cache, for omnidist's own classes; idempotent, so :mod:`omnidist.model` calls it
+    first and :mod:`omnidist.model.serde` again once it has imported cattrs.
 
     Returns the process's cache, or ``None`` when ``OMNIDIST_NO_CODE_CACHE`` is set."""
     global _installed
     if os.environ.get("OMNIDIST_NO_CODE_CACHE", "").strip() not in ("", "0"):
         return None
+    import dataclasses  # noqa: F401 - the runtime's values
+
     import attr._make  # noqa: F401 - the generator every model module uses
 
     if _installed is None:
@@ -179,16 +190,17 @@ def install() -> Optional[CodeCache]:
             path = None
         _installed = CodeCache(path, write=not sys.dont_write_bytecode)
         atexit.register(_installed.save)
-    for name in GENERATORS:
-        module = sys.modules.get(name)
-        if module is not None and not isinstance(getattr(module, "compile", None), _CachedCompile):
-            module.compile = _CachedCompile(_installed)  # type: ignore[attr-defined]  # shadows the builtin there only
+    for names, hook, attribute in ((COMPILERS, _CachedCompile, "compile"), (EXECUTORS, _CachedExec, "exec")):
+        for name in names:
+            module = sys.modules.get(name)
+            if module is not None and not isinstance(getattr(module, attribute, None), hook):
+                setattr(module, attribute, hook(_installed))  # shadows the builtin in that module only
     return _installed
 
 
 class _CachedCompile:
-    """The ``compile`` a generator module calls: the cache's, with the future flags the builtin
-    would have inherited from that module's calling code."""
+    """The ``compile`` a generator module calls: for omnidist's classes the cache's, with the future
+    flags the builtin would have inherited from that module's calling code; else the builtin."""
 
     def __init__(self, cache: CodeCache) -> None:
         self.cache = cache
@@ -196,4 +208,25 @@ class _CachedCompile:
     def __call__(self, source: Any, filename: Any, mode: str, flags: int = 0, dont_inherit: bool = False,
                  optimize: int = -1) -> Any:
         caller = sys._getframe(1).f_code.co_flags & _FUTURE_FLAGS
+        if not (isinstance(filename, str) and _OURS.search(filename)):
+            return builtins.compile(source, filename, mode, flags | (0 if dont_inherit else caller), True, optimize)
         return self.cache.compile(source, filename, mode, flags, dont_inherit, optimize, _caller_flags=caller)
+
+
+class _CachedExec:
+    """The ``exec`` a generator module calls with source text: compiled through the cache (as the
+    builtin would compile it, inheriting the caller's future flags) when the code is for one of
+    omnidist's modules (the ``globals`` it runs in say whose)."""
+
+    def __init__(self, cache: CodeCache) -> None:
+        self.cache = cache
+
+    def __call__(self, source: Any, globals: Optional[dict[str, Any]] = None,  # noqa: A002 - exec's names
+                 locals: Optional[Mapping[str, Any]] = None) -> None:  # noqa: A002
+        caller_frame = sys._getframe(1)
+        if globals is None:  # exec() without namespaces runs in the caller's, as the builtin would
+            globals, locals = caller_frame.f_globals, caller_frame.f_locals if locals is None else locals
+        if isinstance(source, str) and _OURS.search(str(globals.get("__name__", "")) + "."):
+            source = self.cache.compile(source, "<string>", "exec",
+                                        _caller_flags=caller_frame.f_code.co_flags & _FUTURE_FLAGS)
+        builtins.exec(source, globals, locals)

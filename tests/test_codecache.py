@@ -96,26 +96,57 @@ def test_the_key_is_the_whole_request_flags_included(tmp_path):
     assert namespaces[2]["f"](3) == -3
 
 
+def _point_class(module: str) -> type:
+    namespace = {"__module__": module, "__annotations__": {"x": "int", "y": "int"}, "y": attrs.field(default=0)}
+    return attrs.frozen(type("Point", (), namespace))
+
+
 def test_a_class_built_from_cached_code_behaves_the_same(tmp_path, monkeypatch):
     cache = CodeCache(tmp_path / "c.marshal", write=True)
     import attr._make
 
     monkeypatch.setattr(attr._make, "compile", codecache._CachedCompile(cache), raising=False)
-
-    def build():
-        @attrs.frozen
-        class Point:
-            x: int
-            y: int = 0
-        return Point
-
-    first, second = build(), build()
-    assert cache.hits >= 1  # the second class's methods came from the cache
+    first, second = _point_class("omnidist_probe.values"), _point_class("omnidist_probe.values")
+    assert (cache.misses, cache.hits) == (1, 1)  # the second class's methods came from the cache
     assert second(1, 2) == second(1, 2) and second(1) != second(2)
     assert hash(second(1, 2)) == hash(second(1, 2)) and repr(second(1)) == "Point(x=1, y=0)"
     assert repr(first(1)) == repr(second(1))
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
-        second(1).x = 3  # type: ignore[misc]
+        second(1).x = 3  # type: ignore[attr-defined]
+
+
+def test_only_omnidists_own_classes_are_kept(tmp_path, monkeypatch):
+    cache = CodeCache(tmp_path / "c.marshal", write=True)
+    import attr._make
+
+    monkeypatch.setattr(attr._make, "compile", codecache._CachedCompile(cache), raising=False)
+    user = _point_class("my_project.model")
+    assert (cache.misses, cache.hits) == (0, 0)  # a user's class: compiled as before, not kept
+    assert user(1) == user(1)
+
+
+def test_dataclasses_of_omnidist_come_from_the_cache_and_behave_the_same(tmp_path, monkeypatch):
+    import dataclasses
+
+    cache = CodeCache(tmp_path / "c.marshal", write=True)
+    monkeypatch.setattr(dataclasses, "exec", codecache._CachedExec(cache), raising=False)
+
+    def build(module: str) -> type:
+        namespace = {"__module__": module, "__annotations__": {"a": int, "b": dict},
+                     "b": dataclasses.field(default_factory=dict)}
+        monkeypatch.setitem(sys.modules, module, type(sys)(module))
+        return dataclasses.dataclass(frozen=True)(type("Slot", (), namespace))
+
+    first = build("omnidist_probe.runtime")
+    misses = cache.misses
+    second = build("omnidist_probe.runtime")
+    assert misses > 0 and cache.misses == misses and cache.hits == misses
+    assert second(1) == second(1, {}) and second(1) != second(2) and hash(second(1, ())) == hash(second(1, ()))
+    assert repr(second(3)) == repr(first(3)) == "Slot(a=3, b={})"
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        second(1).a = 2  # type: ignore[misc]
+    build("my_project.values")
+    assert cache.misses == misses  # a user's dataclass: not kept
 
 
 @pytest.mark.parametrize("content", [b"", b"not marshal at all", marshal.dumps([1, 2]),

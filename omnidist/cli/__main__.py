@@ -1,5 +1,5 @@
-"""``python -m omnidist.cli``: the ``omnidist`` command."""
+"""``python -m omnidist.cli``: the ``omnidist`` command, as the console script starts it."""
 
-from omnidist.cli import main
+from omnidist.console import main
 
 main()

@@ -34,7 +34,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("omnidist.submission",),
     ("omnidist.api", "omnidist.local"),
     ("omnidist.migration", "omnidist.placement", "omnidist.recovery"),
-    ("omnidist.cli", "omnidist.kit", "omnidist.testing"),
+    ("omnidist.cli", "omnidist.console", "omnidist.kit", "omnidist.testing"),
 )
 """The floors, bottom first: a module imports from its own floor and the floors below it. A
 module belongs to the floor of the longest prefix that names it (``omnidist.model.features`` is a

@@ -10,7 +10,7 @@ per TPU host, SPEC §13), :func:`run_policy_to_native` and :func:`metadata_to_na
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
@@ -45,7 +45,6 @@ from omnidist.kit import (
     watcher_note,
     with_module,
 )
-from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_k8s import quantities
 from omnidist_k8s.nodes import CPU, EPHEMERAL_STORAGE, GPU_RESOURCE, MEMORY, MULTI_GPU_SHM_SIZE, SHM_PATH, SHM_VOLUME
 from omnidist_kubernetes import expansion, names
@@ -72,6 +71,9 @@ from omnidist_kubernetes.tables import (
     TPU_RESOURCE,
     Kind,
 )
+
+if TYPE_CHECKING:
+    from omnidist_google.tpu import TpuSlice
 
 SETTINGS = f"backends.{NAME}"
 READS = "URIs the program opens itself (gs://, s3://, https://…): omnidist mounts nothing into pods"
@@ -425,6 +427,8 @@ def tpu_hosts(roles: dict[RoleName, EffectiveRole], job: DistributedJob, kind: K
         UnsupportedFeatureError: a role besides the primary; a TPU GKE does not run (v2, v3); a
             framework whose kind has no one-pod-per-host layout (horovod's MPIJob).
     """
+    from omnidist_google.tpu import tpu_slice  # TPU jobs only: not loaded for a GPU job
+
     accelerator = tpu_slice_of(job, NAME, TPU_LAYOUT)
     if accelerator is None:
         return roles, None
@@ -479,6 +483,8 @@ def longest_suffix(kind: Kind, job: DistributedJob) -> str:
 
 def _pods(job: DistributedJob, role: RoleName) -> int:
     """The pods of ``role``: its replicas, or a TPU slice's hosts beyond the primary's for the workers."""
+    from omnidist_google.tpu import tpu_slice  # TPU jobs only: not loaded for a GPU job
+
     primary = job.primary.accelerator
     if role is RoleName.WORKERS and primary is not None and primary != "none" and primary.tpu \
             and primary.type in GKE_TPU_ACCELERATORS:

@@ -40,9 +40,9 @@ from omnidist_kubernetes.tables import (
     GKE_PORTABLE,
     GKE_TPU_ACCELERATOR_LABEL,
     GKE_TPU_TOPOLOGY_LABEL,
-    INSTANCE_GPUS,
     TPU_RESOURCE,
     Kind,
+    instance_gpus,
 )
 
 DEFAULT_PORT_NAMES = frozenset({"pytorchjob-port", "tfjob-port"})
@@ -230,8 +230,8 @@ def gpu_model(selector: Mapping[str, str]) -> tuple[Optional[str], dict[str, str
             return model, {GPU_PRODUCT_LABEL: product}
     for label in INSTANCE_TYPE_LABELS:
         machine = selector.get(label)
-        if machine in INSTANCE_GPUS:
-            return INSTANCE_GPUS[machine][0], {label: machine}
+        if machine in instance_gpus():
+            return instance_gpus()[machine][0], {label: machine}
     return None, {}
 
 

@@ -10,13 +10,13 @@ here so they are easy to correct.
 
 from __future__ import annotations
 
+import functools
 import re
 
 import attrs
 
 from omnidist.kit import Billing, Ending, Framework, JobState, RoleName, lazy_pattern
 from omnidist.runtime.platforms import kubernetes as platform
-from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
 
 NAME = "kubernetes"
 """The backend's name (entry point, settings block ``backends.kubernetes``)."""
@@ -188,8 +188,7 @@ DEFAULT_NODE_SELECTORS: dict[str, dict[str, str]] = {
 }
 """The ``node_selectors`` setting when none is given: GKE's accelerator label."""
 
-INSTANCE_GPUS: dict[str, tuple[str, int]] = {
-    **{m.name: (m.accelerator, m.gpus) for m in COMPUTE_ENGINE_GPU_MACHINES if m.gpus},
+OTHER_INSTANCE_GPUS: dict[str, tuple[str, int]] = {
     "g4dn.12xlarge": ("T4", 4), "g4dn.16xlarge": ("T4", 1), "g4dn.2xlarge": ("T4", 1), "g4dn.4xlarge": ("T4", 1),
     "g4dn.8xlarge": ("T4", 1), "g4dn.metal": ("T4", 8), "g4dn.xlarge": ("T4", 1),
     "g6.12xlarge": ("L4", 4), "g6.16xlarge": ("L4", 1), "g6.24xlarge": ("L4", 4), "g6.2xlarge": ("L4", 1),
@@ -200,9 +199,18 @@ INSTANCE_GPUS: dict[str, tuple[str, int]] = {
     "Standard_ND96amsr_A100_v4": ("A100-80GB", 8), "Standard_ND96asr_v4": ("A100", 8),
     "Standard_ND96isr_H100_v5": ("H100", 8), "Standard_ND96isr_H200_v5": ("H200", 8),
 }
-"""Machine type (a ``node.kubernetes.io/instance-type`` value) -> (portable accelerator, GPUs):
-Compute Engine's from omnidist's catalog, AWS's GPU instances (EC2 accelerated computing tables;
-A10G and other models without a portable name are left out), Azure's ND InfiniBand sizes."""
+"""AWS's GPU instances (EC2 accelerated computing tables; A10G and other models without a portable
+name are left out) and Azure's ND InfiniBand sizes, as :func:`instance_gpus` reads them."""
+
+
+@functools.cache
+def instance_gpus() -> dict[str, tuple[str, int]]:
+    """Machine type (a ``node.kubernetes.io/instance-type`` value) -> (portable accelerator, GPUs):
+    Compute Engine's from omnidist's catalog, then :data:`OTHER_INSTANCE_GPUS`. Built on first use:
+    reading the Compute Engine catalog costs a compile that never reads a node selector."""
+    from omnidist_google.compute_engine import COMPUTE_ENGINE_GPU_MACHINES
+
+    return {**{m.name: (m.accelerator, m.gpus) for m in COMPUTE_ENGINE_GPU_MACHINES if m.gpus}, **OTHER_INSTANCE_GPUS}
 
 # --- TPUs on GKE (SPEC §13) ---------------------------------------------------------------------------
 

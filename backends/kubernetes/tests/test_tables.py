@@ -88,8 +88,8 @@ def test_every_portable_accelerator_gke_offers_has_a_gke_label_and_back():
 
 
 def test_instance_types_name_portable_gpus():
-    assert all(model in ACCELERATORS_BY_NAME and count >= 1 for model, count in tables.INSTANCE_GPUS.values())
-    assert tables.INSTANCE_GPUS["a3-megagpu-8g"] == ("H100-MEGA", 8) and tables.INSTANCE_GPUS["p5.48xlarge"] == (
+    assert all(model in ACCELERATORS_BY_NAME and count >= 1 for model, count in tables.instance_gpus().values())
+    assert tables.instance_gpus()["a3-megagpu-8g"] == ("H100-MEGA", 8) and tables.instance_gpus()["p5.48xlarge"] == (
         "H100", 8)
 
 

@@ -8,7 +8,7 @@ camelCase keys, enum names, int64 (``replicaCount``) as JSON strings, as the API
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import attrs
 
@@ -41,7 +41,6 @@ from omnidist.kit import (
 from omnidist.runtime import hints
 from omnidist_google.compute_engine import COMPUTE_ENGINE, N1_GPUS, N1_MEMORY_PER_VCPU, REDUCTION_SERVER_MACHINE
 from omnidist_google.google_labels import check_labels as check_google_labels
-from omnidist_google.tpu import TpuSlice, tpu_slice
 from omnidist_vertex import code_data
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import (
@@ -55,6 +54,9 @@ from omnidist_vertex.tables import (
     TPU_VM_ACCELERATORS,
     reduction_server_image,
 )
+
+if TYPE_CHECKING:
+    from omnidist_google.tpu import TpuSlice
 
 BACKEND = NAME
 TRAINING_ROLES = (RoleName.PRIMARY, RoleName.WORKERS)
@@ -168,6 +170,8 @@ def _n1_default_vcpus(wanted: Accelerator) -> int:
 def place_tpu(role: EffectiveRole, settings: VertexSettings, notes: list[Note]) -> Placement:
     """A TPU slice's machine: ``cloud-tpu`` for TPU v2/v3, else the TPU VM machine the settings
     name (checked against the topology) or the one the slice's topology runs on."""
+    from omnidist_google.tpu import tpu_slice  # TPU jobs only: not loaded for a GPU job
+
     accelerator, path = role.accelerator, _machine_path(role.name)
     named = settings.machine_types.get(role.name.value)
     if accelerator.type not in CLOUD_TPU_ACCELERATORS and accelerator.type not in TPU_VM_ACCELERATORS:
