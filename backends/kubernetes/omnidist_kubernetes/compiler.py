@@ -427,8 +427,6 @@ def tpu_hosts(roles: dict[RoleName, EffectiveRole], job: DistributedJob, kind: K
         UnsupportedFeatureError: a role besides the primary; a TPU GKE does not run (v2, v3); a
             framework whose kind has no one-pod-per-host layout (horovod's MPIJob).
     """
-    from omnidist_google.tpu import tpu_slice  # TPU jobs only: not loaded for a GPU job
-
     accelerator = tpu_slice_of(job, NAME, TPU_LAYOUT)
     if accelerator is None:
         return roles, None
@@ -441,6 +439,8 @@ def tpu_hosts(roles: dict[RoleName, EffectiveRole], job: DistributedJob, kind: K
         raise _refuse(f"framework {job.framework.value}", "Horovod starts its ranks with mpirun over ssh from a "
                       "launcher pod, and a TPU slice's hosts run one program each.",
                       "Use framework jax, pytorch (PyTorch/XLA) or tensorflow.")
+    from omnidist_google.tpu import tpu_slice  # TPU jobs only: not loaded for a GPU job
+
     try:
         tpu = tpu_slice(accelerator)
     except ValueError as exc:  # a topology no host of this TPU runs (a 2-D one on v5p)
@@ -483,11 +483,11 @@ def longest_suffix(kind: Kind, job: DistributedJob) -> str:
 
 def _pods(job: DistributedJob, role: RoleName) -> int:
     """The pods of ``role``: its replicas, or a TPU slice's hosts beyond the primary's for the workers."""
-    from omnidist_google.tpu import tpu_slice  # TPU jobs only: not loaded for a GPU job
-
     primary = job.primary.accelerator
     if role is RoleName.WORKERS and primary is not None and primary != "none" and primary.tpu \
             and primary.type in GKE_TPU_ACCELERATORS:
+        from omnidist_google.tpu import tpu_slice  # TPU jobs only
+
         return tpu_slice(primary).hosts - 1
     return replica_count(job, role)
 

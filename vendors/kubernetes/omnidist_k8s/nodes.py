@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from omnidist.kit import lazy_pattern
+
 GPU_RESOURCE = "nvidia.com/gpu"
 """The extended resource NVIDIA's device plugin offers: a GPU count is a limit on it."""
 
@@ -24,16 +26,16 @@ GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 """The node label NVIDIA's GPU feature discovery sets (``NVIDIA-A100-SXM4-80GB``, ``Tesla-T4``…)."""
 
 GPU_PRODUCTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"A100.*80GB", re.IGNORECASE), "A100-80GB"),
-    (re.compile(r"A100", re.IGNORECASE), "A100"),
-    (re.compile(r"B200", re.IGNORECASE), "B200"),
-    (re.compile(r"H100", re.IGNORECASE), "H100"),
-    (re.compile(r"H200", re.IGNORECASE), "H200"),
-    (re.compile(r"(^|-)L4($|-)", re.IGNORECASE), "L4"),
-    (re.compile(r"P100", re.IGNORECASE), "P100"),
-    (re.compile(r"(^|-)P4($|-)", re.IGNORECASE), "P4"),
-    (re.compile(r"(^|-)T4($|-)", re.IGNORECASE), "T4"),
-    (re.compile(r"V100", re.IGNORECASE), "V100"),
+    (lazy_pattern(r"A100.*80GB", re.IGNORECASE), "A100-80GB"),
+    (lazy_pattern(r"A100", re.IGNORECASE), "A100"),
+    (lazy_pattern(r"B200", re.IGNORECASE), "B200"),
+    (lazy_pattern(r"H100", re.IGNORECASE), "H100"),
+    (lazy_pattern(r"H200", re.IGNORECASE), "H200"),
+    (lazy_pattern(r"(^|-)L4($|-)", re.IGNORECASE), "L4"),
+    (lazy_pattern(r"P100", re.IGNORECASE), "P100"),
+    (lazy_pattern(r"(^|-)P4($|-)", re.IGNORECASE), "P4"),
+    (lazy_pattern(r"(^|-)T4($|-)", re.IGNORECASE), "T4"),
+    (lazy_pattern(r"V100", re.IGNORECASE), "V100"),
 )
 """``nvidia.com/gpu.product`` pattern -> portable accelerator, first match wins (the label is the
 marketing name with spaces as ``-``; *unconfirmed* beyond the common SXM/PCIe spellings)."""
