@@ -37,42 +37,65 @@ _ENV_NAME = (r"(?:[A-Z][A-Z0-9_]*)?(?:PASS|PASSWD|PASSWORD|PWD|TOKEN|SECRET|API_
              r"|CREDENTIALS?|CONNECTION_?STRING|DSN)[A-Z0-9_]*")
 SECRET_SHAPES: tuple[re.Pattern[str], ...] = (
     # credentials in a URL: scheme://user:PASSWORD@host, scheme://TOKEN@host (a Sentry-style DSN)
-    re.compile(rf"(?P<keep>{_SCHEME}[^\s/:@'\"<>]*:)(?P<secret>[^\s@/'\"<>]+)(?=@)"),
-    re.compile(rf"(?P<keep>{_SCHEME})(?P<secret>[A-Za-z0-9_\-]{{16,}})(?=@)"),
+    lazy_pattern(rf"(?P<keep>{_SCHEME}[^\s/:@'\"<>]*:)(?P<secret>[^\s@/'\"<>]+)(?=@)"),
+    lazy_pattern(rf"(?P<keep>{_SCHEME})(?P<secret>[A-Za-z0-9_\-]{{16,}})(?=@)"),
     # connection strings and query strings: AccountKey=…; Password=…; sig=…&
-    re.compile(r"(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|Password|Pwd|sig|"
-               r"access_token|refresh_token|id_token|api_?key|client_secret|secret|token)=)(?P<secret>[^;&\s'\"<>]+)",
-               re.IGNORECASE),
+    lazy_pattern(r"(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature|AccessKey|Password|Pwd|sig|"
+                 r"access_token|refresh_token|id_token|api_?key|client_secret|secret|token)=)"
+                 r"(?P<secret>[^;&\s'\"<>]+)", re.IGNORECASE),
     # an Authorization header's credentials
-    re.compile(r"(?P<keep>\b(?:Bearer|Basic|Token)\s+)(?P<secret>[A-Za-z0-9._~+/\-]{12,}=*)"),
+    lazy_pattern(r"(?P<keep>\b(?:Bearer|Basic|Token)\s+)(?P<secret>[A-Za-z0-9._~+/\-]{12,}=*)"),
     # tokens by their well-known form
-    re.compile(r"(?P<secret>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-]{20,}"
-               r"|xox[abposr]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}|[rs]k_live_[A-Za-z0-9]{16,}"
-               r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{10,}|hf_[A-Za-z0-9]{30,}"
-               r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,}"
-               r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})\b)"),
+    lazy_pattern(r"(?P<secret>\b(?:gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}|glpat-[A-Za-z0-9_\-]{20,}"
+                 r"|xox[abposr]-[A-Za-z0-9\-]{10,}|sk-[A-Za-z0-9_\-]{20,}|[rs]k_live_[A-Za-z0-9]{16,}"
+                 r"|(?:AKIA|ASIA)[0-9A-Z]{16}|AIza[0-9A-Za-z_\-]{35}|ya29\.[0-9A-Za-z_\-]{10,}|hf_[A-Za-z0-9]{30,}"
+                 r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_\-]{50,}"
+                 r"|eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,})\b)"),
     # an environment variable of a secret-looking name, as a message quotes it: DB_PASS=…, "HF_TOKEN": "…",
     # {"name": "API_KEY", "value": "…"} (upper-case names only: prose saying "password: see below" is not one)
-    re.compile(rf"(?P<keep>\b{_ENV_NAME}(?:=|\"?\s*:\s*\")|\"name\"\s*:\s*\"{_ENV_NAME}\"\s*,\s*\"value\"\s*:\s*\")"
-               r"(?P<secret>[^\s;&'\"<>,}]{4,})"),
+    lazy_pattern(rf"(?P<keep>\b{_ENV_NAME}(?:=|\"?\s*:\s*\")|\"name\"\s*:\s*\"{_ENV_NAME}\"\s*,\s*\"value\"\s*:\s*\")"
+                 r"(?P<secret>[^\s;&'\"<>,}]{4,})"),
     # a storage account key (64 bytes, base64) and a PEM private key
-    re.compile(r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==)"),
-    re.compile(r"(?P<secret>-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"),
+    lazy_pattern(r"(?P<secret>(?<![A-Za-z0-9+/])[A-Za-z0-9+/]{86}==)"),
+    lazy_pattern(r"(?P<secret>-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z ]*PRIVATE KEY-----|$))"),
 )
 """Secrets by the shape of the value, whatever the variable is called: the part named ``secret``
 is masked, the part named ``keep`` (a URL's scheme and user, a connection string's key) is shown."""
+
+SHAPE_CLUES: tuple[tuple[str, ...], ...] = (
+    ("://",),
+    ("://",),
+    ("=",),
+    ("Bearer", "Basic", "Token"),
+    ("gh", "github_pat_", "glpat-", "xox", "sk-", "k_live_", "AKIA", "ASIA", "AIza", "ya29.", "hf_", "npm_", "pypi-",
+     "eyJ"),
+    ("PASS", "PWD", "TOKEN", "SECRET", "KEY", "CREDENTIAL", "CONNECTION", "DSN"),
+    ("==",),
+    ("-----BEGIN ",),
+)
+"""Per shape (in :data:`SECRET_SHAPES`' order), text one of which every match holds, exactly as
+written (each is a literal of the pattern that no alternative of it can avoid): a text holding none
+cannot match, so the pattern is neither compiled nor run for it. Most lines (a note, a state) hold
+no clue of the costliest patterns, which then cost nothing at start-up."""
+
+
+def _shapes_in(text: str) -> Iterator[re.Pattern[str]]:
+    """The shapes whose clues ``text`` holds (the only ones that can match it)."""
+    for shape, clues in zip(SECRET_SHAPES, SHAPE_CLUES):
+        if any(clue in text for clue in clues):
+            yield shape
 
 
 def secret_parts(text: str) -> list[str]:
     """The secrets :data:`SECRET_SHAPES` finds in ``text`` (a password in a URL, an ``AccountKey=``,
     a token of a well-known form)."""
-    return [m["secret"] for shape in SECRET_SHAPES for m in shape.finditer(text)]
+    return [m["secret"] for shape in _shapes_in(text) for m in shape.finditer(text)]
 
 
 def mask_shapes(text: str) -> str:
     """``text`` with every secret :data:`SECRET_SHAPES` finds masked (what comes before it, a URL's
     scheme and user or a connection string's key, is kept)."""
-    for shape in SECRET_SHAPES:
+    for shape in _shapes_in(text):
         if shape.search(text):
             text = shape.sub(lambda m: (m.groupdict().get("keep") or "") + MASK, text)
     return text

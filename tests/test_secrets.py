@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from omnidist import notebook as display
+from omnidist import secrets
 from omnidist.backend.values import CompiledJob, JobState, JobStatus, Note
 from omnidist.errors import InvalidRequestError, TransientBackendError
 from omnidist.model.job import DistributedJob
@@ -154,3 +157,38 @@ def test_migration_report_repr_is_a_summary():
     assert text.startswith("MigrationReport(ai_platform -> vertex: ") and "inferred" in text and len(text) < 120
     html = report._repr_html_()
     assert "ai_platform → vertex" in html and f"<td style='{display.CELL}'>{display.badge('inferred')}</td>" in html
+
+
+# --- the clues that spare a text the patterns it cannot match ------------------------------------
+
+_FRAGMENTS = ["://", "@", "=", ":", "\"", " ", "user", "pa55word", "Bearer ", "Basic ", "Token ", "ghp_", "hf_",
+              "AKIA", "sk-", "eyJ", ".", "DB_PASSWORD", "HF_TOKEN", "API_KEY", "\"name\": ", "\"value\": ", "==",
+              "-----BEGIN RSA PRIVATE KEY-----", "-----END RSA PRIVATE KEY-----", "AccountKey", "sig", ";", "&",
+              "0123456789abcdefABCDEF", "x" * 20, "Z" * 40, "/" * 3, "+" * 5, "postgres", "TOKEN", "Pwd", "DSN"]
+
+
+def _every_shape(text: str) -> str:
+    """The masking as it was before the clues: every shape tried on every text."""
+    for shape in secrets.SECRET_SHAPES:
+        if shape.search(text):
+            text = shape.sub(lambda m: (m.groupdict().get("keep") or "") + secrets.MASK, text)
+    return text
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(st.sampled_from(_FRAGMENTS), st.text(max_size=6)), max_size=14).map("".join))
+def test_the_clues_never_change_what_is_masked(text):
+    assert secrets.mask_shapes(text) == _every_shape(text)
+    assert secrets.secret_parts(text) == [m["secret"] for shape in secrets.SECRET_SHAPES for m in shape.finditer(text)]
+
+
+def test_a_line_without_clues_compiles_none_of_the_costly_patterns(monkeypatch):
+    from omnidist.patterns import LazyPattern
+
+    costly = secrets.SECRET_SHAPES[5]  # the secret-looking variable names: the slowest to compile
+    fresh = LazyPattern(costly.pattern, costly.flags)
+    monkeypatch.setattr(secrets, "SECRET_SHAPES", (*secrets.SECRET_SHAPES[:5], fresh, *secrets.SECRET_SHAPES[6:]))
+    line = "processes_per_node: 8 processes per node: the platform starts the command once per node"
+    assert secrets.mask_shapes(line) == line and fresh._compiled is None
+    assert secrets.mask_shapes("DB_PASSWORD=hunter22") == "DB_PASSWORD=" + secrets.MASK
+    assert fresh._compiled is not None
