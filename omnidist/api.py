@@ -74,7 +74,8 @@ def _whose(exc: job_file.NotAJobError) -> ValidationError:
 def check_backend_blocks(job: DistributedJob) -> None:
     """Reject a ``backends.<name>`` block for a backend nobody knows (a likely typo that
     would otherwise be ignored silently)."""
-    if not job.backends:
+    installed = set(registry.installed())
+    if all(name in installed for name in job.backends):  # the usual case lists no runtime platforms
         return
     known = registry.known()
     problems = []
