@@ -8,11 +8,21 @@ them (Vertex's pool indexes, Azure ML's distributions, AI Platform's task names)
 backend writes with them, so the contract is written once.
 
 Every module of this package whose name does not start with ``_`` is a platform (found with
-:mod:`pkgutil`: a new platform is one new file, with no edit elsewhere). It defines:
+:mod:`pkgutil`: a new platform is one new file, with no edit elsewhere). So is every module an
+installed distribution declares under the entry-point group :data:`GROUP`, ``omnidist.platforms``
+(``tinycloud = "omnidist_tinycloud.platform"``: a backend plugin ships its platform in its own
+folder), read with :mod:`importlib.metadata` the first time the platforms are listed, not at
+import. Such a module holds the same contract, with ``NAME`` its entry point's name; one that
+fails to import or breaks the contract is skipped with a :class:`RuntimeWarning` saying why (a
+plugin for one platform must not stop detection on the others), and a built-in platform wins
+over an entry point of the same name (also with a warning). The trade-off: a plugin's platform
+is recognised only in a container that has the plugin installed, where a built-in one needs
+omnidist alone. A platform module defines:
 
 ===================  ======================================================================
-``NAME``             the platform's name, the module's name (``RuntimeContext.platform``,
-                     ``--emulate``, and the backend whose compile the emulation follows)
+``NAME``             the platform's name: its module's, or its entry point's
+                     (``RuntimeContext.platform``, ``--emulate``, and the backend whose
+                     compile the emulation follows)
 ``ORDER``            its place in the detection order: of the platforms present, the lowest
                      ``ORDER`` wins (Vertex 10, AI Platform 20, Azure ML 30, a bare
                      ``TF_CONFIG`` 40, an MPI launcher 45, torchrun 50, none last)
