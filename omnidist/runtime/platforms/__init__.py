@@ -157,7 +157,7 @@ def _plugins(built_in: set[str]) -> list[ModuleType]:
         try:
             module = point.load()
             if not isinstance(module, ModuleType):
-                raise PlatformModuleError(f"{where} names a {type(module).__name__}, not a module")
+                raise PlatformModuleError(f"it names a {type(module).__name__}, not a module")
             found.append(_check(module, point.name, module.__name__))
         except Exception as exc:  # noqa: BLE001 - a broken plugin loses its platform, not the others
             _warn(f"{where} is skipped: {type(exc).__name__}: {exc}")
