@@ -124,9 +124,13 @@ def _entry_points() -> dict[str, Plugin]:
 
 
 def refresh() -> None:
-    """Forget discovered and loaded backends (after installing a plugin in a running session)."""
+    """Forget discovered and loaded backends, and the runtime platforms listed (after installing a
+    plugin in a running session)."""
+    from omnidist.runtime import platforms
+
     _entry_points.cache_clear()
     get.cache_clear()
+    platforms.modules.cache_clear()
 
 
 def installed() -> list[str]:

@@ -2,8 +2,9 @@
 
 Standard library only. This module is the generic driver: each platform's own variables —
 its tables, how to recognise it and how to read it — live in its module under
-:mod:`omnidist.runtime.platforms`, which this module asks in their detection order (each
-module's ``ORDER``); the first platform present wins. The order, with the modules' orders:
+:mod:`omnidist.runtime.platforms` (or in a plugin's, named by an ``omnidist.platforms`` entry
+point), which this module asks in their detection order (each module's ``ORDER``); the first
+platform present wins. The order of the built-in ones, with the modules' orders:
 
 1. **The clouds' training services** (orders 10 to 30, a module each) — each recognised by what
    only it sets: a ``CLUSTER_SPEC`` whose ``cluster`` names its pools by position or by task

@@ -10,6 +10,7 @@ the registry finds the backend by its entry point and every parametrized suite i
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 import subprocess
@@ -47,7 +48,11 @@ def test_the_generator_renames_every_placeholder_and_refuses_bad_names(tmp_path)
         generator.generate("other", dest)
 
 
-def test_a_backend_generated_from_the_template_passes_the_shared_suites(tmp_path):
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """The template generated as NAME and installed with ``pip install --target``: its source
+    folder, and an environment whose ``PYTHONPATH`` holds the install."""
+    tmp_path = tmp_path_factory.mktemp("template")
     source = _generator().generate(NAME, tmp_path / "src")
     site = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-build-isolation",
@@ -55,6 +60,11 @@ def test_a_backend_generated_from_the_template_passes_the_shared_suites(tmp_path
                    env={**os.environ, "PYTHONWARNINGS": "ignore"})
     assert (site / f"omnidist_{NAME}").is_dir() and list(site.glob(f"omnidist_{NAME}-*.dist-info"))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    return source, env
+
+
+def test_a_backend_generated_from_the_template_passes_the_shared_suites(installed):
+    source, env = installed
     done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "-rs", "-k", NAME,
                            str(source / "tests"), *SUITES], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=300)
@@ -63,3 +73,39 @@ def test_a_backend_generated_from_the_template_passes_the_shared_suites(tmp_path
     passed = int(re.search(r"(\d+) passed", summary)[1])
     assert passed >= 45, summary  # the contract, the fault matrix, secrets, fuzzing and its own tests
     assert f"{NAME} opts out of the tuning suite" in done.stdout, "the one suite it opts out of says why"
+
+
+PLATFORM_PROBE = """
+import json, os, sys
+before = set(sys.modules)
+from omnidist import runtime
+from omnidist.runtime import platforms
+
+module = platforms.named("%s")
+ctx = runtime.context(argv=[])
+light = sorted(m for m in set(sys.modules) - before if m.split(".")[0] not in sys.stdlib_module_names | {"omnidist", "omnidist_%s"})
+print(json.dumps({"module": module.__name__, "context": ctx.to_dict(), "parsed": module.parse(os.environ).to_dict(),
+                  "light": light}))
+"""
+
+
+def test_the_generated_plugins_platform_is_detected_from_its_variables(installed):
+    """The template's optional platform module, declared under the entry-point group
+    ``omnidist.platforms``: with the install on the path, a training process's runtime
+    recognises the cloud's variables and gives the context the module parsed (the refinements
+    of omnidist's hints on top), importing nothing beyond the standard library to do it."""
+    _, env = installed
+    upper = NAME.upper()
+    variables = {f"{upper}_JOB_ID": "j-7", f"{upper}_POOL": "workers", f"{upper}_REPLICA": "0",
+                 f"{upper}_WORKERS": "3", f"{upper}_PRIMARY": "10.0.0.2:29400", "OMNIDIST_JOB_NAME": "ddp"}
+    clean = {k: v for k, v in env.items() if not k.startswith(("OMNIDIST_", "TF_CONFIG", "CLUSTER_SPEC", "TORCHELASTIC"))}
+    done = subprocess.run([sys.executable, "-c", PLATFORM_PROBE % (NAME, NAME)], env={**clean, **variables},
+                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout)
+    assert found["module"] == f"omnidist_{NAME}.platform"
+    ctx, parsed = found["context"], found["parsed"]
+    assert (ctx["platform"], ctx["role"], ctx["index"], ctx["node_rank"], ctx["num_nodes"]) == (NAME, "worker", 0, 1, 4)
+    assert (ctx["master_addr"], ctx["master_port"], ctx["job_name"]) == ("10.0.0.2", 29400, "ddp")
+    assert {k: v for k, v in ctx.items() if k != "job_name"} == {k: v for k, v in parsed.items() if k != "job_name"}
+    assert found["light"] == [], "detection imported more than the standard library"

@@ -8,11 +8,21 @@ them (Vertex's pool indexes, Azure ML's distributions, AI Platform's task names)
 backend writes with them, so the contract is written once.
 
 Every module of this package whose name does not start with ``_`` is a platform (found with
-:mod:`pkgutil`: a new platform is one new file, with no edit elsewhere). It defines:
+:mod:`pkgutil`: a new platform is one new file, with no edit elsewhere). So is every module an
+installed distribution declares under the entry-point group :data:`GROUP`, ``omnidist.platforms``
+(``tinycloud = "omnidist_tinycloud.platform"``: a backend plugin ships its platform in its own
+folder), read with :mod:`importlib.metadata` the first time the platforms are listed, not at
+import. Such a module holds the same contract, with ``NAME`` its entry point's name; one that
+fails to import or breaks the contract is skipped with a :class:`RuntimeWarning` saying why (a
+plugin for one platform must not stop detection on the others), and a built-in platform wins
+over an entry point of the same name (also with a warning). The trade-off: a plugin's platform
+is recognised only in a container that has the plugin installed, where a built-in one needs
+omnidist alone. A platform module defines:
 
 ===================  ======================================================================
-``NAME``             the platform's name, the module's name (``RuntimeContext.platform``,
-                     ``--emulate``, and the backend whose compile the emulation follows)
+``NAME``             the platform's name: its module's, or its entry point's
+                     (``RuntimeContext.platform``, ``--emulate``, and the backend whose
+                     compile the emulation follows)
 ``ORDER``            its place in the detection order: of the platforms present, the lowest
                      ``ORDER`` wins (Vertex 10, AI Platform 20, Azure ML 30, a bare
                      ``TF_CONFIG`` 40, an MPI launcher 45, torchrun 50, none last)
@@ -71,6 +81,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from types import ModuleType
 from typing import Any, Optional
@@ -89,34 +100,89 @@ COMPILED = ("follow", "assume")
 
 
 class PlatformModuleError(ImportError):
-    """A module in :mod:`omnidist.runtime.platforms` does not hold a platform's contract."""
+    """A platform module (one of this package, or one an entry point names) does not hold a
+    platform's contract."""
 
 
-def _check(module: ModuleType) -> ModuleType:
+GROUP = "omnidist.platforms"
+"""The entry-point group where an installed distribution declares platform modules of its own:
+``name = module`` (``tinycloud = "omnidist_tinycloud.platform"``), the name being the module's ``NAME``."""
+
+
+def _check(module: ModuleType, name: Optional[str] = None, where: Optional[str] = None) -> ModuleType:
+    """``module`` if it holds the contract with ``NAME == name`` (default: the module's own name).
+
+    Args:
+        module: the imported platform module.
+        name: the name it must have (an entry point's name), else its module's name.
+        where: how a message names the module (default: as one of the platforms package).
+    """
     short = module.__name__.rpartition(".")[2]
+    expected, origin = (short, "its module's name") if name is None else (name, "its entry point's name")
+    where = where or f"{module.__name__} is in the platforms package but"
     wanted = (REQUIRED + (EMULATION if hasattr(module, "emulate") else ())
-              + (COMPILED if any(hasattr(module, name) for name in COMPILED) else ()))
-    missing = [name for name in wanted if not hasattr(module, name)]
+              + (COMPILED if any(hasattr(module, n) for n in COMPILED) else ()))
+    missing = [n for n in wanted if not hasattr(module, n)]
     if missing:
-        raise PlatformModuleError(f"{module.__name__} is in the platforms package but does not define "
-                                  f"{', '.join(missing)} (see omnidist.runtime.platforms)")
-    if module.NAME != short:
-        raise PlatformModuleError(f"{module.__name__} says NAME = {module.NAME!r}; a platform's NAME is its "
-                                  f"module's name, {short!r}")
+        raise PlatformModuleError(f"{where} does not define {', '.join(missing)} (see omnidist.runtime.platforms)")
+    if isinstance(module.ORDER, bool) or not isinstance(module.ORDER, (int, float)):
+        raise PlatformModuleError(f"{module.__name__} says ORDER = {module.ORDER!r}; a platform's ORDER is a number")
+    if module.NAME != expected:
+        raise PlatformModuleError(f"{module.__name__} says NAME = {module.NAME!r}; a platform's NAME is "
+                                  f"{origin}, {expected!r}")
     return module
+
+
+def _warn(message: str) -> None:
+    warnings.warn(f"omnidist.runtime.platforms: {message}", RuntimeWarning, stacklevel=4)
+
+
+def _plugins(built_in: set[str]) -> list[ModuleType]:
+    """The platform modules installed distributions declare under :data:`GROUP`, checked.
+
+    One that fails to import or breaks the contract is skipped with a :class:`RuntimeWarning`
+    that says why: a plugin for one platform must not stop detection on the others. A name in
+    ``built_in``, or declared by two distributions, keeps the built-in (or the first) module;
+    the other is skipped with a warning.
+    """
+    from importlib import metadata  # here, not at import (~30 ms): only a listing of the platforms reads it
+
+    found: list[ModuleType] = []
+    taken = set(built_in)
+    for point in metadata.entry_points(group=GROUP):
+        dist = getattr(point.dist, "name", None) or "a distribution"
+        where = f"entry point {point.name} = {point.value!r} of {dist} (group {GROUP})"
+        if point.name in taken:
+            _warn(f"{where} is skipped: the platform {point.name!r} is already "
+                  f"{'built in' if point.name in built_in else 'declared by another distribution'}, and that one wins")
+            continue
+        try:
+            module = point.load()
+            if not isinstance(module, ModuleType):
+                raise PlatformModuleError(f"it names a {type(module).__name__}, not a module")
+            found.append(_check(module, point.name, module.__name__))
+        except Exception as exc:  # noqa: BLE001 - a broken plugin loses its platform, not the others
+            _warn(f"{where} is skipped: {type(exc).__name__}: {exc}")
+            continue
+        taken.add(point.name)
+    return found
 
 
 @functools.lru_cache(maxsize=1)
 def modules() -> tuple[ModuleType, ...]:
-    """Every platform module of this package, in detection order (``ORDER``, then ``NAME``).
+    """Every platform module, in detection order (``ORDER``, then ``NAME``): this package's, and
+    those installed distributions declare under the entry-point group :data:`GROUP` (read on the
+    first call; a built-in platform wins over an entry point of the same name).
 
     Raises:
-        PlatformModuleError: a module in the package lacks part of the contract.
+        PlatformModuleError: a module of this package lacks part of the contract (a plugin's
+            broken module is skipped with a :class:`RuntimeWarning` instead).
     """
     import pkgutil  # here, not at import: a backend reads its platform's tables without listing them all
 
     found = [_check(importlib.import_module(f"{__name__}.{info.name}"))
              for info in pkgutil.iter_modules(__path__) if not info.name.startswith("_")]
+    found += _plugins({m.NAME for m in found})
     return tuple(sorted(found, key=lambda m: (m.ORDER, m.NAME)))
 
 
