@@ -166,7 +166,7 @@ EXECUTORS = ("dataclasses",)
 dataclasses: :mod:`omnidist.runtime` is standard-library only, so its values are dataclasses)."""
 
 _OURS = re.compile(r"(^|[ .])omnidist(_\w+)?[.]")
-"""A generated file name (``<attrs generated methods omnidist_vertex.settings.VertexSettings>``)
+"""A generated file name (``<attrs generated methods omnidist_mycloud.settings.MyCloudSettings>``)
 or module name of omnidist's or a plugin's: only their code is kept, never a user's own classes."""
 
 

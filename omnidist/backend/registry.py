@@ -13,18 +13,18 @@ that was most of the time a short command such as ``omnidist compile`` took.
 from __future__ import annotations
 
 import functools
-import importlib
-import os
 import re
 import sys
-from collections.abc import Iterable, Iterator
-from typing import Any, Optional, Union
+from collections.abc import Iterable
+from typing import Optional, Union
 
 import attrs
 
 from omnidist.backend.contract import Backend, Capabilities, Imports
 from omnidist.errors import BackendNotFoundError
 from omnidist.model.spelling import close_matches
+from omnidist.runtime import entrypoints
+from omnidist.runtime.entrypoints import Plugin
 
 GROUP = "omnidist.backends"
 
@@ -32,90 +32,11 @@ DISTRIBUTION_PREFIX = "omnidist-"
 """A backend plugin's distribution is ``omnidist-<name>``, with ``-`` for ``_`` (``omnidist-my-cloud`` for
 ``my_cloud``)."""
 
-_METADATA_SUFFIXES = (".dist-info", ".egg-info")
-
-
-@attrs.frozen
-class Plugin:
-    """One entry point of the group: the backend's name, where its class is (``module:Class``),
-    and the distribution that provides it."""
-
-    name: str
-    value: str
-    distribution: str
-    version: str
-
-    def load(self) -> Any:
-        """Import the module and return the object the entry point names."""
-        module, _, attribute = self.value.partition(":")
-        found: Any = importlib.import_module(module.strip())
-        for part in filter(None, attribute.split("[")[0].strip().split(".")):
-            found = getattr(found, part)
-        return found
-
-
-def _section(text: str, group: str) -> Iterator[tuple[str, str]]:
-    """The ``name = value`` lines of one ``[group]`` of an entry_points.txt (an INI file)."""
-    inside = False
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#;":
-            continue
-        if line[0] == "[":
-            inside = line.strip("[]").strip() == group
-        elif inside and "=" in line:
-            name, _, value = line.partition("=")
-            yield name.strip(), value.strip()
-
-
-def _version(folder: str, meta: str, stem: str) -> str:
-    """The version in the folder's name (``name-1.2.3.dist-info``), else in its metadata file."""
-    parts = stem.split("-")
-    if len(parts) > 1:
-        return parts[1]
-    for filename in ("METADATA", "PKG-INFO"):
-        try:
-            with open(os.path.join(folder, meta, filename), encoding="utf-8") as handle:
-                for line in handle:
-                    if line.startswith("Version:"):
-                        return line.partition(":")[2].strip()
-        except OSError:
-            continue
-    return ""
-
 
 def discover(paths: Iterable[str], group: str = GROUP) -> dict[str, Plugin]:
-    """The entry points of ``group`` declared by the distributions installed in ``paths``.
-
-    A distribution found in an earlier folder hides one of the same name in a later folder
-    (as the import system does), and so does the first entry point of a given name.
-    """
-    found: dict[str, Plugin] = {}
-    seen: set[str] = set()
-    for folder in paths:
-        folder = folder or os.curdir
-        try:
-            with os.scandir(folder) as entries:
-                metas = sorted(e.name for e in entries if e.name.endswith(_METADATA_SUFFIXES))
-        except OSError:  # not a folder (a zip, a missing path)
-            continue
-        for meta in metas:
-            stem = meta.rsplit(".", 1)[0]
-            distribution = stem.split("-")[0]
-            key = re.sub(r"[-_.]+", "-", distribution).lower()
-            if key in seen:
-                continue
-            seen.add(key)
-            try:
-                with open(os.path.join(folder, meta, "entry_points.txt"), encoding="utf-8") as handle:
-                    text = handle.read()
-            except OSError:
-                continue
-            for name, value in _section(text, group):
-                if name not in found:
-                    found[name] = Plugin(name=name, value=value, distribution=distribution,
-                                         version=_version(folder, meta, stem))
-    return found
+    """The entry points of ``group`` (the backends') declared by the distributions installed in
+    ``paths``: :func:`omnidist.runtime.entrypoints.discover`."""
+    return entrypoints.discover(paths, group)
 
 
 @functools.lru_cache(maxsize=1)

@@ -227,13 +227,13 @@ def test_a_built_in_platform_wins_over_a_plugin_of_the_same_name(probe):
 
 def test_a_name_two_distributions_declare_keeps_the_first_on_the_path(probe):
     assert [(n, o) for n, o, _ in probe["found"] if n == "tiny"] == [("tiny", 15)]
-    assert "of late-platforms (group omnidist.platforms) is skipped: the platform 'tiny' is already declared by " \
+    assert "of late_platforms (group omnidist.platforms) is skipped: the platform 'tiny' is already declared by " \
            "another distribution" in _warning(probe, "tiny")
 
 
 def test_a_plugin_module_that_fails_to_import_is_skipped_with_a_warning(probe):
     assert "broken" not in [name for name, _, _ in probe["found"]]
-    assert ("acme_platforms.broken' of acme-platforms (group omnidist.platforms) is skipped: "
+    assert ("acme_platforms.broken' of acme_platforms (group omnidist.platforms) is skipped: "
             "ModuleNotFoundError: No module named 'a_module_nobody_installed'") in _warning(probe, "broken")
     assert probe["contexts"]["vertex"][0] == "vertex" and probe["contexts"]["tiny"][0] == "tiny"
 

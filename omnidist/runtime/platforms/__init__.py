@@ -11,7 +11,7 @@ Every module of this package whose name does not start with ``_`` is a platform 
 :mod:`pkgutil`: a new platform is one new file, with no edit elsewhere). So is every module an
 installed distribution declares under the entry-point group :data:`GROUP`, ``omnidist.platforms``
 (``tinycloud = "omnidist_tinycloud.platform"``: a backend plugin ships its platform in its own
-folder), read with :mod:`importlib.metadata` the first time the platforms are listed, not at
+folder), read with :mod:`omnidist.runtime.entrypoints` the first time the platforms are listed, not at
 import. Such a module holds the same contract, with ``NAME`` its entry point's name; one that
 fails to import or breaks the contract is skipped with a :class:`RuntimeWarning` saying why (a
 plugin for one platform must not stop detection on the others), and a built-in platform wins
@@ -145,13 +145,19 @@ def _plugins(built_in: set[str]) -> list[ModuleType]:
     ``built_in``, or declared by two distributions, keeps the built-in (or the first) module;
     the other is skipped with a warning.
     """
-    from importlib import metadata  # here, not at import (~30 ms): only a listing of the platforms reads it
+    import sys
+
+    from omnidist.runtime import entrypoints
 
     found: list[ModuleType] = []
     taken = set(built_in)
-    for point in metadata.entry_points(group=GROUP):
-        dist = getattr(point.dist, "name", None) or "a distribution"
-        where = f"entry point {point.name} = {point.value!r} of {dist} (group {GROUP})"
+    hidden: list[entrypoints.Plugin] = []
+    points = list(entrypoints.discover(list(sys.path), GROUP, hidden).values())
+    for point in sorted(hidden, key=lambda p: p.name):
+        _warn(f"entry point {point.name} = {point.value!r} of {point.distribution} (group {GROUP}) is skipped: the "
+              f"platform {point.name!r} is already declared by another distribution, and that one wins")
+    for point in points:
+        where = f"entry point {point.name} = {point.value!r} of {point.distribution} (group {GROUP})"
         if point.name in taken:
             _warn(f"{where} is skipped: the platform {point.name!r} is already "
                   f"{'built in' if point.name in built_in else 'declared by another distribution'}, and that one wins")
