@@ -41,7 +41,7 @@ from omnidist_ai_platform.tables import (
     REFUSALS,
     SERVICE,
 )
-from omnidist_google import gcloud
+from omnidist_google import GCLOUD
 from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_google.hooks import GoogleCredentials
 
@@ -61,7 +61,7 @@ class AIPlatformBackend(GoogleCredentials, Imports, Placement, CloudBackend):
     client = LazyClient("omnidist_ai_platform.client:AIPlatformClient")
     testing = "omnidist_ai_platform.testing:HARNESS"
     native_formats = NATIVE_FORMATS
-    command_programs = (gcloud.PROGRAM,)
+    command_programs = (GCLOUD,)
     capabilities = Capabilities(
         roles=frozenset(RoleName), reduction_server=True,
         accelerators=frozenset(catalog.ACCELERATOR_TYPES) | frozenset(catalog.TPU_ACCELERATORS),
@@ -104,6 +104,8 @@ class AIPlatformBackend(GoogleCredentials, Imports, Placement, CloudBackend):
         """A create body, ``gcloud --config`` file or bare ``trainingInput`` (by their keys), or a
         ``gcloud ai-platform jobs submit training`` command line."""
         if isinstance(native, CommandLine):
+            from omnidist_google import gcloud  # the command-line reader, only for a command line
+
             return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         return isinstance(native, Mapping) and bool(NATIVE_KEYS & set(native))
 

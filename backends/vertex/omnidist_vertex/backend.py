@@ -25,7 +25,7 @@ from omnidist.kit import (
 
 if TYPE_CHECKING:
     from omnidist.kit import CheckpointStore
-from omnidist_google import gcloud
+from omnidist_google import GCLOUD
 from omnidist_google.google_labels import GOOGLE as GOOGLE_LABELS
 from omnidist_google.hooks import GoogleCredentials
 from omnidist_vertex.settings import VertexSettings
@@ -60,7 +60,7 @@ class VertexBackend(GoogleCredentials, Imports, Placement, CloudBackend):
     client = LazyClient("omnidist_vertex.client:VertexClient")
     testing = "omnidist_vertex.testing:HARNESS"
     native_formats = NATIVE_FORMATS
-    command_programs = (gcloud.PROGRAM,)
+    command_programs = (GCLOUD,)
     capabilities = Capabilities(
         roles=frozenset(RoleName),
         accelerators=frozenset(ACCELERATOR_TYPES) | frozenset(CLOUD_TPU_ACCELERATORS) | TPU_VM_ACCELERATORS, spot=True,
@@ -102,6 +102,8 @@ class VertexBackend(GoogleCredentials, Imports, Placement, CloudBackend):
         """A CustomJob, CustomJobSpec or HyperparameterTuningJob (by their keys), a list of
         ``--worker-pool-spec`` strings, or a ``gcloud ai custom-jobs create`` command line."""
         if isinstance(native, CommandLine):
+            from omnidist_google import gcloud  # the command-line reader, only for a command line
+
             return any(gcloud.creates(native, *words) for words in GCLOUD_COMMANDS)
         if isinstance(native, Mapping):
             return bool(NATIVE_KEYS & set(native))

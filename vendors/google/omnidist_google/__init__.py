@@ -12,3 +12,7 @@ tools' credential files.
 A vendor kit: it imports the core only through :mod:`omnidist.kit` and names no backend; the
 backends that run on Google Cloud depend on it and import from it directly.
 """
+
+GCLOUD = "gcloud"
+"""The program whose command lines the Google backends read (their ``command_programs``); here, not
+in :mod:`~omnidist_google.gcloud`, so a backend class names it without loading the command-line reader."""

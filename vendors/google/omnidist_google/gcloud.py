@@ -14,8 +14,9 @@ from typing import Any, Optional
 import attrs
 
 from omnidist.kit import CommandLine, ValidationError
+from omnidist_google import GCLOUD
 
-PROGRAM = "gcloud"
+PROGRAM = GCLOUD
 """The program whose command lines the Google backends read (their ``command_programs``)."""
 
 RELEASE_TRACKS = ("alpha", "beta")
