@@ -3,7 +3,8 @@
 Every command runs inside :func:`main`, whose group (:class:`~omnidist.cli.common.Group`) turns
 omnidist's errors into a one-line message on stderr and the SPEC's exit code (2 invalid input, 3
 cannot express, 1 failed); ``--debug`` shows the traceback instead. The commands live by what
-they are for: :mod:`~omnidist.cli.jobs` (a job to a backend and back), :mod:`~omnidist.cli.migrate`
+they are for: :mod:`~omnidist.cli.compiling` (a job file to a request), :mod:`~omnidist.cli.jobs` (a job to a
+backend and back), :mod:`~omnidist.cli.migrate`
 (native files), :mod:`~omnidist.cli.container` (inside a training container),
 :mod:`~omnidist.cli.placement` (where to run: ``plan``, ``catalog``, ``jobs``). Each imports what
 it needs when it runs, and the group imports a command's module only when that command runs (or
@@ -19,8 +20,9 @@ from omnidist.cli.common import Group, setup_logging
 
 #: Every command, by name: the module (under ``omnidist.cli``) and the function that defines it.
 COMMANDS = {
-    "validate": "jobs:validate", "compile": "jobs:compile_", "backends": "jobs:backends", "submit": "jobs:submit",
-    "status": "jobs:status", "logs": "jobs:logs", "cancel": "jobs:cancel", "run": "jobs:run", "watch": "jobs:watch",
+    "validate": "compiling:validate", "compile": "compiling:compile_", "backends": "jobs:backends",
+    "submit": "jobs:submit", "status": "jobs:status", "logs": "jobs:logs", "cancel": "jobs:cancel", "run": "jobs:run",
+    "watch": "jobs:watch",
     "import": "migrate:import_command", "migrate": "migrate:migrate_command", "explain": "explain:explain",
     "env": "container:env", "launch": "container:launch", "plan": "placement:plan", "catalog": "placement:catalog",
     "gpus": "placement:gpus", "check": "placement:check", "jobs": "placement:jobs_command",
