@@ -16,7 +16,6 @@ from collections.abc import Mapping, Sequence
 from typing import Optional
 
 from omnidist.runtime.errors import RuntimeEnvError
-from omnidist.runtime.tf_setup import tf_config_fix
 from omnidist.runtime.view import RuntimeContext
 
 NPROC_FLAG = "--nproc-per-node"
@@ -167,6 +166,8 @@ def plan_launch(ctx: RuntimeContext, command: Sequence[str], nproc_per_node: Opt
     notes: list[str] = []
     tensorflow = ctx.framework == "tensorflow"
     if tensorflow or "TF_CONFIG" in env:
+        from omnidist.runtime.tf_setup import tf_config_fix  # a launch reads it, a compile's argv helpers do not
+
         fix = tf_config_fix(ctx, env)
         if fix.value is not None:
             updates["TF_CONFIG"] = fix.value

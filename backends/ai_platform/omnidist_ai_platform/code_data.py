@@ -46,7 +46,6 @@ from omnidist.kit import (
 from omnidist_ai_platform import prebuilt
 from omnidist_ai_platform.settings import AIPlatformSettings
 from omnidist_ai_platform.tables import NAME
-from omnidist_azure.storage import is_blob_url
 
 SETTINGS = f"backends.{NAME}"
 READS = "Cloud Storage (gs://BUCKET/PATH, read by the program itself) or plain http(s) URLs"
@@ -113,6 +112,8 @@ def _job_dir(job: DistributedJob, settings: AIPlatformSettings, notes: list[Note
 
 
 def _input(name: str, inp: JobInput) -> str:
+    from omnidist_azure.storage import is_blob_url  # a web URL only: most inputs are not
+
     if inp.scheme == "gs" or (inp.scheme in ("http", "https") and not is_blob_url(inp.uri)):
         return inp.uri
     raise foreign_uri(f"inputs.{name}", NAME, inp.uri, READS)

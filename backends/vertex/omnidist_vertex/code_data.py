@@ -49,7 +49,6 @@ from omnidist.kit import (
     unknown_version,
     with_module,
 )
-from omnidist_azure.storage import is_blob_url
 from omnidist_vertex import prebuilt
 from omnidist_vertex.settings import VertexSettings
 from omnidist_vertex.tables import NAME, multi_region
@@ -192,6 +191,8 @@ def _input(name: str, inp: JobInput, notes: list[Note]) -> str:
             notes.append(Note(kind=NoteKind.APPROXIMATED, field=f"inputs.{name}",
                               message=f"read through Cloud Storage FUSE at {gcs_path(uri)}, not downloaded first"))
         return gcs_path(uri)
+    from omnidist_azure.storage import is_blob_url  # a web URL only: most inputs are not
+
     if inp.scheme in ("http", "https") and not is_blob_url(uri):
         return uri
     raise foreign_uri(f"inputs.{name}", BACKEND, uri, READS)
