@@ -82,7 +82,8 @@ class CodeCache:
         if self._known is None:
             self._known = _read(self.path)
         named = filename if filename not in ("", "<string>") else source  # exec()'s code has no name of its own
-        slot, text = (named, mode, flags), _HASH_SALT.sub(r"\1#,", source)
+        text = _HASH_SALT.sub(r"\1#,", source) if "return hash((" in source else source
+        slot = (named, mode, flags)
         entry = self._known.get(slot)
         code = _code(entry[1]) if entry is not None and entry[0] == text else None
         if code is None:
