@@ -166,9 +166,10 @@ EXECUTORS = ("dataclasses",)
 """The modules that build generated code with ``exec()`` of source text (the standard library's
 dataclasses: :mod:`omnidist.runtime` is standard-library only, so its values are dataclasses)."""
 
-_OURS = re.compile(r"(^|[ .])omnidist(_\w+)?[.]")
+_OURS = re.compile(r"(^|[ .])(omnidist(_\w+)?|cattrs)[.]")
 """A generated file name (``<attrs generated methods omnidist_mycloud.settings.MyCloudSettings>``)
-or module name of omnidist's or a plugin's: only their code is kept, never a user's own classes."""
+or module name of omnidist's, a plugin's, or of cattrs (whose own classes are built when omnidist
+imports it): only their code is kept, never a user's own classes."""
 
 
 def install() -> Optional[CodeCache]:
