@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Optional
 
 import attrs
@@ -229,6 +229,20 @@ class Credentials:
         if not self.found:
             return "missing"
         return "unchecked" if self.valid is None else "ok" if self.valid else "refused"
+
+    def checked(self, probe: Callable[[], object],
+                errors: tuple[type[BaseException], ...] = (Exception,)) -> Credentials:
+        """These credentials shown to the cloud: ``probe()`` is a call that creates nothing (a token
+        asked for, an identity or a version read). Valid when it returns, refused with the first line
+        of what it raised when that is one of ``errors``; as they are when none were found or the
+        answer is already known (a local endpoint that needs none)."""
+        if not self.found or self.valid is not None:
+            return self
+        try:
+            probe()
+        except errors as exc:
+            return attrs.evolve(self, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+        return attrs.evolve(self, valid=True)
 
 
 @attrs.frozen(kw_only=True)

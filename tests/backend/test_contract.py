@@ -119,3 +119,23 @@ def test_trial_is_immutable_and_keeps_the_parameters_order():
     assert status.trials == (trial,) and hash(status) == hash(JobStatus(state="running", metric="acc",
                                                                        trials=(trial,), best=trial))
     assert JobStatus(state="running").trials == () and JobStatus(state="running").best is None
+
+
+def test_credentials_are_checked_once_found_and_refused_with_the_first_line_of_the_error():
+    from omnidist.backend.values import Credentials
+
+    calls = []
+    found = Credentials(found=True, where="~/.config/token", fix="log in")
+    assert found.checked(lambda: calls.append(1)).status == "ok" and calls == [1]
+
+    def refuse() -> None:
+        raise PermissionError("token expired\ntraceback-like detail")
+
+    refused = found.checked(refuse)
+    assert (refused.status, refused.detail, refused.where) == ("refused", "token expired", "~/.config/token")
+    assert found.checked(lambda: (_ for _ in ()).throw(ValueError())).detail == "ValueError"
+    assert Credentials(found=False, fix="log in").checked(lambda: calls.append(2)).status == "missing"
+    assert Credentials(found=True, valid=True).checked(lambda: calls.append(3)).status == "ok"
+    assert calls == [1]  # nothing to ask when none were found, or the answer is known
+    with pytest.raises(KeyError):  # an error outside those listed is not a refusal
+        found.checked(lambda: {}["x"], errors=(PermissionError,))

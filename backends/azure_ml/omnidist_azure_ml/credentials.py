@@ -7,8 +7,6 @@ import os
 from collections.abc import Mapping
 from typing import Optional
 
-import attrs
-
 from omnidist.kit import Credentials
 from omnidist_azure_ml.settings import AzureMLSettings
 
@@ -41,13 +39,9 @@ def find(settings: AzureMLSettings, environ: Optional[Mapping[str, str]] = None)
 
 def check(settings: AzureMLSettings) -> Credentials:
     """:func:`find`, then a Resource Manager token from the credential chain."""
-    found = find(settings)
-    if not found.found or found.valid is not None:
-        return found
-    from omnidist_azure.credentials import credential
+    def probe() -> object:  # azure-identity's errors all mean "no token" here
+        from omnidist_azure.credentials import credential
 
-    try:
-        credential(settings.credential).get_token(SCOPE)
-    except Exception as exc:  # noqa: BLE001 - azure-identity's errors all mean "no token" here
-        return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    return attrs.evolve(found, valid=True)
+        return credential(settings.credential).get_token(SCOPE)
+
+    return find(settings).checked(probe)

@@ -8,8 +8,6 @@ import os
 from collections.abc import Mapping
 from typing import Optional
 
-import attrs
-
 from omnidist.kit import Credentials
 from omnidist_kubernetes.settings import KubernetesSettings
 
@@ -37,18 +35,14 @@ def find(settings: KubernetesSettings, environ: Optional[Mapping[str, str]] = No
 
 def check(settings: KubernetesSettings) -> Credentials:
     """:func:`find`, then the API server's version read with them."""
-    found = find(settings)
-    if not found.found:
-        return found
-    from omnidist_k8s import api
-    from omnidist_kubernetes.tables import NAME
-
-    try:
+    def probe() -> object:  # the client's many errors all mean "not accepted" here
         from kubernetes import client as k8s
+
+        from omnidist_k8s import api
+        from omnidist_kubernetes.tables import NAME
 
         connection = api.api_client(api_server=settings.api_server, kubeconfig=settings.kubeconfig,
                                     context=settings.context, settings=f"backends.{NAME}", backend=NAME)
-        k8s.VersionApi(connection).get_code()
-    except Exception as exc:  # noqa: BLE001 - the client's many errors all mean "not accepted" here
-        return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    return attrs.evolve(found, valid=True)
+        return k8s.VersionApi(connection).get_code()
+
+    return find(settings).checked(probe)

@@ -7,8 +7,6 @@ import os
 from collections.abc import Mapping
 from typing import Optional
 
-import attrs
-
 from omnidist.kit import Credentials
 from omnidist_sagemaker.settings import SageMakerSettings
 
@@ -41,13 +39,9 @@ def find(settings: SageMakerSettings, environ: Optional[Mapping[str, str]] = Non
 
 def check(settings: SageMakerSettings) -> Credentials:
     """:func:`find`, then STS ``GetCallerIdentity`` with them."""
-    found = find(settings)
-    if not found.found or found.valid is not None:
-        return found
-    from omnidist_sagemaker.client import aws_client
+    def probe() -> object:  # botocore's many errors all mean "not accepted" here
+        from omnidist_sagemaker.client import aws_client
 
-    try:
-        aws_client(settings, "sts").get_caller_identity()
-    except Exception as exc:  # noqa: BLE001 - botocore's many errors all mean "not accepted" here
-        return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    return attrs.evolve(found, valid=True)
+        return aws_client(settings, "sts").get_caller_identity()
+
+    return find(settings).checked(probe)

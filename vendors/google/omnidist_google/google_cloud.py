@@ -20,8 +20,6 @@ import os
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, BinaryIO, Optional
 
-import attrs
-
 from omnidist.kit import (
     CODE_OBJECT,
     AuthenticationError,
@@ -212,8 +210,5 @@ def check_google_credentials(mode: str, backend: str) -> Credentials:
     from google.auth import exceptions as auth_exceptions
     from google.auth.transport.requests import Request
 
-    try:
-        google_credentials(mode, backend).refresh(Request())
-    except (AuthenticationError, ConfigError, auth_exceptions.GoogleAuthError) as exc:
-        return attrs.evolve(found, valid=False, detail=str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-    return attrs.evolve(found, valid=True)
+    return found.checked(lambda: google_credentials(mode, backend).refresh(Request()),
+                         (AuthenticationError, ConfigError, auth_exceptions.GoogleAuthError))
