@@ -20,13 +20,10 @@ def gcs() -> Iterator[FakeStorage]:
 @pytest.fixture(scope="session")
 def moto_url() -> Iterator[str]:
     """moto's server mode (every AWS service on one endpoint)."""
-    from moto.server import ThreadedMotoServer
+    from omnidist_aws.testing import moto_server
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    yield f"http://{host}:{port}"
-    server.stop()
+    with moto_server() as url:
+        yield url
 
 
 @pytest.fixture
