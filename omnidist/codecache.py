@@ -8,12 +8,15 @@ calls — work whose result is the same on every run. attrs leaves this open ups
 (python-attrs/attrs#575: "could we piggyback on Python's native caching technique"); this module does
 it on omnidist's side, and only for the modules that generate code:
 
-- :func:`install` gives ``attr._make`` and ``cattrs.gen`` a module-level ``compile`` that looks the
+- :func:`install` gives ``attr._make`` and ``cattrs.gen`` a module-level ``compile``, and the standard
+  library's ``dataclasses`` an ``exec`` (the runtime's values are dataclasses), that look the
   exact request up first — the source text, file name, mode and the flags the call would have used
   (compile inherits the caller's ``from __future__`` flags, so they are part of the key). A miss
   compiles as before and remembers the result. A hit is a request equal in every character (but for
   the one number attrs draws per process, :data:`_HASH_SALT`), so it returns what compiling would
-  have returned; no digest stands in for the source, so none can collide.
+  have returned; no digest stands in for the source, so none can collide. Only the classes of
+  omnidist, its plugins and cattrs are kept (:data:`_OURS`, by module name); a program's own classes
+  are compiled as before and never written to the cache.
 - The code objects live in one :mod:`marshal` file per Python bytecode tag (``cpython-311``…)
   under :func:`cache_dir`, read once at the first generated class and written back, merged, when a
   process that compiled something new exits (a temporary file renamed over the old: concurrent

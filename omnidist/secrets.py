@@ -81,7 +81,7 @@ no clue of the costliest patterns, which then cost nothing at start-up."""
 
 def _shapes_in(text: str) -> Iterator[re.Pattern[str]]:
     """The shapes whose clues ``text`` holds (the only ones that can match it)."""
-    for shape, clues in zip(SECRET_SHAPES, SHAPE_CLUES):
+    for shape, clues in zip(SECRET_SHAPES, SHAPE_CLUES, strict=True):  # a shape without clues fails loudly
         if any(clue in text for clue in clues):
             yield shape
 

@@ -182,6 +182,13 @@ def test_the_clues_never_change_what_is_masked(text):
     assert secrets.secret_parts(text) == [m["secret"] for shape in secrets.SECRET_SHAPES for m in shape.finditer(text)]
 
 
+def test_every_shape_has_its_clues_and_a_shape_without_them_fails_loudly(monkeypatch):
+    assert len(secrets.SHAPE_CLUES) == len(secrets.SECRET_SHAPES)
+    monkeypatch.setattr(secrets, "SHAPE_CLUES", secrets.SHAPE_CLUES[:-1])
+    with pytest.raises(ValueError):  # never a shape silently left untried
+        secrets.mask_shapes("-----BEGIN RSA PRIVATE KEY-----")
+
+
 def test_a_line_without_clues_compiles_none_of_the_costly_patterns(monkeypatch):
     from omnidist.patterns import LazyPattern
 
