@@ -207,6 +207,13 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
               "config_dir": os.getcwd()}
     attempts: list[Attempt] = []
     errors: list[OmnidistError] = []
+
+    def tried(candidate: _Candidate, outcome: str, reason: str = "", job_id: Optional[str] = None) -> None:
+        """One turn's outcome, in the placement's list and said as it happens."""
+        attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome=outcome,
+                                reason=reason, job_id=job_id))
+        say(f"placement: {attempts[-1].line()}")
+
     for number, candidate in enumerate(candidates, start=1):
         row = candidate.row
         where = {**common, "backend": candidate.backend, "profile": candidate.profile_name, "attempt": number,
@@ -214,16 +221,12 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
                  "price_per_hour": _rate(row, job) if row else _price(candidate, job, environ)}
         if candidate.compiled is None:  # the backend cannot express the job (or its settings are wrong)
             reason = row.blocked if row else "cannot express the job"
-            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="skipped",
-                                    reason=reason))
-            say(f"placement: {attempts[-1].line()}")
+            tried(candidate, "skipped", reason)
             _record(book, None, state=ledgers.SKIPPED, reason=reason, **where)
             continue
         missing = _credentials_missing(candidate) if len(candidates) > 1 else None
         if missing:  # no credentials where the cloud's client looks: skipped, as a refusal would be
-            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="skipped",
-                                    reason=missing))
-            say(f"placement: {attempts[-1].line()}")
+            tried(candidate, "skipped", missing)
             _record(book, None, state=ledgers.SKIPPED, reason=missing, **where)
             continue
         seq = _record(book, None, state=ledgers.CREATING, **where)
@@ -234,17 +237,13 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             if len(candidates) == 1:
                 _record(book, seq, state=ledgers.ERROR, reason=str(exc))
                 raise
-            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
-                                    reason=f"credentials: {exc}"))
-            say(f"placement: {attempts[-1].line()}")
+            tried(candidate, "refused", f"credentials: {exc}")
             _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
             errors.append(exc)
             continue
         except ShortageError as exc:
             masking.mask_error(exc, secrets)
-            attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
-                                    reason=f"{exc.shortage}: {exc.detail}"))
-            say(f"placement: {attempts[-1].line()}")
+            tried(candidate, "refused", f"{exc.shortage}: {exc.detail}")
             _record(book, seq, state=ledgers.REFUSED, reason=attempts[-1].reason)
             errors.append(exc)
             continue
@@ -260,9 +259,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             raise
         handle = handle if handle.job is not None else attrs.evolve(handle, job=job)
         _created(book, seq, handle)
-        attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="created",
-                                job_id=handle.id))
-        say(f"placement: {attempts[-1].line()}")
+        tried(candidate, "created", job_id=handle.id)
         if queue_s is None:
             return handle
         refused = _watch(candidate, handle, queue_s, waits)
@@ -271,9 +268,7 @@ def _place(job: DistributedJob, candidates: Sequence[_Candidate], *, queue_s: Op
             return handle
         masking.mask_error(refused, secrets)
         reason = refused.detail if refused.shortage == QUEUE else f"{refused.shortage}: {refused.detail}"
-        attempts.append(Attempt(profile=candidate.profile, backend=candidate.backend, outcome="refused",
-                                reason=reason, job_id=handle.id))
-        say(f"placement: {attempts[-1].line()}")
+        tried(candidate, "refused", reason, job_id=handle.id)
         _record(book, seq, state=ledgers.REFUSED, reason=reason)
         errors.append(refused)
     if len(candidates) == 1 and errors:
