@@ -2,8 +2,8 @@
 share, so that the core ships none of them (DESIGN "Vendors: what belongs to a cloud lives with it").
 
 A vendor kit (``vendors/<vendor>/``, a distribution of its own) names a :class:`Vendor` under the
-entry-point group :data:`GROUP`; the core finds the installed ones the way the backend registry
-finds backends (:func:`omnidist.backend.registry.discover`), once per process:
+entry-point group :data:`GROUP`; the core finds the installed ones with the reader the backend
+registry uses (:func:`omnidist.runtime.entrypoints.discover`), once per process:
 
 - placement reads its price rows and price lists (:mod:`omnidist.placement.vendors`);
 - what a program sees (:mod:`omnidist.migration.world`) reads its image registries' hosts and
@@ -160,10 +160,10 @@ def installed() -> dict[str, Vendor]:
     Raises:
         ConfigError: an entry point that does not name a :class:`Vendor`.
     """
-    from omnidist.backend import registry
+    from omnidist.runtime import entrypoints
 
     found = {}
-    for name, plugin in sorted(registry.discover(list(sys.path), GROUP).items()):
+    for name, plugin in sorted(entrypoints.discover(list(sys.path), GROUP).items()):
         vendor = plugin.load()
         if not isinstance(vendor, Vendor):
             raise ConfigError(f"entry point {name!r} in group {GROUP} ({plugin.value}, distribution "
