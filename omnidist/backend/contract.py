@@ -297,7 +297,9 @@ class Placement(Backend):
 
     def check_credentials(self, settings: Any) -> Optional[Credentials]:
         """:meth:`find_credentials`, then the cloud asked whether it accepts them, creating nothing
-        (``omnidist check``); ``None`` (the default): the backend does not say."""
+        (``omnidist check``): ``find_credentials(settings).checked(probe)``
+        (:meth:`~omnidist.backend.values.Credentials.checked`); ``None`` (the default): the backend
+        does not say."""
         return None
 
     def machine_offer(self) -> Optional[tuple[str, Any]]:
